@@ -1,0 +1,42 @@
+# Windlass build, code generation and tests. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+GO_TEST_FLAGS ?=
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "%-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build the windlass binary into bin/.
+	go build -o $(BIN)/windlass ./cmd/windlass
+
+$(CONTROLLER_GEN): hack/tools/go.mod
+	go build -C hack/tools -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs.
+	cd api && $(CONTROLLER_GEN) object:headerFile=../hack/boilerplate.go.txt paths=./...
+	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=../config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=windlass-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate ## Fail when the generated files are stale.
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "generated files are untracked: run 'make generate' and commit" >&2; exit 1; }
+
+.PHONY: controlplane
+controlplane: ## Build the test control plane from Go modules (once, cached).
+	hack/controlplane.sh
+
+.PHONY: vet
+vet: ## Run go vet over both modules.
+	go vet ./...
+	cd api && go vet ./...
+
+.PHONY: test
+test: verify-generated vet controlplane ## Run every test: unit, envtest and end to end.
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) ./...
+	cd api && go test ./...

@@ -1,0 +1,69 @@
+package meta
+
+// Condition types shared by every kind. Ready, Reconciling and Stalled follow
+// kstatus: Reconciling and Stalled are abnormal-true and are removed when they
+// no longer hold.
+const (
+	// ReadyCondition tells whether the object's last reconciliation succeeded.
+	ReadyCondition string = "Ready"
+
+	// ReconcilingCondition is True while the controller works towards the
+	// desired state.
+	ReconcilingCondition string = "Reconciling"
+
+	// StalledCondition is True when the controller cannot make progress without
+	// a change to the object (an invalid spec, for instance).
+	StalledCondition string = "Stalled"
+
+	// HealthyCondition tells whether the objects an applier manages are healthy.
+	HealthyCondition string = "Healthy"
+)
+
+// Condition reasons shared by every kind.
+const (
+	// SucceededReason: the reconciliation succeeded.
+	SucceededReason string = "Succeeded"
+
+	// FailedReason: the reconciliation failed.
+	FailedReason string = "Failed"
+
+	// ProgressingReason: the reconciliation is under way.
+	ProgressingReason string = "Progressing"
+
+	// ProgressingWithRetryReason: the reconciliation is under way after a
+	// failure.
+	ProgressingWithRetryReason string = "ProgressingWithRetry"
+
+	// SuspendedReason: the object is suspended.
+	SuspendedReason string = "Suspended"
+
+	// DependencyNotReadyReason: a dependency is not ready yet.
+	DependencyNotReadyReason string = "DependencyNotReady"
+
+	// ReconciliationSucceededReason: the reconciliation succeeded.
+	ReconciliationSucceededReason string = "ReconciliationSucceeded"
+
+	// ReconciliationFailedReason: the reconciliation failed.
+	ReconciliationFailedReason string = "ReconciliationFailed"
+
+	// InvalidURLReason: a URL in the spec is invalid.
+	InvalidURLReason string = "InvalidURL"
+
+	// InvalidPathReason: a path in the spec is invalid.
+	InvalidPathReason string = "InvalidPath"
+
+	// ArtifactFailedReason: an artifact could not be fetched.
+	ArtifactFailedReason string = "ArtifactFailed"
+
+	// BuildFailedReason: a build failed.
+	BuildFailedReason string = "BuildFailed"
+
+	// PruneFailedReason: pruning failed.
+	PruneFailedReason string = "PruneFailed"
+
+	// HealthCheckFailedReason: a health check failed.
+	HealthCheckFailedReason string = "HealthCheckFailed"
+
+	// InvalidCELExpressionReason: a CEL expression does not compile.
+	InvalidCELExpressionReason string = "InvalidCELExpression"
+)

@@ -1,0 +1,80 @@
+package v1
+
+// Condition types that the source kinds set besides Ready, Reconciling and
+// Stalled. All of them but ArtifactInStorage and SourceVerified are
+// abnormal-true: they are present only while the problem lasts.
+const (
+	// ArtifactInStorageCondition tells whether the artifact named in status is
+	// in storage, with a digest that matches.
+	ArtifactInStorageCondition string = "ArtifactInStorage"
+
+	// ArtifactOutdatedCondition is True when the artifact in storage does not
+	// reflect the current spec or upstream revision.
+	ArtifactOutdatedCondition string = "ArtifactOutdated"
+
+	// FetchFailedCondition is True when the upstream source could not be
+	// fetched.
+	FetchFailedCondition string = "FetchFailed"
+
+	// SourceVerifiedCondition tells whether the upstream source passed its
+	// authenticity check.
+	SourceVerifiedCondition string = "SourceVerified"
+
+	// IncludeUnavailableCondition is True when an included source has no
+	// artifact to include.
+	IncludeUnavailableCondition string = "IncludeUnavailable"
+
+	// StorageOperationFailedCondition is True when a storage operation failed.
+	StorageOperationFailedCondition string = "StorageOperationFailed"
+
+	// BuildFailedCondition is True when the artifact could not be built.
+	BuildFailedCondition string = "BuildFailed"
+)
+
+// Condition reasons of the source kinds.
+const (
+	// GitOperationSucceededReason: a git operation succeeded.
+	GitOperationSucceededReason string = "GitOperationSucceeded"
+
+	// GitOperationFailedReason: a git operation failed.
+	GitOperationFailedReason string = "GitOperationFailed"
+
+	// AuthenticationFailedReason: credentials are missing, invalid or refused.
+	AuthenticationFailedReason string = "AuthenticationFailed"
+
+	// VerificationErrorReason: the source failed its authenticity check.
+	VerificationErrorReason string = "VerificationError"
+
+	// ArtifactUpToDateReason: the artifact is up to date with the upstream
+	// revision.
+	ArtifactUpToDateReason string = "ArtifactUpToDate"
+
+	// NewRevisionReason: a new upstream revision is available.
+	NewRevisionReason string = "NewRevision"
+
+	// StorageOperationFailedReason: a storage operation failed.
+	StorageOperationFailedReason string = "StorageOperationFailed"
+
+	// URLInvalidReason: the source URL is invalid.
+	URLInvalidReason string = "URLInvalid"
+
+	// InvalidSemverReason: the semver range does not parse.
+	InvalidSemverReason string = "InvalidSemver"
+
+	// IncludeUnavailableReason: an included source has no artifact.
+	IncludeUnavailableReason string = "IncludeUnavailable"
+
+	// DirCreationFailedReason: a working directory could not be created.
+	DirCreationFailedReason string = "DirectoryCreationFailed"
+
+	// ArchiveOperationFailedReason: the artifact archive could not be written.
+	ArchiveOperationFailedReason string = "ArchiveOperationFailed"
+
+	// SymlinkUpdateFailedReason: the latest-artifact link could not be
+	// updated.
+	SymlinkUpdateFailedReason string = "SymlinkUpdateFailed"
+
+	// InvalidSpecReason: the spec is invalid in a way that the CRD schema
+	// cannot express.
+	InvalidSpecReason string = "InvalidSpec"
+)
