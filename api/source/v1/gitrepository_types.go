@@ -322,3 +322,8 @@ type GitRepositoryList struct {
 func init() {
 	SchemeBuilder.Register(&GitRepository{}, &GitRepositoryList{})
 }
+
+// SetObservedGeneration records the generation the controller acted on.
+func (in *GitRepository) SetObservedGeneration(generation int64) {
+	in.Status.ObservedGeneration = generation
+}

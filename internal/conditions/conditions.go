@@ -1,0 +1,115 @@
+// Package conditions reads and writes the status conditions of Windlass
+// objects. Conditions follow kstatus: Ready tells the outcome of the last
+// reconciliation; Reconciling and Stalled, like the kinds' own failure
+// conditions, are abnormal-true and are removed once they no longer hold.
+//
+// Every setter stamps the condition with the object's current generation, and
+// keeps LastTransitionTime unless the status changes.
+package conditions
+
+import (
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Getter is an object whose conditions can be read.
+type Getter interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+// Setter is an object whose conditions can be read and written.
+type Setter interface {
+	Getter
+	SetConditions([]metav1.Condition)
+}
+
+// Get returns the condition of the given type, or nil.
+func Get(obj Getter, conditionType string) *metav1.Condition {
+	return apimeta.FindStatusCondition(obj.GetConditions(), conditionType)
+}
+
+// Has reports whether the object has a condition of the given type.
+func Has(obj Getter, conditionType string) bool {
+	return Get(obj, conditionType) != nil
+}
+
+// IsTrue reports whether the condition is present and True.
+func IsTrue(obj Getter, conditionType string) bool {
+	return apimeta.IsStatusConditionTrue(obj.GetConditions(), conditionType)
+}
+
+// IsFalse reports whether the condition is present and False.
+func IsFalse(obj Getter, conditionType string) bool {
+	return apimeta.IsStatusConditionFalse(obj.GetConditions(), conditionType)
+}
+
+// Reason returns the reason of the condition, or "".
+func Reason(obj Getter, conditionType string) string {
+	if c := Get(obj, conditionType); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// Message returns the message of the condition, or "".
+func Message(obj Getter, conditionType string) string {
+	if c := Get(obj, conditionType); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// Set writes a condition with the given status, reason and message.
+func Set(obj Setter, conditionType string, status metav1.ConditionStatus, reason, messageFormat string, args ...any) {
+	conditions := obj.GetConditions()
+	apimeta.SetStatusCondition(&conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message(messageFormat, args),
+		ObservedGeneration: obj.GetGeneration(),
+	})
+	obj.SetConditions(conditions)
+}
+
+// MarkTrue sets the condition to True.
+func MarkTrue(obj Setter, conditionType, reason, messageFormat string, args ...any) {
+	Set(obj, conditionType, metav1.ConditionTrue, reason, messageFormat, args...)
+}
+
+// MarkFalse sets the condition to False.
+func MarkFalse(obj Setter, conditionType, reason, messageFormat string, args ...any) {
+	Set(obj, conditionType, metav1.ConditionFalse, reason, messageFormat, args...)
+}
+
+// MarkUnknown sets the condition to Unknown.
+func MarkUnknown(obj Setter, conditionType, reason, messageFormat string, args ...any) {
+	Set(obj, conditionType, metav1.ConditionUnknown, reason, messageFormat, args...)
+}
+
+// Delete removes the condition of the given type.
+func Delete(obj Setter, conditionType string) {
+	conditions := obj.GetConditions()
+	if apimeta.RemoveStatusCondition(&conditions, conditionType) {
+		obj.SetConditions(conditions)
+	}
+}
+
+// maxMessageLength bounds condition messages, well under the API's limit of
+// 32768, so that a long error never makes a status patch fail.
+const maxMessageLength = 4096
+
+func message(format string, args []any) string {
+	m := format
+	if len(args) > 0 {
+		m = fmt.Sprintf(format, args...)
+	}
+	if len(m) > maxMessageLength {
+		m = m[:maxMessageLength-3] + "..."
+	}
+	return m
+}

@@ -1,0 +1,53 @@
+package conditions
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+)
+
+func TestSetKeepsTransitionTimeUntilStatusChanges(t *testing.T) {
+	g := NewWithT(t)
+	obj := &sourcev1.GitRepository{}
+	obj.Generation = 3
+
+	MarkTrue(obj, "Ready", "Succeeded", "stored %s", "x")
+	first := Get(obj, "Ready")
+	g.Expect(first).NotTo(BeNil())
+	g.Expect(first.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(first.Message).To(Equal("stored x"))
+	first.LastTransitionTime = metav1.Unix(100, 0)
+
+	MarkTrue(obj, "Ready", "Succeeded", "stored y")
+	g.Expect(Get(obj, "Ready").LastTransitionTime).To(Equal(metav1.Unix(100, 0)))
+	g.Expect(Message(obj, "Ready")).To(Equal("stored y"))
+
+	MarkFalse(obj, "Ready", "Failed", "broken")
+	g.Expect(Get(obj, "Ready").LastTransitionTime).NotTo(Equal(metav1.Unix(100, 0)))
+	g.Expect(IsFalse(obj, "Ready")).To(BeTrue())
+	g.Expect(Reason(obj, "Ready")).To(Equal("Failed"))
+}
+
+func TestDeleteAndHas(t *testing.T) {
+	g := NewWithT(t)
+	obj := &sourcev1.GitRepository{}
+	MarkTrue(obj, "FetchFailed", "GitOperationFailed", "down")
+	MarkTrue(obj, "Ready", "Succeeded", "ok")
+	Delete(obj, "FetchFailed")
+	Delete(obj, "NotThere")
+	g.Expect(Has(obj, "FetchFailed")).To(BeFalse())
+	g.Expect(IsTrue(obj, "Ready")).To(BeTrue())
+	g.Expect(obj.Status.Conditions).To(HaveLen(1))
+}
+
+func TestMessageIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	obj := &sourcev1.GitRepository{}
+	MarkFalse(obj, "Ready", "Failed", "%s", strings.Repeat("x", 10000))
+	g.Expect(len(Message(obj, "Ready"))).To(Equal(maxMessageLength))
+	g.Expect(Message(obj, "Ready")).To(HaveSuffix("..."))
+}

@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"errors"
+	"time"
+)
+
+// Stalling is a failure that no retry can mend: the spec is invalid, or a
+// referenced object is unusable as it is. The object is marked Stalled and is
+// not requeued until it changes.
+type Stalling struct {
+	// Reason is the condition reason, in UpperCamelCase.
+	Reason string
+	// Err is the cause, shown to users in conditions and events.
+	Err error
+}
+
+func (e *Stalling) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Stalling) Unwrap() error { return e.Err }
+
+// Waiting is an expected wait for something outside the object, such as a
+// dependency that is not ready: not a failure of the controller. The object
+// is requeued after RequeueAfter, without backoff.
+type Waiting struct {
+	// Reason is the condition reason, in UpperCamelCase.
+	Reason string
+	// Err says what the object waits for.
+	Err error
+	// RequeueAfter is when to look again.
+	RequeueAfter time.Duration
+}
+
+func (e *Waiting) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Waiting) Unwrap() error { return e.Err }
+
+// Failure is a failure that a retry may mend, such as a host that is down. It
+// is retried with exponential backoff.
+type Failure struct {
+	// Reason is the condition reason, in UpperCamelCase.
+	Reason string
+	// Err is the cause, shown to users in conditions and events.
+	Err error
+}
+
+func (e *Failure) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Failure) Unwrap() error { return e.Err }
+
+// Stall returns a Stalling error.
+func Stall(reason string, err error) error { return &Stalling{Reason: reason, Err: err} }
+
+// Wait returns a Waiting error.
+func Wait(reason string, err error, after time.Duration) error {
+	return &Waiting{Reason: reason, Err: err, RequeueAfter: after}
+}
+
+// Fail returns a Failure error.
+func Fail(reason string, err error) error { return &Failure{Reason: reason, Err: err} }
+
+// ReasonOf returns the reason carried by err, or fallback when err carries
+// none.
+func ReasonOf(err error, fallback string) string {
+	var (
+		s *Stalling
+		w *Waiting
+		f *Failure
+	)
+	switch {
+	case errors.As(err, &s) && s.Reason != "":
+		return s.Reason
+	case errors.As(err, &w) && w.Reason != "":
+		return w.Reason
+	case errors.As(err, &f) && f.Reason != "":
+		return f.Reason
+	}
+	return fallback
+}

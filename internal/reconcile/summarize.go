@@ -1,0 +1,103 @@
+package reconcile
+
+import (
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+)
+
+// ObjectWithStatus is an object that Summarize can write the outcome of a
+// run to.
+type ObjectWithStatus interface {
+	conditions.Setter
+	SetObservedGeneration(int64)
+}
+
+// Summary describes how to summarize one run of a kind's reconciler.
+type Summary struct {
+	// Result is the combined result of the steps that ran.
+	Result Result
+	// Err is the error the steps returned, if any.
+	Err error
+	// NegativeConditions are the kind's abnormal-true conditions, most
+	// important first: the first that is True explains a Ready=False.
+	NegativeConditions []string
+	// SuccessReason and SuccessMessage describe Ready=True.
+	SuccessReason, SuccessMessage string
+	// Interval is the time until the next scheduled run after a success.
+	Interval time.Duration
+	// JitterPercent spreads the interval; zero means DefaultJitterPercent.
+	JitterPercent int
+}
+
+// Summarize writes the outcome of a run to obj's conditions and observed
+// generation, and returns what controller-runtime should do next:
+//
+//   - Stalling: Stalled=True and Ready=False; a terminal error, no retry.
+//   - Waiting: Ready=False and Reconciling=True; requeue after the wait.
+//   - any other error: Ready=False and Reconciling=True; retry with backoff.
+//   - success: Ready=True (or False when a negative condition still holds)
+//     and the next run after the jittered interval.
+func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
+	var (
+		stalling *Stalling
+		waiting  *Waiting
+	)
+	switch {
+	case errors.As(s.Err, &stalling):
+		conditions.MarkTrue(obj, meta.StalledCondition, stalling.Reason, "%s", stalling.Err.Error())
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, stalling.Reason, "%s", stalling.Err.Error())
+		obj.SetObservedGeneration(obj.GetGeneration())
+		return ctrl.Result{}, reconcile.TerminalError(s.Err)
+	case errors.As(s.Err, &waiting):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "%s", waiting.Err.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, waiting.Reason, "%s", waiting.Err.Error())
+		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}, nil
+	case s.Err != nil:
+		reason := ReasonOf(s.Err, negativeReason(obj, s.NegativeConditions, meta.FailedReason))
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure: %s", s.Err.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", s.Err.Error())
+		return ctrl.Result{}, s.Err
+	}
+
+	conditions.Delete(obj, meta.StalledCondition)
+	conditions.Delete(obj, meta.ReconcilingCondition)
+	if c := firstTrue(obj, s.NegativeConditions); c != "" {
+		conditions.MarkFalse(obj, meta.ReadyCondition, conditions.Reason(obj, c), "%s", conditions.Message(obj, c))
+	} else {
+		conditions.MarkTrue(obj, meta.ReadyCondition, s.SuccessReason, "%s", s.SuccessMessage)
+	}
+	obj.SetObservedGeneration(obj.GetGeneration())
+	if s.Result == ResultRequeue {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	percent := s.JitterPercent
+	if percent == 0 {
+		percent = DefaultJitterPercent
+	}
+	return ctrl.Result{RequeueAfter: Jitter(s.Interval, percent)}, nil
+}
+
+func firstTrue(obj conditions.Getter, types []string) string {
+	for _, t := range types {
+		if conditions.IsTrue(obj, t) {
+			return t
+		}
+	}
+	return ""
+}
+
+func negativeReason(obj conditions.Getter, types []string, fallback string) string {
+	if c := firstTrue(obj, types); c != "" {
+		return conditions.Reason(obj, c)
+	}
+	return fallback
+}

@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+)
+
+func TestSummarize(t *testing.T) {
+	const interval = time.Minute
+	tests := []struct {
+		name          string
+		before        func(obj *sourcev1.GitRepository)
+		summary       Summary
+		wantReady     string
+		wantReason    string
+		wantStalled   bool
+		wantRecon     bool
+		wantObserved  bool
+		wantTerminal  bool
+		wantErr       bool
+		wantRequeueIn [2]time.Duration
+	}{
+		{
+			name:         "success is Ready with the jittered interval",
+			summary:      Summary{Result: ResultSuccess, SuccessReason: meta.SucceededReason, SuccessMessage: "stored"},
+			wantReady:    "True",
+			wantReason:   meta.SucceededReason,
+			wantObserved: true,
+			wantRequeueIn: [2]time.Duration{
+				interval - interval*DefaultJitterPercent/100, interval + interval*DefaultJitterPercent/100,
+			},
+		},
+		{
+			name: "a stalling error is terminal and Stalled",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "x")
+			},
+			summary:      Summary{Err: Stall("InvalidURL", errors.New("bad url"))},
+			wantReady:    "False",
+			wantReason:   "InvalidURL",
+			wantStalled:  true,
+			wantObserved: true,
+			wantTerminal: true,
+			wantErr:      true,
+		},
+		{
+			name:          "a wait requeues without error",
+			summary:       Summary{Err: Wait(meta.DependencyNotReadyReason, errors.New("dep"), 30*time.Second)},
+			wantReady:     "False",
+			wantReason:    meta.DependencyNotReadyReason,
+			wantRecon:     true,
+			wantRequeueIn: [2]time.Duration{30 * time.Second, 30 * time.Second},
+		},
+		{
+			name: "a plain error takes the reason of the first negative condition",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkTrue(obj, meta.StalledCondition, "Old", "old")
+				conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "denied")
+			},
+			summary:    Summary{Err: errors.New("denied"), NegativeConditions: []string{sourcev1.IncludeUnavailableCondition, sourcev1.FetchFailedCondition}},
+			wantReady:  "False",
+			wantReason: sourcev1.AuthenticationFailedReason,
+			wantRecon:  true,
+			wantErr:    true,
+		},
+		{
+			name: "success with a negative condition left is not Ready",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason, "new")
+			},
+			summary:      Summary{Result: ResultSuccess, NegativeConditions: []string{sourcev1.ArtifactOutdatedCondition}, SuccessReason: meta.SucceededReason},
+			wantReady:    "False",
+			wantReason:   sourcev1.NewRevisionReason,
+			wantObserved: true,
+			wantRequeueIn: [2]time.Duration{
+				interval - interval*DefaultJitterPercent/100, interval + interval*DefaultJitterPercent/100,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &sourcev1.GitRepository{}
+			obj.Generation = 7
+			obj.Status.ObservedGeneration = -1
+			if tt.before != nil {
+				tt.before(obj)
+			}
+			tt.summary.Interval = interval
+			res, err := Summarize(obj, tt.summary)
+
+			g.Expect(err != nil).To(Equal(tt.wantErr))
+			g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(Equal(tt.wantTerminal))
+			g.Expect(string(conditions.Get(obj, meta.ReadyCondition).Status)).To(Equal(tt.wantReady))
+			g.Expect(conditions.Reason(obj, meta.ReadyCondition)).To(Equal(tt.wantReason))
+			g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(Equal(tt.wantStalled))
+			g.Expect(conditions.IsTrue(obj, meta.ReconcilingCondition)).To(Equal(tt.wantRecon))
+			g.Expect(obj.Status.ObservedGeneration == 7).To(Equal(tt.wantObserved))
+			g.Expect(res.RequeueAfter).To(BeNumerically(">=", tt.wantRequeueIn[0]))
+			g.Expect(res.RequeueAfter).To(BeNumerically("<=", tt.wantRequeueIn[1]))
+		})
+	}
+}
+
+func TestJitterStaysInBounds(t *testing.T) {
+	g := NewWithT(t)
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := Jitter(100*time.Second, 10)
+		g.Expect(d).To(BeNumerically(">=", 90*time.Second))
+		g.Expect(d).To(BeNumerically("<=", 110*time.Second))
+		seen[d] = true
+	}
+	g.Expect(len(seen)).To(BeNumerically(">", 1), "jitter must vary")
+	g.Expect(Jitter(0, 10)).To(Equal(time.Duration(0)))
+}
+
+func TestLowestRequeuingResult(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(LowestRequeuingResult(ResultEmpty, ResultSuccess)).To(Equal(ResultSuccess))
+	g.Expect(LowestRequeuingResult(ResultSuccess, ResultRequeue)).To(Equal(ResultRequeue))
+	g.Expect(LowestRequeuingResult(ResultSuccess, ResultEmpty)).To(Equal(ResultSuccess))
+}
+
+func TestReasonOf(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ReasonOf(Fail("GitOperationFailed", errors.New("x")), "F")).To(Equal("GitOperationFailed"))
+	g.Expect(ReasonOf(errors.New("x"), "F")).To(Equal("F"))
+}
