@@ -3,8 +3,9 @@
 // reconciliation; Reconciling and Stalled, like the kinds' own failure
 // conditions, are abnormal-true and are removed once they no longer hold.
 //
-// Every setter stamps the condition with the object's current generation, and
-// keeps LastTransitionTime unless the status changes.
+// Every setter stamps the condition with the object's current generation,
+// keeps LastTransitionTime unless the status changes, and removes credentials
+// from URLs in the message.
 package conditions
 
 import (
@@ -13,6 +14,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // Getter is an object whose conditions can be read.
@@ -108,6 +111,7 @@ func message(format string, args []any) string {
 	if len(args) > 0 {
 		m = fmt.Sprintf(format, args...)
 	}
+	m = redact.String(m)
 	if len(m) > maxMessageLength {
 		m = m[:maxMessageLength-3] + "..."
 	}

@@ -51,3 +51,10 @@ func TestMessageIsBounded(t *testing.T) {
 	g.Expect(len(Message(obj, "Ready"))).To(Equal(maxMessageLength))
 	g.Expect(Message(obj, "Ready")).To(HaveSuffix("..."))
 }
+
+func TestMessageHasNoCredentials(t *testing.T) {
+	g := NewWithT(t)
+	obj := &sourcev1.GitRepository{}
+	MarkFalse(obj, "Ready", "Failed", "cloning https://bob:hunter2@git.example.com/r.git?token=abc: refused")
+	g.Expect(Message(obj, "Ready")).To(Equal("cloning https://git.example.com/r.git: refused"))
+}

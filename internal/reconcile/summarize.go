@@ -9,6 +9,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // ObjectWithStatus is an object that Summarize can write the outcome of a
@@ -36,7 +37,8 @@ type Summary struct {
 }
 
 // Summarize writes the outcome of a run to obj's conditions and observed
-// generation, and returns what controller-runtime should do next:
+// generation, and returns what controller-runtime should do next (its error
+// carries no credentials, since controller-runtime logs it):
 //
 //   - Stalling: Stalled=True and Ready=False; a terminal error, no retry.
 //   - Waiting: Ready=False and Reconciling=True; requeue after the wait.
@@ -54,7 +56,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.MarkFalse(obj, meta.ReadyCondition, stalling.Reason, "%s", stalling.Err.Error())
 		obj.SetObservedGeneration(obj.GetGeneration())
-		return ctrl.Result{}, reconcile.TerminalError(s.Err)
+		return ctrl.Result{}, reconcile.TerminalError(redact.Error(s.Err))
 	case errors.As(s.Err, &waiting):
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "%s", waiting.Err.Error())
@@ -65,7 +67,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure: %s", s.Err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", s.Err.Error())
-		return ctrl.Result{}, s.Err
+		return ctrl.Result{}, redact.Error(s.Err)
 	}
 
 	conditions.Delete(obj, meta.StalledCondition)

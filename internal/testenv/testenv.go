@@ -71,20 +71,33 @@ func (e *Environment) Stop() error {
 }
 
 // Run is a TestMain body: it starts a control plane, stores it in *env, runs
-// the package's tests and stops it.
-func Run(m *testing.M, env **Environment) int {
+// the setup functions (to start controllers, for instance) with a context
+// that ends after the tests, runs the package's tests and stops everything.
+func Run(m *testing.M, env **Environment, setup ...func(context.Context, *Environment) error) int {
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	*env = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	code := 1
+	defer func() {
+		cancel()
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+		}
+	}()
+	for _, f := range setup {
+		if err := f(ctx, e); err != nil {
+			fmt.Fprintln(os.Stderr, "setting up the tests:", err)
+			return code
+		}
 	}
+	code = m.Run()
 	return code
 }
+
 
 // CreateNamespace creates a namespace with a generated name for one test and
 // deletes it when the test ends.

@@ -1,0 +1,228 @@
+package archive
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Filter decides which paths of a tree are left out of an archive. relPath is
+// relative to the root and uses forward slashes; isDir tells whether the path
+// is a directory. It returns true to EXCLUDE the path; an excluded directory
+// is not descended into.
+type Filter func(relPath string, isDir bool) bool
+
+// modTime is the modification time written for every entry by Build.
+var modTime = time.Date(1980, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	fileMode = 0o644
+	execMode = 0o755
+	dirMode  = 0o755
+)
+
+// builder holds the state of one Build call.
+type builder struct {
+	root   string
+	filter Filter
+	tw     *tar.Writer
+}
+
+// Build writes a gzip-compressed tarball of the tree under root to w.
+//
+// The output is reproducible: the same tree gives the same bytes regardless
+// of modification times, owners or the order the file system lists entries
+// in. Only directories and regular files are written; directories get mode
+// 0755, files 0644, or 0755 when any execute bit is set. A symbolic link is
+// written as a regular file holding its target's content when the link
+// resolves, possibly through other links, to a regular file inside root; it
+// is skipped when it dangles, loops, resolves outside root or to a directory.
+// Sockets, pipes and devices are skipped. A path containing a backslash is
+// an error, because Extract would refuse it.
+//
+// filter may be nil. The root directory itself is not written as an entry.
+func Build(w io.Writer, root string, filter Filter) error {
+	realRoot, err := resolveRoot(root)
+	if err != nil {
+		return err
+	}
+	gw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
+	if err != nil {
+		return fmt.Errorf("creating gzip writer: %w", err)
+	}
+	b := &builder{root: realRoot, filter: filter, tw: tar.NewWriter(gw)}
+	if err := b.walkDir(""); err != nil {
+		return err
+	}
+	if err := b.tw.Close(); err != nil {
+		return fmt.Errorf("closing tar stream: %w", err)
+	}
+	if err := gw.Close(); err != nil {
+		return fmt.Errorf("closing gzip stream: %w", err)
+	}
+	return nil
+}
+
+// resolveRoot returns the absolute, symlink-free path of root and checks that
+// it is a directory.
+func resolveRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("resolving archive root: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("resolving archive root: %w", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("reading archive root: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("archive root %q is not a directory", root)
+	}
+	return real, nil
+}
+
+// walkDir writes the entries of the directory rel (relative to the root, ""
+// for the root itself) in lexical order, recursing into subdirectories.
+func (b *builder) walkDir(rel string) error {
+	entries, err := os.ReadDir(filepath.Join(b.root, filepath.FromSlash(rel)))
+	if err != nil {
+		return fmt.Errorf("reading directory %q: %w", displayPath(rel), err)
+	}
+	for _, e := range entries {
+		if err := b.walkEntry(path.Join(rel, e.Name()), e.Type()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkEntry writes one entry of the tree, dispatching on its type.
+func (b *builder) walkEntry(rel string, typ fs.FileMode) error {
+	isDir := typ.IsDir()
+	if b.filter != nil && b.filter(rel, isDir) {
+		return nil
+	}
+	if strings.Contains(rel, `\`) {
+		return fmt.Errorf("path %q contains a backslash, which archives may not hold: exclude it", rel)
+	}
+	switch {
+	case isDir:
+		if err := b.writeDir(rel); err != nil {
+			return err
+		}
+		return b.walkDir(rel)
+	case typ.IsRegular():
+		return b.writeFile(rel, filepath.Join(b.root, filepath.FromSlash(rel)))
+	case typ&fs.ModeSymlink != 0:
+		return b.writeSymlink(rel)
+	default:
+		return nil // sockets, pipes, devices: never archived
+	}
+}
+
+// writeDir writes a directory entry.
+func (b *builder) writeDir(rel string) error {
+	hdr := newHeader(rel+"/", tar.TypeDir, dirMode, 0)
+	if err := b.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("writing entry %q: %w", rel, err)
+	}
+	return nil
+}
+
+// writeSymlink writes the regular file a symbolic link resolves to, when it
+// resolves inside the root; other links are skipped.
+func (b *builder) writeSymlink(rel string) error {
+	target, ok := b.resolveInRoot(filepath.Join(b.root, filepath.FromSlash(rel)))
+	if !ok {
+		return nil
+	}
+	return b.writeFile(rel, target)
+}
+
+// resolveInRoot follows the symbolic link at p and returns its final target
+// when that is a regular file inside the root.
+func (b *builder) resolveInRoot(p string) (string, bool) {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", false // dangling or looping
+	}
+	if !within(b.root, target) {
+		return "", false
+	}
+	fi, err := os.Lstat(target)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	return target, true
+}
+
+// within reports whether p is root or lies under it; both must be clean,
+// absolute paths.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// writeFile writes the regular file at src under the entry name rel.
+func (b *builder) writeFile(rel, src string) (err error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("opening %q: %w", rel, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing %q: %w", rel, cerr)
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil // replaced by something else since the walk listed it
+	}
+	mode := int64(fileMode)
+	if fi.Mode().Perm()&0o111 != 0 {
+		mode = execMode
+	}
+	if err := b.tw.WriteHeader(newHeader(rel, tar.TypeReg, mode, fi.Size())); err != nil {
+		return fmt.Errorf("writing entry %q: %w", rel, err)
+	}
+	if _, err := io.CopyN(b.tw, f, fi.Size()); err != nil {
+		return fmt.Errorf("writing content of %q: %w", rel, err)
+	}
+	return nil
+}
+
+// newHeader returns a normalised tar header.
+func newHeader(name string, typ byte, mode, size int64) *tar.Header {
+	return &tar.Header{
+		Typeflag: typ,
+		Name:     name,
+		Mode:     mode,
+		Size:     size,
+		ModTime:  modTime,
+		Format:   tar.FormatPAX,
+	}
+}
+
+// displayPath renders a relative path for error messages.
+func displayPath(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/windlass-dev/windlass/internal/manager"
+)
+
+// controllerFlags are the flags of `windlass controller`.
+type controllerFlags struct {
+	opts        manager.Options
+	kubeconfig  string
+	logLevel    string
+	logEncoding string
+}
+
+func newControllerCommand() *cobra.Command {
+	f := &controllerFlags{opts: manager.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Windlass controllers against a cluster",
+		Long: `Run the Windlass controllers in one process, sharing one object cache and one
+artifact storage. --controllers selects a subset, so that the same binary can
+also run split, one controller per deployment.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	o := &f.opts
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to $KUBECONFIG, then the in-cluster config, then ~/.kube/config")
+	fs.StringSliceVar(&o.Controllers, "controllers", nil, "controllers to run, comma-separated (default all: "+strings.Join(manager.AllControllers, ",")+")")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address the Prometheus metrics are served on; 0 turns them off")
+	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address the health probes are served on")
+	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", false, "elect a leader, so that only one replica reconciles")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: the runtime namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "how long a lease lasts")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "how long the leader tries to renew before giving up, and exiting")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "how often candidates retry")
+	fs.IntVar(&o.Concurrent, "concurrent", o.Concurrent, "objects of each kind reconciled at once")
+	fs.DurationVar(&o.RequeueDependency, "requeue-dependency", o.RequeueDependency, "how long to wait for a dependency that is not ready")
+	fs.IntVar(&o.IntervalJitterPercentage, "interval-jitter-percentage", o.IntervalJitterPercentage, "spread of object intervals, in per cent")
+	fs.DurationVar(&o.MinRetryDelay, "min-retry-delay", o.MinRetryDelay, "first delay before retrying a failed reconciliation")
+	fs.DurationVar(&o.MaxRetryDelay, "max-retry-delay", o.MaxRetryDelay, "longest delay between retries of a failed reconciliation")
+	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "watch every namespace; when false, only the runtime namespace ($RUNTIME_NAMESPACE)")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the objects that match this label selector (sharding)")
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
+	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
+	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")
+	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name)")
+	fs.DurationVar(&o.ArtifactRetentionTTL, "artifact-retention-ttl", o.ArtifactRetentionTTL, "how long superseded artifacts are kept")
+	fs.IntVar(&o.ArtifactRetentionRecords, "artifact-retention-records", o.ArtifactRetentionRecords, "how many artifacts are kept per object")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log verbosity: error, info, debug or trace")
+	fs.StringVar(&f.logEncoding, "log-encoding", "json", "log format: json or console")
+	return cmd
+}
+
+func (f *controllerFlags) run(cmd *cobra.Command) error {
+	logger, err := newLogger(cmd, f.logLevel, f.logEncoding)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := manager.New(ctx, cfg, f.opts)
+	if err != nil {
+		return err
+	}
+	logger.Info("Starting the manager", "controllers", f.opts.Controllers)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// restConfig loads the kubeconfig at path, or the default one.
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to connect to: %w", err)
+	}
+	return cfg, nil
+}
+
+// newLogger builds the structured logger of the controllers.
+func newLogger(cmd *cobra.Command, level, encoding string) (logr.Logger, error) {
+	levels := map[string]zapcore.Level{"error": zapcore.ErrorLevel, "info": zapcore.InfoLevel, "debug": zapcore.DebugLevel, "trace": zapcore.Level(-2)}
+	lvl, ok := levels[level]
+	if !ok {
+		return logr.Logger{}, fmt.Errorf("invalid --log-level %q: choose error, info, debug or trace", level)
+	}
+	opts := []zap.Opts{zap.Level(lvl), zap.WriteTo(cmd.ErrOrStderr())}
+	switch encoding {
+	case "json":
+		opts = append(opts, zap.JSONEncoder())
+	case "console":
+		opts = append(opts, zap.ConsoleEncoder())
+	default:
+		return logr.Logger{}, fmt.Errorf("invalid --log-encoding %q: choose json or console", encoding)
+	}
+	return zap.New(opts...), nil
+}

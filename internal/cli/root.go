@@ -1,0 +1,42 @@
+// Package cli holds the windlass command line: the controller manager, and
+// the kubectl-style commands that users run against a cluster.
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// NewRootCommand returns the windlass command with all its subcommands.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "windlass",
+		Short: "Windlass keeps Kubernetes clusters equal to what Git declares",
+		Long: `Windlass is a GitOps toolkit for Kubernetes: it fetches what Git repositories
+declare, packages it as artifacts, and keeps clusters equal to it. It serves
+the GitOps Toolkit APIs (*.toolkit.fluxcd.io), so existing manifests apply
+unchanged.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.AddCommand(newControllerCommand(), newVersionCommand())
+	return root
+}
+
+// Version is the version of this build, set by the linker.
+var Version = "dev"
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of windlass",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := io.WriteString(cmd.OutOrStdout(), "windlass "+Version+"\n")
+			return err
+		},
+	}
+}

@@ -1,0 +1,391 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	securejoin "github.com/cyphar/filepath-securejoin"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sourceignore"
+)
+
+// reconcileStorage checks that the artifact named in status is in storage
+// with the digest it claims. A missing or altered file is removed and the
+// artifact forgotten, so that the next steps build it again.
+func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
+	a := obj.GetArtifact()
+	if a == nil {
+		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "building artifact")
+		return reconcile.ResultSuccess, nil
+	}
+	if err := r.Storage.Verify(*a); err != nil {
+		why := "disappeared from storage"
+		if r.Storage.ArtifactExists(*a) {
+			why = "does not match its digest"
+			_ = os.Remove(r.Storage.LocalPath(*a))
+		}
+		ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
+		r.event(obj, corev1.EventTypeWarning, sourcev1.StorageOperationFailedReason,
+			fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
+		obj.Status.Artifact = nil
+		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
+			"artifact %s", why)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "building artifact: %s", why)
+		return reconcile.ResultSuccess, nil
+	}
+	// The advertised address may have changed since the artifact was stored.
+	a.URL = r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, a.Revision, a.FileName()).URL
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
+		"stored artifact for revision '%s'", a.Revision)
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileSource resolves the included artifacts, then checks the
+// repository out, unless the remote still points at the stored revision and
+// nothing in the spec changes the artifact's content. A new commit is
+// verified when the spec asks for it.
+func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+	u, checkout, err := validateGitSpec(obj)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if sc.includes, err = r.resolveIncludes(ctx, obj); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if a := obj.GetArtifact(); a != nil && !gitContentConfigChanged(obj, sc.includes) {
+		checkout.LastObservedCommit = a.Revision
+	}
+
+	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("gitrepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+		return reconcile.ResultEmpty, reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+	}
+	client, err := git.NewClient(sc.workDir, auth, proxy)
+	if err != nil {
+		return reconcile.ResultEmpty, reconcile.Stall(sourcev1.AuthenticationFailedReason, err)
+	}
+	defer client.Close()
+	cloneCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
+	defer cancel()
+	commit, err := client.Clone(cloneCtx, obj.Spec.URL, checkout)
+	if err != nil {
+		return reconcile.ResultEmpty, markFetchFailed(obj, err)
+	}
+	conditions.Delete(obj, sourcev1.FetchFailedCondition)
+	sc.commit = commit
+
+	if !git.IsConcreteCommit(*commit) {
+		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", commit.String())
+		sc.upToDate = true
+		return reconcile.ResultSuccess, nil
+	}
+	if err := r.verifyCommit(ctx, obj, commit); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if !obj.GetArtifact().HasRevision(commit.String()) {
+		conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
+			"new upstream revision '%s'", commit.String())
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason,
+			"building artifact: new upstream revision '%s'", commit.String())
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+// validateGitSpec checks what the CRD schema cannot: that the URL parses
+// with a supported scheme and that a semver range is valid. It returns the
+// URL and the checkout options.
+func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions, error) {
+	var checkout git.CheckoutOptions
+	u, err := url.Parse(obj.Spec.URL)
+	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
+		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
+			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", obj.Spec.URL))
+	}
+	if ref := obj.Spec.Reference; ref != nil {
+		if ref.SemVer != "" {
+			if _, err := semver.NewConstraint(ref.SemVer); err != nil {
+				return nil, checkout, reconcile.Stall(sourcev1.InvalidSemverReason,
+					fmt.Errorf("invalid semver range '%s': %w", ref.SemVer, err))
+			}
+		}
+		checkout = git.CheckoutOptions{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, RefName: ref.Name, Commit: ref.Commit}
+	}
+	checkout.ShallowClone = true
+	checkout.RecurseSubmodules = obj.Spec.RecurseSubmodules
+	checkout.SparseCheckoutDirectories = obj.Spec.SparseCheckout
+	if obj.Spec.Verification != nil && !obj.Spec.Verification.Mode.Normalize().Valid() {
+		return nil, checkout, reconcile.Stall(sourcev1.InvalidSpecReason,
+			fmt.Errorf("invalid verification mode '%s'", obj.Spec.Verification.Mode))
+	}
+	return u, checkout, nil
+}
+
+// gitCredentials reads the Secrets of spec.secretRef and spec.proxySecretRef.
+// A Secret that does not exist yet is a failure to retry; a Secret with
+// unusable content is a spec error.
+func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourcev1.GitRepository, u url.URL) (*git.AuthOptions, *git.ProxyOptions, error) {
+	var data map[string][]byte
+	if obj.Spec.SecretRef != nil {
+		secret, err := r.secretData(ctx, obj.Namespace, obj.Spec.SecretRef.Name)
+		if err != nil {
+			return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
+		}
+		data = secret
+	}
+	auth, err := git.NewAuthOptions(u, data)
+	if err != nil {
+		return nil, nil, markFetchFailed(obj, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			fmt.Errorf("invalid credentials in secret '%s': %w", secretName(obj.Spec.SecretRef), err)))
+	}
+	if obj.Spec.ProxySecretRef == nil {
+		return auth, nil, nil
+	}
+	proxyData, err := r.secretData(ctx, obj.Namespace, obj.Spec.ProxySecretRef.Name)
+	if err != nil {
+		return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
+	}
+	proxy, err := git.NewProxyOptions(proxyData)
+	if err != nil {
+		return nil, nil, markFetchFailed(obj, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			fmt.Errorf("invalid proxy secret '%s': %w", obj.Spec.ProxySecretRef.Name, err)))
+	}
+	return auth, proxy, nil
+}
+
+func secretName(ref *meta.LocalObjectReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+// secretData returns the data of a Secret in namespace ns.
+func (r *GitRepositoryReconciler) secretData(ctx context.Context, ns, name string) (map[string][]byte, error) {
+	var secret corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("secret '%s/%s' not found", ns, name)
+		}
+		return nil, fmt.Errorf("getting secret '%s/%s': %w", ns, name, err)
+	}
+	return secret.Data, nil
+}
+
+// markFetchFailed records a failure to fetch in the FetchFailed condition
+// and returns err as a reconcile error with the matching reason.
+func markFetchFailed(obj *sourcev1.GitRepository, err error) error {
+	reason := reconcile.ReasonOf(err, "")
+	if reason == "" {
+		reason = sourcev1.GitOperationFailedReason
+		if git.IsAuthError(err) {
+			reason = sourcev1.AuthenticationFailedReason
+		}
+		err = reconcile.Fail(reason, fmt.Errorf("failed to checkout and determine revision: %w", err))
+	}
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
+	return err
+}
+
+// verifyCommit checks the signatures that spec.verify asks for, and sets
+// SourceVerified.
+func (r *GitRepositoryReconciler) verifyCommit(ctx context.Context, obj *sourcev1.GitRepository, commit *git.Commit) error {
+	mode := obj.GetVerificationMode()
+	if mode == nil {
+		conditions.Delete(obj, sourcev1.SourceVerifiedCondition)
+		return nil
+	}
+	keys, err := r.secretData(ctx, obj.Namespace, obj.Spec.Verification.SecretRef.Name)
+	if err != nil {
+		conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
+		return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+	}
+	var signers []string
+	if mode.VerifiesTag() {
+		if commit.ReferencingTag == nil {
+			err := fmt.Errorf("cannot verify tag: the reference is not an annotated tag")
+			conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
+			return reconcile.Stall(sourcev1.VerificationErrorReason, err)
+		}
+		signer, err := commit.ReferencingTag.Verify(keys)
+		if err != nil {
+			return verificationFailed(obj, fmt.Errorf("signature of tag '%s' failed verification: %w", commit.ReferencingTag.Name, err))
+		}
+		signers = append(signers, "tag signed by "+signer)
+	}
+	if mode.VerifiesHEAD() {
+		signer, err := commit.Verify(keys)
+		if err != nil {
+			return verificationFailed(obj, fmt.Errorf("signature of commit '%s' failed verification: %w", commit.Hash, err))
+		}
+		signers = append(signers, "commit signed by "+signer)
+	}
+	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason,
+		"verified revision '%s': %s", commit.String(), strings.Join(signers, ", "))
+	return nil
+}
+
+func verificationFailed(obj *sourcev1.GitRepository, err error) error {
+	conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
+	return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+}
+
+// resolveIncludes returns the artifacts of the included GitRepositories.
+func (r *GitRepositoryReconciler) resolveIncludes(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, error) {
+	if len(obj.Spec.Include) == 0 {
+		conditions.Delete(obj, sourcev1.IncludeUnavailableCondition)
+		return nil, nil
+	}
+	artifacts := make([]*meta.Artifact, 0, len(obj.Spec.Include))
+	for _, inc := range obj.Spec.Include {
+		if err := checkIncludePath(inc.GetToPath()); err != nil {
+			return nil, reconcile.Stall(sourcev1.InvalidSpecReason, err)
+		}
+		var dep sourcev1.GitRepository
+		key := types.NamespacedName{Namespace: obj.Namespace, Name: inc.GitRepositoryRef.Name}
+		err := r.Get(ctx, key, &dep)
+		switch {
+		case apierrors.IsNotFound(err):
+			err = fmt.Errorf("included GitRepository '%s' not found", key)
+		case err == nil && dep.GetArtifact() == nil:
+			err = fmt.Errorf("included GitRepository '%s' has no artifact yet", key)
+		}
+		if err != nil {
+			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeUnavailableReason, "%s", err.Error())
+			return nil, reconcile.Wait(sourcev1.IncludeUnavailableReason, err, r.DependencyRequeue)
+		}
+		artifacts = append(artifacts, dep.GetArtifact().DeepCopy())
+	}
+	conditions.Delete(obj, sourcev1.IncludeUnavailableCondition)
+	return artifacts, nil
+}
+
+// checkIncludePath refuses include destinations that leave the artifact's
+// root.
+func checkIncludePath(p string) error {
+	clean := filepath.ToSlash(filepath.Clean(p))
+	if filepath.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return fmt.Errorf("include path '%s' leaves the artifact's root", p)
+	}
+	return nil
+}
+
+// reconcileInclude copies the included artifacts into the checkout.
+func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+	if sc.upToDate {
+		return reconcile.ResultSuccess, nil
+	}
+	for i, inc := range obj.Spec.Include {
+		dest, err := securejoin.SecureJoin(sc.workDir, inc.GetToPath())
+		if err != nil {
+			return reconcile.ResultEmpty, reconcile.Stall(sourcev1.InvalidSpecReason, err)
+		}
+		if err := os.RemoveAll(dest); err != nil {
+			return reconcile.ResultEmpty, reconcile.Fail(sourcev1.IncludeUnavailableReason, err)
+		}
+		if err := r.Storage.ExtractTo(*sc.includes[i], inc.GetFromPath(), dest); err != nil {
+			err = fmt.Errorf("including the artifact of '%s': %w", inc.GitRepositoryRef.Name, err)
+			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeUnavailableReason, "%s", err.Error())
+			return reconcile.ResultEmpty, reconcile.Fail(sourcev1.IncludeUnavailableReason, err)
+		}
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileArtifact archives the checkout into storage, records the new
+// artifact in status and collects old artifacts. When the stored artifact is
+// up to date it only confirms it.
+func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+	if sc.upToDate && obj.GetArtifact() != nil {
+		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+		return reconcile.ResultSuccess, nil
+	}
+	revision := sc.commit.String()
+	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
+	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
+	if err != nil {
+		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
+	}
+	unlock, err := r.Storage.Lock(a)
+	if err != nil {
+		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
+	}
+	defer unlock()
+	if err := r.Storage.Archive(&a, sc.workDir, filter); err != nil {
+		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the checkout: %w", err))
+	}
+
+	changed := !obj.GetArtifact().HasDigest(a.Digest)
+	obj.Status.Artifact = &a
+	obj.Status.IncludedArtifacts = sc.includes
+	obj.Status.ObservedIgnore = obj.Spec.Ignore
+	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
+	obj.Status.ObservedInclude = obj.Spec.Include
+	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.SourceVerificationMode = obj.GetVerificationMode()
+	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", revision)
+	if changed {
+		r.event(obj, corev1.EventTypeNormal, "NewArtifact",
+			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
+	}
+	if deleted, err := r.Storage.GarbageCollect(ctx, a); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old artifacts failed")
+	} else if len(deleted) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+func storageFailed(obj *sourcev1.GitRepository, reason string, err error) error {
+	conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, reason, "%s", err.Error())
+	return reconcile.Fail(reason, err)
+}
+
+// gitContentConfigChanged reports whether the spec asks for an artifact with
+// other content than the stored one, even at the same revision.
+func gitContentConfigChanged(obj *sourcev1.GitRepository, includes []*meta.Artifact) bool {
+	st := obj.Status
+	switch {
+	case !equalPtr(obj.Spec.Ignore, st.ObservedIgnore),
+		obj.Spec.RecurseSubmodules != st.ObservedRecurseSubmodules,
+		!slices.Equal(obj.Spec.SparseCheckout, st.ObservedSparseCheckout),
+		!equalPtr(obj.GetVerificationMode(), st.SourceVerificationMode),
+		!slices.Equal(obj.Spec.Include, st.ObservedInclude),
+		len(includes) != len(st.IncludedArtifacts):
+		return true
+	}
+	for i, a := range includes {
+		if !st.IncludedArtifacts[i].HasDigest(a.Digest) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+

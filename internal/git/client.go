@@ -1,0 +1,271 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh"
+)
+
+// DefaultBranch is the branch checked out when CheckoutOptions names no
+// reference.
+const DefaultBranch = "master"
+
+// CheckoutOptions selects what Clone checks out. Precedence, highest first:
+// Commit, RefName, SemVer, Tag, Branch; with nothing set the branch
+// DefaultBranch is checked out.
+type CheckoutOptions struct {
+	// Branch to check out. Combined with Commit, only this branch is fetched
+	// and Commit must be reachable from it.
+	Branch string
+	// Tag to check out.
+	Tag string
+	// SemVer is a range (Masterminds syntax); the highest tag that satisfies
+	// it is checked out.
+	SemVer string
+	// RefName is a full reference such as refs/pull/1/head.
+	RefName string
+	// Commit is the full hex SHA-1 of a commit to check out.
+	Commit string
+	// ShallowClone fetches only the tip commit (depth 1) where the reference
+	// allows it: branches, tags, semver tags and reference names. A commit is
+	// always fetched with history.
+	ShallowClone bool
+	// RecurseSubmodules checks out the submodules too, recursively.
+	RecurseSubmodules bool
+	// SparseCheckoutDirectories, when not empty, are the only directories
+	// checked out. Entries must be relative and must not contain "..".
+	SparseCheckoutDirectories []string
+	// LastObservedCommit is the revision (see Commit.String) of the previous
+	// checkout. When the remote still points there, Clone does not clone and
+	// returns a partial commit (see IsConcreteCommit).
+	LastObservedCommit string
+}
+
+// Client clones one repository into its work directory. A Client is not safe
+// for concurrent use; use one Client per clone. Clients never share mutable
+// transport state, so different Clients may clone concurrently with
+// different credentials.
+type Client struct {
+	workDir    string
+	auth       *AuthOptions
+	proxy      *ProxyOptions
+	signer     ssh.Signer
+	knownHosts knownHosts
+}
+
+// NewClient returns a Client that clones into workDir (created if missing),
+// authenticating with auth and going through proxy; both may be nil. SSH
+// credentials are parsed here, so a bad identity or known_hosts is an
+// [*InvalidAuthError].
+func NewClient(workDir string, auth *AuthOptions, proxy *ProxyOptions) (*Client, error) {
+	if workDir == "" {
+		return nil, errors.New("git client: empty work directory")
+	}
+	if err := os.MkdirAll(workDir, 0o750); err != nil {
+		return nil, fmt.Errorf("git client: creating work directory: %w", err)
+	}
+	c := &Client{workDir: workDir, auth: auth, proxy: proxy}
+	if auth == nil || auth.Transport != TransportSSH {
+		return c, nil
+	}
+	var err error
+	if c.signer, err = parseIdentity(auth.Identity, auth.Password); err != nil {
+		return nil, err
+	}
+	if c.knownHosts, err = parseKnownHosts(auth.KnownHosts); err != nil {
+		return nil, &InvalidAuthError{Reason: "'known_hosts': " + err.Error()}
+	}
+	return c, nil
+}
+
+// Close releases what the Client holds. It does not remove the work
+// directory, which belongs to the caller.
+func (c *Client) Close() {
+	c.signer = nil
+	c.knownHosts = nil
+}
+
+// Clone checks out the reference selected by opts from the repository at
+// rawURL into the work directory and returns the commit checked out. When
+// opts.LastObservedCommit still matches the remote it returns a partial
+// commit without cloning. Errors never contain credentials.
+func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions) (*Commit, error) {
+	commit, err := c.clone(ctx, rawURL, opts)
+	if err != nil {
+		return nil, SanitizeError(err, c.secrets()...)
+	}
+	return commit, nil
+}
+
+// clone validates and dispatches by reference precedence.
+func (c *Client) clone(ctx context.Context, rawURL string, opts CheckoutOptions) (*Commit, error) {
+	if err := validateOptions(opts); err != nil {
+		return nil, err
+	}
+	r, err := c.newRemote(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.Commit != "":
+		return c.cloneCommit(ctx, r, opts)
+	case opts.RefName != "":
+		return c.cloneRef(ctx, r, opts.RefName, opts)
+	case opts.SemVer != "":
+		return c.cloneSemVer(ctx, r, opts)
+	case opts.Tag != "":
+		return c.cloneRef(ctx, r, "refs/tags/"+opts.Tag, opts)
+	}
+	branch := opts.Branch
+	if branch == "" {
+		branch = DefaultBranch
+	}
+	return c.cloneRef(ctx, r, "refs/heads/"+branch, opts)
+}
+
+// validateOptions rejects options that can never work.
+func validateOptions(opts CheckoutOptions) error {
+	if opts.Commit != "" && !isFullHash(opts.Commit) {
+		return &InvalidOptionsError{Reason: fmt.Sprintf("commit %q is not a full hex SHA-1", opts.Commit)}
+	}
+	if opts.Commit == "" && opts.RefName == "" && opts.SemVer != "" {
+		if _, err := semver.NewConstraint(opts.SemVer); err != nil {
+			return &InvalidOptionsError{Reason: fmt.Sprintf("semver range %q: %v", opts.SemVer, err)}
+		}
+	}
+	if opts.RefName != "" && !strings.HasPrefix(opts.RefName, "refs/") {
+		return &InvalidOptionsError{Reason: fmt.Sprintf("reference name %q does not start with refs/", opts.RefName)}
+	}
+	_, err := cleanSparseDirs(opts.SparseCheckoutDirectories)
+	return err
+}
+
+// isFullHash reports whether s is 40 hex digits.
+func isFullHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanSparseDirs validates and normalises sparse checkout directories; it
+// returns nil when every entry means the whole tree.
+func cleanSparseDirs(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		if strings.HasPrefix(d, "/") || strings.HasPrefix(d, `\`) || strings.Contains(d, `\`) {
+			return nil, &InvalidOptionsError{Reason: fmt.Sprintf("sparse checkout path %q must be relative and use forward slashes", d)}
+		}
+		for _, part := range strings.Split(d, "/") {
+			if part == ".." {
+				return nil, &InvalidOptionsError{Reason: fmt.Sprintf("sparse checkout path %q must not contain '..'", d)}
+			}
+		}
+		clean := path.Clean(d)
+		if clean == "." || clean == "" {
+			return nil, nil
+		}
+		if clean == ".git" || strings.HasPrefix(clean, ".git/") {
+			return nil, &InvalidOptionsError{Reason: fmt.Sprintf("sparse checkout path %q points into .git", d)}
+		}
+		out = append(out, clean)
+	}
+	return out, nil
+}
+
+// remote is a validated clone URL with the transport settings for it.
+type remote struct {
+	url    string
+	parsed *url.URL
+	auth   transport.AuthMethod
+	ca     []byte
+	cert   []byte
+	key    []byte
+	proxy  transport.ProxyOptions
+}
+
+// newRemote checks rawURL against the Client's credentials and builds the
+// go-git transport settings for it.
+func (c *Client) newRemote(rawURL string) (*remote, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL %q", SanitizeURL(rawURL))
+	}
+	r := &remote{url: rawURL, parsed: u}
+	if c.proxy != nil {
+		r.proxy = transport.ProxyOptions{URL: c.proxy.URL, Username: c.proxy.Username, Password: c.proxy.Password}
+	}
+	if c.auth == nil {
+		return r, nil
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if c.auth.Transport != scheme || (c.auth.Host != "" && !strings.EqualFold(c.auth.Host, u.Host)) {
+		return nil, &InvalidAuthError{Reason: fmt.Sprintf("credentials are for %s://%s, not for %s",
+			c.auth.Transport, c.auth.Host, SanitizeURL(rawURL))}
+	}
+	return r, c.applyAuth(r)
+}
+
+// applyAuth fills the credentials of r from the Client's AuthOptions.
+func (c *Client) applyAuth(r *remote) error {
+	a := c.auth
+	switch a.Transport {
+	case TransportHTTPS:
+		r.ca, r.cert, r.key = a.CAFile, a.ClientCert, a.ClientKey
+		fallthrough
+	case TransportHTTP:
+		if a.BearerToken != "" {
+			r.auth = &http.TokenAuth{Token: a.BearerToken}
+		} else if a.Username != "" || a.Password != "" {
+			r.auth = &http.BasicAuth{Username: a.Username, Password: a.Password}
+		}
+	case TransportSSH:
+		user := r.parsed.User.Username()
+		if user == "" {
+			user = "git"
+		}
+		r.auth = &gitssh.PublicKeys{
+			User:   user,
+			Signer: c.signer,
+			HostKeyCallbackHelper: gitssh.HostKeyCallbackHelper{
+				HostKeyCallback:   c.knownHosts.hostKeyCallback(),
+				HostKeyAlgorithms: c.knownHosts.hostKeyAlgorithms(sshAddress(r.parsed)),
+			},
+		}
+	}
+	return nil
+}
+
+// sshAddress returns host:port of an ssh URL, port 22 by default.
+func sshAddress(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "22"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// secrets lists the values to scrub from errors.
+func (c *Client) secrets() []string {
+	s := c.auth.secrets()
+	if c.proxy != nil {
+		s = append(s, c.proxy.Password)
+	}
+	return s
+}

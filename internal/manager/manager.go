@@ -1,0 +1,185 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// Manager is a controller manager with the selected controllers set up.
+type Manager struct {
+	ctrl.Manager
+	// Storage is the artifact storage, when a source controller runs.
+	Storage *artifact.Storage
+	// StorageAddr is where Storage is served.
+	StorageAddr string
+}
+
+// New builds a manager for the cluster behind cfg.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	controllers, err := opts.selectedControllers()
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts, err := opts.cacheOptions()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Cache:                         cacheOpts,
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.EnableLeaderElection,
+		LeaderElectionID:              "windlass-" + strings.Join(controllers, "-") + "-leader-election",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	m := &Manager{Manager: mgr}
+	for _, name := range controllers {
+		if err := m.setup(ctx, name, opts); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)
+		}
+	}
+	return m, nil
+}
+
+// cacheOptions restricts the shared cache to the watched namespace and, for
+// the Windlass kinds, to the shard's label selector.
+func (o Options) cacheOptions() (cache.Options, error) {
+	var opts cache.Options
+	if !o.WatchAllNamespaces {
+		opts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	if o.WatchLabelSelector != "" {
+		selector, err := labels.Parse(o.WatchLabelSelector)
+		if err != nil {
+			return opts, fmt.Errorf("invalid --watch-label-selector: %w", err)
+		}
+		opts.ByObject = map[client.Object]cache.ByObject{
+			&sourcev1.GitRepository{}: {Label: selector},
+		}
+	}
+	return opts, nil
+}
+
+func (o Options) rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](o.MinRetryDelay, o.MaxRetryDelay)
+}
+
+func (m *Manager) setup(ctx context.Context, name string, opts Options) error {
+	switch name {
+	case SourceController:
+		return m.setupSource(ctx, opts)
+	}
+	return fmt.Errorf("unknown controller %q", name)
+}
+
+func (m *Manager) setupSource(ctx context.Context, opts Options) error {
+	if err := m.setupStorage(opts); err != nil {
+		return err
+	}
+	r := &sourcectrl.GitRepositoryReconciler{
+		Client:            m.GetClient(),
+		EventRecorder:     m.GetEventRecorder("source-controller"),
+		Storage:           m.Storage,
+		JitterPercent:     opts.IntervalJitterPercentage,
+		DependencyRequeue: opts.RequeueDependency,
+	}
+	return r.SetupWithManager(ctx, m, sourcectrl.GitRepositoryOptions{
+		MaxConcurrentReconciles: opts.Concurrent,
+		RateLimiter:             opts.rateLimiter(),
+	})
+}
+
+// setupStorage opens the artifact storage and serves it over HTTP.
+func (m *Manager) setupStorage(opts Options) error {
+	if m.Storage != nil {
+		return nil
+	}
+	path, err := opts.storagePath()
+	if err != nil {
+		return err
+	}
+	adv, err := opts.storageAdvAddr()
+	if err != nil {
+		return err
+	}
+	storage, err := artifact.New(path, adv, opts.ArtifactRetentionTTL, opts.ArtifactRetentionRecords)
+	if err != nil {
+		return fmt.Errorf("opening the artifact storage at %s: %w", path, err)
+	}
+	m.Storage = storage
+	m.StorageAddr = opts.StorageAddr
+	return m.Add(&storageServer{storage: storage, addr: opts.StorageAddr})
+}
+
+// storageServer serves the artifact storage over HTTP while the manager
+// runs.
+type storageServer struct {
+	storage *artifact.Storage
+	addr    string
+}
+
+// NeedLeaderElection is false: every replica serves its storage, so that a
+// follower never breaks the URLs it advertised before.
+func (s *storageServer) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx is done, then shuts down gracefully.
+func (s *storageServer) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("serving artifacts on %s: %w", s.addr, err)
+	}
+	srv := &http.Server{Handler: s.storage.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ctrl.LoggerFrom(ctx).Info("Serving artifacts", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

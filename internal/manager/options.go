@@ -1,0 +1,169 @@
+// Package manager builds the controller manager that `windlass controller`
+// runs: one process, one shared informer cache, and any subset of the
+// Windlass controllers, with the artifact storage shared between them.
+package manager
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options configure the manager; each has a command-line flag of the same
+// name in kebab case.
+type Options struct {
+	// Controllers are the controllers to run; empty means all.
+	Controllers []string
+
+	MetricsAddr string
+	HealthAddr  string
+
+	EnableLeaderElection    bool
+	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+
+	// Concurrent is how many objects of each kind are reconciled at once.
+	Concurrent int
+	// RequeueDependency is how long to wait for a dependency that is not
+	// ready.
+	RequeueDependency time.Duration
+	// IntervalJitterPercentage spreads object intervals.
+	IntervalJitterPercentage int
+	MinRetryDelay            time.Duration
+	MaxRetryDelay            time.Duration
+
+	// WatchAllNamespaces watches every namespace; otherwise only Namespace.
+	WatchAllNamespaces bool
+	// Namespace is the namespace the controller runs in.
+	Namespace string
+	// WatchLabelSelector restricts the watched Windlass objects (sharding).
+	WatchLabelSelector string
+	// NoCrossNamespaceRefs refuses references to objects in other
+	// namespaces.
+	NoCrossNamespaceRefs bool
+
+	StoragePath              string
+	StorageAddr              string
+	StorageAdvAddr           string
+	ArtifactRetentionTTL     time.Duration
+	ArtifactRetentionRecords int
+}
+
+// DefaultOptions returns the defaults of the reference implementation where
+// it has one.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:              ":8080",
+		HealthAddr:               ":9440",
+		LeaseDuration:            35 * time.Second,
+		RenewDeadline:            30 * time.Second,
+		RetryPeriod:              5 * time.Second,
+		Concurrent:               4,
+		RequeueDependency:        30 * time.Second,
+		IntervalJitterPercentage: 5,
+		MinRetryDelay:            750 * time.Millisecond,
+		MaxRetryDelay:            15 * time.Minute,
+		WatchAllNamespaces:       true,
+		Namespace:                runtimeNamespace(),
+		StorageAddr:              ":9090",
+		ArtifactRetentionTTL:     time.Minute,
+		ArtifactRetentionRecords: 2,
+	}
+}
+
+func runtimeNamespace() string {
+	if ns := os.Getenv("RUNTIME_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "flux-system"
+}
+
+// Controller names.
+const (
+	// SourceController reconciles the source.toolkit.fluxcd.io kinds.
+	SourceController = "source"
+)
+
+// AllControllers lists every controller this build has.
+var AllControllers = []string{SourceController}
+
+// selectedControllers validates and returns the controllers to run. Names
+// may carry the reference implementation's "-controller" suffix.
+func (o Options) selectedControllers() ([]string, error) {
+	if len(o.Controllers) == 0 {
+		return AllControllers, nil
+	}
+	var out []string
+	for _, name := range o.Controllers {
+		name = strings.TrimSuffix(strings.TrimSpace(name), "-controller")
+		if !slices.Contains(AllControllers, name) {
+			return nil, fmt.Errorf("unknown controller %q: choose from %s", name, strings.Join(AllControllers, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Concurrent < 1:
+		return fmt.Errorf("--concurrent must be at least 1")
+	case o.MinRetryDelay <= 0 || o.MaxRetryDelay < o.MinRetryDelay:
+		return fmt.Errorf("--min-retry-delay must be positive and at most --max-retry-delay")
+	case o.ArtifactRetentionRecords < 1:
+		return fmt.Errorf("--artifact-retention-records must be at least 1")
+	case o.IntervalJitterPercentage < 0 || o.IntervalJitterPercentage >= 100:
+		return fmt.Errorf("--interval-jitter-percentage must be in [0, 100)")
+	}
+	return nil
+}
+
+// storagePath returns --storage-path, or its default: /data in a cluster,
+// a folder in the user's cache elsewhere.
+func (o Options) storagePath() (string, error) {
+	if o.StoragePath != "" {
+		return o.StoragePath, nil
+	}
+	if inCluster() {
+		return "/data", nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no --storage-path given and no cache folder: %w", err)
+	}
+	return filepath.Join(cache, "windlass", "storage"), nil
+}
+
+// storageAdvAddr returns --storage-adv-addr, or its default: the storage
+// address with the host filled in (the pod's host name in a cluster,
+// localhost elsewhere).
+func (o Options) storageAdvAddr() (string, error) {
+	if o.StorageAdvAddr != "" {
+		return o.StorageAdvAddr, nil
+	}
+	host, port, err := net.SplitHostPort(o.StorageAddr)
+	if err != nil {
+		return "", fmt.Errorf("invalid --storage-addr %q: %w", o.StorageAddr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+		if inCluster() {
+			if host, err = os.Hostname(); err != nil {
+				return "", err
+			}
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}

@@ -1,0 +1,202 @@
+package sourceignore
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/windlass-dev/windlass/internal/archive"
+)
+
+// IgnoreFile is the name of the files that add exclusion rules for their
+// directory and below.
+const IgnoreFile = ".sourceignore"
+
+// MaxIgnoreFileSize is the largest IgnoreFile NewFilter accepts, in bytes.
+const MaxIgnoreFileSize int64 = 1 << 20
+
+// vcsDir is the name that is always excluded.
+const vcsDir = ".git"
+
+// DefaultExcludes holds the rules, in .sourceignore format, that apply when
+// an object does not set spec.ignore. They match without regard to case.
+const DefaultExcludes = `# VCS
+.git/
+.gitignore
+.gitmodules
+.gitattributes
+# Images and archives
+*.jpg
+*.jpeg
+*.gif
+*.png
+*.wmv
+*.flv
+*.tar.gz
+*.zip
+# CI configuration
+.github/
+.circleci/
+.travis.yml
+.gitlab-ci.yml
+appveyor.yml
+.drone.yml
+cloudbuild.yaml
+codeship-services.yml
+codeship-steps.yml
+# Release and decryption configuration
+**/.goreleaser.yml
+**/.sops.yaml
+**/.flux.yaml
+`
+
+// ParsePatterns parses text in .sourceignore (gitignore) format into
+// patterns scoped to domain, the slash-separated elements of the directory
+// the rules apply to (nil for the root). Blank lines and comments are
+// skipped and Windows line endings are accepted.
+func ParsePatterns(text string, domain []string) []gitignore.Pattern {
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// matcher holds the rules of one source tree, by priority.
+type matcher struct {
+	defaults []gitignore.Pattern // matched against the lowercased path
+	files    []gitignore.Pattern // from IgnoreFile files, root first
+	spec     []gitignore.Pattern // from spec.ignore
+}
+
+// NewFilter returns the archive filter for the source tree under root.
+//
+// When ignore is nil, DefaultExcludes apply; otherwise the rules in *ignore
+// replace them (".git" stays excluded). The IgnoreFile files of the tree are
+// read in both cases; a file that is not a regular file (a symbolic link, for
+// instance) is not read, and nor are files in excluded directories. An
+// IgnoreFile larger than MaxIgnoreFileSize is an error.
+func NewFilter(root string, ignore *string) (archive.Filter, error) {
+	m := &matcher{}
+	if ignore == nil {
+		m.defaults = ParsePatterns(DefaultExcludes, nil)
+	} else {
+		m.spec = ParsePatterns(*ignore, nil)
+	}
+	if err := m.loadIgnoreFiles(root, nil); err != nil {
+		return nil, err
+	}
+	return m.match, nil
+}
+
+// loadIgnoreFiles reads the IgnoreFile of the directory with the given
+// elements under root, then those of its subdirectories that are not
+// excluded, parents before children.
+func (m *matcher) loadIgnoreFiles(root string, elems []string) error {
+	dir := filepath.Join(append([]string{root}, elems...)...)
+	ps, err := readIgnoreFile(filepath.Join(dir, IgnoreFile), elems)
+	if err != nil {
+		return err
+	}
+	m.files = append(m.files, ps...)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("reading directory %q: %w", path.Join(append([]string{"."}, elems...)...), err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := append(append([]string(nil), elems...), e.Name())
+		if m.matchElems(sub, true) {
+			continue
+		}
+		if err := m.loadIgnoreFiles(root, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readIgnoreFile parses the IgnoreFile at p, scoped to domain. A missing
+// file, or one that is not a regular file, holds no rules.
+func readIgnoreFile(p string, domain []string) (_ []gitignore.Pattern, err error) {
+	rel := path.Join(append(append([]string{}, domain...), IgnoreFile)...)
+	fi, err := os.Lstat(p)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxIgnoreFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if int64(len(data)) > MaxIgnoreFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", rel, MaxIgnoreFileSize)
+	}
+	return ParsePatterns(string(data), domain), nil
+}
+
+// match implements archive.Filter.
+func (m *matcher) match(relPath string, isDir bool) bool {
+	clean := path.Clean(relPath)
+	switch {
+	case relPath == "" || clean == ".":
+		return false
+	case clean == ".." || strings.HasPrefix(clean, "../") || path.IsAbs(clean):
+		return true // not part of the tree
+	}
+	return m.matchElems(strings.Split(clean, "/"), isDir)
+}
+
+// matchElems reports whether the path with the given elements is excluded.
+func (m *matcher) matchElems(elems []string, isDir bool) bool {
+	for _, e := range elems {
+		if strings.EqualFold(e, vcsDir) {
+			return true
+		}
+	}
+	if r := matchLast(m.spec, elems, isDir); r != gitignore.NoMatch {
+		return r == gitignore.Exclude
+	}
+	if r := matchLast(m.files, elems, isDir); r != gitignore.NoMatch {
+		return r == gitignore.Exclude
+	}
+	if len(m.defaults) == 0 {
+		return false
+	}
+	lower := make([]string, len(elems))
+	for i, e := range elems {
+		lower[i] = strings.ToLower(e)
+	}
+	return matchLast(m.defaults, lower, isDir) == gitignore.Exclude
+}
+
+// matchLast returns the result of the last pattern in ps that matches.
+func matchLast(ps []gitignore.Pattern, elems []string, isDir bool) gitignore.MatchResult {
+	for i := len(ps) - 1; i >= 0; i-- {
+		if r := ps[i].Match(elems, isDir); r != gitignore.NoMatch {
+			return r
+		}
+	}
+	return gitignore.NoMatch
+}

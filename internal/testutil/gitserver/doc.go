@@ -1,0 +1,27 @@
+// Package gitserver runs a real git server on the loopback interface for
+// Windlass's tests: unit tests of the git client, envtest stories of the
+// GitRepository controller, and end-to-end tests of the binary.
+//
+// A Server serves the bare repositories under its root folder with the
+// system's git (2.39 or newer): smart HTTP and HTTPS through
+// git-http-backend behind net/http/cgi, and SSH through an in-process
+// golang.org/x/crypto/ssh server that runs git-upload-pack and
+// git-receive-pack. Every git process runs with a hermetic environment (no
+// system or global configuration, a private HOME, fixed author and committer
+// identities), so the user's git configuration never matters.
+//
+// Repositories are created and changed through Repo, which writes commits,
+// removals, symlinks and tags into the bare repository with git's own
+// plumbing (git fast-import), so the repository stays a normal bare
+// repository that any client can clone, fetch from and push to.
+//
+// The core API does not depend on package testing, so a non-test program
+// (a demo or an end-to-end harness) can use it; NewForTest and the Must*
+// helpers are conveniences for tests.
+//
+//	s := gitserver.NewForTest(t)
+//	repo := s.MustInitRepo(t, "podinfo.git", "main")
+//	sha := repo.MustCommit(t, "main", map[string]string{"README.md": "hi"}, "init")
+//	url, _ := s.StartHTTP()
+//	// clone url + "/podinfo.git" and expect sha at refs/heads/main
+package gitserver
