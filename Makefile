@@ -27,6 +27,11 @@ verify-generated: generate ## Fail when the generated files are stale.
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "generated files are untracked: run 'make generate' and commit" >&2; exit 1; }
 
+.PHONY: run
+run: build ## Install the CRDs in the current kubectl context and run the controllers against it.
+	kubectl apply --server-side -f config/crd/bases
+	$(BIN)/windlass controller --log-encoding console
+
 .PHONY: controlplane
 controlplane: ## Build the test control plane from Go modules (once, cached).
 	hack/controlplane.sh

@@ -98,7 +98,6 @@ func Run(m *testing.M, env **Environment, setup ...func(context.Context, *Enviro
 	return code
 }
 
-
 // CreateNamespace creates a namespace with a generated name for one test and
 // deletes it when the test ends.
 func (e *Environment) CreateNamespace(t testing.TB) string {
@@ -139,4 +138,24 @@ func AssetsDir() (string, error) {
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// KubeconfigFile issues an administrator (a member of system:masters) for
+// the control plane and writes a kubeconfig for it to a file in dir, for
+// programs that run outside the test process, such as the windlass binary
+// in end-to-end tests. It returns the file's path.
+func (e *Environment) KubeconfigFile(dir string) (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding the e2e-admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("rendering the kubeconfig: %w", err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return path, nil
 }

@@ -212,9 +212,8 @@ func TestGitRepository_RebuildsMissingOrAlteredArtifact(t *testing.T) {
 	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
 
 	obj := newGitRepository(ns, "app", base+"/app.git")
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	g.Expect(env.Client.Update(ctx, obj)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
 	path := storage.LocalPath(*ready.Status.Artifact)
 
@@ -274,8 +273,8 @@ func TestGitRepository_Suspended(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 	g.Expect(got.Status.Artifact).To(BeNil())
 
-	got.Spec.Suspend = false
-	g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"suspend":false}}`)))).To(Succeed())
 	waitFor(g, obj, readyAt(""))
 }
 

@@ -388,4 +388,3 @@ func equalPtr[T comparable](a, b *T) bool {
 	}
 	return *a == *b
 }
-
