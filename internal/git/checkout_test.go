@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/Masterminds/semver/v3"
 	. "github.com/onsi/gomega"
 )
 
@@ -254,12 +255,33 @@ func TestClone_WorkDirAlreadyHoldsARepository(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("work directory")))
 }
 
-func TestClone_ContextCancelled(t *testing.T) {
-	g := NewWithT(t)
-	f := newRefFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c, _ := newTestClient(t, nil, nil)
-	_, err := c.Clone(ctx, f.repo.url(), CheckoutOptions{Branch: "main"})
-	g.Expect(err).To(HaveOccurred())
+func TestHighestTag(t *testing.T) {
+	refs := map[string]string{
+		"HEAD":                 "h",
+		"refs/heads/v9.0.0":    "branch, not a tag",
+		"refs/tags/v1.0.0":     "a",
+		"refs/tags/1.0.0":      "b",
+		"refs/tags/v1.2.0":     "tagobj",
+		"refs/tags/v1.2.0^{}":  "c",
+		"refs/tags/v2.0.0-rc1": "d",
+		"refs/tags/latest":     "e",
+		"refs/tags/v1.10.0":    "f",
+	}
+	tests := []struct {
+		constraint, want string
+	}{
+		{constraint: "*", want: "v1.10.0"},
+		{constraint: "~1.2", want: "v1.2.0"},
+		{constraint: "1.0.0", want: "v1.0.0"}, // equal versions: the greater name
+		{constraint: ">=2.0.0-0", want: "v2.0.0-rc1"},
+		{constraint: ">=3", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.constraint, func(t *testing.T) {
+			g := NewWithT(t)
+			c, err := semver.NewConstraint(tt.constraint)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(highestTag(refs, c)).To(Equal(tt.want))
+		})
+	}
 }

@@ -62,6 +62,12 @@ type Client struct {
 	proxy      *ProxyOptions
 	signer     ssh.Signer
 	knownHosts knownHosts
+	closed     bool
+
+	// State of the Clone in progress.
+	ctx        context.Context // governs SSH connections (see sshdial.go)
+	sshProxy   string          // proxy URL routing SSH through ctx
+	releaseSSH func()
 }
 
 // NewClient returns a Client that clones into workDir (created if missing),
@@ -89,9 +95,10 @@ func NewClient(workDir string, auth *AuthOptions, proxy *ProxyOptions) (*Client,
 	return c, nil
 }
 
-// Close releases what the Client holds. It does not remove the work
-// directory, which belongs to the caller.
+// Close releases what the Client holds; Clone fails afterwards. It does not
+// remove the work directory, which belongs to the caller.
 func (c *Client) Close() {
+	c.closed = true
 	c.signer = nil
 	c.knownHosts = nil
 }
@@ -100,9 +107,22 @@ func (c *Client) Close() {
 // rawURL into the work directory and returns the commit checked out. When
 // opts.LastObservedCommit still matches the remote it returns a partial
 // commit without cloning. Errors never contain credentials.
+//
+// Clone runs once per Client: the work directory must not hold a repository
+// yet, and a work directory left by a failed Clone must be discarded. ctx
+// bounds the whole operation over http, https and ssh: when it is done, open
+// connections are closed and the error wraps ctx.Err().
 func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions) (*Commit, error) {
+	if c.closed {
+		return nil, errors.New("git client is closed")
+	}
+	c.ctx = ctx
+	defer c.endOperation()
 	commit, err := c.clone(ctx, rawURL, opts)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %w", ctxErr, err)
+		}
 		return nil, SanitizeError(err, c.secrets()...)
 	}
 	return commit, nil
@@ -208,22 +228,28 @@ func (c *Client) newRemote(rawURL string) (*remote, error) {
 		return nil, fmt.Errorf("invalid URL %q", SanitizeURL(rawURL))
 	}
 	r := &remote{url: rawURL, parsed: u}
-	if c.proxy != nil {
-		r.proxy = transport.ProxyOptions{URL: c.proxy.URL, Username: c.proxy.Username, Password: c.proxy.Password}
-	}
-	if c.auth == nil {
-		return r, nil
+	if r.proxy, err = c.proxyFor(u.Scheme); err != nil {
+		return nil, err
 	}
 	scheme := strings.ToLower(u.Scheme)
+	if c.auth == nil {
+		if scheme == TransportSSH {
+			// Without this, go-git would fall back to an SSH agent and the
+			// controller's own ~/.ssh/known_hosts.
+			return nil, &InvalidAuthError{Reason: "ssh requires an identity and known_hosts"}
+		}
+		return r, nil
+	}
 	if c.auth.Transport != scheme || (c.auth.Host != "" && !strings.EqualFold(c.auth.Host, u.Host)) {
 		return nil, &InvalidAuthError{Reason: fmt.Sprintf("credentials are for %s://%s, not for %s",
 			c.auth.Transport, c.auth.Host, SanitizeURL(rawURL))}
 	}
-	return r, c.applyAuth(r)
+	c.applyAuth(r)
+	return r, nil
 }
 
 // applyAuth fills the credentials of r from the Client's AuthOptions.
-func (c *Client) applyAuth(r *remote) error {
+func (c *Client) applyAuth(r *remote) {
 	a := c.auth
 	switch a.Transport {
 	case TransportHTTPS:
@@ -249,7 +275,55 @@ func (c *Client) applyAuth(r *remote) error {
 			},
 		}
 	}
-	return nil
+}
+
+// proxyFor returns the go-git proxy settings for a transport: the user's
+// proxy for HTTP(S), and for SSH the context-bound dialer, which itself goes
+// through the user's proxy when there is one.
+func (c *Client) proxyFor(scheme string) (transport.ProxyOptions, error) {
+	if !strings.EqualFold(scheme, TransportSSH) {
+		if c.proxy == nil {
+			return transport.ProxyOptions{}, nil
+		}
+		return transport.ProxyOptions{URL: c.proxy.URL, Username: c.proxy.Username, Password: c.proxy.Password}, nil
+	}
+	if c.sshProxy == "" {
+		userProxy, err := c.userProxyURL()
+		if err != nil {
+			return transport.ProxyOptions{}, err
+		}
+		ctx := c.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if c.sshProxy, c.releaseSSH, err = registerCtxDialer(ctx, userProxy); err != nil {
+			return transport.ProxyOptions{}, fmt.Errorf("ssh proxy: %w", err)
+		}
+	}
+	return transport.ProxyOptions{URL: c.sshProxy}, nil
+}
+
+// userProxyURL returns the user's proxy with its credentials, or nil.
+func (c *Client) userProxyURL() (*url.URL, error) {
+	if c.proxy == nil || c.proxy.URL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(c.proxy.URL)
+	if err != nil {
+		return nil, &InvalidAuthError{Reason: "proxy address is not a URL"}
+	}
+	if c.proxy.Username != "" {
+		u.User = url.UserPassword(c.proxy.Username, c.proxy.Password)
+	}
+	return u, nil
+}
+
+// endOperation releases what the Clone in progress registered.
+func (c *Client) endOperation() {
+	if c.releaseSSH != nil {
+		c.releaseSSH()
+	}
+	c.ctx, c.sshProxy, c.releaseSSH = nil, "", nil
 }
 
 // sshAddress returns host:port of an ssh URL, port 22 by default.

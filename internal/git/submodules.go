@@ -22,7 +22,8 @@ const maxSubmoduleDepth = 8
 // Submodules are fetched by this package rather than by go-git's
 // Submodule.Update, which would drop the CA bundle, client certificate and
 // proxy. Credentials are sent only to the host (and transport) they were
-// given for; other submodules are fetched anonymously. A submodule may use
+// given for; other submodules are fetched anonymously over HTTP(S), and an
+// SSH submodule on another host is an error. A submodule may use
 // http, https or ssh, or the transport of its parent: a local path is refused
 // unless the parent itself is local, so a repository cannot make the
 // controller read its own file system.
@@ -133,9 +134,18 @@ func (c *Client) submoduleRemote(parent *remote, rawURL string) (*remote, error)
 	if err != nil {
 		return nil, fmt.Errorf("invalid submodule URL %q", SanitizeURL(rawURL))
 	}
-	r := &remote{url: rawURL, parsed: parsed, proxy: parent.proxy}
+	r := &remote{url: rawURL, parsed: parsed}
+	if r.proxy, err = c.proxyFor(ep.Protocol); err != nil {
+		return nil, err
+	}
 	if c.auth != nil && c.auth.Transport == ep.Protocol && sameHost(c.auth.Host, parsed, ep.Protocol) {
-		return r, c.applyAuth(r)
+		c.applyAuth(r)
+		return r, nil
+	}
+	if ep.Protocol == TransportSSH {
+		// No known_hosts for this host: never fall back to an SSH agent or
+		// the controller's ~/.ssh/known_hosts.
+		return nil, fmt.Errorf("submodule URL %q: no SSH credentials for host %s", SanitizeURL(rawURL), parsed.Host)
 	}
 	return r, nil
 }

@@ -59,6 +59,7 @@ func TestClone_SymlinksStayInTheWorkDir(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				tt.check(g, dir)
 			}
+			t.Logf("clone error: %v", err)
 			entries, readErr := os.ReadDir(outside)
 			g.Expect(readErr).NotTo(HaveOccurred())
 			g.Expect(entries).To(BeEmpty(), "clone error: %v", err)

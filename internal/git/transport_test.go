@@ -2,7 +2,6 @@ package git
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -285,42 +284,30 @@ func TestClone_ErrorsNeverContainCredentials(t *testing.T) {
 	}
 }
 
-func TestClone_CredentialsStayOnTheirHost(t *testing.T) {
-	g := NewWithT(t)
-	s := newServed(t)
-	base := s.srv.MustStartHTTP(t)
-	auth := authFor(t, base+"/repo.git", basicAuthData(testPassword))
-	c, _ := newTestClient(t, auth, nil)
-	_, err := c.Clone(context.Background(), "http://localhost:1/repo.git", CheckoutOptions{Branch: "main"})
-	var invalid *InvalidAuthError
-	g.Expect(errors.As(err, &invalid)).To(BeTrue())
-	g.Expect(err.Error()).To(ContainSubstring("credentials are for"))
-}
-
-func TestClone_SubmodulesOverHTTP(t *testing.T) {
+func TestClone_SubmodulesOverTransports(t *testing.T) {
 	tests := []struct {
-		name    string
-		subURL  func(s *served, base string) string
-		tls     bool
-		wantErr string
+		name      string
+		transport string // http, https or ssh
+		subURL    func(s *served, base string) string
+		wantErr   string
 	}{
-		{name: "relative URL, same host: credentials and CA are reused", tls: true,
+		{name: "https, relative URL: credentials and CA are reused", transport: "https",
 			subURL: func(*served, string) string { return "../sub.git" }},
-		{name: "absolute URL on the same host", subURL: func(_ *served, base string) string { return base + "/sub.git" }},
-		{name: "local path is refused for a remote parent", wantErr: "not allowed",
+		{name: "http, absolute URL on the same host", transport: "http",
+			subURL: func(_ *served, base string) string { return base + "/sub.git" }},
+		{name: "ssh, relative URL: identity and known_hosts are reused", transport: "ssh",
+			subURL: func(*served, string) string { return "../sub.git" }},
+		{name: "local path is refused for a remote parent", transport: "http", wantErr: "not allowed",
 			subURL: func(s *served, _ string) string { return "file://" + filepath.Join(s.srv.Root(), "sub.git") }},
+		{name: "ssh submodule on a host without credentials", transport: "https",
+			wantErr: "no SSH credentials for host other.example.com",
+			subURL:  func(*served, string) string { return "ssh://git@other.example.com/sub.git" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := newServed(t)
-			s.srv.SetBasicAuth(testUser, testPassword)
-			data := basicAuthData(testPassword)
-			base := s.srv.MustStartHTTP(t)
-			if tt.tls {
-				base = s.srv.MustStartHTTPS(t, gitserver.TLSOptions{})
-				data["ca.crt"] = s.srv.CACert()
-			}
+			base, data := startTransport(t, s, tt.transport)
 			sub := s.srv.MustInitRepo(t, "sub.git", "main")
 			sub.MustCommit(t, "main", map[string]string{"lib.txt": "lib"}, "lib")
 			pushParentWithSubmodule(t, s, "parent.git", tt.subURL(s, base), sub)
@@ -334,6 +321,61 @@ func TestClone_SubmodulesOverHTTP(t *testing.T) {
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(listFiles(t, dir)).To(Equal([]string{".gitmodules", "app.txt", "libs/sub/lib.txt"}))
+		})
+	}
+}
+
+// startTransport starts one protected transport on s and returns its base
+// URL with the Secret data that opens it.
+func startTransport(t *testing.T, s *served, transport string) (string, map[string][]byte) {
+	t.Helper()
+	switch transport {
+	case "ssh":
+		_, identity := s.srv.AuthorizedSSHKeyForTest(t)
+		base := s.srv.MustStartSSH(t)
+		return base, sshData(identity, s.srv.KnownHosts())
+	case "https":
+		s.srv.SetBasicAuth(testUser, testPassword)
+		data := basicAuthData(testPassword)
+		data["ca.crt"] = s.srv.CACert()
+		return s.srv.MustStartHTTPS(t, gitserver.TLSOptions{}), data
+	}
+	s.srv.SetBasicAuth(testUser, testPassword)
+	return s.srv.MustStartHTTP(t), basicAuthData(testPassword)
+}
+
+func TestClone_RefusesBeforeAnyRequest(t *testing.T) {
+	s := newServed(t)
+	base := s.srv.MustStartHTTP(t)
+	sshBase := s.srv.MustStartSSH(t)
+	closed, _ := newTestClient(t, nil, nil)
+	closed.Close()
+	tests := []struct {
+		name    string
+		client  func(t *testing.T) *Client
+		url     string
+		wantErr string
+	}{
+		{name: "credentials for another host", url: "http://localhost:1/repo.git", wantErr: "credentials are for",
+			client: func(t *testing.T) *Client {
+				c, _ := newTestClient(t, authFor(t, base+"/repo.git", basicAuthData(testPassword)), nil)
+				return c
+			}},
+		{name: "ssh without credentials", url: sshBase + "/repo.git", wantErr: "ssh requires",
+			client: func(t *testing.T) *Client {
+				c, _ := newTestClient(t, nil, nil)
+				return c
+			}},
+		{name: "closed client", url: base + "/repo.git", wantErr: "closed",
+			client: func(*testing.T) *Client { return closed }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			before := s.srv.Requests()
+			_, err := tt.client(t).Clone(context.Background(), tt.url, CheckoutOptions{Branch: "main"})
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(s.srv.Requests()).To(Equal(before))
 		})
 	}
 }

@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.EnableLeaderElection,
 		LeaderElectionID:              "windlass-" + strings.Join(controllers, "-") + "-leader-election",
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionNamespace:       opts.leaderElectionNamespace(),
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &opts.LeaseDuration,
 		RenewDeadline:                 &opts.RenewDeadline,

@@ -167,3 +167,12 @@ func (o Options) storageAdvAddr() (string, error) {
 func inCluster() bool {
 	return os.Getenv("KUBERNETES_SERVICE_HOST") != ""
 }
+
+// leaderElectionNamespace returns --leader-election-namespace, or the
+// runtime namespace.
+func (o Options) leaderElectionNamespace() string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	return o.Namespace
+}

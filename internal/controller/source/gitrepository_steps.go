@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -195,14 +196,30 @@ func (r *GitRepositoryReconciler) secretData(ctx context.Context, ns, name strin
 func markFetchFailed(obj *sourcev1.GitRepository, err error) error {
 	reason := reconcile.ReasonOf(err, "")
 	if reason == "" {
-		reason = sourcev1.GitOperationFailedReason
-		if git.IsAuthError(err) {
-			reason = sourcev1.AuthenticationFailedReason
-		}
-		err = reconcile.Fail(reason, fmt.Errorf("failed to checkout and determine revision: %w", err))
+		err = classifyGitError(err)
+		reason = reconcile.ReasonOf(err, sourcev1.GitOperationFailedReason)
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
 	return err
+}
+
+// classifyGitError turns an error of the git client into a reconcile error:
+// options or credentials that can never work stall; refused credentials and
+// other failures are retried.
+func classifyGitError(err error) error {
+	var (
+		invalidOptions *git.InvalidOptionsError
+		invalidAuth    *git.InvalidAuthError
+	)
+	switch {
+	case errors.As(err, &invalidOptions):
+		return reconcile.Stall(sourcev1.InvalidSpecReason, fmt.Errorf("invalid spec: %w", err))
+	case errors.As(err, &invalidAuth):
+		return reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid credentials: %w", err))
+	case git.IsAuthError(err):
+		return reconcile.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
+	}
+	return reconcile.Fail(sourcev1.GitOperationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
 }
 
 // verifyCommit checks the signatures that spec.verify asks for, and sets

@@ -1,0 +1,92 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+func TestClassifyGitError(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantReason string
+		wantStall  bool
+	}{
+		{"invalid options stall", &git.InvalidOptionsError{Reason: "sparse path '..'"}, sourcev1.InvalidSpecReason, true},
+		{"invalid credentials stall", fmt.Errorf("wrapped: %w", &git.InvalidAuthError{Reason: "credentials for another host"}), sourcev1.AuthenticationFailedReason, true},
+		{"other errors are retried", errors.New("connection refused"), sourcev1.GitOperationFailedReason, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := classifyGitError(tt.err)
+			var stalling *reconcile.Stalling
+			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
+			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
+		})
+	}
+}
+
+func TestValidateGitSpec(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       sourcev1.GitRepositorySpec
+		wantReason string
+	}{
+		{"valid", sourcev1.GitRepositorySpec{URL: "https://h/r.git"}, ""},
+		{"no host", sourcev1.GitRepositorySpec{URL: "https:///r.git"}, sourcev1.URLInvalidReason},
+		{"bad scheme", sourcev1.GitRepositorySpec{URL: "file:///r.git"}, sourcev1.URLInvalidReason},
+		{"bad semver", sourcev1.GitRepositorySpec{URL: "https://h/r", Reference: &sourcev1.GitRepositoryRef{SemVer: "not a range"}}, sourcev1.InvalidSemverReason},
+		{"bad mode", sourcev1.GitRepositorySpec{URL: "https://h/r", Verification: &sourcev1.GitRepositoryVerification{Mode: "Everything"}}, sourcev1.InvalidSpecReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: tt.spec}
+			_, opts, err := validateGitSpec(obj)
+			if tt.wantReason == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(opts.ShallowClone).To(BeTrue())
+				return
+			}
+			var stalling *reconcile.Stalling
+			g.Expect(errors.As(err, &stalling)).To(BeTrue())
+			g.Expect(stalling.Reason).To(Equal(tt.wantReason))
+		})
+	}
+}
+
+func TestGitContentConfigChanged(t *testing.T) {
+	ignore := "x/"
+	a := &sourcev1.GitRepository{}
+	a.Status.IncludedArtifacts = nil
+	tests := []struct {
+		name   string
+		mutate func(o *sourcev1.GitRepository)
+		want   bool
+	}{
+		{"nothing changed", func(*sourcev1.GitRepository) {}, false},
+		{"ignore", func(o *sourcev1.GitRepository) { o.Spec.Ignore = &ignore }, true},
+		{"submodules", func(o *sourcev1.GitRepository) { o.Spec.RecurseSubmodules = true }, true},
+		{"sparse", func(o *sourcev1.GitRepository) { o.Spec.SparseCheckout = []string{"a"} }, true},
+		{"verification", func(o *sourcev1.GitRepository) {
+			o.Spec.Verification = &sourcev1.GitRepositoryVerification{Mode: "head"}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := a.DeepCopy()
+			tt.mutate(obj)
+			g.Expect(gitContentConfigChanged(obj, nil)).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package manager
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestSelectedControllers(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []string
+		want    []string
+		wantErr string
+	}{
+		{name: "default is all", want: AllControllers},
+		{name: "by name", in: []string{"source"}, want: []string{"source"}},
+		{name: "reference names", in: []string{"source-controller", " source "}, want: []string{"source"}},
+		{name: "unknown", in: []string{"helm"}, wantErr: `unknown controller "helm": choose from source`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := Options{Controllers: tt.in}.selectedControllers()
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(tt.wantErr))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{name: "defaults are valid", mutate: func(*Options) {}},
+		{name: "no concurrency", mutate: func(o *Options) { o.Concurrent = 0 }, wantErr: "--concurrent"},
+		{name: "retry delays reversed", mutate: func(o *Options) { o.MinRetryDelay = time.Hour }, wantErr: "--min-retry-delay"},
+		{name: "no records", mutate: func(o *Options) { o.ArtifactRetentionRecords = 0 }, wantErr: "--artifact-retention-records"},
+		{name: "jitter too large", mutate: func(o *Options) { o.IntervalJitterPercentage = 100 }, wantErr: "--interval-jitter-percentage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := DefaultOptions()
+			tt.mutate(&o)
+			err := o.validate()
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+		})
+	}
+}
+
+func TestStorageAddresses(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	tests := []struct {
+		addr, adv, want, wantErr string
+	}{
+		{addr: ":9090", want: "localhost:9090"},
+		{addr: "0.0.0.0:9090", want: "localhost:9090"},
+		{addr: "127.0.0.1:9191", want: "127.0.0.1:9191"},
+		{addr: ":9090", adv: "source-controller.flux-system.svc.cluster.local.", want: "source-controller.flux-system.svc.cluster.local."},
+		{addr: "nonsense", wantErr: "invalid --storage-addr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr+tt.adv, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := Options{StorageAddr: tt.addr, StorageAdvAddr: tt.adv}.storageAdvAddr()
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestStoragePathDefaults(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("XDG_CACHE_HOME", "/tmp/cachehome")
+	p, err := Options{}.storagePath()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(filepath.Join("/tmp/cachehome", "windlass", "storage")))
+
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+	p, err = Options{}.storagePath()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal("/data"))
+
+	p, err = Options{StoragePath: "/srv/artifacts"}.storagePath()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal("/srv/artifacts"))
+}
+
+func TestLeaderElectionNamespace(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Options{Namespace: "flux-system"}.leaderElectionNamespace()).To(Equal("flux-system"))
+	g.Expect(Options{Namespace: "a", LeaderElectionNamespace: "b"}.leaderElectionNamespace()).To(Equal("b"))
+}
+
+func TestCacheOptionsRejectsBadSelector(t *testing.T) {
+	g := NewWithT(t)
+	_, err := Options{WatchLabelSelector: "a in (b"}.cacheOptions()
+	g.Expect(err).To(MatchError(ContainSubstring("invalid --watch-label-selector")))
+	opts, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.ByObject).To(HaveLen(1))
+	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
+}
