@@ -29,3 +29,54 @@ type SecretKeyReference struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 }
+
+// DependencyReference names an object this one depends on, and optionally
+// how to tell that it is ready.
+type DependencyReference struct {
+	// Name of the dependency.
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the dependency; defaults to the dependent's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// ReadyExpr is a CEL expression over 'dep' (the dependency) and 'self'
+	// (the dependent) that tells whether the dependency is ready. It
+	// replaces the built-in readiness check.
+	// +optional
+	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
+// NamespacedObjectKindReference names an object of any kind in any
+// namespace.
+type NamespacedObjectKindReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the referent.
+	// +required
+	Kind string `json:"kind"`
+
+	// Name of the referent.
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the referent; defaults to the referrer's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// KubeConfigReference names the kubeconfig of a remote cluster.
+type KubeConfigReference struct {
+	// SecretRef names a Secret holding the kubeconfig, under Key ('value' or
+	// 'value.yaml' by default).
+	// +optional
+	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
+
+	// ConfigMapRef names a ConfigMap that describes how to reach the cluster
+	// with workload identity.
+	// +optional
+	ConfigMapRef *LocalObjectReference `json:"configMapRef,omitempty"`
+}

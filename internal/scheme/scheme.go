@@ -9,6 +9,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	sourcev1beta1 "github.com/windlass-dev/windlass/api/source/v1beta1"
 )
@@ -20,5 +22,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(sourcev1beta1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1beta1.AddToScheme(s))
 	return s
 }
