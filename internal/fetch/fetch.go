@@ -1,0 +1,140 @@
+// Package fetch gets a source's artifact for the controllers that consume
+// it, and unpacks it into a folder. The artifact's digest is always checked
+// before anything is unpacked.
+//
+// Two fetchers exist: one over HTTP, from the URL the source advertises,
+// and one that reads the artifact storage directly when the source
+// controller runs in the same process, saving the round trip and a copy.
+package fetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/redact"
+)
+
+// Fetcher unpacks an artifact into a folder.
+type Fetcher interface {
+	Fetch(ctx context.Context, a meta.Artifact, dir string) error
+}
+
+// ErrNotFound is returned, wrapped, when the artifact is not (or no longer)
+// where its source says: usually a newer revision replaced it, and the
+// consumer should wait for the source's next status.
+var ErrNotFound = errors.New("artifact not found")
+
+// Local reads artifacts straight from the storage of an in-process source
+// controller.
+type Local struct {
+	Storage *artifact.Storage
+}
+
+// Fetch verifies the artifact's digest and unpacks it into dir.
+func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
+	err := l.Storage.ExtractTo(a, "", dir)
+	if errors.Is(err, artifact.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, a.Path)
+	}
+	return err
+}
+
+// HTTP downloads artifacts from their URL.
+type HTTP struct {
+	// Client makes the requests; its Timeout bounds each attempt.
+	Client *http.Client
+	// Retries is how many times a failed download is tried again.
+	Retries int
+	// MaxSize caps the size of an artifact, compressed.
+	MaxSize int64
+}
+
+// NewHTTP returns an HTTP fetcher with sensible limits.
+func NewHTTP() *HTTP {
+	return &HTTP{Client: &http.Client{Timeout: 2 * time.Minute}, Retries: 3, MaxSize: archive.DefaultMaxSize}
+}
+
+// Fetch downloads the artifact to a temporary file while hashing it, checks
+// the digest, then unpacks it into dir.
+func (h *HTTP) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
+	f, err := os.CreateTemp("", "artifact-*.tar.gz")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+
+	var lastErr error
+	for attempt := 0; attempt <= h.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+		}
+		lastErr = h.download(ctx, a, f)
+		if lastErr == nil || errors.Is(lastErr, ErrNotFound) || ctx.Err() != nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		return lastErr
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return archive.Extract(f, dir)
+}
+
+// download writes the artifact to f and checks its digest.
+func (h *HTTP) download(ctx context.Context, a meta.Artifact, f *os.File) error {
+	if err := resetFile(f); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
+	if err != nil {
+		return fmt.Errorf("invalid artifact URL '%s': %w", redact.URL(a.URL), err)
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		return redact.Error(fmt.Errorf("downloading artifact: %w", err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w at '%s'", ErrNotFound, redact.URL(a.URL))
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("downloading artifact from '%s': %s", redact.URL(a.URL), resp.Status)
+	}
+	hash := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, hash), io.LimitReader(resp.Body, h.MaxSize+1))
+	if err != nil {
+		return redact.Error(fmt.Errorf("downloading artifact: %w", err))
+	}
+	if n > h.MaxSize {
+		return fmt.Errorf("artifact from '%s' is larger than %d bytes", redact.URL(a.URL), h.MaxSize)
+	}
+	if got := "sha256:" + hex.EncodeToString(hash.Sum(nil)); got != a.Digest {
+		return fmt.Errorf("artifact from '%s' has digest %s, want %s", redact.URL(a.URL), got, a.Digest)
+	}
+	return nil
+}
+
+func resetFile(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
+}
