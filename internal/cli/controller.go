@@ -70,6 +70,10 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	controllers, err := f.opts.Validate()
+	if err != nil {
+		return err
+	}
 	ctrl.SetLogger(logger)
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -80,7 +84,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Starting the manager", "controllers", f.opts.Controllers)
+	logger.Info("Starting the manager", "controllers", controllers)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -37,10 +37,7 @@ type Manager struct {
 
 // New builds a manager for the cluster behind cfg.
 func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) {
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	controllers, err := opts.selectedControllers()
+	controllers, err := opts.Validate()
 	if err != nil {
 		return nil, err
 	}

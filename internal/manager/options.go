@@ -93,6 +93,14 @@ const (
 // AllControllers lists every controller this build has.
 var AllControllers = []string{SourceController}
 
+// Validate checks the options, and returns the controllers to run.
+func (o Options) Validate() ([]string, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o.selectedControllers()
+}
+
 // selectedControllers validates and returns the controllers to run. Names
 // may carry the reference implementation's "-controller" suffix.
 func (o Options) selectedControllers() ([]string, error) {

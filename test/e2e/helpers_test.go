@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// httpClient is the client the tests download and scrape with.
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// servedRepo serves a bare repository named name over loopback HTTP with
+// one commit of files on main, and returns its clone URL and the commit's
+// SHA.
+func servedRepo(t *testing.T, name string, files map[string]string) (url, sha string) {
+	t.Helper()
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, name, "main")
+	sha = repo.MustCommit(t, "main", files, "initial commit")
+	return base + "/" + name, sha
+}
+
+// applyGitRepository creates the GitRepository that manifest (YAML)
+// declares, as `kubectl apply` of a new object does, and returns it.
+func applyGitRepository(g *WithT, manifest string) *sourcev1.GitRepository {
+	obj := &sourcev1.GitRepository{}
+	g.Expect(yaml.UnmarshalStrict([]byte(manifest), obj)).To(Succeed(), manifest)
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	return obj
+}
+
+// waitReady waits until the v1 GitRepository key is Ready for its current
+// generation with an artifact of revision, and returns it.
+func waitReady(g *WithT, key client.ObjectKey, revision string) *sourcev1.GitRepository {
+	got := &sourcev1.GitRepository{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), "Ready")
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), "observedGeneration")
+		g.Expect(got.Status.Artifact).NotTo(BeNil(), "artifact")
+		g.Expect(got.Status.Artifact.Revision).To(Equal(revision), "artifact revision")
+	}, timeout, interval).Should(Succeed(), func() string {
+		return fmt.Sprintf("status of %s: %+v", key, got.Status)
+	})
+	return got
+}
+
+// download fetches an artifact from its advertised URL, checks it against
+// the digest and size the status claims, and returns its bytes.
+func download(g *WithT, a *meta.Artifact) []byte {
+	resp, err := httpClient.Get(a.URL)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s", a.URL)
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	digest, err := artifact.Digest(bytes.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(digest).To(Equal(a.Digest), "sha256 of the downloaded artifact")
+	g.Expect(a.Size).NotTo(BeNil(), "status.artifact.size")
+	g.Expect(int64(len(body))).To(Equal(*a.Size), "size of the downloaded artifact")
+	return body
+}
+
+// extract unpacks an artifact into a fresh folder and returns it.
+func extract(t *testing.T, g *WithT, body []byte) string {
+	dir := t.TempDir()
+	g.Expect(archive.Extract(bytes.NewReader(body), dir)).To(Succeed())
+	return dir
+}
+
+// scrape returns the text of GET url.
+func scrape(g Gomega, url string) string {
+	resp, err := httpClient.Get(url)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s", url)
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(body)
+}
+
+// warningRecorder keeps the warnings the API server sends, as kubectl
+// prints them.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// Warnings returns the warnings received so far.
+func (w *warningRecorder) Warnings() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
+}
+
+// clientWithWarnings returns a client of the control plane that records
+// the API server's warnings in the returned recorder.
+func clientWithWarnings(g *WithT) (client.Client, *warningRecorder) {
+	rec := &warningRecorder{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = rec
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return c, rec
+}
+
+// metricLines returns the lines of a Prometheus text exposition that hold
+// samples of name (with labels).
+func metricLines(text, name string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, name+"{") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// nestedString returns the string at fields in u, or "" when there is none.
+func nestedString(u *unstructured.Unstructured, fields ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, fields...)
+	return s
+}
