@@ -25,6 +25,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
@@ -89,11 +90,11 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sourcev1.GitRepository{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, reconcileRequested{}),
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{}),
 		)).
 		Watches(&sourcev1.GitRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.includersOf),
-			builder.WithPredicates(artifactChanged{}),
+			builder.WithPredicates(predicates.ArtifactChanged{}),
 		).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
