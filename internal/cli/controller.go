@@ -55,6 +55,8 @@ also run split, one controller per deployment.`,
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "watch every namespace; when false, only the runtime namespace ($RUNTIME_NAMESPACE)")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the objects that match this label selector (sharding)")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
+	fs.BoolVar(&o.NoRemoteBases, "no-remote-bases", false, "refuse kustomize remote bases")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations that name none")
 	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
 	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")
 	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name)")

@@ -20,9 +20,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
+	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
+	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -90,7 +93,8 @@ func (o Options) cacheOptions() (cache.Options, error) {
 			return opts, fmt.Errorf("invalid --watch-label-selector: %w", err)
 		}
 		opts.ByObject = map[client.Object]cache.ByObject{
-			&sourcev1.GitRepository{}: {Label: selector},
+			&sourcev1.GitRepository{}:    {Label: selector},
+			&kustomizev1.Kustomization{}: {Label: selector},
 		}
 	}
 	return opts, nil
@@ -104,6 +108,8 @@ func (m *Manager) setup(ctx context.Context, name string, opts Options) error {
 	switch name {
 	case SourceController:
 		return m.setupSource(ctx, opts)
+	case KustomizeController:
+		return m.setupKustomize(ctx, opts)
 	}
 	return fmt.Errorf("unknown controller %q", name)
 }
@@ -120,6 +126,33 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		DependencyRequeue: opts.RequeueDependency,
 	}
 	return r.SetupWithManager(ctx, m, sourcectrl.GitRepositoryOptions{
+		MaxConcurrentReconciles: opts.Concurrent,
+		RateLimiter:             opts.rateLimiter(),
+	})
+}
+
+func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
+	var fetcher fetch.Fetcher = fetch.NewHTTP()
+	if m.Storage != nil {
+		fetcher = &fetch.Local{Storage: m.Storage}
+	}
+	r := &kustomizectrl.KustomizationReconciler{
+		Client:        m.GetClient(),
+		EventRecorder: m.GetEventRecorder("kustomize-controller"),
+		Fetcher:       fetcher,
+		Applier: &kustomizectrl.ApplierFactory{
+			Config:                m.GetConfig(),
+			HTTPClient:            m.GetHTTPClient(),
+			Scheme:                m.GetScheme(),
+			Mapper:                m.GetRESTMapper(),
+			DefaultServiceAccount: opts.DefaultServiceAccount,
+		},
+		JitterPercent:        opts.IntervalJitterPercentage,
+		DependencyRequeue:    opts.RequeueDependency,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+		NoRemoteBases:        opts.NoRemoteBases,
+	}
+	return r.SetupWithManager(ctx, m, kustomizectrl.KustomizationOptions{
 		MaxConcurrentReconciles: opts.Concurrent,
 		RateLimiter:             opts.rateLimiter(),
 	})

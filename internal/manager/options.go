@@ -47,6 +47,11 @@ type Options struct {
 	// NoCrossNamespaceRefs refuses references to objects in other
 	// namespaces.
 	NoCrossNamespaceRefs bool
+	// NoRemoteBases refuses remote kustomize bases.
+	NoRemoteBases bool
+	// DefaultServiceAccount is impersonated by Kustomizations that name no
+	// service account.
+	DefaultServiceAccount string
 
 	StoragePath              string
 	StorageAddr              string
@@ -88,10 +93,14 @@ func runtimeNamespace() string {
 const (
 	// SourceController reconciles the source.toolkit.fluxcd.io kinds.
 	SourceController = "source"
+	// KustomizeController reconciles Kustomizations.
+	KustomizeController = "kustomize"
 )
 
-// AllControllers lists every controller this build has.
-var AllControllers = []string{SourceController}
+// AllControllers lists every controller this build has, in the order they
+// are set up: sources first, so that appliers in the same process read
+// artifacts from storage directly.
+var AllControllers = []string{SourceController, KustomizeController}
 
 // Validate checks the options, and returns the controllers to run.
 func (o Options) Validate() ([]string, error) {
@@ -107,13 +116,17 @@ func (o Options) selectedControllers() ([]string, error) {
 	if len(o.Controllers) == 0 {
 		return AllControllers, nil
 	}
-	var out []string
+	wanted := map[string]bool{}
 	for _, name := range o.Controllers {
 		name = strings.TrimSuffix(strings.TrimSpace(name), "-controller")
 		if !slices.Contains(AllControllers, name) {
 			return nil, fmt.Errorf("unknown controller %q: choose from %s", name, strings.Join(AllControllers, ", "))
 		}
-		if !slices.Contains(out, name) {
+		wanted[name] = true
+	}
+	var out []string
+	for _, name := range AllControllers {
+		if wanted[name] {
 			out = append(out, name)
 		}
 	}

@@ -18,7 +18,8 @@ func TestSelectedControllers(t *testing.T) {
 		{name: "default is all", want: AllControllers},
 		{name: "by name", in: []string{"source"}, want: []string{"source"}},
 		{name: "reference names", in: []string{"source-controller", " source "}, want: []string{"source"}},
-		{name: "unknown", in: []string{"helm"}, wantErr: `unknown controller "helm": choose from source`},
+		{name: "set-up order", in: []string{"kustomize", "source"}, want: []string{"source", "kustomize"}},
+		{name: "unknown", in: []string{"helm"}, wantErr: `unknown controller "helm": choose from source, kustomize`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,243 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/predicates"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/redact"
+)
+
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations/finalizers,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups="*",resources="*",verbs="*"
+
+// FieldManager is the server-side apply field manager of applied objects:
+// the reference implementation's, so that clusters move over without
+// conflicts.
+const FieldManager = "kustomize-controller"
+
+// Index keys of Kustomizations.
+const (
+	sourceIndexKey     = ".spec.sourceRef"
+	dependencyIndexKey = ".spec.dependsOn"
+)
+
+// kustomizationNegativeConditions explain a Ready=False, most important
+// first.
+var kustomizationNegativeConditions = []string{meta.StalledCondition}
+
+// KustomizationReconciler reconciles Kustomization objects.
+type KustomizationReconciler struct {
+	client.Client
+	// EventRecorder records Kubernetes events about Kustomizations.
+	EventRecorder events.EventRecorder
+	// Fetcher gets source artifacts.
+	Fetcher fetch.Fetcher
+	// Applier builds the clients that apply, check health and prune, for
+	// the Kustomization's target cluster and identity.
+	Applier *ApplierFactory
+	// JitterPercent spreads each object's interval.
+	JitterPercent int
+	// DependencyRequeue is how long to wait for a dependency or a source.
+	DependencyRequeue time.Duration
+	// NoCrossNamespaceRefs refuses references to other namespaces.
+	NoCrossNamespaceRefs bool
+	// NoRemoteBases refuses remote kustomize bases.
+	NoRemoteBases bool
+}
+
+// KustomizationOptions tune the controller.
+type KustomizationOptions struct {
+	// MaxConcurrentReconciles is how many objects are reconciled at once.
+	MaxConcurrentReconciles int
+	// RateLimiter spaces the retries of failed reconciliations.
+	RateLimiter workqueue.TypedRateLimiter[ctrlreconcile.Request]
+}
+
+// SetupWithManager registers the reconciler with mgr: it watches
+// Kustomizations, the sources they use (a new artifact reconciles them at
+// once) and their dependencies (a dependency that becomes ready reconciles
+// its dependents at once).
+func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts KustomizationOptions) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
+		return []string{sourceKey(o.(*kustomizev1.Kustomization))}
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, dependencyIndexKey, func(o client.Object) []string {
+		k := o.(*kustomizev1.Kustomization)
+		keys := make([]string, 0, len(k.Spec.DependsOn))
+		for _, d := range k.Spec.DependsOn {
+			keys = append(keys, dependencyKey(k, d).String())
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{}),
+		)).
+		Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.GitRepositoryKind)),
+			builder.WithPredicates(predicates.ArtifactChanged{})).
+		Watches(&kustomizev1.Kustomization{},
+			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents),
+			builder.WithPredicates(predicates.BecameReady{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			RateLimiter:             opts.RateLimiter,
+		}).
+		Complete(r)
+}
+
+func (r *KustomizationReconciler) requestsForSource(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+		key := fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())
+		return r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
+	}
+}
+
+func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+	key := client.ObjectKeyFromObject(o).String()
+	return r.requestsFor(ctx, client.MatchingFields{dependencyIndexKey: key})
+}
+
+func (r *KustomizationReconciler) requestsFor(ctx context.Context, match client.MatchingFields) []ctrlreconcile.Request {
+	var list kustomizev1.KustomizationList
+	if err := r.List(ctx, &list, match); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Kustomizations to wake")
+		return nil
+	}
+	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile runs the pipeline for one Kustomization.
+func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
+	obj := &kustomizev1.Kustomization{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer metrics.RecordDuration(kustomizev1.KustomizationKind, obj, start)
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, obj)
+	}
+	patcher := patch.NewHelper(obj, r.Client)
+	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
+		controllerutil.AddFinalizer(obj, meta.Finalizer)
+		if err := patcher.Patch(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	metrics.RecordSuspend(kustomizev1.KustomizationKind, obj, obj.Spec.Suspend)
+	if obj.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).V(1).Info("Reconciliation is suspended for this object")
+		return ctrl.Result{}, nil
+	}
+
+	var res reconcile.Result
+	defer func() {
+		result, retErr = r.summarizeAndPatch(ctx, obj, patcher, res, retErr, start)
+	}()
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.SetLastHandledReconcileRequest(token)
+	}
+	if obj.Generation != obj.Status.ObservedGeneration {
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason,
+			"processing object: new generation %d -> %d", obj.Status.ObservedGeneration, obj.Generation)
+		if err := patcher.Patch(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	res, retErr = r.reconcile(ctx, obj, patcher)
+	return ctrl.Result{}, retErr
+}
+
+// summarizeAndPatch writes the run's outcome to the status, records a
+// warning for a failure and patches the object. After a failure the object
+// is retried at its retryInterval at the latest.
+func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *kustomizev1.Kustomization,
+	patcher *patch.Helper, res reconcile.Result, err error, start time.Time) (ctrl.Result, error) {
+	successMessage := fmt.Sprintf("Applied revision: %s", obj.Status.LastAppliedRevision)
+	result, err := reconcile.Summarize(obj, reconcile.Summary{
+		Result:             res,
+		Err:                err,
+		NegativeConditions: kustomizationNegativeConditions,
+		SuccessReason:      kustomizev1.ReconciliationSucceededReason,
+		SuccessMessage:     successMessage,
+		Interval:           obj.Spec.Interval.Duration,
+		JitterPercent:      r.JitterPercent,
+	})
+	recordHistory(obj, time.Since(start))
+	if err != nil {
+		r.event(obj, "Warning", conditions.Reason(obj, meta.ReadyCondition), conditions.Message(obj, meta.ReadyCondition))
+		if !isTerminal(err) {
+			// A failed run is retried with backoff, and at the latest after
+			// the retry interval.
+			result = ctrl.Result{RequeueAfter: obj.GetRetryInterval()}
+			err = nil
+		}
+	}
+	if patchErr := patcher.Patch(ctx, obj); patchErr != nil {
+		ctrl.LoggerFrom(ctx).Error(patchErr, "Failed to patch the status")
+		if err == nil {
+			err = patchErr
+		}
+	}
+	return result, err
+}
+
+// event records a Kubernetes event about obj, without credentials.
+func (r *KustomizationReconciler) event(obj *kustomizev1.Kustomization, eventType, reason, message string) {
+	if r.EventRecorder == nil || message == "" {
+		return
+	}
+	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", redact.String(message))
+}
+
+// workDir returns a fresh, private temporary folder for one run.
+func workDir(obj *kustomizev1.Kustomization) (string, func(), error) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("kustomization-%s-%s-", obj.Namespace, obj.Name))
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// isTerminal reports whether err is a terminal error: one that no retry
+// mends.
+func isTerminal(err error) bool {
+	return errors.Is(err, ctrlreconcile.TerminalError(nil))
+}

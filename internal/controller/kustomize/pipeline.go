@@ -1,0 +1,256 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/kustomize"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sops"
+	"github.com/windlass-dev/windlass/internal/substitute"
+)
+
+// reconcile runs the pipeline: dependencies, source, build, apply, prune,
+// health. Each step sets the status it owns; Summarize sets the rest.
+func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
+	source, err := r.getSource(ctx, obj)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if err := r.checkDependencies(ctx, obj, source); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	revision := source.GetArtifact().Revision
+	obj.Status.LastAttemptedRevision = revision
+
+	dir, cleanup, err := workDir(obj)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	defer cleanup()
+	if err := r.fetchArtifact(ctx, source, dir); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	objs, err := r.build(ctx, obj, dir)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	tgt, err := r.Applier.For(ctx, obj, r.Client)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	applied, err := r.apply(ctx, obj, tgt, objs, revision)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if err := r.prune(ctx, obj, tgt, applied, revision); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	obj.Status.LastAppliedRevision = revision
+	if err := patcher.Patch(ctx, obj); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if err := r.checkHealth(ctx, obj, tgt, objs); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+// build turns the artifact in dir into objects: generate a kustomization
+// when the path has none, decrypt the files that secret generators read,
+// build with the spec's overlays, substitute variables, decrypt Secrets.
+func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Kustomization, dir string) ([]*unstructured.Unstructured, error) {
+	path := filepath.Clean(strings.TrimPrefix(obj.Spec.Path, "./"))
+	if _, err := securejoin.SecureJoin(dir, path); err != nil || path == ".." || strings.HasPrefix(path, "../") || filepath.IsAbs(obj.Spec.Path) {
+		return nil, reconcile.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
+	}
+	if err := kustomize.Generate(dir, path); err != nil {
+		return nil, buildFailed(fmt.Errorf("generating a kustomization for '%s': %w", obj.Spec.Path, err))
+	}
+	decryptor, err := r.decryptor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	if decryptor != nil {
+		if err := decryptor.DecryptKustomizeSources(dir, path); err != nil {
+			return nil, decryptionFailed(err)
+		}
+	}
+	objs, err := kustomize.Build(dir, path, r.buildOptions(obj))
+	if err != nil {
+		return nil, buildFailed(err)
+	}
+	if err := r.substitute(ctx, obj, objs); err != nil {
+		return nil, err
+	}
+	if decryptor != nil {
+		for _, o := range objs {
+			if err := decryptor.DecryptObject(o); err != nil {
+				return nil, decryptionFailed(fmt.Errorf("%s/%s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err))
+			}
+		}
+	}
+	return objs, nil
+}
+
+func buildFailed(err error) error {
+	return reconcile.Fail(kustomizev1.BuildFailedReason, err)
+}
+
+func decryptionFailed(err error) error {
+	return reconcile.Fail(kustomizev1.DecryptionFailedReason, fmt.Errorf("decryption failed: %w", err))
+}
+
+// buildOptions maps the spec's overlays onto the build's options.
+func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) kustomize.Options {
+	opts := kustomize.Options{
+		Components:              obj.Spec.Components,
+		IgnoreMissingComponents: obj.Spec.IgnoreMissingComponents,
+		NamePrefix:              obj.Spec.NamePrefix,
+		NameSuffix:              obj.Spec.NameSuffix,
+		TargetNamespace:         obj.Spec.TargetNamespace,
+		NoRemoteBases:           r.NoRemoteBases,
+	}
+	for _, p := range obj.Spec.Patches {
+		kp := kustomize.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			kp.Target = &kustomize.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		opts.Patches = append(opts.Patches, kp)
+	}
+	for _, i := range obj.Spec.Images {
+		opts.Images = append(opts.Images, kustomize.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
+	}
+	if m := obj.Spec.CommonMetadata; m != nil {
+		opts.CommonMetadata = &kustomize.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
+	}
+	return opts
+}
+
+// decryptor returns the SOPS decryptor of spec.decryption, or nil.
+func (r *KustomizationReconciler) decryptor(ctx context.Context, obj *kustomizev1.Kustomization) (*sops.Decryptor, error) {
+	d := obj.Spec.Decryption
+	if d == nil {
+		return nil, nil
+	}
+	var keys map[string][]byte
+	if d.SecretRef != nil {
+		var secret corev1.Secret
+		key := types.NamespacedName{Namespace: obj.Namespace, Name: d.SecretRef.Name}
+		if err := r.Get(ctx, key, &secret); err != nil {
+			return nil, decryptionFailed(fmt.Errorf("reading the decryption secret '%s': %w", key, err))
+		}
+		keys = secret.Data
+	}
+	dec, err := sops.NewDecryptor(keys)
+	if err != nil {
+		return nil, reconcile.Stall(kustomizev1.DecryptionFailedReason, fmt.Errorf("invalid decryption keys: %w", err))
+	}
+	return dec, nil
+}
+
+// substitute runs the post-build substitution of spec.postBuild.
+func (r *KustomizationReconciler) substitute(ctx context.Context, obj *kustomizev1.Kustomization, objs []*unstructured.Unstructured) error {
+	pb := obj.Spec.PostBuild
+	if pb == nil {
+		return nil
+	}
+	var sources []map[string]string
+	for _, ref := range pb.SubstituteFrom {
+		vars, err := r.substituteVars(ctx, obj.Namespace, ref)
+		if err != nil {
+			return err
+		}
+		sources = append(sources, vars)
+	}
+	sources = append(sources, pb.Substitute)
+	vars := substitute.Vars(sources...)
+	if len(vars) == 0 && pb.SubstituteStrategy != "Always" {
+		return nil
+	}
+	if err := substitute.Substitute(objs, vars, true); err != nil {
+		return reconcile.Fail(kustomizev1.SubstitutionFailedReason, fmt.Errorf("post-build substitution failed: %w", err))
+	}
+	return nil
+}
+
+// substituteVars reads the variables of one substituteFrom entry.
+func (r *KustomizationReconciler) substituteVars(ctx context.Context, ns string, ref kustomizev1.SubstituteReference) (map[string]string, error) {
+	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
+	vars := map[string]string{}
+	var err error
+	switch ref.Kind {
+	case "ConfigMap":
+		var cm corev1.ConfigMap
+		if err = r.Get(ctx, key, &cm); err == nil {
+			for k, v := range cm.Data {
+				vars[k] = v
+			}
+		}
+	case "Secret":
+		var s corev1.Secret
+		if err = r.Get(ctx, key, &s); err == nil {
+			for k, v := range s.Data {
+				vars[k] = string(v)
+			}
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err) && ref.Optional:
+		return nil, nil
+	case apierrors.IsNotFound(err):
+		return nil, reconcile.Wait(kustomizev1.SubstitutionFailedReason,
+			fmt.Errorf("substitute from %s '%s' not found", ref.Kind, key), r.DependencyRequeue)
+	case err != nil:
+		return nil, err
+	}
+	return vars, nil
+}
+
+// recordInventory stores the applied objects, plus those that could not
+// be pruned, as the status inventory.
+func recordInventory(obj *kustomizev1.Kustomization, entries []inventory.Entry) {
+	if len(entries) == 0 {
+		obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{}}
+		return
+	}
+	refs := make([]kustomizev1.ResourceRef, 0, len(entries))
+	for _, e := range entries {
+		refs = append(refs, kustomizev1.ResourceRef{ID: e.ID, Version: e.Version})
+	}
+	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: refs}
+}
+
+// inventoryOf returns the entries of the status inventory.
+func inventoryOf(obj *kustomizev1.Kustomization) []inventory.Entry {
+	if obj.Status.Inventory == nil {
+		return nil
+	}
+	entries := make([]inventory.Entry, 0, len(obj.Status.Inventory.Entries))
+	for _, e := range obj.Status.Inventory.Entries {
+		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
+	}
+	return entries
+}
+
+var (
+	_ = errors.New
+	_ = conditions.Get
+	_ ctrl.Object
+)

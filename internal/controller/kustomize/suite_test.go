@@ -1,0 +1,142 @@
+package kustomize
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/controller/source"
+	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/testenv"
+)
+
+var env *testenv.Environment
+
+const (
+	timeout  = 60 * time.Second
+	interval = 200 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, testenv.ControllerManager, startControllers))
+}
+
+// startControllers runs the GitRepository and Kustomization controllers in
+// one manager, as `windlass controller` does, with artifacts handed over
+// in process.
+func startControllers(ctx context.Context, e *testenv.Environment) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "windlass-storage-")
+	if err != nil {
+		return err
+	}
+	storage, err := artifact.New(dir, ln.Addr().String(), time.Minute, 2)
+	if err != nil {
+		return err
+	}
+	go func() { _ = http.Serve(ln, storage.Handler()) }()
+
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	limiter := func() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second)
+	}
+	git := &source.GitRepositoryReconciler{
+		Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("source-controller"),
+		Storage: storage, DependencyRequeue: time.Second,
+	}
+	if err := git.SetupWithManager(ctx, mgr, source.GitRepositoryOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
+		return err
+	}
+	ks := &KustomizationReconciler{
+		Client:        mgr.GetClient(),
+		EventRecorder: mgr.GetEventRecorder("kustomize-controller"),
+		Fetcher:       &fetch.Local{Storage: storage},
+		Applier: &ApplierFactory{
+			Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		},
+		DependencyRequeue: time.Second,
+	}
+	if err := ks.SetupWithManager(ctx, mgr, KustomizationOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+		}
+	}()
+	return nil
+}
+
+// waitForKs returns the Kustomization once cond holds for it.
+func waitForKs(g *WithT, key client.ObjectKey, cond func(*kustomizev1.Kustomization) bool) *kustomizev1.Kustomization {
+	got := &kustomizev1.Kustomization{}
+	g.Eventually(func() bool {
+		if err := env.Client.Get(context.Background(), key, got); err != nil {
+			return false
+		}
+		return cond(got)
+	}, timeout, interval).Should(BeTrue(), func() string {
+		return fmt.Sprintf("conditions of %s: %+v", key, got.Status.Conditions)
+	})
+	checkKsInvariants(g, got)
+	return got
+}
+
+// ksReady is a waitForKs condition: Ready at the given revision (any when
+// empty) for the current generation.
+func ksReady(revision string) func(*kustomizev1.Kustomization) bool {
+	return func(k *kustomizev1.Kustomization) bool {
+		return conditions.IsTrue(k, meta.ReadyCondition) && k.Status.ObservedGeneration == k.Generation &&
+			(revision == "" || k.Status.LastAppliedRevision == revision)
+	}
+}
+
+// ksReason is a waitForKs condition on Ready's reason.
+func ksReason(status, reason string) func(*kustomizev1.Kustomization) bool {
+	return func(k *kustomizev1.Kustomization) bool {
+		c := conditions.Get(k, meta.ReadyCondition)
+		return c != nil && string(c.Status) == status && c.Reason == reason
+	}
+}
+
+// checkKsInvariants asserts the kstatus rules of a Kustomization's status.
+func checkKsInvariants(g *WithT, k *kustomizev1.Kustomization) {
+	g.Expect(k.Status.ObservedGeneration).To(BeNumerically("<=", k.Generation))
+	if conditions.IsTrue(k, meta.ReadyCondition) {
+		g.Expect(conditions.IsTrue(k, meta.StalledCondition)).To(BeFalse())
+		g.Expect(conditions.IsTrue(k, meta.ReconcilingCondition)).To(BeFalse())
+	}
+	if conditions.IsTrue(k, meta.StalledCondition) {
+		g.Expect(conditions.IsTrue(k, meta.ReconcilingCondition)).To(BeFalse())
+	}
+}
+
+// objectMeta names an object.
+func objectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}

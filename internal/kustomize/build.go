@@ -1,0 +1,157 @@
+package kustomize
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// buildMu serialises kustomize runs: kustomize keeps process-wide state
+// (openapi schema, plugin registries) that races when builds overlap.
+var buildMu sync.Mutex
+
+// Build builds the kustomization at path (relative to root, the extracted
+// artifact; a leading "/" is also taken relative to root), applies opts on
+// top of it, and returns the objects in a deterministic order.
+//
+// The directory at path must hold a kustomization file; call Generate first
+// when it may not. Nothing outside root is read.
+func Build(root, path string, opts Options) ([]*unstructured.Unstructured, error) {
+	docs, err := BuildYAML(root, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(docs)
+}
+
+// BuildYAML is Build, returning each object as a YAML document that keeps
+// the scalar styles (quoting) of the sources. Post-build variable
+// substitution works on these documents, because whether "${x}" was quoted
+// decides whether its value stays a string.
+func BuildYAML(root, path string, opts Options) ([][]byte, error) {
+	fsys, err := NewConfinedFS(root)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := buildDir(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	ov, err := addOverlay(fsys, dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
+	}
+	if err := checkReferences(fsys, ov, opts.NoRemoteBases); err != nil {
+		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
+	}
+	m, err := run(fsys, ov)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build of %q: %w", path, tidyError(err, fsys.Root(), ov, dir))
+	}
+	return documents(m)
+}
+
+// buildError keeps the error kustomize returned for errors.Is and errors.As,
+// with a message that leaves out the generated overlay and the temporary
+// location of root.
+type buildError struct {
+	msg string
+	err error
+}
+
+func (e *buildError) Error() string { return e.msg }
+func (e *buildError) Unwrap() error { return e.err }
+
+// tidyError removes the overlay's own layer of kustomize's error wrapping
+// and shows paths relative to root.
+func tidyError(err error, root, ov, dir string) error {
+	base, _ := filepath.Rel(ov, dir)
+	msg := err.Error()
+	msg = strings.Replace(msg, fmt.Sprintf(
+		"accumulating resources: accumulation err='accumulating resources from '%s': '%s' must resolve to a file': ",
+		base, dir), "", 1)
+	msg = strings.Replace(msg, fmt.Sprintf("recursed accumulation of path '%s': ", dir), "", 1)
+	msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "")
+	msg = strings.ReplaceAll(msg, root, ".")
+	return &buildError{msg: msg, err: err}
+}
+
+// buildDir resolves path inside root and checks that it is a directory.
+func buildDir(fsys *ConfinedFS, path string) (string, error) {
+	dir, err := fsys.Resolve(filepath.Join(fsys.Root(), path))
+	if err != nil {
+		return "", fmt.Errorf("build path %q: %w", path, err)
+	}
+	if !fsys.IsDir(dir) {
+		return "", fmt.Errorf("build path %q is not a directory", path)
+	}
+	return dir, nil
+}
+
+// run executes kustomize on dir with builtin plugins only, loads restricted
+// to each kustomization's root, and panics turned into errors.
+func run(fsys *ConfinedFS, dir string) (m resmap.ResMap, err error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("kustomize panicked: %v", r)
+		}
+	}()
+	return kustomizeRun(fsys, dir)
+}
+
+// kustomizeRun runs kustomize; tests replace it to exercise panic recovery.
+var kustomizeRun = func(fsys filesys.FileSystem, dir string) (resmap.ResMap, error) {
+	k := krusty.MakeKustomizer(&krusty.Options{
+		Reorder:           krusty.ReorderOptionLegacy,
+		AddManagedbyLabel: false,
+		LoadRestrictions:  types.LoadRestrictionsRootOnly,
+		PluginConfig:      types.DisabledPluginConfig(),
+	})
+	return k.Run(fsys, dir)
+}
+
+// documents renders every resource of m as YAML.
+func documents(m resmap.ResMap) ([][]byte, error) {
+	var docs [][]byte
+	for _, r := range m.Resources() {
+		data, err := r.RNode.String()
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", r.CurId(), err)
+		}
+		docs = append(docs, []byte(data))
+	}
+	return docs, nil
+}
+
+// Decode parses YAML documents, one object each (as returned by BuildYAML),
+// into unstructured objects, keeping their order. It reads YAML as kustomize
+// does (YAML 1.2: "y" and "no" are strings, not booleans).
+func Decode(docs [][]byte) ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(docs))
+	for i, doc := range docs {
+		rn, err := kyaml.Parse(string(doc))
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		j, err := rn.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
+}

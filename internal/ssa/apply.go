@@ -1,0 +1,389 @@
+package ssa
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/inventory"
+)
+
+// ApplyOptions configure ApplyAllStaged and Validate.
+type ApplyOptions struct {
+	// Force recreates every object whose apply fails on an immutable field,
+	// as the force annotation does for a single object.
+	Force bool
+	// WaitTimeout bounds the wait for stage 1 to be ready and the wait for
+	// an object being recreated to be gone; DefaultWaitTimeout when zero.
+	WaitTimeout time.Duration
+}
+
+// item is one object on its way through an apply.
+type item struct {
+	// given is the caller's object, kept to scrub its values from messages.
+	given *unstructured.Unstructured
+	// desired is the normalized copy that is applied.
+	desired *unstructured.Unstructured
+	id      inventory.ObjMetadata
+	version string
+	stage   int
+	policy  Policy
+	force   bool
+
+	// Set by plan.
+	deferred bool
+	action   Action
+	recreate bool
+	live     *unstructured.Unstructured
+	toApply  *unstructured.Unstructured
+}
+
+func (it *item) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: it.id.Group, Version: it.version, Kind: it.id.Kind}
+}
+
+// setIndex records what stage 1 of a set brings, so that the objects that
+// need it are checked only once it is there.
+type setIndex struct {
+	crdKinds   map[schema.GroupKind]bool
+	namespaces map[string]bool
+}
+
+// Validate runs a server-side dry-run apply of every object, with the same
+// policies, owner labels and force rules as ApplyAllStaged, and applies
+// nothing. When some objects are refused it returns a *ValidationError that
+// names each one and why.
+//
+// Objects that cannot be checked before stage 1 of the same set is applied
+// (custom resources whose CRD is in the set and not yet served, objects in a
+// namespace the set creates) are left out here; ApplyAllStaged checks them
+// after stage 1.
+func (m *Manager) Validate(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) error {
+	items, idx, err := m.prepare(objs)
+	if err != nil {
+		return err
+	}
+	return m.planAll(ctx, items, idx, opts, false)
+}
+
+// ApplyAllStaged applies objs with server-side apply, taking ownership of
+// conflicting fields, in three stages: (1) CustomResourceDefinitions,
+// Namespaces, ClusterRoles and ClusterRoleBindings, after which it waits
+// until the CRDs are established and served and the namespaces exist;
+// (2) kinds whose name ends in "Class"; (3) everything else.
+//
+// Every object is first checked with a server-side dry run; when any is
+// refused nothing is applied and a *ValidationError is returned (objects
+// that need stage 1 are checked after stage 1). An object whose dry-run
+// result equals the live object is not written and is reported unchanged.
+//
+// The ChangeSet lists what happened to every object, also when an error is
+// returned: it then holds the objects handled before the failure, which the
+// caller should keep in its inventory. Apply failures of one stage are
+// collected into an *ApplyError and stop the later stages.
+func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) (*ChangeSet, error) {
+	cs := &ChangeSet{}
+	items, idx, err := m.prepare(objs)
+	if err != nil {
+		return cs, err
+	}
+	if err := m.planAll(ctx, items, idx, opts, false); err != nil {
+		return cs, err
+	}
+	var stages [stageCount][]*item
+	for _, it := range items {
+		stages[it.stage] = append(stages[it.stage], it)
+	}
+	changed := false
+	for s, stage := range stages {
+		// What an earlier stage changed (a CRD's schema, a default
+		// StorageClass) can change this stage's dry-run results, and
+		// deferred objects were never planned: plan those again.
+		var replan []*item
+		for _, it := range stage {
+			if it.deferred || changed {
+				replan = append(replan, it)
+			}
+		}
+		if err := m.planAll(ctx, replan, idx, opts, true); err != nil {
+			return cs, err
+		}
+		var failures []*ObjectError
+		for _, it := range stage {
+			if oe := m.applyItem(ctx, it, opts); oe != nil {
+				failures = append(failures, oe)
+				continue
+			}
+			cs.add(it.id, it.version, it.action)
+			changed = changed || isChange(it.action)
+		}
+		if len(failures) > 0 {
+			return cs, &ApplyError{Failures: failures}
+		}
+		if s == 0 {
+			if err := m.waitForStage(ctx, stage, waitTimeout(opts.WaitTimeout)); err != nil {
+				return cs, err
+			}
+		}
+	}
+	return cs, nil
+}
+
+// prepare normalizes copies of objs and indexes what stage 1 brings. It
+// refuses objects without identity, duplicates and unknown policies.
+func (m *Manager) prepare(objs []*unstructured.Unstructured) ([]*item, setIndex, error) {
+	idx := setIndex{crdKinds: map[schema.GroupKind]bool{}, namespaces: map[string]bool{}}
+	items := make([]*item, 0, len(objs))
+	seen := make(map[string]bool, len(objs))
+	var failures []*ObjectError
+	for _, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		id := inventory.ObjMetadataOf(obj)
+		gvk := obj.GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" || obj.GetName() == "" {
+			failures = append(failures, newObjectErrorf(id, "apiVersion, kind and metadata.name are required"))
+			continue
+		}
+		if seen[id.ID()] {
+			failures = append(failures, newObjectErrorf(id, "the object appears more than once"))
+			continue
+		}
+		seen[id.ID()] = true
+		policy, err := PolicyOf(obj)
+		if err != nil {
+			failures = append(failures, newObjectErrorf(id, "%v", err))
+			continue
+		}
+		it := &item{
+			given:   obj,
+			desired: m.normalize(obj),
+			id:      id,
+			version: gvk.Version,
+			stage:   stageOf(id.GroupKind()),
+			policy:  policy,
+			force:   ForceEnabled(obj),
+		}
+		items = append(items, it)
+		switch id.GroupKind() {
+		case crdKind:
+			if gk, ok := definedKind(obj); ok {
+				idx.crdKinds[gk] = true
+			}
+		case namespaceKind:
+			idx.namespaces[obj.GetName()] = true
+		}
+	}
+	if len(failures) > 0 {
+		return nil, idx, &ValidationError{Failures: failures}
+	}
+	return items, idx, nil
+}
+
+// normalize returns the copy of obj that is applied: without server-set
+// metadata and kubectl's last-applied configuration, with the owner labels.
+func (m *Manager) normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	u := obj.DeepCopy()
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp",
+		"generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann[LastAppliedConfigAnnotation]; ok {
+			delete(ann, LastAppliedConfigAnnotation)
+			if len(ann) == 0 {
+				ann = nil
+			}
+			u.SetAnnotations(ann)
+		}
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = make(map[string]string, len(m.owner))
+	}
+	for k, v := range m.owner {
+		labels[k] = v
+	}
+	u.SetLabels(labels)
+	return u
+}
+
+// definedKind returns the group and kind a CRD object defines.
+func definedKind(crd *unstructured.Unstructured) (schema.GroupKind, bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}, kind != ""
+}
+
+// planAll plans every item and collects the refusals. final means stage 1
+// is in place, so nothing may be deferred any more.
+func (m *Manager) planAll(ctx context.Context, items []*item, idx setIndex, opts ApplyOptions, final bool) error {
+	var failures []*ObjectError
+	for _, it := range items {
+		if oe := m.plan(ctx, it, idx, opts, final); oe != nil {
+			failures = append(failures, oe)
+		}
+	}
+	if len(failures) > 0 {
+		return &ValidationError{Failures: failures}
+	}
+	return nil
+}
+
+// plan decides what to do with one item: it reads the live object, runs
+// the dry-run apply and compares. It may defer an item that needs stage 1.
+func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOptions, final bool) *ObjectError {
+	it.deferred, it.recreate, it.live, it.toApply, it.action = false, false, nil, nil, ""
+	if it.policy == PolicyIgnore {
+		it.action = ActionSkipped
+		return nil
+	}
+	needsStage1 := !final && (idx.crdKinds[it.id.GroupKind()] || idx.namespaces[it.desired.GetNamespace()])
+	mapping, err := m.mapper.RESTMapping(it.id.GroupKind(), it.version)
+	if err != nil {
+		if meta.IsNoMatchError(err) && needsStage1 {
+			it.deferred = true
+			return nil
+		}
+		return newObjectError(it.id, it.given, err)
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if it.desired.GetNamespace() == "" {
+			return newObjectErrorf(it.id, "%s is namespaced and the object has no namespace", it.id.Kind)
+		}
+	} else if it.desired.GetNamespace() != "" {
+		it.desired.SetNamespace("")
+		it.id.Namespace = ""
+	}
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(it.gvk())
+	err = m.client.Get(ctx, client.ObjectKey{Namespace: it.desired.GetNamespace(), Name: it.desired.GetName()}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return newObjectError(it.id, it.given, err)
+	}
+	it.live = live
+	if live != nil && (ignored(live) || it.policy == PolicyIfNotPresent) {
+		it.action = ActionSkipped
+		return nil
+	}
+
+	it.toApply = it.desired
+	if it.policy == PolicyMerge && live != nil {
+		stripped, err := withoutForeignFields(it.desired, live, m.fieldManager)
+		if err != nil {
+			return newObjectErrorf(it.id, "reading the managed fields: %v", err)
+		}
+		it.toApply = stripped
+	}
+	dryRun := it.toApply.DeepCopy()
+	if err := m.serverApply(ctx, dryRun, true, it.policy != PolicyMerge); err != nil {
+		switch {
+		case live != nil && isImmutableError(err) && (opts.Force || it.force):
+			it.recreate = true
+			it.action = ActionCreated
+			return nil
+		case live == nil && apierrors.IsNotFound(err) && needsStage1:
+			it.deferred = true
+			return nil
+		}
+		return newObjectError(it.id, it.given, err)
+	}
+	switch {
+	case live == nil:
+		it.action = ActionCreated
+	case sameObject(live, dryRun, m.fieldManager):
+		it.action = ActionUnchanged
+	default:
+		it.action = ActionConfigured
+	}
+	return nil
+}
+
+// applyItem carries out the plan of one item.
+func (m *Manager) applyItem(ctx context.Context, it *item, opts ApplyOptions) *ObjectError {
+	if it.action == ActionUnchanged || it.action == ActionSkipped {
+		return nil
+	}
+	if it.recreate {
+		return m.recreate(ctx, it, opts)
+	}
+	err := m.serverApply(ctx, it.toApply.DeepCopy(), false, it.policy != PolicyMerge)
+	if err != nil && it.live != nil && isImmutableError(err) && (opts.Force || it.force) {
+		return m.recreate(ctx, it, opts)
+	}
+	if err != nil {
+		return newObjectError(it.id, it.given, err)
+	}
+	return nil
+}
+
+// recreate deletes the live object, waits until it is gone and applies the
+// desired one in its place.
+func (m *Manager) recreate(ctx context.Context, it *item, opts ApplyOptions) *ObjectError {
+	uid := it.live.GetUID()
+	err := m.client.Delete(ctx, it.live,
+		client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return newObjectError(it.id, it.given, err)
+	}
+	if oe := m.waitGone(ctx, it.id, it.live, waitTimeout(opts.WaitTimeout)); oe != nil {
+		return oe
+	}
+	if err := m.serverApply(ctx, it.desired.DeepCopy(), false, true); err != nil {
+		return newObjectError(it.id, it.given, err)
+	}
+	it.action = ActionCreated
+	return nil
+}
+
+// serverApply sends obj as a server-side apply; the server's answer is
+// written into obj.
+func (m *Manager) serverApply(ctx context.Context, obj *unstructured.Unstructured, dryRun, force bool) error {
+	opts := []client.ApplyOption{client.FieldOwner(m.fieldManager)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...)
+}
+
+// immutableMarkers are the phrases with which the API server refuses a
+// change to a field that cannot change.
+var immutableMarkers = []string{"immutable", "may not change once set", "cannot be changed", "cannot change"}
+
+// isImmutableError reports whether err refuses a change to an immutable
+// field: an Invalid status whose message says so.
+func isImmutableError(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	for _, marker := range immutableMarkers {
+		if strings.Contains(msg, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// The kinds that stage 1 holds and waits for.
+var (
+	crdKind       = schema.GroupKind{Group: apiextensionsv1.GroupName, Kind: "CustomResourceDefinition"}
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
+)

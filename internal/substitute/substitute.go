@@ -1,0 +1,291 @@
+package substitute
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DisableKey is the annotation or label that, set to "disabled", turns
+// substitution off for one object.
+const DisableKey = "kustomize.toolkit.fluxcd.io/substitute"
+
+// ErrInvalidName is wrapped by the error for a variable whose name does not
+// match NamePattern.
+var ErrInvalidName = errors.New("invalid variable name")
+
+// NamePattern is the pattern every variable name must match.
+const NamePattern = `^[_[:alpha:]][_[:alpha:][:digit:]]*$`
+
+var nameRE = regexp.MustCompile(NamePattern)
+
+// Vars merges variable sources in order: a later source overrides an earlier
+// one. Pass the substituteFrom sources in their order, then the inline
+// substitute map last.
+func Vars(sources ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, src := range sources {
+		maps.Copy(out, src)
+	}
+	return out
+}
+
+// ValidateVars returns an error naming every variable whose name does not
+// match NamePattern.
+func ValidateVars(vars map[string]string) error {
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		if !nameRE.MatchString(name) {
+			bad = append(bad, fmt.Sprintf("%q", name))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w %s: names must match %s", ErrInvalidName, strings.Join(bad, ", "), NamePattern)
+}
+
+// Disabled reports whether annotations or labels turn substitution off.
+func Disabled(annotations, labels map[string]string) bool {
+	return strings.EqualFold(annotations[DisableKey], "disabled") ||
+		strings.EqualFold(labels[DisableKey], "disabled")
+}
+
+// Substitute replaces the references in every object, in place. Objects
+// that opt out are skipped. See the package documentation for how values
+// are typed.
+func Substitute(objs []*unstructured.Unstructured, vars map[string]string, strict bool) error {
+	if err := ValidateVars(vars); err != nil {
+		return err
+	}
+	e := &expander{vars: vars, strict: strict}
+	for _, obj := range objs {
+		if Disabled(obj.GetAnnotations(), obj.GetLabels()) {
+			continue
+		}
+		if err := e.object(obj); err != nil {
+			return fmt.Errorf("%s: %w", objectID(obj.GetKind(), obj.GetNamespace(), obj.GetName()), err)
+		}
+	}
+	return nil
+}
+
+// object substitutes one decoded object.
+func (e *expander) object(obj *unstructured.Unstructured) error {
+	var doc yaml.Node
+	if err := doc.Encode(obj.Object); err != nil {
+		return err
+	}
+	w := &walker{expander: e, kind: obj.GetKind()}
+	changed, err := w.walk(&doc, nil, false)
+	if err != nil || !changed {
+		return err
+	}
+	var v any
+	if err := doc.Decode(&v); err != nil {
+		return err
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	res := &unstructured.Unstructured{}
+	if err := res.UnmarshalJSON(j); err != nil {
+		return fmt.Errorf("the result is not a valid object: %w", err)
+	}
+	obj.Object = res.Object
+	return nil
+}
+
+// SubstituteYAML replaces the references in one YAML document (one object),
+// keeping quoted scalars strings. A document that opts out, or holds no
+// reference, is returned unchanged.
+func SubstituteYAML(doc []byte, vars map[string]string, strict bool) ([]byte, error) {
+	if err := ValidateVars(vars); err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(doc, &root); err != nil {
+		return nil, fmt.Errorf("parsing the document: %w", err)
+	}
+	if disabledNode(&root) {
+		return doc, nil
+	}
+	w := &walker{expander: &expander{vars: vars, strict: strict}, kind: scalarValue(path(&root, "kind"))}
+	changed, err := w.walk(&root, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nodeID(&root), err)
+	}
+	if !changed {
+		return doc, nil
+	}
+	return yaml.Marshal(&root)
+}
+
+// walker substitutes the scalars of one document.
+type walker struct {
+	*expander
+	kind string
+}
+
+// walk substitutes every scalar below n; at is the path of keys to n ("[]"
+// for a sequence item).
+func (w *walker) walk(n *yaml.Node, at []string, key bool) (bool, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return w.scalar(n, key || stringField(w.kind, at))
+	case yaml.MappingNode:
+		changed := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ck, err := w.walk(k, at, true)
+			if err != nil {
+				return false, err
+			}
+			cv, err := w.walk(v, append(at, k.Value), false)
+			if err != nil {
+				return false, err
+			}
+			changed = changed || ck || cv
+		}
+		return changed, nil
+	case yaml.DocumentNode, yaml.SequenceNode:
+		next := at
+		if n.Kind == yaml.SequenceNode {
+			next = append(at, "[]")
+		}
+		changed := false
+		for _, c := range n.Content {
+			ch, err := w.walk(c, next, false)
+			if err != nil {
+				return false, err
+			}
+			changed = changed || ch
+		}
+		return changed, nil
+	}
+	return false, nil // aliases are expanded where their anchor is
+}
+
+// stringField reports whether the value at path is one Kubernetes defines
+// as a string whatever it looks like: labels and annotations (of the object
+// and of templates), ConfigMap and Secret data, and container env values.
+func stringField(kind string, at []string) bool {
+	n := len(at)
+	switch {
+	case n >= 3 && at[n-3] == "metadata" && (at[n-2] == "labels" || at[n-2] == "annotations"):
+		return true
+	case n >= 3 && at[n-3] == "env" && at[n-2] == "[]" && at[n-1] == "value":
+		return true
+	case n == 2 && (kind == "ConfigMap" || kind == "Secret"):
+		return at[0] == "data" || at[0] == "stringData" || at[0] == "binaryData"
+	}
+	return false
+}
+
+// quotedStyles are the styles that make a scalar a string whatever it holds.
+const quotedStyles = yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
+
+// scalar substitutes one scalar and retypes it.
+func (e *expander) scalar(n *yaml.Node, str bool) (bool, error) {
+	if !strings.Contains(n.Value, "${") {
+		return false, nil
+	}
+	out, err := e.expand(n.Value, 0)
+	if err != nil || out == n.Value {
+		return false, err
+	}
+	n.Value = out
+	switch {
+	case n.Style&yaml.TaggedStyle != 0:
+		// An explicit tag wins.
+	case str || n.Style&quotedStyles != 0:
+		n.Tag = "!!str"
+	default:
+		n.Tag = plainTag(out)
+	}
+	return true, nil
+}
+
+var (
+	intRE   = regexp.MustCompile(`^[-+]?[0-9]+$`)
+	floatRE = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+)
+
+// plainTag types a value as YAML would a plain scalar, limited to the forms
+// every YAML version reads the same way.
+func plainTag(s string) string {
+	switch s {
+	case "true", "True", "TRUE", "false", "False", "FALSE":
+		return "!!bool"
+	case "null", "Null", "NULL", "~":
+		return "!!null"
+	}
+	switch {
+	case intRE.MatchString(s):
+		return "!!int"
+	case floatRE.MatchString(s):
+		return "!!float"
+	}
+	return "!!str"
+}
+
+// child returns the value of key in mapping n, or nil.
+func child(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// path follows keys from the top mapping of a document.
+func path(doc *yaml.Node, keys ...string) *yaml.Node {
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	for _, k := range keys {
+		n = child(n, k)
+	}
+	return n
+}
+
+func scalarValue(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// disabledNode reports whether a document opts out of substitution.
+func disabledNode(doc *yaml.Node) bool {
+	return strings.EqualFold(scalarValue(path(doc, "metadata", "annotations", DisableKey)), "disabled") ||
+		strings.EqualFold(scalarValue(path(doc, "metadata", "labels", DisableKey)), "disabled")
+}
+
+// nodeID names the object a document holds, for errors.
+func nodeID(doc *yaml.Node) string {
+	return objectID(scalarValue(path(doc, "kind")),
+		scalarValue(path(doc, "metadata", "namespace")),
+		scalarValue(path(doc, "metadata", "name")))
+}
+
+// objectID renders kind/namespace/name, leaving out an empty namespace.
+func objectID(kind, namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("%s/%s", kind, name)
+	}
+	return fmt.Sprintf("%s/%s/%s", kind, namespace, name)
+}
