@@ -67,7 +67,10 @@ type buildError struct {
 	err error
 }
 
+// Error returns the tidied message.
 func (e *buildError) Error() string { return e.msg }
+
+// Unwrap returns the error kustomize returned.
 func (e *buildError) Unwrap() error { return e.err }
 
 // tidyError removes the overlay's own layer of kustomize's error wrapping

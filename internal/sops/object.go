@@ -57,19 +57,19 @@ func (d *Decryptor) DecryptObject(obj *unstructured.Unstructured) error {
 
 	in, err := json.Marshal(obj.Object)
 	if err != nil {
-		return fmt.Errorf("Secret %s: cannot serialise the object for decryption", ref)
+		return fmt.Errorf("decrypting Secret %s: cannot serialise the object for decryption", ref)
 	}
 	out, err := d.decrypt(in, FormatJSON, false)
 	if err != nil {
-		return fmt.Errorf("Secret %s: %w", ref, err)
+		return fmt.Errorf("decrypting Secret %s: %w", ref, err)
 	}
 	decrypted := map[string]any{}
 	if err := utiljson.Unmarshal(out, &decrypted); err != nil {
-		return fmt.Errorf("Secret %s: the decrypted document is not a JSON object", ref)
+		return fmt.Errorf("decrypting Secret %s: the decrypted document is not a JSON object", ref)
 	}
 	delete(decrypted, metadataKey)
 	if err := checkSecretFields(decrypted); err != nil {
-		return fmt.Errorf("Secret %s: %w", ref, err)
+		return fmt.Errorf("decrypting Secret %s: %w", ref, err)
 	}
 	obj.Object = decrypted
 	return nil

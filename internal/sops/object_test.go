@@ -272,3 +272,29 @@ func TestIsEncryptedSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestDecryptObject_Concurrent shares one Decryptor between goroutines, as
+// the controller does across reconciles; run with -race.
+func TestDecryptObject_Concurrent(t *testing.T) {
+	ageKey, pgpKey := newAgeKey(t), newPGPKey(t)
+	d := newTestDecryptor(t, map[string][]byte{"a.agekey": ageKey.secret(), "p.asc": pgpKey.secret(t)})
+	objs := make([]*unstructured.Unstructured, 8)
+	for i := range objs {
+		mk := ageKey.masterKey(t)
+		if i%2 == 1 {
+			mk = pgpKey.masterKey()
+		}
+		objs[i] = encryptSecret(t, secretManifest, encryptOptions{groups: group(mk)})
+	}
+	errs := make(chan error, len(objs))
+	for _, obj := range objs {
+		go func() { errs <- d.DecryptObject(obj) }()
+	}
+	g := NewWithT(t)
+	for range objs {
+		g.Expect(<-errs).To(Succeed())
+	}
+	for _, obj := range objs {
+		expectDecryptedSecret(g, obj)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -371,4 +372,60 @@ spec: {size: "not a number"}
 		g.Expect(actions(cs)).To(HaveKeyWithValue("CustomResourceDefinition/widgets."+groupFor(ns), ActionCreated))
 		g.Expect(actions(cs)).NotTo(HaveKey("Widget/" + ns + "/w"))
 	})
+}
+
+func TestApplyAllStagedStage1Failures(t *testing.T) {
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	m := newManager(t, ns)
+	deleteLater(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "gadgets."+groupFor(ns))
+	cleanupCRDs(t, ns)
+
+	// A namespace that is terminating stays so: the test control plane runs
+	// no namespace controller.
+	doomed := ns + "-doomed"
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(ctx, parse(t, ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+doomed+"}")[0])).To(Succeed())
+	deleteLater(t, "v1", "Namespace", doomed)
+	g.Expect(env.Client.Delete(ctx, parse(t, ns, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+doomed+"}")[0])).To(Succeed())
+
+	tests := []struct {
+		name      string
+		manifests string
+		wantErr   string
+	}{
+		{
+			name: "CRD whose kind is taken",
+			manifests: crdManifest + `
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.${GROUP}
+spec:
+  group: ${GROUP}
+  scope: Namespaced
+  names: {plural: gadgets, kind: Widget}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+`,
+			wantErr: "CustomResourceDefinition/gadgets." + groupFor(ns) + ": names not accepted",
+		},
+		{
+			name:      "terminating namespace",
+			manifests: "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + doomed + "}\n",
+			wantErr:   "Namespace/" + doomed + ": the namespace is terminating",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			start := time.Now()
+			_, err := m.ApplyAllStaged(ctx, parse(t, ns, tt.manifests), ApplyOptions{WaitTimeout: 20 * time.Second})
+			var aerr *ApplyError
+			g.Expect(err).To(BeAssignableToTypeOf(aerr))
+			g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
+			g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second), "fails fast, without waiting for the timeout")
+		})
+	}
 }

@@ -3,6 +3,8 @@ package ssa
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -14,6 +16,14 @@ func TestApplyForceRecreatesImmutable(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	m := newManager(t, ns)
+	// Cluster IPs unique to this namespace: namespaces and their Services
+	// outlive the test in the test control plane.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns))
+	sum := h.Sum32()
+	ip1 := fmt.Sprintf("10.100.%d.%d", sum>>8&0xff, 2+sum%250)
+	ip2 := fmt.Sprintf("10.100.%d.%d", sum>>8&0xff, 3+sum%250)
+	ips := strings.NewReplacer("${IP1}", ip1, "${IP2}", ip2)
 	tests := []struct {
 		name       string
 		before     string
@@ -68,23 +78,23 @@ data: {k: second}`,
 apiVersion: v1
 kind: Service
 metadata: {name: svc, namespace: ${NS}}
-spec: {clusterIP: 10.96.200.10, ports: [{port: 80}]}`,
+spec: {clusterIP: ${IP1}, ports: [{port: 80}]}`,
 			after: `
 apiVersion: v1
 kind: Service
 metadata: {name: svc, namespace: ${NS}}
-spec: {clusterIP: 10.96.200.11, ports: [{port: 80}]}`,
+spec: {clusterIP: ${IP2}, ports: [{port: 80}]}`,
 			annotation: true,
 			check: func(g Gomega, live *unstructured.Unstructured) {
 				v, _, _ := unstructured.NestedString(live.Object, "spec", "clusterIP")
-				g.Expect(v).To(Equal("10.96.200.11"))
+				g.Expect(v).To(Equal(ip2))
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			before := parse(t, ns, tt.before)
+			before := parse(t, ns, ips.Replace(tt.before))
 			_, err := m.ApplyAllStaged(ctx, before, ApplyOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			obj := before[0]
@@ -92,7 +102,7 @@ spec: {clusterIP: 10.96.200.11, ports: [{port: 80}]}`,
 			subject := obj.GetKind() + "/" + ns + "/" + obj.GetName()
 
 			// Without force the change is refused and nothing changes.
-			after := parse(t, ns, tt.after)
+			after := parse(t, ns, ips.Replace(tt.after))
 			cs, err := m.ApplyAllStaged(ctx, after, ApplyOptions{})
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(err.Error()).To(ContainSubstring(subject + ": "))

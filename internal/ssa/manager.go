@@ -124,9 +124,6 @@ func (m *Manager) owns(obj *unstructured.Unstructured) bool {
 // resetMapper drops cached discovery, when the mappers can, so that kinds
 // that just appeared are found.
 func (m *Manager) resetMapper() {
-	if true {
-		return
-	}
 	if r, ok := m.mapper.(meta.ResettableRESTMapper); ok {
 		r.Reset()
 	}

@@ -60,7 +60,7 @@ func (m *Manager) Prune(ctx context.Context, stale []inventory.Entry, opts Prune
 		if err != nil {
 			// A malformed entry can never be acted on: report it and let
 			// it drop out of the inventory.
-			fail(e, &ObjectError{Object: inventory.ObjMetadata{Name: e.ID}, Message: err.Error()}, false)
+			fail(e, &ObjectError{Object: inventory.ObjMetadata{Kind: "InventoryEntry", Name: e.ID}, Message: err.Error()}, false)
 			continue
 		}
 		targets = append(targets, pruneTarget{entry: e, id: id})

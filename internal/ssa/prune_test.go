@@ -299,6 +299,15 @@ metadata: {name: w, namespace: ${NS}}
 			g.Expect(cs.Entries).To(BeEmpty())
 		})
 	}
+
+	t.Run("malformed entry is reported and not kept", func(t *testing.T) {
+		g := NewWithT(t)
+		owned := applied(t, m, []*unstructured.Unstructured{configMap(ns, "fine", nil, nil)})
+		cs, err := m.Prune(ctx, append(owned, inventory.Entry{ID: "garbage", Version: "v1"}), PruneOptions{})
+		g.Expect(err).To(MatchError(ContainSubstring(`InventoryEntry/garbage: inventory ID "garbage"`)))
+		g.Expect(Survivors(err)).To(BeEmpty())
+		g.Expect(cs.Summary()).To(Equal("ConfigMap/" + ns + "/fine deleted"))
+	})
 }
 
 func TestPruneWaitForTermination(t *testing.T) {

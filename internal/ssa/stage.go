@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,7 +74,9 @@ func (m *Manager) waitForStage(ctx context.Context, items []*item, timeout time.
 				return false, fatal
 			}
 			if !ready {
-				reasons[it] = reason
+				if reason != "" {
+					reasons[it] = reason
+				}
 				still = append(still, it)
 			}
 		}
@@ -88,7 +91,11 @@ func (m *Manager) waitForStage(ctx context.Context, items []*item, timeout time.
 	}
 	failures := make([]*ObjectError, 0, len(pending))
 	for _, it := range pending {
-		failures = append(failures, newObjectErrorf(it.id, "not ready after %s: %s", timeout, reasons[it]))
+		reason := reasons[it]
+		if reason == "" {
+			reason = "no answer from the API server"
+		}
+		failures = append(failures, newObjectErrorf(it.id, "not ready after %s: %s", timeout, reason))
 	}
 	if !wait.Interrupted(err) {
 		return err
@@ -102,7 +109,7 @@ func (m *Manager) crdReady(ctx context.Context, it *item) (bool, string, *Object
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(crdKind.WithVersion("v1"))
 	if err := m.client.Get(ctx, client.ObjectKey{Name: it.desired.GetName()}, u); err != nil {
-		return false, fmt.Sprintf("reading it: %v", err), nil
+		return false, readReason(err), nil
 	}
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
@@ -140,12 +147,26 @@ func (m *Manager) namespaceReady(ctx context.Context, it *item) (bool, string, *
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(namespaceKind.WithVersion("v1"))
 	if err := m.client.Get(ctx, client.ObjectKey{Name: it.desired.GetName()}, u); err != nil {
-		return false, fmt.Sprintf("reading it: %v", err), nil
+		return false, readReason(err), nil
 	}
 	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Terminating" {
 		return false, "", newObjectErrorf(it.id, "the namespace is terminating")
 	}
 	return true, "", nil
+}
+
+// readReason describes a failed read for a timeout message. Failures that
+// are not the API server's answer (the wait's own deadline, a connection
+// reset) return "", so that the last real reason is kept.
+func readReason(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "not found"
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return "reading it: " + status.Status().Message
+	}
+	return ""
 }
 
 // waitGone waits until the object live stands for is deleted: a read finds

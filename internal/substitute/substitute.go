@@ -126,7 +126,15 @@ func SubstituteYAML(doc []byte, vars map[string]string, strict bool) ([]byte, er
 	if !changed {
 		return doc, nil
 	}
-	return yaml.Marshal(&root)
+	out, err := yaml.Marshal(&root)
+	if err == nil {
+		var check yaml.Node
+		err = yaml.Unmarshal(out, &check)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: the substituted document cannot be written as YAML: %w", nodeID(&root), err)
+	}
+	return out, nil
 }
 
 // walker substitutes the scalars of one document.
@@ -211,16 +219,33 @@ func (e *expander) scalar(n *yaml.Node, str bool) (bool, error) {
 	default:
 		n.Tag = plainTag(out)
 	}
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 && !blockSafe(out) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
 	return true, nil
 }
 
+// blockSafe reports whether a literal or folded block can hold s as is;
+// otherwise the value is written double-quoted, which can hold anything.
+func blockSafe(s string) bool {
+	if strings.ContainsAny(s, "\t\r") || strings.HasPrefix(s, " ") {
+		return false
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasSuffix(line, " ") {
+			return false
+		}
+	}
+	return true
+}
+
 var (
-	intRE   = regexp.MustCompile(`^[-+]?[0-9]+$`)
+	intRE   = regexp.MustCompile(`^[-+]?(0|[1-9][0-9]*)$`)
 	floatRE = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
 )
 
 // plainTag types a value as YAML would a plain scalar, limited to the forms
-// every YAML version reads the same way.
+// every YAML version reads the same way; numbers must also decode as such.
 func plainTag(s string) string {
 	switch s {
 	case "true", "True", "TRUE", "false", "False", "FALSE":
@@ -228,11 +253,22 @@ func plainTag(s string) string {
 	case "null", "Null", "NULL", "~":
 		return "!!null"
 	}
-	switch {
-	case intRE.MatchString(s):
-		return "!!int"
-	case floatRE.MatchString(s):
-		return "!!float"
+	if !intRE.MatchString(s) && !floatRE.MatchString(s) {
+		return "!!str"
+	}
+	var v any
+	if yaml.Unmarshal([]byte(s), &v) != nil {
+		return "!!str"
+	}
+	switch v.(type) {
+	case int, int64:
+		if intRE.MatchString(s) {
+			return "!!int"
+		}
+	case float64:
+		if !intRE.MatchString(s) {
+			return "!!float"
+		}
 	}
 	return "!!str"
 }

@@ -35,6 +35,7 @@ func TestSubstituteYAML(t *testing.T) {
 		"inject":   "x\nkind: Secret",
 		"star":     "*alias",
 		"name":     "web",
+		"tab":      "\tindented",
 	}
 	tests := []struct {
 		name string
@@ -59,6 +60,7 @@ func TestSubstituteYAML(t *testing.T) {
 		{name: "alias syntax stays text", body: "data:\n  a: ${star}\n", want: map[string]any{"data": map[string]any{"a": "*alias"}}},
 		{name: "no structure injection", body: "data:\n  a: ${inject}\n", want: map[string]any{"data": map[string]any{"a": "x\nkind: Secret"}}},
 		{name: "literal block", body: "data:\n  script: |\n    echo ${name}\n    echo $HOME ${1}\n", want: map[string]any{"data": map[string]any{"script": "echo web\necho $HOME ${1}\n"}}},
+		{name: "tab into a literal block", body: "data:\n  a: |\n    ${tab}\n", want: map[string]any{"data": map[string]any{"a": "\tindented\n"}}},
 		{name: "keys are substituted and stay strings", body: "data:\n  ${replicas}: x\n  key-${name}: y\n", want: map[string]any{"data": map[string]any{"3": "x", "key-web": "y"}}},
 		{name: "sequences", body: "data:\n  list:\n  - \"${name}\"\n  - ${replicas}\n", want: map[string]any{"data": map[string]any{"list": []any{"web", 3}}}},
 		{name: "braceless is untouched", body: "data:\n  a: $name\n", want: map[string]any{"data": map[string]any{"a": "$name"}}},

@@ -28,28 +28,30 @@ func applyManager(obj *kustomizev1.Kustomization, t *target) (*ssa.Manager, erro
 	})
 }
 
-// apply validates every object with a server-side dry run, then applies
-// them in stages. Nothing is applied when validation fails. It returns the
-// inventory of what it applied, and records the changes in an event.
+// apply applies the objects in stages, after a server-side dry run of all
+// of them: when the dry run refuses one, nothing is applied. It returns the
+// inventory of what it applied and records the changes in an event. When
+// an apply fails half-way, what was applied joins the inventory, so that a
+// later revision can still prune it.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, t *target,
 	objs []*unstructured.Unstructured, revision string) ([]inventory.Entry, error) {
 	m, err := applyManager(obj, t)
 	if err != nil {
 		return nil, err
 	}
-	opts := ssa.ApplyOptions{Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout()}
-	if err := m.Validate(ctx, objs, opts); err != nil {
-		return nil, reconcile.Fail(kustomizev1.ValidationFailedReason, fmt.Errorf("dry-run failed: %w", err))
+	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout()})
+	if changes.Changed() {
+		r.event(obj, "Normal", kustomizev1.ReconciliationSucceededReason, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
-	changes, err := m.ApplyAllStaged(ctx, objs, opts)
-	if changes != nil && changes.Changed() {
-		r.event(obj, "Normal", kustomizev1.ReconciliationSucceededReason,
-			fmt.Sprintf("%s\nrevision: %s", changes.String(), revision))
+	var invalid *ssa.ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, reconcile.Fail(kustomizev1.ValidationFailedReason, err)
+	case err != nil:
+		recordInventory(obj, inventory.Merge(inventoryOf(obj), changes.Inventory()))
+		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
-	if err != nil {
-		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, fmt.Errorf("apply failed: %w", err))
-	}
-	return inventory.FromObjects(objs), nil
+	return changes.Inventory(), nil
 }
 
 // prune deletes the objects of the last inventory that left the source,
@@ -69,11 +71,11 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 	}
 	changes, err := m.Prune(ctx, stale, ssa.PruneOptions{})
 	if changes != nil && changes.Changed() {
-		r.event(obj, "Normal", "Progressing", fmt.Sprintf("%s\nrevision: %s", changes.String(), revision))
+		r.event(obj, "Normal", "Progressing", fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
 	recordInventory(obj, inventory.Merge(applied, ssa.Survivors(err)))
 	if err != nil {
-		return reconcile.Fail(meta.PruneFailedReason, fmt.Errorf("prune failed: %w", err))
+		return reconcile.Fail(meta.PruneFailedReason, err)
 	}
 	return nil
 }
@@ -180,7 +182,7 @@ func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kust
 		Policy: ssa.DeletionPolicy(obj.GetDeletionPolicy()), Prune: obj.Spec.Prune, WaitTimeout: obj.GetTimeout(),
 	})
 	if changes != nil && changes.Changed() {
-		r.event(obj, "Normal", "Deleted", changes.String())
+		r.event(obj, "Normal", "Deleted", changes.Summary())
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("deleting the applied objects: %w", err)

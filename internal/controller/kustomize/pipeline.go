@@ -2,7 +2,6 @@ package kustomize
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,11 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kustomize"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -91,12 +88,16 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 			return nil, decryptionFailed(err)
 		}
 	}
-	objs, err := kustomize.Build(dir, path, r.buildOptions(obj))
+	docs, err := kustomize.BuildYAML(dir, path, r.buildOptions(obj))
 	if err != nil {
 		return nil, buildFailed(err)
 	}
-	if err := r.substitute(ctx, obj, objs); err != nil {
+	if docs, err = r.substitute(ctx, obj, docs); err != nil {
 		return nil, err
+	}
+	objs, err := kustomize.Decode(docs)
+	if err != nil {
+		return nil, buildFailed(err)
 	}
 	if decryptor != nil {
 		for _, o := range objs {
@@ -165,29 +166,35 @@ func (r *KustomizationReconciler) decryptor(ctx context.Context, obj *kustomizev
 	return dec, nil
 }
 
-// substitute runs the post-build substitution of spec.postBuild.
-func (r *KustomizationReconciler) substitute(ctx context.Context, obj *kustomizev1.Kustomization, objs []*unstructured.Unstructured) error {
+// substitute runs the post-build substitution of spec.postBuild on the
+// built YAML documents, before they are decoded, so that quoted values stay
+// strings.
+func (r *KustomizationReconciler) substitute(ctx context.Context, obj *kustomizev1.Kustomization, docs [][]byte) ([][]byte, error) {
 	pb := obj.Spec.PostBuild
 	if pb == nil {
-		return nil
+		return docs, nil
 	}
 	var sources []map[string]string
 	for _, ref := range pb.SubstituteFrom {
 		vars, err := r.substituteVars(ctx, obj.Namespace, ref)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sources = append(sources, vars)
 	}
 	sources = append(sources, pb.Substitute)
 	vars := substitute.Vars(sources...)
 	if len(vars) == 0 && pb.SubstituteStrategy != "Always" {
-		return nil
+		return docs, nil
 	}
-	if err := substitute.Substitute(objs, vars, true); err != nil {
-		return reconcile.Fail(kustomizev1.SubstitutionFailedReason, fmt.Errorf("post-build substitution failed: %w", err))
+	out := make([][]byte, len(docs))
+	for i, doc := range docs {
+		var err error
+		if out[i], err = substitute.SubstituteYAML(doc, vars, true); err != nil {
+			return nil, reconcile.Fail(kustomizev1.SubstitutionFailedReason, fmt.Errorf("post-build substitution failed: %w", err))
+		}
 	}
-	return nil
+	return out, nil
 }
 
 // substituteVars reads the variables of one substituteFrom entry.
@@ -248,9 +255,3 @@ func inventoryOf(obj *kustomizev1.Kustomization) []inventory.Entry {
 	}
 	return entries
 }
-
-var (
-	_ = errors.New
-	_ = conditions.Get
-	_ ctrl.Object
-)
