@@ -117,6 +117,6 @@ func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("invalid --watch-label-selector")))
 	opts, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.ByObject).To(HaveLen(1))
+	g.Expect(opts.ByObject).To(HaveLen(2), "GitRepositories and Kustomizations are sharded")
 	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
 }
