@@ -26,4 +26,13 @@ const (
 	DependencyNotReadyReason string = "DependencyNotReady"
 	// AccessDeniedReason: a cross-namespace reference is refused.
 	AccessDeniedReason string = "AccessDenied"
+	// EmptySourceReason: the revision builds to no objects, and pruning
+	// everything was not allowed.
+	EmptySourceReason string = "EmptySource"
 )
+
+// AllowEmptyAnnotation, set to "true" on a Kustomization, lets a revision
+// that builds to no objects prune everything the Kustomization applied.
+// Without it such a revision (a force-push of an empty branch, say) is
+// refused and the applied objects stay.
+const AllowEmptyAnnotation = "windlass.dev/allow-empty"

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
@@ -95,8 +96,16 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	if err := health.ValidateExprs(exprs); err != nil {
 		return reconcile.Stall(meta.InvalidCELExpressionReason, err)
 	}
+	wctx, done := r.waits.start(ctx, client.ObjectKeyFromObject(obj), obj.Status.LastAttemptedRevision)
+	defer done()
 	checker := health.NewChecker(t.client, t.mapper)
-	err := checker.Wait(ctx, refs, health.WaitOptions{Timeout: obj.GetTimeout(), FailFast: true, Exprs: exprs})
+	err := checker.Wait(wctx, refs, health.WaitOptions{Timeout: obj.GetTimeout(), FailFast: true, Exprs: exprs})
+	if errors.Is(context.Cause(wctx), errNewRevision) {
+		conditions.MarkUnknown(obj, meta.HealthyCondition, kustomizev1.HealthCheckCanceledReason,
+			"health check of revision '%s' canceled: a new revision arrived", obj.Status.LastAttemptedRevision)
+		return reconcile.Fail(kustomizev1.HealthCheckCanceledReason,
+			fmt.Errorf("health check of revision '%s' canceled: a new revision arrived", obj.Status.LastAttemptedRevision))
+	}
 	if err != nil {
 		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", err.Error())
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, err)

@@ -218,3 +218,32 @@ data:
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-config"}, &cm)).To(Succeed())
 	g.Expect(cm.Data).To(Equal(map[string]string{"env": "dev", "region": "eu-west-1"}))
 }
+
+// TestFaults_EmptySourcePrunesNothingUnlessAllowed empties the source (as
+// a force-push of an empty branch would): nothing is pruned until the
+// Kustomization allows it.
+func TestFaults_EmptySourcePrunesNothingUnlessAllowed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	repo, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	waitForKs(g, key, ksReady(""))
+
+	sha := repo.MustCommit(t, "main", map[string]string{"deploy/kustomization.yaml": "resources: []\n"}, "empty")
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "empty")
+	got := waitForKs(g, key, ksReason("False", kustomizev1.EmptySourceReason))
+	g.Expect(got.Status.LastAttemptedRevision).To(Equal("main@sha1:" + sha))
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+
+	g.Expect(env.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+kustomizev1.AllowEmptyAnnotation+`":"true","`+meta.ReconcileRequestAnnotation+`":"allow"}}}`)))).To(Succeed())
+	got = waitForKs(g, key, ksReady("main@sha1:"+sha))
+	g.Expect(got.Status.Inventory.Entries).To(BeEmpty())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{}))
+	}, timeout, interval).Should(BeTrue())
+}

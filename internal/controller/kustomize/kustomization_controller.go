@@ -69,6 +69,8 @@ type KustomizationReconciler struct {
 	NoCrossNamespaceRefs bool
 	// NoRemoteBases refuses remote kustomize bases.
 	NoRemoteBases bool
+
+	waits healthWaits
 }
 
 // KustomizationOptions tune the controller.
@@ -117,10 +119,19 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Complete(r)
 }
 
+// requestsForSource maps a source whose artifact changed to the
+// Kustomizations that use it, and cancels their health checks of an older
+// revision.
 func (r *KustomizationReconciler) requestsForSource(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
 		key := fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())
-		return r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
+		reqs := r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
+		if s, ok := o.(sourceObject); ok && s.GetArtifact() != nil {
+			for _, req := range reqs {
+				r.waits.cancelOlder(req.NamespacedName, s.GetArtifact().Revision)
+			}
+		}
+		return reqs
 	}
 }
 

@@ -47,6 +47,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
+	if len(objs) == 0 && len(inventoryOf(obj)) > 0 && obj.GetAnnotations()[kustomizev1.AllowEmptyAnnotation] != "true" {
+		return reconcile.ResultEmpty, reconcile.Fail(kustomizev1.EmptySourceReason, fmt.Errorf(
+			"revision '%s' has no objects at '%s': refusing to prune the %d objects applied; annotate the Kustomization with %s=true to allow it",
+			revision, obj.Spec.Path, len(inventoryOf(obj)), kustomizev1.AllowEmptyAnnotation))
+	}
 	tgt, err := r.Applier.For(ctx, obj, r.Client)
 	if err != nil {
 		return reconcile.ResultEmpty, err
