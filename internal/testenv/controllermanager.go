@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // ControllerManagerControllers are the kube-controller-manager controllers
@@ -105,7 +104,7 @@ func (e *Environment) StartControllerManager(ctx context.Context) (err error) {
 		}
 	}()
 
-	kubeconfig, err := e.writeControllerManagerKubeconfig(dir)
+	kubeconfig, err := e.writeKubeconfig(dir, "kube-controller-manager")
 	if err != nil {
 		return err
 	}
@@ -179,24 +178,6 @@ func controllerManagerArgs(kubeconfig string) []string {
 		"--kube-api-burst=200",
 		"-v=2",
 	}
-}
-
-// writeControllerManagerKubeconfig issues a system:masters user for
-// kube-controller-manager and writes its kubeconfig into dir.
-func (e *Environment) writeControllerManagerKubeconfig(dir string) (string, error) {
-	user, err := e.env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("adding the kube-controller-manager user: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("rendering the kube-controller-manager kubeconfig: %w", err)
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("writing the kube-controller-manager kubeconfig: %w", err)
-	}
-	return path, nil
 }
 
 // waitForDeploymentController creates a Deployment scaled to zero in

@@ -145,17 +145,23 @@ func RepoRoot() string {
 // programs that run outside the test process, such as the windlass binary
 // in end-to-end tests. It returns the file's path.
 func (e *Environment) KubeconfigFile(dir string) (string, error) {
-	user, err := e.env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	return e.writeKubeconfig(dir, "e2e-admin")
+}
+
+// writeKubeconfig issues the system:masters user userName and writes its
+// kubeconfig to dir/kubeconfig.
+func (e *Environment) writeKubeconfig(dir, userName string) (string, error) {
+	user, err := e.env.AddUser(envtest.User{Name: userName, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return "", fmt.Errorf("adding the e2e-admin user: %w", err)
+		return "", fmt.Errorf("adding the %s user: %w", userName, err)
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		return "", fmt.Errorf("rendering the kubeconfig: %w", err)
+		return "", fmt.Errorf("rendering the kubeconfig of %s: %w", userName, err)
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", userName, err)
 	}
 	return path, nil
 }

@@ -310,3 +310,14 @@ type KustomizationList struct {
 func init() {
 	SchemeBuilder.Register(&Kustomization{}, &KustomizationList{})
 }
+
+// GetObservedGeneration returns the generation the controller last acted on.
+func (in *Kustomization) GetObservedGeneration() int64 {
+	return in.Status.ObservedGeneration
+}
+
+// SetLastHandledReconcileRequest records the reconcile request token the
+// controller acted on.
+func (in *Kustomization) SetLastHandledReconcileRequest(token string) {
+	in.Status.LastHandledReconcileAt = token
+}

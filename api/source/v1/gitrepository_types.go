@@ -327,3 +327,14 @@ func init() {
 func (in *GitRepository) SetObservedGeneration(generation int64) {
 	in.Status.ObservedGeneration = generation
 }
+
+// GetObservedGeneration returns the generation the controller last acted on.
+func (in *GitRepository) GetObservedGeneration() int64 {
+	return in.Status.ObservedGeneration
+}
+
+// SetLastHandledReconcileRequest records the reconcile request token the
+// controller acted on.
+func (in *GitRepository) SetLastHandledReconcileRequest(token string) {
+	in.Status.LastHandledReconcileAt = token
+}

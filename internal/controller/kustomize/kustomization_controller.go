@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -166,32 +165,14 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return r.reconcileDelete(ctx, obj)
 	}
 	patcher := patch.NewHelper(obj, r.Client)
-	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
-		controllerutil.AddFinalizer(obj, meta.Finalizer)
-		if err := patcher.Patch(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	metrics.RecordSuspend(kustomizev1.KustomizationKind, obj, obj.Spec.Suspend)
-	if obj.Spec.Suspend {
-		ctrl.LoggerFrom(ctx).V(1).Info("Reconciliation is suspended for this object")
-		return ctrl.Result{}, nil
+	if proceed, err := reconcile.Prepare(ctx, kustomizev1.KustomizationKind, obj, obj.Spec.Suspend, patcher); !proceed {
+		return ctrl.Result{}, err
 	}
 
 	var res reconcile.Result
 	defer func() {
 		result, retErr = r.summarizeAndPatch(ctx, obj, patcher, res, retErr, start)
 	}()
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
-		obj.Status.SetLastHandledReconcileRequest(token)
-	}
-	if obj.Generation != obj.Status.ObservedGeneration {
-		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason,
-			"processing object: new generation %d -> %d", obj.Status.ObservedGeneration, obj.Generation)
-		if err := patcher.Patch(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	res, retErr = r.reconcile(ctx, obj, patcher)
 	return ctrl.Result{}, retErr
 }
