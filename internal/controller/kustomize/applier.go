@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -35,7 +36,9 @@ type ApplierFactory struct {
 	// none; empty means the controller's own identity.
 	DefaultServiceAccount string
 
-	local client.Client
+	localOnce sync.Once
+	local     *target
+	localErr  error
 }
 
 // target is where and as whom a Kustomization applies.
@@ -58,14 +61,12 @@ func (f *ApplierFactory) For(ctx context.Context, obj *kustomizev1.Kustomization
 		return newTarget(impersonate(cfg, obj.Namespace, obj.Spec.ServiceAccountName), f.Scheme, nil)
 	}
 	if sa == "" {
-		if f.local == nil {
-			c, err := client.New(f.Config, client.Options{Scheme: f.Scheme, Mapper: f.Mapper, HTTPClient: f.HTTPClient})
-			if err != nil {
-				return nil, err
-			}
-			f.local = c
-		}
-		return &target{client: f.local, mapper: f.Mapper}, nil
+		f.localOnce.Do(func() {
+			var c client.Client
+			c, f.localErr = client.New(f.Config, client.Options{Scheme: f.Scheme, Mapper: f.Mapper, HTTPClient: f.HTTPClient})
+			f.local = &target{client: c, mapper: f.Mapper}
+		})
+		return f.local, f.localErr
 	}
 	return newTarget(impersonate(f.Config, obj.Namespace, sa), f.Scheme, f.Mapper)
 }
