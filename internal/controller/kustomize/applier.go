@@ -2,6 +2,8 @@ package kustomize
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"sync"
@@ -39,7 +41,14 @@ type ApplierFactory struct {
 	localOnce sync.Once
 	local     *target
 	localErr  error
+
+	mu      sync.Mutex
+	targets map[string]*target
 }
+
+// maxCachedTargets bounds the clients kept for impersonated identities and
+// remote clusters; past it the cache starts afresh.
+const maxCachedTargets = 128
 
 // target is where and as whom a Kustomization applies.
 type target struct {
@@ -54,11 +63,13 @@ func (f *ApplierFactory) For(ctx context.Context, obj *kustomizev1.Kustomization
 		sa = f.DefaultServiceAccount
 	}
 	if obj.Spec.KubeConfig != nil && obj.Spec.KubeConfig.SecretRef != nil {
-		cfg, err := remoteConfig(ctx, obj, secrets)
+		cfg, digest, err := remoteConfig(ctx, obj, secrets)
 		if err != nil {
 			return nil, err
 		}
-		return newTarget(impersonate(cfg, obj.Namespace, obj.Spec.ServiceAccountName), f.Scheme, nil)
+		return f.cached("remote/"+digest+"/"+obj.Namespace+"/"+obj.Spec.ServiceAccountName, func() (*target, error) {
+			return newTarget(impersonate(cfg, obj.Namespace, obj.Spec.ServiceAccountName), f.Scheme, nil)
+		})
 	}
 	if sa == "" {
 		f.localOnce.Do(func() {
@@ -68,7 +79,27 @@ func (f *ApplierFactory) For(ctx context.Context, obj *kustomizev1.Kustomization
 		})
 		return f.local, f.localErr
 	}
-	return newTarget(impersonate(f.Config, obj.Namespace, sa), f.Scheme, f.Mapper)
+	return f.cached("local/"+obj.Namespace+"/"+sa, func() (*target, error) {
+		return newTarget(impersonate(f.Config, obj.Namespace, sa), f.Scheme, f.Mapper)
+	})
+}
+
+// cached returns the target stored under key, building it on first use.
+func (f *ApplierFactory) cached(key string, build func() (*target, error)) (*target, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.targets[key]; ok {
+		return t, nil
+	}
+	t, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if f.targets == nil || len(f.targets) >= maxCachedTargets {
+		f.targets = map[string]*target{}
+	}
+	f.targets[key] = t
+	return t, nil
 }
 
 func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) (*target, error) {
@@ -99,35 +130,37 @@ func impersonate(cfg *rest.Config, ns, sa string) *rest.Config {
 	return c
 }
 
-// remoteConfig reads the kubeconfig of spec.kubeConfig.secretRef. A
+// remoteConfig reads the kubeconfig of spec.kubeConfig.secretRef, and
+// returns it with the digest of its content. A
 // kubeconfig that runs a command (exec or auth-provider plugins) is refused:
 // it would run code in the controller with the tenant's input.
-func remoteConfig(ctx context.Context, obj *kustomizev1.Kustomization, secrets client.Reader) (*rest.Config, error) {
+func remoteConfig(ctx context.Context, obj *kustomizev1.Kustomization, secrets client.Reader) (*rest.Config, string, error) {
 	ref := obj.Spec.KubeConfig.SecretRef
 	var secret corev1.Secret
 	if err := secrets.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, &secret); err != nil {
-		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, fmt.Errorf("reading the kubeconfig secret '%s': %w", ref.Name, err))
+		return nil, "", reconcile.Fail(kustomizev1.ReconciliationFailedReason, fmt.Errorf("reading the kubeconfig secret '%s': %w", ref.Name, err))
 	}
 	data, key := kubeconfigData(secret, ref.Key)
 	if data == nil {
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason,
+		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason,
 			fmt.Errorf("secret '%s' has no kubeconfig under key '%s'", ref.Name, key))
 	}
 	raw, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
+		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
 	}
 	for name, auth := range raw.AuthInfos {
 		if auth.Exec != nil || auth.AuthProvider != nil {
-			return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason,
+			return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason,
 				fmt.Errorf("kubeconfig in secret '%s': user '%s' runs a command to authenticate, which is refused", ref.Name, name))
 		}
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
+		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
 	}
-	return cfg, nil
+	sum := sha256.Sum256(data)
+	return cfg, hex.EncodeToString(sum[:]), nil
 }
 
 // kubeconfigData returns the kubeconfig in secret under key, or under

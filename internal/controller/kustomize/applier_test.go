@@ -27,3 +27,22 @@ func TestApplierFactoryLocalTargetIsSharedSafely(t *testing.T) {
 		g.Expect(<-targets).To(BeIdenticalTo(first))
 	}
 }
+
+func TestApplierFactoryCachesTargetsPerIdentity(t *testing.T) {
+	g := NewWithT(t)
+	f := &ApplierFactory{Config: env.Config, Scheme: env.Scheme, Mapper: env.Client.RESTMapper()}
+	forSA := func(ns, sa string) *target {
+		obj := &kustomizev1.Kustomization{}
+		obj.Namespace, obj.Spec.ServiceAccountName = ns, sa
+		tgt, err := f.For(context.Background(), obj, env.Client)
+		g.Expect(err).NotTo(HaveOccurred())
+		return tgt
+	}
+	a := forSA("team-a", "deployer")
+	g.Expect(forSA("team-a", "deployer")).To(BeIdenticalTo(a))
+	g.Expect(forSA("team-b", "deployer")).NotTo(BeIdenticalTo(a))
+	g.Expect(forSA("team-a", "other")).NotTo(BeIdenticalTo(a))
+
+	f.DefaultServiceAccount = "restricted"
+	g.Expect(forSA("team-a", "")).To(BeIdenticalTo(forSA("team-a", "restricted")), "the default service account is impersonated")
+}
