@@ -104,6 +104,11 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 	if err != nil {
 		return nil, buildFailed(err)
 	}
+	rules, err := compileIgnoreRules(obj.Spec.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	applyIgnoreRules(objs, rules)
 	if decryptor != nil {
 		for _, o := range objs {
 			if err := decryptor.DecryptObject(o); err != nil {
