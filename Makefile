@@ -45,3 +45,9 @@ vet: ## Run go vet over both modules.
 test: verify-generated vet controlplane ## Run every test: unit, envtest and end to end.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) ./...
 	cd api && go test ./...
+
+.PHONY: bench
+bench: controlplane ## Measure N=100, 500 and 1000 apps (repo-per-app) into bench-results/ (not part of CI).
+	@mkdir -p bench-results
+	go build -o $(BIN)/bench ./test/bench
+	for n in 100 500 1000; do $(BIN)/bench -n $$n -layout repo-per-app -timeout 30m -out bench-results/repo-per-app-$$n.json || exit 1; done

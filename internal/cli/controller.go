@@ -19,6 +19,8 @@ import (
 type controllerFlags struct {
 	opts        manager.Options
 	kubeconfig  string
+	qps         float32
+	burst       int
 	logLevel    string
 	logEncoding string
 }
@@ -39,6 +41,8 @@ also run split, one controller per deployment.`,
 	fs := cmd.Flags()
 	o := &f.opts
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to $KUBECONFIG, then the in-cluster config, then ~/.kube/config")
+	fs.Float32Var(&f.qps, "kube-api-qps", 500, "requests per second to the Kubernetes API, sustained")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "requests to the Kubernetes API in a burst")
 	fs.StringSliceVar(&o.Controllers, "controllers", nil, "controllers to run, comma-separated (default all: "+strings.Join(manager.AllControllers, ",")+")")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address the Prometheus metrics are served on; 0 turns them off")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address the health probes are served on")
@@ -81,6 +85,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := manager.New(ctx, cfg, f.opts)
 	if err != nil {

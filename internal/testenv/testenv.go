@@ -55,6 +55,9 @@ func Start() (*Environment, error) {
 		Set("service-cluster-ip-range", "10.96.0.0/12")
 	cfg, err := env.Start()
 	if err != nil {
+		// A control plane that started but could not install the CRDs
+		// must not outlive the test.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting the test control plane from %s: %w", assets, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -1,0 +1,503 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// Config describes one benchmark run.
+type Config struct {
+	// N is the number of applications.
+	N int
+	// Layout is LayoutRepoPerApp or LayoutMonorepo.
+	Layout string
+	// Concurrent is passed to `windlass controller --concurrent`.
+	Concurrent int
+	// Cleanup deletes the run's Kustomizations, GitRepositories and
+	// namespace at the end, while the controller still runs, so that a
+	// later run on the same Cluster does not see them.
+	Cleanup bool
+	// ReadyTimeout bounds the wait for every Kustomization to be Ready;
+	// the later waits are bounded by it too.
+	ReadyTimeout time.Duration
+	// KubeconfigViaEnv passes the kubeconfig in $KUBECONFIG instead of
+	// --kubeconfig. It is a diagnostic: `windlass controller --kubeconfig`
+	// loads the file with clientcmd and keeps client-go's default client
+	// rate limit (5 requests per second, bursts of 10, per resource type),
+	// while without the flag controller-runtime's loader turns the
+	// client-side limit off.
+	KubeconfigViaEnv bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Result holds the figures of one run. The JSON keys are the benchmark's
+// published format; Details are shown in the table only.
+type Result struct {
+	// N is the number of applications.
+	N int `json:"n"`
+	// Layout is the source layout.
+	Layout string `json:"layout"`
+	// ReadySeconds runs from the creation of the first GitRepository until
+	// every Kustomization is Ready.
+	ReadySeconds float64 `json:"ready_seconds"`
+	// PeakRSSBytes is the controller's VmHWM at the end of the run.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// CPUSeconds is the controller's utime+stime at the end of the ready
+	// phase (it includes the start-up, shown in Details).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// APIRequests is the sum of the controller's rest_client_requests_total
+	// at the end of the ready phase.
+	APIRequests int64 `json:"api_requests"`
+	// ChangeToAppliedSeconds runs from the commit that changes app 0 until
+	// its Kustomization reports the new revision as applied.
+	ChangeToAppliedSeconds float64 `json:"change_to_applied_seconds"`
+	// NoopTickSeconds runs from the first reconcile request of the no-op
+	// tick until every object has handled it.
+	NoopTickSeconds float64 `json:"noop_tick_seconds"`
+	// NoopTickWrites is the number of clones plus the number of artifact
+	// files written during the no-op tick; it must be 0.
+	NoopTickWrites int64 `json:"noop_tick_writes"`
+
+	Details Details `json:"-"`
+}
+
+// Details are secondary figures, printed but not part of the JSON.
+type Details struct {
+	Concurrent int
+	// KubeconfigViaEnv tells how the controller got its kubeconfig.
+	KubeconfigViaEnv bool
+	// SetupSeconds is the time spent starting the control plane, the git
+	// server and the controller and writing the repositories.
+	SetupSeconds float64
+	// StartupCPUSeconds is the controller's CPU time once it is ready,
+	// before any object exists.
+	StartupCPUSeconds float64
+	// ReadyClones counts upload-pack requests in the ready phase.
+	ReadyClones int64
+	// NoopClones and NoopFiles split NoopTickWrites.
+	NoopClones, NoopFiles int64
+	// NoopWrittenFiles names the artifact files written by the tick.
+	NoopWrittenFiles []string
+	// NoopCPUSeconds is the controller's CPU time during the tick.
+	NoopCPUSeconds float64
+	// NoopAPIRequests counts the API requests of the tick, by method.
+	NoopAPIRequests map[string]int64
+	// PeakRSSAnonBytes is the largest RssAnon sampled every 100ms: the
+	// peak without the pages of the binary that VmHWM also counts.
+	PeakRSSAnonBytes int64
+}
+
+// Run starts a control plane with kube-controller-manager, a loopback git
+// server and the windlass controller, and measures the three phases: every
+// application becoming Ready, one change applied, and a tick with nothing
+// changed.
+//
+// When cl is nil, Run starts a Cluster of its own and stops it at the end;
+// several runs may share one Cluster if each cleans up (Config.Cleanup).
+func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
+	if cfg.N < 1 {
+		return nil, errors.New("n must be at least 1")
+	}
+	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
+		return nil, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
+	}
+	if cfg.Concurrent < 1 {
+		cfg.Concurrent = 4
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Minute
+	}
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(logw, "bench: "+format+"\n", args...)
+	}
+	setupStart := time.Now()
+	if cl == nil {
+		var err error
+		if cl, err = StartCluster(); err != nil {
+			return nil, err
+		}
+		defer cl.Stop(logw)
+	}
+	tmp, err := os.MkdirTemp("", "windlass-bench-run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	env, bin, kubeconfig := cl.Env, cl.Bin, cl.Kubeconfig
+
+	// The benchmark's own client is not rate limited, so that creating
+	// and annotating objects is not what is measured.
+	restCfg := rest.CopyConfig(env.Config)
+	restCfg.QPS, restCfg.Burst = 1000, 2000
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
+	if err := c.Create(ctx, nsObj); err != nil {
+		return nil, fmt.Errorf("creating the namespace: %w", err)
+	}
+	ns := nsObj.Name
+
+	// The git server, behind the clone-counting proxy.
+	srv, err := gitserver.New(filepath.Join(tmp, "git"))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	gitURL, err := srv.StartHTTP()
+	if err != nil {
+		return nil, err
+	}
+	proxy, err := startCloneCounter(gitURL)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	repos, err := writeRepos(ctx, srv, cfg.Layout, cfg.N)
+	if err != nil {
+		return nil, err
+	}
+
+	ctrl, err := startController(bin, kubeconfig, filepath.Join(tmp, "storage"), cfg.Concurrent, cfg.KubeconfigViaEnv)
+	if err != nil {
+		return nil, err
+	}
+	defer ctrl.stop(10 * time.Second)
+	withOutput := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		out := ctrl.output()
+		if len(out) > 8000 {
+			out = "…" + out[len(out)-8000:]
+		}
+		if ctrl.exited() {
+			return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, ctrl.waitErr, out)
+		}
+		return fmt.Errorf("%w\nwindlass controller output:\n%s", err, out)
+	}
+	if err := ctrl.waitReady(ctx, time.Minute); err != nil {
+		return nil, withOutput(err)
+	}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	peakAnon := ctrl.sampleAnon(sampleCtx, 100*time.Millisecond)
+	startup, err := ctrl.stats()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{N: cfg.N, Layout: cfg.Layout}
+	res.Details.Concurrent = cfg.Concurrent
+	res.Details.KubeconfigViaEnv = cfg.KubeconfigViaEnv
+	res.Details.StartupCPUSeconds = startup.CPUSeconds
+	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
+	logf("%s n=%d: set up in %.1fs (namespace %s)", cfg.Layout, cfg.N, res.Details.SetupSeconds, ns)
+
+	// Phase 1: every application Ready.
+	var sources []client.Object
+	for name := range repos {
+		sources = append(sources, gitRepository(ns, name, proxy.URL+"/"+name+".git"))
+	}
+	sort.Slice(sources, func(i, j int) bool { return sources[i].GetName() < sources[j].GetName() })
+	var kss []client.Object
+	for i := range cfg.N {
+		kss = append(kss, kustomization(ns, cfg.Layout, i))
+	}
+	const workers = 16
+	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	start := time.Now()
+	all := append(append([]client.Object{}, sources...), kss...)
+	if err := parallel(readyCtx, len(all), workers, func(i int) error {
+		return c.Create(readyCtx, all[i].DeepCopyObject().(client.Object))
+	}); err != nil {
+		return nil, fmt.Errorf("creating the objects: %w", err)
+	}
+	if err := waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, ksReady, describeKs); err != nil {
+		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to be Ready: %w", err))
+	}
+	res.ReadySeconds = time.Since(start).Seconds()
+	st, err := ctrl.stats()
+	if err != nil {
+		return nil, err
+	}
+	res.CPUSeconds = st.CPUSeconds
+	if res.APIRequests, _, err = ctrl.apiRequests(); err != nil {
+		return nil, err
+	}
+	res.Details.ReadyClones = proxy.Clones()
+	logf("all %d ready in %.2fs", cfg.N, res.ReadySeconds)
+
+	// Phase 2: one change to app 0, with a reconcile request on its
+	// source.
+	changeCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	repo := repos[sourceName(cfg.Layout, 0)]
+	start = time.Now()
+	sha, err := repo.Commit(branch, map[string]string{appPath(cfg.Layout, 0) + "/app.yaml": appManifests(2)}, "change app-0")
+	if err != nil {
+		return nil, err
+	}
+	token := "bench-change-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := requestReconcile(changeCtx, c, []client.Object{gitRepository(ns, sourceName(cfg.Layout, 0), "")}, token, 1); err != nil {
+		return nil, err
+	}
+	if err := waitAll(changeCtx, c, ns, &kustomizev1.KustomizationList{}, 1, appliedRevision(sha), describeKs,
+		client.MatchingFields{"metadata.name": appName(0)}); err != nil {
+		return nil, withOutput(fmt.Errorf("waiting for the change to be applied: %w", err))
+	}
+	res.ChangeToAppliedSeconds = time.Since(start).Seconds()
+	logf("change applied in %.2fs", res.ChangeToAppliedSeconds)
+	// Let every Kustomization settle on its source's head (in the monorepo
+	// layout, every one of them applies the new revision).
+	heads := map[string]string{}
+	for name, r := range repos {
+		if heads[name], err = r.Head(branch); err != nil {
+			return nil, err
+		}
+	}
+	settled := func(obj client.Object) bool {
+		k := obj.(*kustomizev1.Kustomization)
+		return appliedRevision(heads[k.Spec.SourceRef.Name])(k)
+	}
+	if err := waitAll(changeCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, settled, describeKs); err != nil {
+		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
+	}
+
+	// Phase 3: a tick with nothing changed.
+	tickCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	before, err := snapshotStorage(ctrl.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	clones0 := proxy.Clones()
+	st0, err := ctrl.stats()
+	if err != nil {
+		return nil, err
+	}
+	_, api0, err := ctrl.apiRequests()
+	if err != nil {
+		return nil, err
+	}
+	token = "bench-noop-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	start = time.Now()
+	if err := requestReconcile(tickCtx, c, all, token, workers); err != nil {
+		return nil, err
+	}
+	if err := waitAll(tickCtx, c, ns, &sourcev1.GitRepositoryList{}, len(sources), handled(token), describeGit); err != nil {
+		return nil, withOutput(fmt.Errorf("waiting for every GitRepository to handle the tick: %w", err))
+	}
+	ksHandled := func(obj client.Object) bool { return handled(token)(obj) && ksReady(obj) }
+	if err := waitAll(tickCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, ksHandled, describeKs); err != nil {
+		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to handle the tick: %w", err))
+	}
+	res.NoopTickSeconds = time.Since(start).Seconds()
+	// Give writes that follow the status update a moment to land.
+	time.Sleep(time.Second)
+	after, err := snapshotStorage(ctrl.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	written := writtenFiles(before, after)
+	for i, p := range written {
+		if rel, err := filepath.Rel(ctrl.StoragePath, p); err == nil {
+			written[i] = rel
+		}
+	}
+	sort.Strings(written)
+	res.Details.NoopWrittenFiles = written
+	res.Details.NoopClones = proxy.Clones() - clones0
+	res.Details.NoopFiles = int64(len(written))
+	res.NoopTickWrites = res.Details.NoopClones + res.Details.NoopFiles
+	st1, err := ctrl.stats()
+	if err != nil {
+		return nil, err
+	}
+	res.Details.NoopCPUSeconds = st1.CPUSeconds - st0.CPUSeconds
+	_, api1, err := ctrl.apiRequests()
+	if err != nil {
+		return nil, err
+	}
+	res.Details.NoopAPIRequests = map[string]int64{}
+	for m, v := range api1 {
+		if d := v - api0[m]; d != 0 {
+			res.Details.NoopAPIRequests[m] = d
+		}
+	}
+	res.PeakRSSBytes = st1.PeakRSSBytes
+	res.Details.PeakRSSAnonBytes = peakAnon()
+	logf("no-op tick handled in %.2fs: %d clones, %d files written %s",
+		res.NoopTickSeconds, res.Details.NoopClones, res.Details.NoopFiles, strings.Join(written, " "))
+	if ctrl.exited() {
+		return nil, withOutput(errors.New("the controller exited during the run"))
+	}
+	if cfg.Cleanup {
+		if err := cleanup(ctx, c, ns); err != nil {
+			return nil, withOutput(err)
+		}
+	}
+	return res, nil
+}
+
+// cleanup deletes the Kustomizations (which prune their workloads) and the
+// GitRepositories of namespace ns, waits until the controller has let them
+// go, and deletes the namespace.
+func cleanup(ctx context.Context, c client.WithWatch, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, obj := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.GitRepository{}} {
+		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("cleaning up: %w", err)
+		}
+	}
+	for _, list := range []client.ObjectList{&kustomizev1.KustomizationList{}, &sourcev1.GitRepositoryList{}} {
+		for {
+			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return fmt.Errorf("cleaning up: %w", err)
+			}
+			if apimeta.LenList(list) == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cleaning up: %d objects left: %w", apimeta.LenList(list), ctx.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
+
+// writeRepos creates the repositories of layout on srv, with the first
+// revision of every application, and returns them by name (the name of
+// the GitRepository that serves each).
+func writeRepos(ctx context.Context, srv *gitserver.Server, layout string, n int) (map[string]*gitserver.Repo, error) {
+	if layout == LayoutMonorepo {
+		repo, err := srv.InitRepo(monorepoName+".git", branch)
+		if err != nil {
+			return nil, err
+		}
+		files := map[string]string{}
+		for i := range n {
+			files[appPath(layout, i)+"/app.yaml"] = appManifests(1)
+		}
+		if _, err := repo.Commit(branch, files, "initial"); err != nil {
+			return nil, err
+		}
+		return map[string]*gitserver.Repo{monorepoName: repo}, nil
+	}
+	list := make([]*gitserver.Repo, n)
+	err := parallel(ctx, n, 8, func(i int) error {
+		repo, err := srv.InitRepo(appName(i)+".git", branch)
+		if err != nil {
+			return err
+		}
+		if _, err := repo.Commit(branch, map[string]string{appPath(layout, i) + "/app.yaml": appManifests(1)}, "initial"); err != nil {
+			return err
+		}
+		list[i] = repo
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	repos := map[string]*gitserver.Repo{}
+	for i, r := range list {
+		repos[appName(i)] = r
+	}
+	return repos, nil
+}
+
+// Cluster is what runs may share: the test control plane with
+// kube-controller-manager, an administrator's kubeconfig for it, and the
+// windlass binary.
+type Cluster struct {
+	// Env is the control plane.
+	Env *testenv.Environment
+	// Kubeconfig is the path of the kubeconfig the controller uses.
+	Kubeconfig string
+	// Bin is the windlass binary built from this checkout.
+	Bin string
+
+	dir     string
+	stopKCM context.CancelFunc
+}
+
+// StartCluster builds ./cmd/windlass while it starts the control plane and
+// kube-controller-manager.
+func StartCluster() (_ *Cluster, err error) {
+	cl := &Cluster{}
+	if cl.dir, err = os.MkdirTemp("", "windlass-bench-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cl.Stop(io.Discard)
+		}
+	}()
+	built := make(chan error, 1)
+	go func() {
+		var err error
+		cl.Bin, err = buildWindlass(testenv.RepoRoot(), cl.dir)
+		built <- err
+	}()
+	env, err := testenv.Start()
+	if err != nil {
+		<-built
+		return nil, err
+	}
+	cl.Env = env
+	var kcmCtx context.Context
+	kcmCtx, cl.stopKCM = context.WithCancel(context.Background())
+	if err := env.StartControllerManager(kcmCtx); err != nil {
+		<-built
+		return nil, err
+	}
+	if err := <-built; err != nil {
+		return nil, err
+	}
+	if cl.Kubeconfig, err = env.KubeconfigFile(cl.dir); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// Stop stops kube-controller-manager and the control plane and removes the
+// binary; problems are reported to logw.
+func (cl *Cluster) Stop(logw io.Writer) {
+	if cl.stopKCM != nil {
+		cl.stopKCM()
+	}
+	if cl.Env != nil {
+		if err := cl.Env.Stop(); err != nil {
+			fmt.Fprintln(logw, "bench: stopping the control plane:", err)
+		}
+	}
+	_ = os.RemoveAll(cl.dir)
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
+// It is 100 on every Linux architecture Windlass supports.
+const clockTicks = 100
+
+// buildWindlass builds ./cmd/windlass of the checkout at root into dir and
+// returns the binary's path.
+func buildWindlass(root, dir string) (string, error) {
+	bin := filepath.Join(dir, "windlass")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/windlass")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building windlass: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// controller is a running `windlass controller` child process.
+type controller struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+	// done is closed once the process has exited; waitErr is then its
+	// exit error.
+	done    chan struct{}
+	waitErr error
+
+	// HealthAddr, MetricsAddr and StorageAddr are the loopback host:port
+	// addresses the controller serves on; StoragePath is its artifact
+	// folder.
+	HealthAddr, MetricsAddr, StorageAddr, StoragePath string
+}
+
+// startController starts bin as `windlass controller` against the cluster
+// of kubeconfig, with its storage in storagePath, every server on a free
+// loopback port, errors-only logging and concurrent workers per kind.
+//
+// With viaEnv the kubeconfig is passed in $KUBECONFIG rather than with
+// --kubeconfig, a diagnostic: the two paths build the client configuration
+// differently (see Config.KubeconfigViaEnv).
+func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv bool) (*controller, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	c := &controller{
+		out:         &syncBuffer{},
+		done:        make(chan struct{}),
+		StorageAddr: ports[0],
+		MetricsAddr: ports[1],
+		HealthAddr:  ports[2],
+		StoragePath: storagePath,
+	}
+	args := []string{"controller"}
+	if !viaEnv {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
+	c.cmd = exec.Command(bin, append(args,
+		"--storage-path", storagePath,
+		"--storage-addr", c.StorageAddr,
+		"--metrics-addr", c.MetricsAddr,
+		"--health-addr", c.HealthAddr,
+		"--log-level", "error",
+		"--concurrent", strconv.Itoa(concurrent),
+	)...)
+	// Only the flags decide which cluster is used.
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RUNTIME_NAMESPACE":
+			continue
+		}
+		c.cmd.Env = append(c.cmd.Env, kv)
+	}
+	if viaEnv {
+		c.cmd.Env = append(c.cmd.Env, "KUBECONFIG="+kubeconfig)
+	}
+	c.cmd.SysProcAttr = childSysProcAttr()
+	c.cmd.Stdout = c.out
+	c.cmd.Stderr = c.out
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting windlass controller: %w", err)
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// waitReady waits until GET /readyz on the health address answers 200.
+func (c *controller) waitReady(ctx context.Context, d time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := "http://" + c.HealthAddr + "/readyz"
+	deadline := time.Now().Add(d)
+	var last string
+	for {
+		if c.exited() {
+			return fmt.Errorf("windlass controller exited before it was ready: %v", c.waitErr)
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("windlass controller not ready after %s: GET %s: %s", d, url, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM, waits up to grace for the process to exit and kills
+// it afterwards.
+func (c *controller) stop(grace time.Duration) {
+	if c.exited() {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// exited reports whether the process has exited.
+func (c *controller) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// output returns what the process has written to stdout and stderr.
+func (c *controller) output() string { return c.out.String() }
+
+// procStats are the operating system's figures for a process.
+type procStats struct {
+	// PeakRSSBytes is VmHWM, the peak resident set size.
+	PeakRSSBytes int64
+	// CPUSeconds is utime+stime, in seconds.
+	CPUSeconds float64
+	// RSSAnonBytes is the current anonymous resident memory (the heap and
+	// stacks, without the mapped binary).
+	RSSAnonBytes int64
+}
+
+// stats reads the process's peak resident memory from /proc/<pid>/status
+// and its CPU time from /proc/<pid>/stat. Outside Linux it returns zeros.
+func (c *controller) stats() (procStats, error) {
+	var s procStats
+	dir := fmt.Sprintf("/proc/%d", c.cmd.Process.Pid)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return s, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		key, v, _ := strings.Cut(sc.Text(), ":")
+		var dst *int64
+		switch key {
+		case "VmHWM":
+			dst = &s.PeakRSSBytes
+		case "RssAnon":
+			dst = &s.RSSAnonBytes
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("parsing %s %q: %w", key, v, err)
+		}
+		*dst = kb * 1024
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return s, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis start at field 3 (state), so utime (field 14)
+	// and stime (field 15) are the 12th and 13th of them.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return s, fmt.Errorf("parsing %s/stat: no ')'", dir)
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 13 {
+		return s, fmt.Errorf("parsing %s/stat: %d fields", dir, len(fields))
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return s, fmt.Errorf("parsing %s/stat: %w", dir, err)
+	}
+	s.CPUSeconds = float64(utime+stime) / clockTicks
+	return s, nil
+}
+
+// sampleAnon reads the process's anonymous resident memory every interval
+// until ctx ends, and returns a function that reports the largest value
+// seen. VmHWM also counts the pages of the binary itself, which the kernel
+// maps from the file; this sampled peak shows the memory the controller
+// allocates.
+func (c *controller) sampleAnon(ctx context.Context, interval time.Duration) func() int64 {
+	var mu sync.Mutex
+	var peak int64
+	sample := func() {
+		if st, err := c.stats(); err == nil {
+			mu.Lock()
+			peak = max(peak, st.RSSAnonBytes)
+			mu.Unlock()
+		}
+	}
+	sample()
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.done:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() int64 {
+		sample()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+// apiRequests scrapes the controller's /metrics and returns the sum of
+// every rest_client_requests_total series, in total and by HTTP method.
+func (c *controller) apiRequests() (int64, map[string]int64, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + c.MetricsAddr + "/metrics")
+	if err != nil {
+		return 0, nil, fmt.Errorf("scraping metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, nil, fmt.Errorf("scraping metrics: %s", resp.Status)
+	}
+	return sumRESTRequests(resp.Body)
+}
+
+// sumRESTRequests sums the rest_client_requests_total samples of a
+// Prometheus text exposition, in total and by their method label.
+func sumRESTRequests(r io.Reader) (int64, map[string]int64, error) {
+	const name = "rest_client_requests_total"
+	var total int64
+	byMethod := map[string]int64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, nil, fmt.Errorf("parsing %q: %w", line, err)
+		}
+		method := "?"
+		if _, after, ok := strings.Cut(rest, `method="`); ok {
+			method, _, _ = strings.Cut(after, `"`)
+		}
+		total += int64(v)
+		byMethod[method] += int64(v)
+	}
+	return total, byMethod, sc.Err()
+}
+
+// freePorts returns n distinct loopback addresses whose ports were free a
+// moment ago: each is listened on, with all held open at once so that they
+// differ, then closed.
+func freePorts(n int) ([]string, error) {
+	var addrs []string
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
+}
+
+// syncBuffer is a bytes.Buffer that is safe for concurrent writes and
+// reads: the child process writes while the benchmark reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+)
+
+// waitAll waits until want objects of the kind of list in namespace ns
+// satisfy done. It lists, then watches from the list's resource version,
+// and lists again whenever the watch ends, so that it sees every change
+// without polling. When ctx ends it returns an error that names a few of
+// the objects still not done, described by describe.
+func waitAll(ctx context.Context, c client.WithWatch, ns string, list client.ObjectList, want int,
+	done func(client.Object) bool, describe func(client.Object) string, opts ...client.ListOption) error {
+	opts = append([]client.ListOption{client.InNamespace(ns)}, opts...)
+	state := map[string]client.Object{}
+	check := func() bool {
+		n := 0
+		for _, obj := range state {
+			if done(obj) {
+				n++
+			}
+		}
+		return n >= want
+	}
+	for {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, opts...); err != nil {
+			return pending(err, state, done, describe)
+		}
+		items, err := apimeta.ExtractList(l)
+		if err != nil {
+			return err
+		}
+		clear(state)
+		for _, item := range items {
+			obj := item.(client.Object)
+			state[obj.GetName()] = obj
+		}
+		if check() {
+			return nil
+		}
+		w, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList),
+			append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})...)
+		if err != nil {
+			return pending(err, state, done, describe)
+		}
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(client.Object)
+			if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				delete(state, obj.GetName())
+			} else {
+				state[obj.GetName()] = obj
+			}
+			if check() {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return pending(ctx.Err(), state, done, describe)
+		}
+	}
+}
+
+// pending wraps err with a description of up to five objects not done.
+func pending(err error, state map[string]client.Object,
+	done func(client.Object) bool, describe func(client.Object) string) error {
+	var names []string
+	for name, obj := range state {
+		if !done(obj) {
+			names = append(names, name+": "+describe(obj))
+		}
+	}
+	sort.Strings(names)
+	n := len(names)
+	if n > 5 {
+		names = names[:5]
+	}
+	return fmt.Errorf("%w; %d of %d not done, e.g. %s", err, n, len(state), strings.Join(names, "; "))
+}
+
+// ksReady reports whether a Kustomization's Ready condition is True for
+// its current generation.
+func ksReady(obj client.Object) bool {
+	k := obj.(*kustomizev1.Kustomization)
+	return k.Status.ObservedGeneration == k.Generation &&
+		apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition)
+}
+
+// describeKs summarises a Kustomization's Ready condition and revision.
+func describeKs(obj client.Object) string {
+	k := obj.(*kustomizev1.Kustomization)
+	c := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	if c == nil {
+		return "no Ready condition, applied " + k.Status.LastAppliedRevision
+	}
+	return fmt.Sprintf("Ready=%s %s: %s (applied %q)", c.Status, c.Reason, c.Message, k.Status.LastAppliedRevision)
+}
+
+// describeGit summarises a GitRepository's Ready condition and the last
+// request it handled.
+func describeGit(obj client.Object) string {
+	g := obj.(*sourcev1.GitRepository)
+	c := apimeta.FindStatusCondition(g.Status.Conditions, meta.ReadyCondition)
+	s := "no Ready condition"
+	if c != nil {
+		s = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	return s + ", handled " + g.Status.LastHandledReconcileAt
+}
+
+// handled returns a predicate true once an object echoes token in
+// status.lastHandledReconcileAt.
+func handled(token string) func(client.Object) bool {
+	return func(obj client.Object) bool {
+		switch o := obj.(type) {
+		case *kustomizev1.Kustomization:
+			return o.Status.LastHandledReconcileAt == token
+		case *sourcev1.GitRepository:
+			return o.Status.LastHandledReconcileAt == token
+		}
+		return false
+	}
+}
+
+// appliedRevision returns a predicate true once a Kustomization is Ready
+// with a last applied revision at commit sha.
+func appliedRevision(sha string) func(client.Object) bool {
+	return func(obj client.Object) bool {
+		k := obj.(*kustomizev1.Kustomization)
+		return strings.HasSuffix(k.Status.LastAppliedRevision, ":"+sha) && ksReady(k)
+	}
+}
+
+// requestReconcile annotates every object in objs with the reconcile
+// request token, with up to workers patches at once.
+func requestReconcile(ctx context.Context, c client.Client, objs []client.Object, token string, workers int) error {
+	patch := client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+meta.ReconcileRequestAnnotation+`":"`+token+`"}}}`))
+	return parallel(ctx, len(objs), workers, func(i int) error {
+		obj := objs[i].DeepCopyObject().(client.Object)
+		if err := c.Patch(ctx, obj, patch); err != nil {
+			return fmt.Errorf("annotating %s: %w", obj.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// parallel calls f(0) … f(n-1) on up to workers goroutines and returns the
+// first error.
+func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		// The parent context ended.
+		return ctx.Err()
+	}
+	return firstErr
+}
