@@ -12,6 +12,9 @@ import (
 const (
 	DefaultTimeout      = 5 * time.Minute
 	DefaultPollInterval = 2 * time.Second
+
+	// firstPollInterval is the delay before the second check of a wait.
+	firstPollInterval = 100 * time.Millisecond
 )
 
 // Errors that a *WaitError matches with errors.Is.
@@ -26,8 +29,10 @@ var (
 type WaitOptions struct {
 	// Timeout bounds the wait; zero means DefaultTimeout.
 	Timeout time.Duration
-	// PollInterval is the time between two checks; zero means
-	// DefaultPollInterval.
+	// PollInterval is the longest time between two checks; zero means
+	// DefaultPollInterval. The first checks come sooner (from
+	// firstPollInterval, doubling), since most objects become ready within
+	// a second of being applied.
 	PollInterval time.Duration
 	// FailFast ends the wait as soon as an object is Failed. Without it a
 	// Failed object is waited for like any other, until the timeout.
@@ -118,8 +123,9 @@ func (c *Checker) Wait(ctx context.Context, refs []ObjectRef, opts WaitOptions) 
 
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	next := min(firstPollInterval, interval)
+	timer := time.NewTimer(next)
+	defer timer.Stop()
 
 	var last Result
 	var lastErr error
@@ -149,7 +155,9 @@ func (c *Checker) Wait(ctx context.Context, refs []ObjectRef, opts WaitOptions) 
 			return canceled(ctx)
 		case <-waitCtx.Done():
 			return timedOut(timeout, refs, last, lastErr)
-		case <-ticker.C:
+		case <-timer.C:
+			next = min(2*next, interval)
+			timer.Reset(next)
 		}
 	}
 }
