@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
@@ -38,7 +39,7 @@ func buildWindlass(root, dir string) (string, error) {
 // controller is a running `windlass controller` child process.
 type controller struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *childproc.Buffer
 	// done is closed once the process has exited; waitErr is then its
 	// exit error.
 	done    chan struct{}
@@ -58,12 +59,12 @@ type controller struct {
 // --kubeconfig, a diagnostic: the two paths build the client configuration
 // differently (see Config.KubeconfigViaEnv).
 func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv bool) (*controller, error) {
-	ports, err := freePorts(3)
+	ports, err := childproc.FreeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
 	c := &controller{
-		out:         &syncBuffer{},
+		out:         &childproc.Buffer{},
 		done:        make(chan struct{}),
 		StorageAddr: ports[0],
 		MetricsAddr: ports[1],
@@ -94,7 +95,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv
 	if viaEnv {
 		c.cmd.Env = append(c.cmd.Env, "KUBECONFIG="+kubeconfig)
 	}
-	c.cmd.SysProcAttr = childSysProcAttr()
+	c.cmd.SysProcAttr = childproc.SysProcAttr()
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.out
 	if err := c.cmd.Start(); err != nil {
@@ -311,46 +312,4 @@ func sumRESTRequests(r io.Reader) (int64, map[string]int64, error) {
 		byMethod[method] += int64(v)
 	}
 	return total, byMethod, sc.Err()
-}
-
-// freePorts returns n distinct loopback addresses whose ports were free a
-// moment ago: each is listened on, with all held open at once so that they
-// differ, then closed.
-func freePorts(n int) ([]string, error) {
-	var addrs []string
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
-}
-
-// syncBuffer is a bytes.Buffer that is safe for concurrent writes and
-// reads: the child process writes while the benchmark reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // `windlass controller --controllers` with a name it does not know exits
@@ -60,7 +61,7 @@ contexts:
     user: nobody
 current-context: unreachable
 `, apiServer.Addr())), 0o600)).To(Succeed())
-	ports, err := freePorts(3)
+	ports, err := childproc.FreeAddrs(3)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

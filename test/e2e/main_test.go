@@ -1,21 +1,19 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 const (
@@ -114,7 +112,7 @@ func buildWindlass(bin string) error {
 // controller is a running `windlass controller` process.
 type controller struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *childproc.Buffer
 	// done is closed once the process has exited; waitErr is then its
 	// exit error.
 	done    chan struct{}
@@ -129,12 +127,12 @@ type controller struct {
 // kubeconfig, with its storage in storagePath and every server on a free
 // loopback port.
 func startController(kubeconfig, storagePath string) (*controller, error) {
-	ports, err := freePorts(3)
+	ports, err := childproc.FreeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
 	c := &controller{
-		out:         &syncBuffer{},
+		out:         &childproc.Buffer{},
 		done:        make(chan struct{}),
 		StorageAddr: ports[0],
 		MetricsAddr: ports[1],
@@ -174,7 +172,7 @@ func windlassCommand(ctx context.Context, args ...string) *exec.Cmd {
 		}
 		cmd.Env = append(cmd.Env, kv)
 	}
-	cmd.SysProcAttr = childSysProcAttr()
+	cmd.SysProcAttr = childproc.SysProcAttr()
 	return cmd
 }
 
@@ -262,46 +260,4 @@ func logControllerOnFailure(t *testing.T) {
 			t.Logf("windlass controller output:\n%s", ctrlProc.output())
 		}
 	})
-}
-
-// freePorts returns n distinct loopback addresses whose ports were free a
-// moment ago: each is listened on, with all held open at once so that they
-// differ, then closed.
-func freePorts(n int) ([]string, error) {
-	var addrs []string
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
-}
-
-// syncBuffer is a bytes.Buffer that is safe for concurrent writes and
-// reads: the child process writes while the tests read.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
