@@ -47,10 +47,8 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if len(objs) == 0 && len(inventoryOf(obj)) > 0 && obj.GetAnnotations()[kustomizev1.AllowEmptyAnnotation] != "true" {
-		return reconcile.ResultEmpty, reconcile.Fail(kustomizev1.EmptySourceReason, fmt.Errorf(
-			"revision '%s' has no objects at '%s': refusing to prune the %d objects applied; annotate the Kustomization with %s=true to allow it",
-			revision, obj.Spec.Path, len(inventoryOf(obj)), kustomizev1.AllowEmptyAnnotation))
+	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
+		return reconcile.ResultEmpty, err
 	}
 	tgt, err := r.Applier.For(ctx, obj, r.Client)
 	if err != nil {
@@ -71,6 +69,19 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return reconcile.ResultEmpty, err
 	}
 	return reconcile.ResultSuccess, nil
+}
+
+// refuseEmptyRevision fails a revision that builds to no objects while
+// objects are applied, unless the Kustomization allows it: an emptied
+// branch is more often a mistake than a wish to delete everything.
+func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Unstructured, revision string) error {
+	applied := len(inventoryOf(obj))
+	if len(objs) > 0 || applied == 0 || obj.GetAnnotations()[kustomizev1.AllowEmptyAnnotation] == "true" {
+		return nil
+	}
+	return reconcile.Fail(kustomizev1.EmptySourceReason, fmt.Errorf(
+		"revision '%s' has no objects at '%s': refusing to prune the %d objects applied; annotate the Kustomization with %s=true to allow it",
+		revision, obj.Spec.Path, applied, kustomizev1.AllowEmptyAnnotation))
 }
 
 // build turns the artifact in dir into objects: generate a kustomization
