@@ -192,12 +192,12 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		if err == nil {
 			return nil
 		}
-		out := ctrl.output()
+		out := ctrl.Output()
 		if len(out) > 8000 {
 			out = "…" + out[len(out)-8000:]
 		}
-		if ctrl.exited() {
-			return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, ctrl.waitErr, out)
+		if ctrl.Exited() {
+			return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, ctrl.Err(), out)
 		}
 		return fmt.Errorf("%w\nwindlass controller output:\n%s", err, out)
 	}
@@ -354,7 +354,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	res.Details.PeakRSSAnonBytes = peakAnon()
 	logf("no-op tick handled in %.2fs: %d clones, %d files written %s",
 		res.NoopTickSeconds, res.Details.NoopClones, res.Details.NoopFiles, strings.Join(written, " "))
-	if ctrl.exited() {
+	if ctrl.Exited() {
 		return nil, withOutput(errors.New("the controller exited during the run"))
 	}
 	if cfg.Cleanup {

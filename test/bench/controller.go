@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
@@ -38,12 +37,7 @@ func buildWindlass(root, dir string) (string, error) {
 
 // controller is a running `windlass controller` child process.
 type controller struct {
-	cmd *exec.Cmd
-	out *childproc.Buffer
-	// done is closed once the process has exited; waitErr is then its
-	// exit error.
-	done    chan struct{}
-	waitErr error
+	*childproc.Process
 
 	// HealthAddr, MetricsAddr and StorageAddr are the loopback host:port
 	// addresses the controller serves on; StoragePath is its artifact
@@ -63,19 +57,12 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{
-		out:         &childproc.Buffer{},
-		done:        make(chan struct{}),
-		StorageAddr: ports[0],
-		MetricsAddr: ports[1],
-		HealthAddr:  ports[2],
-		StoragePath: storagePath,
-	}
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], StoragePath: storagePath}
 	args := []string{"controller"}
 	if !viaEnv {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}
-	c.cmd = exec.Command(bin, append(args,
+	cmd := exec.Command(bin, append(args,
 		"--storage-path", storagePath,
 		"--storage-addr", c.StorageAddr,
 		"--metrics-addr", c.MetricsAddr,
@@ -84,88 +71,26 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv
 		"--concurrent", strconv.Itoa(concurrent),
 	)...)
 	// Only the flags decide which cluster is used.
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RUNTIME_NAMESPACE":
-			continue
-		}
-		c.cmd.Env = append(c.cmd.Env, kv)
-	}
+	cmd.Env = childproc.CleanEnv()
 	if viaEnv {
-		c.cmd.Env = append(c.cmd.Env, "KUBECONFIG="+kubeconfig)
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
 	}
-	c.cmd.SysProcAttr = childproc.SysProcAttr()
-	c.cmd.Stdout = c.out
-	c.cmd.Stderr = c.out
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting windlass controller: %w", err)
-	}
-	go func() {
-		c.waitErr = c.cmd.Wait()
-		close(c.done)
-	}()
-	return c, nil
+	c.Process, err = childproc.Start(cmd)
+	return c, err
 }
 
 // waitReady waits until GET /readyz on the health address answers 200.
 func (c *controller) waitReady(ctx context.Context, d time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	url := "http://" + c.HealthAddr + "/readyz"
-	deadline := time.Now().Add(d)
-	var last string
-	for {
-		if c.exited() {
-			return fmt.Errorf("windlass controller exited before it was ready: %v", c.waitErr)
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("windlass controller not ready after %s: GET %s: %s", d, url, last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return c.WaitHTTP(ctx, "http://"+c.HealthAddr+"/readyz", d)
 }
 
 // stop sends SIGTERM, waits up to grace for the process to exit and kills
 // it afterwards.
 func (c *controller) stop(grace time.Duration) {
-	if c.exited() {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(grace):
-		_ = c.cmd.Process.Kill()
-		<-c.done
+	if !c.Exited() {
+		_ = c.Terminate(grace)
 	}
 }
-
-// exited reports whether the process has exited.
-func (c *controller) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// output returns what the process has written to stdout and stderr.
-func (c *controller) output() string { return c.out.String() }
 
 // procStats are the operating system's figures for a process.
 type procStats struct {
@@ -182,7 +107,7 @@ type procStats struct {
 // and its CPU time from /proc/<pid>/stat. Outside Linux it returns zeros.
 func (c *controller) stats() (procStats, error) {
 	var s procStats
-	dir := fmt.Sprintf("/proc/%d", c.cmd.Process.Pid)
+	dir := fmt.Sprintf("/proc/%d", c.Pid())
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
@@ -255,7 +180,7 @@ func (c *controller) sampleAnon(ctx context.Context, interval time.Duration) fun
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.done:
+			case <-c.Done():
 				return
 			case <-t.C:
 				sample()

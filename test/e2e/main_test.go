@@ -3,12 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,8 +78,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	if err := ctrlProc.waitReady(timeout); err != nil {
-		ctrlProc.kill()
-		fmt.Fprintf(os.Stderr, "e2e: %v\nwindlass controller output:\n%s", err, ctrlProc.output())
+		ctrlProc.Kill()
+		fmt.Fprintf(os.Stderr, "e2e: %v\nwindlass controller output:\n%s", err, ctrlProc.Output())
 		return 1
 	}
 
@@ -91,8 +88,8 @@ func run(m *testing.M) int {
 	// The controller must stop cleanly on SIGTERM, as it does when a pod is
 	// deleted.
 	start := time.Now()
-	if err := ctrlProc.terminate(shutdownGrace); err != nil {
-		fmt.Fprintf(os.Stdout, "--- FAIL: windlass controller shutdown on SIGTERM: %v\nwindlass controller output:\n%s", err, ctrlProc.output())
+	if err := ctrlProc.Terminate(shutdownGrace); err != nil {
+		fmt.Fprintf(os.Stdout, "--- FAIL: windlass controller shutdown on SIGTERM: %v\nwindlass controller output:\n%s", err, ctrlProc.Output())
 		return 1
 	}
 	fmt.Fprintf(os.Stdout, "e2e: windlass controller exited with status 0 %.2fs after SIGTERM\n", time.Since(start).Seconds())
@@ -111,12 +108,7 @@ func buildWindlass(bin string) error {
 
 // controller is a running `windlass controller` process.
 type controller struct {
-	cmd *exec.Cmd
-	out *childproc.Buffer
-	// done is closed once the process has exited; waitErr is then its
-	// exit error.
-	done    chan struct{}
-	waitErr error
+	*childproc.Process
 
 	// HealthAddr, MetricsAddr and StorageAddr are host:port addresses the
 	// controller serves on.
@@ -131,14 +123,8 @@ func startController(kubeconfig, storagePath string) (*controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{
-		out:         &childproc.Buffer{},
-		done:        make(chan struct{}),
-		StorageAddr: ports[0],
-		MetricsAddr: ports[1],
-		HealthAddr:  ports[2],
-	}
-	c.cmd = windlassCommand(context.Background(),
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2]}
+	c.Process, err = childproc.Start(windlassCommand(context.Background(),
 		"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", storagePath,
@@ -146,17 +132,8 @@ func startController(kubeconfig, storagePath string) (*controller, error) {
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
 		"--log-encoding", "console",
-	)
-	c.cmd.Stdout = c.out
-	c.cmd.Stderr = c.out
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting windlass controller: %w", err)
-	}
-	go func() {
-		c.waitErr = c.cmd.Wait()
-		close(c.done)
-	}()
-	return c, nil
+	))
+	return c, err
 }
 
 // windlassCommand returns a command that runs the built binary with args,
@@ -164,100 +141,26 @@ func startController(kubeconfig, storagePath string) (*controller, error) {
 // no in-cluster variables), so that only the flags decide.
 func windlassCommand(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, windlassBin, args...)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RUNTIME_NAMESPACE":
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
+	cmd.Env = childproc.CleanEnv()
 	cmd.SysProcAttr = childproc.SysProcAttr()
 	return cmd
 }
 
 // waitReady waits until GET /readyz on the health address answers 200.
 func (c *controller) waitReady(d time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	url := "http://" + c.HealthAddr + "/readyz"
-	deadline := time.Now().Add(d)
-	var last string
-	for {
-		select {
-		case <-c.done:
-			return fmt.Errorf("windlass controller exited before it was ready: %v", c.waitErr)
-		default:
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("windlass controller not ready after %s: GET %s: %s", d, url, last)
-		}
-		time.Sleep(interval)
-	}
+	return c.WaitHTTP(context.Background(), "http://"+c.HealthAddr+"/readyz", d)
 }
-
-// terminate sends SIGTERM and waits up to grace for the process to exit;
-// it reports an error unless the process exited with status 0 in time. The
-// process is killed if it is still running after grace.
-func (c *controller) terminate(grace time.Duration) error {
-	select {
-	case <-c.done:
-		return fmt.Errorf("windlass controller had already exited: %v", c.waitErr)
-	default:
-	}
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("sending SIGTERM: %w", err)
-	}
-	select {
-	case <-c.done:
-		if c.waitErr != nil {
-			return fmt.Errorf("windlass controller exited with %v after SIGTERM", c.waitErr)
-		}
-		return nil
-	case <-time.After(grace):
-		c.kill()
-		return fmt.Errorf("windlass controller still running %s after SIGTERM; killed it", grace)
-	}
-}
-
-// kill kills the process and waits for it to exit.
-func (c *controller) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.done
-}
-
-// exited reports whether the process has exited.
-func (c *controller) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// output returns what the process has written to stdout and stderr.
-func (c *controller) output() string { return c.out.String() }
 
 // logControllerOnFailure shows the controller's output when t fails, and
 // fails t if the controller has died meanwhile.
 func logControllerOnFailure(t *testing.T) {
 	t.Helper()
 	t.Cleanup(func() {
-		if ctrlProc.exited() {
-			t.Errorf("windlass controller exited during the test: %v", ctrlProc.waitErr)
+		if ctrlProc.Exited() {
+			t.Errorf("windlass controller exited during the test: %v", ctrlProc.Err())
 		}
 		if t.Failed() {
-			t.Logf("windlass controller output:\n%s", ctrlProc.output())
+			t.Logf("windlass controller output:\n%s", ctrlProc.Output())
 		}
 	})
 }
