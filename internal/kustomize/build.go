@@ -45,6 +45,9 @@ func BuildYAML(root, path string, opts Options) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBuildMetadata(opts.BuildMetadata); err != nil {
+		return nil, err
+	}
 	ov, err := addOverlay(fsys, dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
@@ -55,6 +58,11 @@ func BuildYAML(root, path string, opts Options) ([][]byte, error) {
 	m, err := run(fsys, ov)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of %q: %w", path, tidyError(err, fsys.Root(), ov, dir))
+	}
+	if len(opts.BuildMetadata) > 0 {
+		if err := relocateBuildMetadata(m, ov, dir); err != nil {
+			return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
+		}
 	}
 	return documents(m)
 }

@@ -23,6 +23,11 @@ type Options struct {
 	// CommonMetadata holds labels and annotations set on every object's
 	// metadata (never on selectors or templates).
 	CommonMetadata *CommonMetadata
+	// BuildMetadata asks kustomize to record build metadata on every
+	// object: "originAnnotations" (config.kubernetes.io/origin, the file an
+	// object came from, relative to the artifact root) and
+	// "transformerAnnotations" (alpha.config.kubernetes.io/transformations).
+	BuildMetadata []string
 	// NoRemoteBases forbids remote bases. Remote references are refused in
 	// every case (see the package documentation); this flag only makes the
 	// error say that the lockdown flag forbids them.

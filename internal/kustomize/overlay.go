@@ -55,12 +55,13 @@ func overlayKustomization(fsys *ConfinedFS, ov, dir string, opts Options) (*type
 			APIVersion: types.KustomizationVersion,
 			Kind:       types.KustomizationKind,
 		},
-		Resources:  []string{filepath.ToSlash(base)},
-		NamePrefix: opts.NamePrefix,
-		NameSuffix: opts.NameSuffix,
-		Namespace:  opts.TargetNamespace,
-		Patches:    overlayPatches(opts.Patches),
-		Images:     overlayImages(opts.Images),
+		Resources:     []string{filepath.ToSlash(base)},
+		NamePrefix:    opts.NamePrefix,
+		NameSuffix:    opts.NameSuffix,
+		Namespace:     opts.TargetNamespace,
+		Patches:       overlayPatches(opts.Patches),
+		Images:        overlayImages(opts.Images),
+		BuildMetadata: opts.BuildMetadata,
 	}
 	if err := addCommonMetadata(k, opts.CommonMetadata); err != nil {
 		return nil, err

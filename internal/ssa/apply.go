@@ -24,6 +24,13 @@ type ApplyOptions struct {
 	// WaitTimeout bounds the wait for stage 1 to be ready and the wait for
 	// an object being recreated to be gone; DefaultWaitTimeout when zero.
 	WaitTimeout time.Duration
+	// BeforeWrite, when set, is called before each stage writes anything,
+	// with the inventory of the objects the stage is about to create or
+	// change. A caller that records them first (a write-ahead inventory)
+	// can prune them later even when the process dies half-way through
+	// the apply. When it fails, the stage writes nothing and
+	// ApplyAllStaged returns its error.
+	BeforeWrite func(ctx context.Context, entries []inventory.Entry) error
 }
 
 // item is one object on its way through an apply.
@@ -116,6 +123,9 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 		if err := m.planAll(ctx, replan, idx, opts, true); err != nil {
 			return cs, err
 		}
+		if err := announceWrites(ctx, stage, opts); err != nil {
+			return cs, err
+		}
 		var failures []*ObjectError
 		for _, it := range stage {
 			if oe := m.applyItem(ctx, it, opts); oe != nil {
@@ -135,6 +145,24 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 		}
 	}
 	return cs, nil
+}
+
+// announceWrites passes the inventory of the stage's objects that will be
+// written to opts.BeforeWrite.
+func announceWrites(ctx context.Context, stage []*item, opts ApplyOptions) error {
+	if opts.BeforeWrite == nil {
+		return nil
+	}
+	var entries []inventory.Entry
+	for _, it := range stage {
+		if it.action == ActionCreated || it.action == ActionConfigured {
+			entries = append(entries, inventory.Entry{ID: it.id.ID(), Version: it.version})
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	return opts.BeforeWrite(ctx, entries)
 }
 
 // prepare normalizes copies of objs and indexes what stage 1 brings. It

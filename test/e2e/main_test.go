@@ -72,7 +72,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	ctrlProc, err = startController(kubeconfig, filepath.Join(tmp, "storage"))
+	ctrlProc, err = startController(kubeconfig, filepath.Join(tmp, "storage"), "!"+shardLabel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -115,10 +115,15 @@ type controller struct {
 	HealthAddr, MetricsAddr, StorageAddr string
 }
 
+// shardLabel is the sharding label: the shared controller leaves alone the
+// objects that carry it, so that a test can run a controller of its own
+// for them (--watch-label-selector).
+const shardLabel = "sharding.fluxcd.io/key"
+
 // startController starts `windlass controller` against the cluster of
-// kubeconfig, with its storage in storagePath and every server on a free
-// loopback port.
-func startController(kubeconfig, storagePath string) (*controller, error) {
+// kubeconfig, with its storage in storagePath, every server on a free
+// loopback port, and reconciling the objects that match selector.
+func startController(kubeconfig, storagePath, selector string) (*controller, error) {
 	ports, err := childproc.FreeAddrs(3)
 	if err != nil {
 		return nil, err
@@ -131,6 +136,7 @@ func startController(kubeconfig, storagePath string) (*controller, error) {
 		"--storage-addr", c.StorageAddr,
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
+		"--watch-label-selector", selector,
 		"--log-encoding", "console",
 	))
 	return c, err

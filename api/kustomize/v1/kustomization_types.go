@@ -141,6 +141,16 @@ type KustomizationSpec struct {
 	// +optional
 	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
 
+	// BuildMetadata asks kustomize to annotate every object with where it
+	// came from (originAnnotations: config.kubernetes.io/origin) and what
+	// transformed it (transformerAnnotations:
+	// alpha.config.kubernetes.io/transformations). Paths are relative to
+	// spec.path.
+	// +kubebuilder:validation:items:Enum=originAnnotations;transformerAnnotations
+	// +listType=set
+	// +optional
+	BuildMetadata []string `json:"buildMetadata,omitempty"`
+
 	// Ignore excludes fields from apply and drift detection.
 	// +optional
 	Ignore []IgnoreRule `json:"ignore,omitempty"`

@@ -261,6 +261,11 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.BuildMetadata != nil {
+		in, out := &in.BuildMetadata, &out.BuildMetadata
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Ignore != nil {
 		in, out := &in.Ignore, &out.Ignore
 		*out = make([]IgnoreRule, len(*in))

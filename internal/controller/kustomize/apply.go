@@ -31,16 +31,21 @@ func applyManager(obj *kustomizev1.Kustomization, t *target) (*ssa.Manager, erro
 
 // apply applies the objects in stages, after a server-side dry run of all
 // of them: when the dry run refuses one, nothing is applied. It returns the
-// inventory of what it applied and records the changes in an event. When
-// an apply fails half-way, what was applied joins the inventory, so that a
-// later revision can still prune it.
+// inventory of what it applied and records the changes in an event.
+//
+// Objects join the status inventory before they are written (see
+// writeAhead), so that a later revision can prune them even when this run
+// dies half-way; when an apply fails half-way, what was applied stays in
+// the inventory for the same reason.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, t *target,
-	objs []*unstructured.Unstructured, revision string) ([]inventory.Entry, error) {
+	objs []*unstructured.Unstructured, revision string, patcher *patch.Helper) ([]inventory.Entry, error) {
 	m, err := applyManager(obj, t)
 	if err != nil {
 		return nil, err
 	}
-	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout()})
+	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{
+		Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), BeforeWrite: writeAhead(obj, patcher),
+	})
 	if changes.Changed() {
 		r.event(obj, "Normal", kustomizev1.ReconciliationSucceededReason, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
@@ -53,6 +58,24 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return changes.Inventory(), nil
+}
+
+// writeAhead returns the ssa.ApplyOptions.BeforeWrite of obj: it adds the
+// objects about to be written to the status inventory, and patches the
+// status when that added any, before they are written. Objects already in
+// the inventory cost nothing.
+func writeAhead(obj *kustomizev1.Kustomization, patcher *patch.Helper) func(context.Context, []inventory.Entry) error {
+	return func(ctx context.Context, entries []inventory.Entry) error {
+		current := inventoryOf(obj)
+		if len(inventory.Diff(entries, current)) == 0 {
+			return nil
+		}
+		recordInventory(obj, inventory.Merge(current, entries))
+		if err := patcher.Patch(ctx, obj); err != nil {
+			return fmt.Errorf("recording the inventory before applying: %w", err)
+		}
+		return nil
+	}
 }
 
 // prune deletes the objects of the last inventory that left the source,

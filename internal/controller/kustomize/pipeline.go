@@ -54,7 +54,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	applied, err := r.apply(ctx, obj, tgt, objs, revision)
+	applied, err := r.apply(ctx, obj, tgt, objs, revision, patcher)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
@@ -146,6 +146,7 @@ func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) k
 		NamePrefix:              obj.Spec.NamePrefix,
 		NameSuffix:              obj.Spec.NameSuffix,
 		TargetNamespace:         obj.Spec.TargetNamespace,
+		BuildMetadata:           obj.Spec.BuildMetadata,
 		NoRemoteBases:           r.NoRemoteBases,
 	}
 	for _, p := range obj.Spec.Patches {

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// bulkObjects is how many ConfigMaps the revision that is cut short adds:
+// enough that the apply is still running when the first one shows.
+const bulkObjects = 300
+
+// The controller is killed (SIGKILL, as the OOM killer does) while it
+// applies a revision that adds many objects; before it comes back, the
+// revision is reverted. The restarted controller converges on the new
+// revision and prunes every object the killed run had created: the objects
+// joined the inventory before they were written, so none is orphaned.
+func TestKustomization_KilledMidApplyConverges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	shard := "crash-" + ns
+	storage := t.TempDir()
+	proc := startShardController(t, g, shard, storage)
+
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	rev1 := repo.MustCommit(t, "main", map[string]string{"deploy/keep.yaml": configMapYAML(ns, "keep")}, "one object")
+	src := createSharded(g, shard, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec:
+  interval: 10m
+  url: %s/app.git
+  ref: {branch: main}
+`, ns, base))
+	ks := createSharded(g, shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: %s}
+spec:
+  interval: 10m
+  retryInterval: 1s
+  path: ./deploy
+  prune: true
+  sourceRef: {kind: GitRepository, name: app}
+`, ns))
+	waitApplied(g, client.ObjectKeyFromObject(ks), "main@sha1:"+rev1)
+
+	// Revision 2 adds the bulk; the controller dies at its first write.
+	var bulk strings.Builder
+	for i := range bulkObjects {
+		bulk.WriteString("---\n" + configMapYAML(ns, fmt.Sprintf("bulk-%03d", i)))
+	}
+	repo.MustCommit(t, "main", map[string]string{"deploy/bulk.yaml": bulk.String()}, "add the bulk")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	requestReconcileOf(g, src, "rev2")
+	killAtFirstBulkObject(t, g, w, proc)
+
+	created := bulkCount(g, ns)
+	t.Logf("the killed run created %d of %d objects", created, bulkObjects)
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(bulkObjects+1),
+		"every object of the stage joined the inventory before the first was written")
+
+	// Revision 3 drops the bulk and adds another object; then the
+	// controller comes back.
+	repo.MustCommit(t, "main", map[string]string{"deploy/new.yaml": configMapYAML(ns, "new")}, "add new")
+	rev3, err := repo.Remove("main", []string{"deploy/bulk.yaml"}, "drop the bulk")
+	g.Expect(err).NotTo(HaveOccurred())
+	requestReconcileOf(g, src, "rev3")
+	startShardController(t, g, shard, storage)
+
+	got = waitApplied(g, client.ObjectKeyFromObject(ks), "main@sha1:"+rev3)
+	g.Expect(bulkCount(g, ns)).To(BeZero(), "the objects of the killed run are pruned")
+	var ids []string
+	for _, e := range got.Status.Inventory.Entries {
+		ids = append(ids, e.ID)
+	}
+	g.Expect(ids).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_new__ConfigMap"))
+}
+
+// startShardController starts a controller of its own for the objects
+// labelled with shard, stopped (killed) when t ends.
+func startShardController(t *testing.T, g *WithT, shard, storage string) *controller {
+	proc, err := startController(kubeconfig, filepath.Join(storage, "artifacts"), shardLabel+"="+shard)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("windlass controller (%s) output:\n%s", shard, proc.Output())
+		}
+	})
+	g.Expect(proc.waitReady(timeout)).To(Succeed())
+	return proc
+}
+
+// createSharded creates the object manifest declares, labelled for shard.
+func createSharded[T client.Object](g *WithT, shard string, obj T, manifest string) T {
+	g.Expect(yaml.UnmarshalStrict([]byte(manifest), obj)).To(Succeed(), manifest)
+	obj.SetLabels(map[string]string{shardLabel: shard})
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	return obj
+}
+
+// killAtFirstBulkObject kills proc as soon as w reports the first object of
+// the bulk.
+func killAtFirstBulkObject(t *testing.T, g *WithT, w watch.Interface, proc *controller) {
+	defer w.Stop()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			g.Expect(ok).To(BeTrue(), "the watch ended")
+			if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type == watch.Added && strings.HasPrefix(cm.Name, "bulk-") {
+				proc.Kill()
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no object of the bulk was created; controller output:\n%s", proc.Output())
+		}
+	}
+}
+
+// waitApplied waits until the Kustomization is Ready with revision applied.
+func waitApplied(g *WithT, key client.ObjectKey, revision string) *kustomizev1.Kustomization {
+	got := &kustomizev1.Kustomization{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), conditions.Message(got, meta.ReadyCondition))
+		g.Expect(got.Status.LastAppliedRevision).To(Equal(revision))
+	}, timeout, interval).Should(Succeed())
+	return got
+}
+
+// requestReconcileOf asks for an immediate reconciliation of obj.
+func requestReconcileOf(g *WithT, obj client.Object, token string) {
+	g.Expect(env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+meta.ReconcileRequestAnnotation+`":"`+token+`"}}}`)))).To(Succeed())
+}
+
+// bulkCount counts the ConfigMaps of the bulk in ns.
+func bulkCount(g *WithT, ns string) int {
+	var list corev1.ConfigMapList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	n := 0
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "bulk-") {
+			n++
+		}
+	}
+	return n
+}
+
+func configMapYAML(ns, name string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\ndata:\n  k: v\n"
+}
