@@ -54,6 +54,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.EnableLeaderElection,
 		LeaderElectionID:              "windlass-" + strings.Join(controllers, "-") + "-leader-election",
 		LeaderElectionNamespace:       opts.leaderElectionNamespace(),

@@ -21,6 +21,8 @@ type Options struct {
 
 	MetricsAddr string
 	HealthAddr  string
+	// PprofAddr serves Go's pprof profiles when not empty.
+	PprofAddr string
 
 	EnableLeaderElection    bool
 	LeaderElectionNamespace string

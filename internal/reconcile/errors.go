@@ -37,6 +37,24 @@ func (e *Waiting) Error() string { return e.Err.Error() }
 // Unwrap returns the cause.
 func (e *Waiting) Unwrap() error { return e.Err }
 
+// Progressing is work under way that the object itself started, such as
+// applied objects becoming healthy: not a failure, and not finished. The
+// object is Ready=Unknown and Reconciling=True, and is looked at again after
+// RequeueAfter, without holding a worker meanwhile.
+type Progressing struct {
+	// Reason is the condition reason, in UpperCamelCase.
+	Reason string
+	// Err says what is under way.
+	Err error
+	// RequeueAfter is when to look again.
+	RequeueAfter time.Duration
+}
+
+func (e *Progressing) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Progressing) Unwrap() error { return e.Err }
+
 // Failure is a failure that a retry may mend, such as a host that is down. It
 // is retried with exponential backoff.
 type Failure struct {
@@ -59,6 +77,11 @@ func Wait(reason string, err error, after time.Duration) error {
 	return &Waiting{Reason: reason, Err: err, RequeueAfter: after}
 }
 
+// Progress returns a Progressing error.
+func Progress(reason string, err error, after time.Duration) error {
+	return &Progressing{Reason: reason, Err: err, RequeueAfter: after}
+}
+
 // Fail returns a Failure error.
 func Fail(reason string, err error) error { return &Failure{Reason: reason, Err: err} }
 
@@ -68,6 +91,7 @@ func ReasonOf(err error, fallback string) string {
 	var (
 		s *Stalling
 		w *Waiting
+		p *Progressing
 		f *Failure
 	)
 	switch {
@@ -75,6 +99,8 @@ func ReasonOf(err error, fallback string) string {
 		return s.Reason
 	case errors.As(err, &w) && w.Reason != "":
 		return w.Reason
+	case errors.As(err, &p) && p.Reason != "":
+		return p.Reason
 	case errors.As(err, &f) && f.Reason != "":
 		return f.Reason
 	}

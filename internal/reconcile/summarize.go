@@ -42,13 +42,16 @@ type Summary struct {
 //
 //   - Stalling: Stalled=True and Ready=False; a terminal error, no retry.
 //   - Waiting: Ready=False and Reconciling=True; requeue after the wait.
+//   - Progressing: Ready=Unknown and Reconciling=True; requeue after the
+//     delay it gives.
 //   - any other error: Ready=False and Reconciling=True; retry with backoff.
 //   - success: Ready=True (or False when a negative condition still holds)
 //     and the next run after the jittered interval.
 func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 	var (
-		stalling *Stalling
-		waiting  *Waiting
+		stalling    *Stalling
+		waiting     *Waiting
+		progressing *Progressing
 	)
 	switch {
 	case errors.As(s.Err, &stalling):
@@ -62,6 +65,11 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "%s", waiting.Err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, waiting.Reason, "%s", waiting.Err.Error())
 		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}, nil
+	case errors.As(s.Err, &progressing):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "%s", progressing.Err.Error())
+		conditions.MarkUnknown(obj, meta.ReadyCondition, progressing.Reason, "%s", progressing.Err.Error())
+		return ctrl.Result{RequeueAfter: progressing.RequeueAfter}, nil
 	case s.Err != nil:
 		reason := ReasonOf(s.Err, negativeReason(obj, s.NegativeConditions, meta.FailedReason))
 		conditions.Delete(obj, meta.StalledCondition)

@@ -52,6 +52,14 @@ func TestSummarize(t *testing.T) {
 			wantErr:      true,
 		},
 		{
+			name:          "progress is Ready=Unknown and requeues without error",
+			summary:       Summary{Err: Progress(meta.ProgressingReason, errors.New("health check in progress"), 2*time.Second)},
+			wantReady:     "Unknown",
+			wantReason:    meta.ProgressingReason,
+			wantRecon:     true,
+			wantRequeueIn: [2]time.Duration{2 * time.Second, 2 * time.Second},
+		},
+		{
 			name:          "a wait requeues without error",
 			summary:       Summary{Err: Wait(meta.DependencyNotReadyReason, errors.New("dep"), 30*time.Second)},
 			wantReady:     "False",

@@ -3,6 +3,7 @@ package ssa
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -51,6 +52,10 @@ type item struct {
 	recreate bool
 	live     *unstructured.Unstructured
 	toApply  *unstructured.Unstructured
+
+	// Set by applyItem: the object as the run left it (the live one when
+	// nothing was written), for its fingerprint.
+	result *unstructured.Unstructured
 }
 
 func (it *item) gvk() schema.GroupVersionKind {
@@ -126,13 +131,12 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 		if err := announceWrites(ctx, stage, opts); err != nil {
 			return cs, err
 		}
-		var failures []*ObjectError
+		failures := m.applyAll(ctx, stage, opts, s > 0)
 		for _, it := range stage {
-			if oe := m.applyItem(ctx, it, opts); oe != nil {
-				failures = append(failures, oe)
-				continue
+			if it.result == nil && it.policy != PolicyIgnore {
+				continue // failed
 			}
-			cs.add(it.id, it.version, it.action)
+			cs.Entries = append(cs.Entries, Change{Object: it.id, Version: it.version, Action: it.action, Fingerprint: m.resultFingerprint(it)})
 			changed = changed || isChange(it.action)
 		}
 		if len(failures) > 0 {
@@ -252,25 +256,81 @@ func definedKind(crd *unstructured.Unstructured) (schema.GroupKind, bool) {
 	return schema.GroupKind{Group: group, Kind: kind}, kind != ""
 }
 
-// planAll plans every item and collects the refusals. final means stage 1
-// is in place, so nothing may be deferred any more.
-func (m *Manager) planAll(ctx context.Context, items []*item, idx setIndex, opts ApplyOptions, final bool) error {
-	var failures []*ObjectError
-	for _, it := range items {
-		if oe := m.plan(ctx, it, idx, opts, final); oe != nil {
-			failures = append(failures, oe)
-		}
+// resultFingerprint returns the fingerprint of what the run left of it.
+func (m *Manager) resultFingerprint(it *item) string {
+	if it.policy == PolicyIgnore {
+		return fingerprintIgnored
 	}
+	return m.Fingerprint(it.result)
+}
+
+// planAll plans every item, several at once, and collects the refusals in
+// the items' order. final means stage 1 is in place, so nothing may be
+// deferred any more.
+func (m *Manager) planAll(ctx context.Context, items []*item, idx setIndex, opts ApplyOptions, final bool) error {
+	failures := forEach(items, func(it *item) *ObjectError { return m.plan(ctx, it, idx, opts, final) })
 	if len(failures) > 0 {
 		return &ValidationError{Failures: failures}
 	}
 	return nil
 }
 
+// applyAll carries out the plans of items and returns the failures in the
+// items' order. With parallel, several are written at once; without, one
+// after the other in their order, as stage 1 needs: of two CRDs that claim
+// the same names, the first one wins.
+func (m *Manager) applyAll(ctx context.Context, items []*item, opts ApplyOptions, parallel bool) []*ObjectError {
+	apply := func(it *item) *ObjectError { return m.applyItem(ctx, it, opts) }
+	if parallel {
+		return forEach(items, apply)
+	}
+	var failures []*ObjectError
+	for _, it := range items {
+		if oe := apply(it); oe != nil {
+			failures = append(failures, oe)
+		}
+	}
+	return failures
+}
+
+// requestConcurrency bounds the requests that one plan or apply of a set
+// sends at once: objects are independent within a stage, and a set's
+// requests in flight together cost the API server what a few sets applied
+// one after another would.
+const requestConcurrency = 8
+
+// forEach calls f for every item, at most requestConcurrency at once, and
+// returns the non-nil results in the items' order.
+func forEach(items []*item, f func(*item) *ObjectError) []*ObjectError {
+	results := make([]*ObjectError, len(items))
+	if len(items) == 1 {
+		results[0] = f(items[0])
+	} else {
+		sem := make(chan struct{}, requestConcurrency)
+		var wg sync.WaitGroup
+		for i, it := range items {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				results[i] = f(it)
+			}()
+		}
+		wg.Wait()
+	}
+	var failures []*ObjectError
+	for _, oe := range results {
+		if oe != nil {
+			failures = append(failures, oe)
+		}
+	}
+	return failures
+}
+
 // plan decides what to do with one item: it reads the live object, runs
 // the dry-run apply and compares. It may defer an item that needs stage 1.
 func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOptions, final bool) *ObjectError {
-	it.deferred, it.recreate, it.live, it.toApply, it.action = false, false, nil, nil, ""
+	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result = false, false, nil, nil, "", nil
 	if it.policy == PolicyIgnore {
 		it.action = ActionSkipped
 		return nil
@@ -340,21 +400,24 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 	return nil
 }
 
-// applyItem carries out the plan of one item.
+// applyItem carries out the plan of one item and sets its result.
 func (m *Manager) applyItem(ctx context.Context, it *item, opts ApplyOptions) *ObjectError {
 	if it.action == ActionUnchanged || it.action == ActionSkipped {
+		it.result = it.live
 		return nil
 	}
 	if it.recreate {
 		return m.recreate(ctx, it, opts)
 	}
-	err := m.serverApply(ctx, it.toApply.DeepCopy(), false, it.policy != PolicyMerge)
+	applied := it.toApply.DeepCopy()
+	err := m.serverApply(ctx, applied, false, it.policy != PolicyMerge)
 	if err != nil && it.live != nil && isImmutableError(err) && (opts.Force || it.force) {
 		return m.recreate(ctx, it, opts)
 	}
 	if err != nil {
 		return newObjectError(it.id, it.given, err)
 	}
+	it.result = applied
 	return nil
 }
 
@@ -371,10 +434,11 @@ func (m *Manager) recreate(ctx context.Context, it *item, opts ApplyOptions) *Ob
 	if oe := m.waitGone(ctx, it.id, it.live, waitTimeout(opts.WaitTimeout)); oe != nil {
 		return oe
 	}
-	if err := m.serverApply(ctx, it.desired.DeepCopy(), false, true); err != nil {
+	applied := it.desired.DeepCopy()
+	if err := m.serverApply(ctx, applied, false, true); err != nil {
 		return newObjectError(it.id, it.given, err)
 	}
-	it.action = ActionCreated
+	it.action, it.result = ActionCreated, applied
 	return nil
 }
 

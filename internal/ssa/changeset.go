@@ -33,6 +33,9 @@ type Change struct {
 	Version string
 	// Action is what happened to it.
 	Action Action
+	// Fingerprint is the object's fingerprint as the apply left it (see
+	// Manager.Verify); empty when unknown, and for prunes.
+	Fingerprint string
 }
 
 // String returns "Kind/namespace/name action". It never holds object data.
@@ -49,6 +52,18 @@ type ChangeSet struct {
 // add records one change.
 func (cs *ChangeSet) add(obj inventory.ObjMetadata, version string, action Action) {
 	cs.Entries = append(cs.Entries, Change{Object: obj, Version: version, Action: action})
+}
+
+// Applied returns the objects that the apply left in place (every action
+// but deleted) with their fingerprints, for a later Verify.
+func (cs *ChangeSet) Applied() []Applied {
+	out := make([]Applied, 0, len(cs.Entries))
+	for _, c := range cs.Entries {
+		if c.Action != ActionDeleted {
+			out = append(out, Applied{Entry: inventory.Entry{ID: c.Object.ID(), Version: c.Version}, Fingerprint: c.Fingerprint})
+		}
+	}
+	return out
 }
 
 // Append adds the entries of other to cs.

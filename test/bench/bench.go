@@ -32,6 +32,9 @@ type Config struct {
 	Layout string
 	// Concurrent is passed to `windlass controller --concurrent`.
 	Concurrent int
+	// PprofAddr, when set, is passed to `windlass controller --pprof-addr`,
+	// so that the run can be profiled from outside.
+	PprofAddr string
 	// Cleanup deletes the run's Kustomizations, GitRepositories and
 	// namespace at the end, while the controller still runs, so that a
 	// later run on the same Cluster does not see them.
@@ -183,7 +186,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	ctrl, err := startController(bin, kubeconfig, filepath.Join(tmp, "storage"), cfg.Concurrent, cfg.KubeconfigViaEnv)
+	ctrl, err := startController(bin, kubeconfig, filepath.Join(tmp, "storage"), cfg.Concurrent, cfg.PprofAddr, cfg.KubeconfigViaEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -47,12 +47,13 @@ type controller struct {
 
 // startController starts bin as `windlass controller` against the cluster
 // of kubeconfig, with its storage in storagePath, every server on a free
-// loopback port, errors-only logging and concurrent workers per kind.
+// loopback port, errors-only logging and concurrent workers per kind;
+// pprofAddr, when not empty, serves its profiles.
 //
 // With viaEnv the kubeconfig is passed in $KUBECONFIG rather than with
 // --kubeconfig, a diagnostic: the two paths build the client configuration
 // differently (see Config.KubeconfigViaEnv).
-func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv bool) (*controller, error) {
+func startController(bin, kubeconfig, storagePath string, concurrent int, pprofAddr string, viaEnv bool) (*controller, error) {
 	ports, err := childproc.FreeAddrs(3)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, viaEnv
 		"--health-addr", c.HealthAddr,
 		"--log-level", "error",
 		"--concurrent", strconv.Itoa(concurrent),
+		"--pprof-addr", pprofAddr,
 	)...)
 	// Only the flags decide which cluster is used.
 	cmd.Env = childproc.CleanEnv()

@@ -73,6 +73,7 @@ func main() {
 	flag.IntVar(&cfg.N, "n", 100, "number of applications")
 	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
 	flag.IntVar(&cfg.Concurrent, "concurrent", 4, "passed to `windlass controller --concurrent`")
+	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
 	flag.DurationVar(&cfg.ReadyTimeout, "timeout", 10*time.Minute, "bound of each phase's wait")
 	flag.BoolVar(&cfg.KubeconfigViaEnv, "kubeconfig-via-env", false, "diagnostic: pass the kubeconfig in $KUBECONFIG rather than --kubeconfig")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")

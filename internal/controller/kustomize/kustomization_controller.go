@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,7 +71,8 @@ type KustomizationReconciler struct {
 	// NoRemoteBases refuses remote kustomize bases.
 	NoRemoteBases bool
 
-	waits healthWaits
+	waits   healthWaits
+	applied appliedStates
 }
 
 // KustomizationOptions tune the controller.
@@ -119,18 +122,11 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 }
 
 // requestsForSource maps a source whose artifact changed to the
-// Kustomizations that use it, and cancels their health checks of an older
-// revision.
+// Kustomizations that use it.
 func (r *KustomizationReconciler) requestsForSource(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
 		key := fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())
-		reqs := r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
-		if s, ok := o.(sourceObject); ok && s.GetArtifact() != nil {
-			for _, req := range reqs {
-				r.waits.cancelOlder(req.NamespacedName, s.GetArtifact().Revision)
-			}
-		}
-		return reqs
+		return r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
 	}
 }
 
@@ -157,6 +153,9 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	start := time.Now()
 	obj := &kustomizev1.Kustomization{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	defer metrics.RecordDuration(kustomizev1.KustomizationKind, obj, start)
@@ -183,6 +182,9 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *kustomizev1.Kustomization,
 	patcher *patch.Helper, res reconcile.Result, err error, start time.Time) (ctrl.Result, error) {
 	successMessage := fmt.Sprintf("Applied revision: %s", obj.Status.LastAppliedRevision)
+	// A health check in progress is no outcome for the history.
+	var progressing *reconcile.Progressing
+	outcome := !errors.As(err, &progressing)
 	result, err := reconcile.Summarize(obj, reconcile.Summary{
 		Result:             res,
 		Err:                err,
@@ -192,7 +194,9 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 		Interval:           obj.Spec.Interval.Duration,
 		JitterPercent:      r.JitterPercent,
 	})
-	recordHistory(obj, time.Since(start))
+	if outcome {
+		recordHistory(obj, time.Since(start))
+	}
 	if err != nil {
 		r.event(obj, "Warning", conditions.Reason(obj, meta.ReadyCondition), conditions.Message(obj, meta.ReadyCondition))
 		if !isTerminal(err) {
@@ -209,6 +213,12 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 		}
 	}
 	return result, err
+}
+
+// forget drops what the reconciler remembers of a Kustomization.
+func (r *KustomizationReconciler) forget(key types.NamespacedName) {
+	r.applied.forget(key)
+	r.waits.end(key)
 }
 
 // event records a Kubernetes event about obj, without credentials.

@@ -19,11 +19,14 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/sops"
+	"github.com/windlass-dev/windlass/internal/ssa"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
 // reconcile runs the pipeline: dependencies, source, build, apply, prune,
-// health. Each step sets the status it owns; Summarize sets the rest.
+// health. Each step sets the status it owns; Summarize sets the rest. When
+// the inputs are those of the last complete apply and nothing drifted, the
+// run goes from the source straight to the health checks (see applied.go).
 func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
 	source, err := r.getSource(ctx, obj)
 	if err != nil {
@@ -34,41 +37,69 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	revision := source.GetArtifact().Revision
 	obj.Status.LastAttemptedRevision = revision
-
-	dir, cleanup, err := workDir(obj)
+	in, err := r.readInputs(ctx, obj, source.GetArtifact())
 	if err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	defer cleanup()
-	if err := r.fetchArtifact(ctx, source, dir); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	objs, err := r.build(ctx, obj, dir)
-	if err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
 		return reconcile.ResultEmpty, err
 	}
 	tgt, err := r.Applier.For(ctx, obj, r.Client)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	applied, err := r.apply(ctx, obj, tgt, objs, revision, patcher)
+	m, err := applyManager(obj, tgt)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if err := r.prune(ctx, obj, tgt, applied, revision); err != nil {
+	live, err := r.verifyApplied(ctx, obj, m, in.digest)
+	if err != nil {
 		return reconcile.ResultEmpty, err
+	}
+	if live == nil {
+		if err := r.applyRevision(ctx, obj, m, source, in, patcher); err != nil {
+			return reconcile.ResultEmpty, err
+		}
 	}
 	obj.Status.LastAppliedRevision = revision
-	if err := patcher.Patch(ctx, obj); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	if err := r.checkHealth(ctx, obj, tgt, objs); err != nil {
+	if err := r.checkHealth(ctx, obj, tgt, live); err != nil {
 		return reconcile.ResultEmpty, err
 	}
 	return reconcile.ResultSuccess, nil
+}
+
+// applyRevision runs the pipeline from the artifact to the prune, and
+// remembers what it applied when every step succeeded.
+func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
+	source sourceObject, in *buildInputs, patcher *patch.Helper) error {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	r.applied.forget(key)
+	revision := source.GetArtifact().Revision
+	dir, cleanup, err := workDir(obj)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := r.fetchArtifact(ctx, source, dir); err != nil {
+		return err
+	}
+	objs, err := r.build(ctx, obj, dir, in)
+	if err != nil {
+		return err
+	}
+	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
+		return err
+	}
+	applied, err := r.apply(ctx, obj, m, objs, revision, patcher)
+	if err != nil {
+		return err
+	}
+	entries := make([]inventory.Entry, 0, len(applied))
+	for _, a := range applied {
+		entries = append(entries, a.Entry)
+	}
+	if err := r.prune(ctx, obj, m, inventory.Merge(entries, nil), revision); err != nil {
+		return err
+	}
+	r.applied.set(key, appliedState{inputs: in.digest, objects: applied})
+	return nil
 }
 
 // refuseEmptyRevision fails a revision that builds to no objects while
@@ -87,7 +118,7 @@ func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Un
 // build turns the artifact in dir into objects: generate a kustomization
 // when the path has none, decrypt the files that secret generators read,
 // build with the spec's overlays, substitute variables, decrypt Secrets.
-func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Kustomization, dir string) ([]*unstructured.Unstructured, error) {
+func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Kustomization, dir string, in *buildInputs) ([]*unstructured.Unstructured, error) {
 	path := filepath.Clean(strings.TrimPrefix(obj.Spec.Path, "./"))
 	if _, err := securejoin.SecureJoin(dir, path); err != nil || path == ".." || strings.HasPrefix(path, "../") || filepath.IsAbs(obj.Spec.Path) {
 		return nil, reconcile.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
@@ -95,7 +126,7 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 	if err := kustomize.Generate(dir, path); err != nil {
 		return nil, buildFailed(fmt.Errorf("generating a kustomization for '%s': %w", obj.Spec.Path, err))
 	}
-	decryptor, err := r.decryptor(ctx, obj)
+	decryptor, err := newDecryptor(obj, in.keys)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +139,7 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 	if err != nil {
 		return nil, buildFailed(err)
 	}
-	if docs, err = r.substitute(ctx, obj, docs); err != nil {
+	if docs, err = substituteDocs(obj, docs, in.vars); err != nil {
 		return nil, err
 	}
 	objs, err := kustomize.Decode(docs)
@@ -166,20 +197,11 @@ func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) k
 	return opts
 }
 
-// decryptor returns the SOPS decryptor of spec.decryption, or nil.
-func (r *KustomizationReconciler) decryptor(ctx context.Context, obj *kustomizev1.Kustomization) (*sops.Decryptor, error) {
-	d := obj.Spec.Decryption
-	if d == nil {
+// newDecryptor returns the SOPS decryptor of spec.decryption with keys,
+// or nil.
+func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops.Decryptor, error) {
+	if obj.Spec.Decryption == nil {
 		return nil, nil
-	}
-	var keys map[string][]byte
-	if d.SecretRef != nil {
-		var secret corev1.Secret
-		key := types.NamespacedName{Namespace: obj.Namespace, Name: d.SecretRef.Name}
-		if err := r.Get(ctx, key, &secret); err != nil {
-			return nil, decryptionFailed(fmt.Errorf("reading the decryption secret '%s': %w", key, err))
-		}
-		keys = secret.Data
 	}
 	dec, err := sops.NewDecryptor(keys)
 	if err != nil {
@@ -188,25 +210,12 @@ func (r *KustomizationReconciler) decryptor(ctx context.Context, obj *kustomizev
 	return dec, nil
 }
 
-// substitute runs the post-build substitution of spec.postBuild on the
-// built YAML documents, before they are decoded, so that quoted values stay
-// strings.
-func (r *KustomizationReconciler) substitute(ctx context.Context, obj *kustomizev1.Kustomization, docs [][]byte) ([][]byte, error) {
+// substituteDocs runs the post-build substitution of spec.postBuild with
+// vars on the built YAML documents, before they are decoded, so that quoted
+// values stay strings.
+func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[string]string) ([][]byte, error) {
 	pb := obj.Spec.PostBuild
-	if pb == nil {
-		return docs, nil
-	}
-	var sources []map[string]string
-	for _, ref := range pb.SubstituteFrom {
-		vars, err := r.substituteVars(ctx, obj.Namespace, ref)
-		if err != nil {
-			return nil, err
-		}
-		sources = append(sources, vars)
-	}
-	sources = append(sources, pb.Substitute)
-	vars := substitute.Vars(sources...)
-	if len(vars) == 0 && pb.SubstituteStrategy != "Always" {
+	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != "Always") {
 		return docs, nil
 	}
 	out := make([][]byte, len(docs))

@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,12 +75,18 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	if err := git.SetupWithManager(ctx, mgr, source.GitRepositoryOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
 		return err
 	}
+	applyCfg := rest.CopyConfig(mgr.GetConfig())
+	applyCfg.Wrap(dryRuns.wrap)
+	applyHTTP, err := rest.HTTPClientFor(applyCfg)
+	if err != nil {
+		return err
+	}
 	ks := &KustomizationReconciler{
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorder("kustomize-controller"),
 		Fetcher:       &fetch.Local{Storage: storage},
 		Applier: &ApplierFactory{
-			Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Config: applyCfg, HTTPClient: applyHTTP, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		},
 		DependencyRequeue: time.Second,
 	}
@@ -91,6 +100,46 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	}()
 	return nil
 }
+
+// dryRuns counts the server-side dry runs that the Kustomization
+// controller's local apply client sends, by namespace.
+var dryRuns = &requestCounter{match: func(r *http.Request) bool { return r.URL.Query().Get("dryRun") != "" }}
+
+// requestCounter counts the requests that match, by the namespace in their
+// path.
+type requestCounter struct {
+	match  func(*http.Request) bool
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if c.match(r) {
+			if _, rest, ok := strings.Cut(r.URL.Path, "/namespaces/"); ok {
+				ns, _, _ := strings.Cut(rest, "/")
+				c.mu.Lock()
+				if c.counts == nil {
+					c.counts = map[string]int{}
+				}
+				c.counts[ns]++
+				c.mu.Unlock()
+			}
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// in returns the count of namespace ns.
+func (c *requestCounter) in(ns string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[ns]
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // waitForKs returns the Kustomization once cond holds for it.
 func waitForKs(g *WithT, key client.ObjectKey, cond func(*kustomizev1.Kustomization) bool) *kustomizev1.Kustomization {

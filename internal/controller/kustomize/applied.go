@@ -1,0 +1,138 @@
+package kustomize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/substitute"
+)
+
+// A run whose inputs are those of the last complete apply, and whose
+// objects are all as that apply left them, has nothing to build or apply:
+// it reads the objects, compares their fingerprints (see ssa.Verify) and
+// goes on to the health checks. Drift, a deleted object, a new revision, a
+// changed spec, substitution variable or decryption key all take the whole
+// pipeline. What is remembered is small (a digest and one fingerprint per
+// object) and only an optimization: after a restart the first run of each
+// Kustomization builds and dry-runs everything, as a run always may.
+
+// appliedState is what the last complete apply of a Kustomization left.
+type appliedState struct {
+	// inputs digests what the objects were built from (buildInputs.digest).
+	inputs string
+	// objects are the applied objects with their fingerprints.
+	objects []ssa.Applied
+}
+
+// appliedStates holds the appliedState of each Kustomization.
+type appliedStates struct {
+	mu     sync.Mutex
+	states map[types.NamespacedName]appliedState
+}
+
+func (s *appliedStates) get(key types.NamespacedName) (appliedState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.states[key]
+	return st, ok
+}
+
+func (s *appliedStates) set(key types.NamespacedName, st appliedState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.states == nil {
+		s.states = map[types.NamespacedName]appliedState{}
+	}
+	s.states[key] = st
+}
+
+func (s *appliedStates) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.states, key)
+}
+
+// buildInputs is what a build reads besides the artifact: the variables of
+// postBuild and the decryption keys. digest identifies them together with
+// the artifact and the spec.
+type buildInputs struct {
+	// vars are the substitution variables; nil without postBuild.
+	vars map[string]string
+	// keys are the decryption Secret's data; nil without one.
+	keys   map[string][]byte
+	digest string
+}
+
+// readInputs reads the substitution variables and decryption keys of obj
+// and digests them with the artifact and the spec.
+func (r *KustomizationReconciler) readInputs(ctx context.Context, obj *kustomizev1.Kustomization, artifact *meta.Artifact) (*buildInputs, error) {
+	in := &buildInputs{}
+	if pb := obj.Spec.PostBuild; pb != nil {
+		var sources []map[string]string
+		for _, ref := range pb.SubstituteFrom {
+			vars, err := r.substituteVars(ctx, obj.Namespace, ref)
+			if err != nil {
+				return nil, err
+			}
+			sources = append(sources, vars)
+		}
+		in.vars = substitute.Vars(append(sources, pb.Substitute)...)
+	}
+	if d := obj.Spec.Decryption; d != nil && d.SecretRef != nil {
+		var secret corev1.Secret
+		key := types.NamespacedName{Namespace: obj.Namespace, Name: d.SecretRef.Name}
+		if err := r.Get(ctx, key, &secret); err != nil {
+			return nil, decryptionFailed(fmt.Errorf("reading the decryption secret '%s': %w", key, err))
+		}
+		in.keys = secret.Data
+	}
+	spec, err := json.Marshal(obj.Spec)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%s\x00%s\x00%s\x00", artifact.Digest, artifact.Revision, spec)
+	for _, k := range slices.Sorted(maps.Keys(in.vars)) {
+		fmt.Fprintf(sum, "v%s\x00%s\x00", k, in.vars[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.keys)) {
+		fmt.Fprintf(sum, "k%s\x00%x\x00", k, sha256.Sum256(in.keys[k]))
+	}
+	in.digest = hex.EncodeToString(sum.Sum(nil))
+	return in, nil
+}
+
+// verifyApplied returns the live objects of obj when its last complete
+// apply was made from inputs and every object is still as that apply left
+// it; nil when the pipeline must run.
+func (r *KustomizationReconciler) verifyApplied(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager, inputs string) (map[string]*unstructured.Unstructured, error) {
+	st, ok := r.applied.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+	if !ok || st.inputs != inputs {
+		return nil, nil
+	}
+	live, err := m.Verify(ctx, st.objects)
+	switch {
+	case errors.Is(err, ssa.ErrDrifted):
+		ctrl.LoggerFrom(ctx).V(1).Info("Applied objects changed, applying again", "reason", err.Error())
+		return nil, nil
+	case err != nil:
+		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+	}
+	return live, nil
+}

@@ -1,0 +1,217 @@
+package kustomize
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// Health checks do not hold a worker: a run checks once, and while objects
+// are in progress the Kustomization is Ready=Unknown and looked at again
+// soon (healthRecheckDelay), by a run that finds nothing to apply and only
+// reads the objects. A new source revision is handled at once, by the
+// source's watch, instead of waiting for the old revision's objects.
+
+// Bounds of the delay between two health checks of one wait.
+const (
+	minHealthRecheck = 250 * time.Millisecond
+	maxHealthRecheck = 5 * time.Second
+)
+
+// healthRecheckDelay returns when to check again a wait that began elapsed
+// ago and ends in remaining: soon at first, since most objects are healthy
+// within a second of being applied, then less often.
+func healthRecheckDelay(elapsed, remaining time.Duration) time.Duration {
+	d := min(max(elapsed/2, minHealthRecheck), maxHealthRecheck)
+	return max(min(d, remaining), 0) + 10*time.Millisecond
+}
+
+// healthWaits remembers when each Kustomization began to wait for the
+// health of a revision, for the timeout.
+type healthWaits struct {
+	mu     sync.Mutex
+	starts map[types.NamespacedName]healthWaitStart
+}
+
+type healthWaitStart struct {
+	revision string
+	at       time.Time
+}
+
+// since returns when key began to wait for revision, starting the wait now
+// when it waited for nothing or for another revision.
+func (h *healthWaits) since(key types.NamespacedName, revision string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.starts[key]; ok && s.revision == revision {
+		return s.at
+	}
+	if h.starts == nil {
+		h.starts = map[types.NamespacedName]healthWaitStart{}
+	}
+	now := time.Now()
+	h.starts[key] = healthWaitStart{revision: revision, at: now}
+	return now
+}
+
+// end forgets the wait of key.
+func (h *healthWaits) end(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.starts, key)
+}
+
+// checkHealth checks once the objects that spec.wait or spec.healthChecks
+// name, and sets the Healthy condition. Objects still in progress make it
+// return a Progressing error that requeues the Kustomization, until the
+// timeout, counted from the first check of the revision, fails the check.
+// live holds objects already read in this run, by inventory ID.
+func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, t *target,
+	live map[string]*unstructured.Unstructured) error {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	refs := healthRefs(obj, inventoryOf(obj))
+	if len(refs) == 0 {
+		r.waits.end(key)
+		conditions.Delete(obj, meta.HealthyCondition)
+		return nil
+	}
+	exprs := make([]health.Expr, 0, len(obj.Spec.HealthCheckExprs))
+	for _, e := range obj.Spec.HealthCheckExprs {
+		exprs = append(exprs, health.Expr{APIVersion: e.APIVersion, Kind: e.Kind, Current: e.Current, InProgress: e.InProgress, Failed: e.Failed})
+	}
+	if err := health.ValidateExprs(exprs); err != nil {
+		return reconcile.Stall(meta.InvalidCELExpressionReason, err)
+	}
+	result, err := health.NewChecker(readerWith(live, t.client), t.mapper).Check(ctx, refs, exprs...)
+	if err != nil {
+		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
+	}
+	revision := obj.Status.LastAttemptedRevision
+	if result.AllCurrent() {
+		r.waits.end(key)
+		conditions.MarkTrue(obj, meta.HealthyCondition, meta.SucceededReason, "Health check passed")
+		return nil
+	}
+	timeout := obj.GetTimeout()
+	elapsed := time.Since(r.waits.since(key, revision))
+	var failure *health.WaitError
+	switch {
+	case len(result.Failed()) > 0:
+		failure = &health.WaitError{Err: health.ErrFailed, Timeout: timeout, Objects: result.Failed()}
+	case elapsed >= timeout:
+		failure = &health.WaitError{Err: health.ErrTimeout, Timeout: timeout, Objects: result.NotReady()}
+	}
+	if failure != nil {
+		r.waits.end(key)
+		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", failure.Error())
+		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, failure)
+	}
+	waiting := make([]string, 0, len(result.NotReady()))
+	for _, s := range result.NotReady() {
+		waiting = append(waiting, s.String())
+	}
+	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(waiting, "; "))
+	conditions.MarkUnknown(obj, meta.HealthyCondition, meta.ProgressingReason, "%s", msg)
+	return reconcile.Progress(meta.ProgressingReason, fmt.Errorf("%s", msg), healthRecheckDelay(elapsed, timeout-elapsed))
+}
+
+// readerWith returns a reader that answers from live (objects by inventory
+// ID) when it holds the object asked for at the same version, and from c
+// otherwise.
+func readerWith(live map[string]*unstructured.Unstructured, c client.Reader) client.Reader {
+	if len(live) == 0 {
+		return c
+	}
+	return liveReader{Reader: c, live: live}
+}
+
+type liveReader struct {
+	client.Reader
+	live map[string]*unstructured.Unstructured
+}
+
+func (l liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return l.Reader.Get(ctx, key, obj, opts...)
+	}
+	gvk := u.GroupVersionKind()
+	id := inventory.ObjMetadata{Namespace: key.Namespace, Name: key.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()
+	found, ok := l.live[id]
+	if !ok || found.GroupVersionKind() != gvk {
+		return l.Reader.Get(ctx, key, obj, opts...)
+	}
+	u.Object = found.DeepCopy().Object
+	return nil
+}
+
+// healthRefs returns the objects to check: every applied object (the
+// inventory) with spec.wait, else spec.healthChecks.
+func healthRefs(obj *kustomizev1.Kustomization, applied []inventory.Entry) []health.ObjectRef {
+	var refs []health.ObjectRef
+	if obj.Spec.Wait {
+		for _, e := range applied {
+			if ref, ok := entryRef(e); ok {
+				refs = append(refs, ref)
+			}
+		}
+		return refs
+	}
+	for _, hc := range obj.Spec.HealthChecks {
+		ns := hc.Namespace
+		if ns == "" {
+			ns = obj.Namespace
+		}
+		apiVersion := hc.APIVersion
+		if apiVersion == "" {
+			apiVersion = guessAPIVersion(hc.Kind, ns, hc.Name, applied)
+		}
+		refs = append(refs, health.ObjectRef{APIVersion: apiVersion, Kind: hc.Kind, Namespace: ns, Name: hc.Name})
+	}
+	return refs
+}
+
+// entryRef returns the health reference of an inventory entry.
+func entryRef(e inventory.Entry) (health.ObjectRef, bool) {
+	id, err := e.ObjMetadata()
+	if err != nil {
+		return health.ObjectRef{}, false
+	}
+	gv := schema.GroupVersion{Group: id.Group, Version: e.Version}
+	return health.ObjectRef{APIVersion: gv.String(), Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}, true
+}
+
+// wellKnownAPIVersions are the API versions of the kinds that health checks
+// name most, for checks written without an apiVersion (as v1beta1 allowed).
+var wellKnownAPIVersions = map[string]string{
+	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "ReplicaSet": "apps/v1",
+	"Job": "batch/v1", "CronJob": "batch/v1", "Service": "v1", "Pod": "v1", "PersistentVolumeClaim": "v1",
+	"Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Ingress": "networking.k8s.io/v1",
+	"HelmRelease": "helm.toolkit.fluxcd.io/v2", "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
+}
+
+// guessAPIVersion returns the API version of the object a health check
+// names without one: that of the applied object it names, else the
+// well-known version of its kind.
+func guessAPIVersion(kind, ns, name string, applied []inventory.Entry) string {
+	for _, e := range applied {
+		if ref, ok := entryRef(e); ok && ref.Kind == kind && ref.Name == name && (ref.Namespace == ns || ref.Namespace == "") {
+			return ref.APIVersion
+		}
+	}
+	return wellKnownAPIVersions[kind]
+}
