@@ -98,8 +98,10 @@ func TestFingerprint(t *testing.T) {
 			same: true,
 		},
 		{
-			name:   "an owned value changed",
-			change: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas") },
+			name: "an owned value changed",
+			change: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
+			},
 		},
 		{
 			name:   "an owned field in a list item changed",
