@@ -21,10 +21,14 @@ type Reconcilable interface {
 }
 
 // Prepare does what every reconciler does before its steps: it adds the
-// finalizer, records whether the object is suspended, echoes the reconcile
-// request token and marks a new generation as Reconciling, patching at once
-// so that users see the work start. It returns false when the object is
-// suspended and nothing more should be done.
+// finalizer (patching at once, so that nothing is created before it is
+// there), records whether the object is suspended, echoes the reconcile
+// request token and marks a new generation as Reconciling. It returns false
+// when the object is suspended and nothing more should be done.
+//
+// The Reconciling condition is not patched here: a reconciler whose steps
+// may take long calls AnnounceNewGeneration, one that patches its status
+// before it writes anything else lets that patch carry it.
 func Prepare(ctx context.Context, kind string, obj Reconcilable, suspended bool, patcher *patch.Helper) (bool, error) {
 	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
 		controllerutil.AddFinalizer(obj, meta.Finalizer)
@@ -43,9 +47,15 @@ func Prepare(ctx context.Context, kind string, obj Reconcilable, suspended bool,
 	if obj.GetGeneration() != obj.GetObservedGeneration() {
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason,
 			"processing object: new generation %d -> %d", obj.GetObservedGeneration(), obj.GetGeneration())
-		if err := patcher.Patch(ctx, obj); err != nil {
-			return false, err
-		}
 	}
 	return true, nil
+}
+
+// AnnounceNewGeneration patches the status of an object whose generation
+// is new, so that users see Reconciling=True while long steps run.
+func AnnounceNewGeneration(ctx context.Context, obj Reconcilable, patcher *patch.Helper) error {
+	if obj.GetGeneration() == obj.GetObservedGeneration() {
+		return nil
+	}
+	return patcher.Patch(ctx, obj)
 }

@@ -136,7 +136,7 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 			if it.result == nil && it.policy != PolicyIgnore {
 				continue // failed
 			}
-			cs.Entries = append(cs.Entries, Change{Object: it.id, Version: it.version, Action: it.action, Fingerprint: m.resultFingerprint(it)})
+			cs.Entries = append(cs.Entries, Change{Object: it.id, Version: it.version, Action: it.action, Fingerprint: m.resultFingerprint(it), Live: it.result})
 			changed = changed || isChange(it.action)
 		}
 		if len(failures) > 0 {

@@ -3,6 +3,8 @@ package ssa
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/windlass-dev/windlass/internal/inventory"
 )
 
@@ -36,6 +38,11 @@ type Change struct {
 	// Fingerprint is the object's fingerprint as the apply left it (see
 	// Manager.Verify); empty when unknown, and for prunes.
 	Fingerprint string
+	// Live is the object as the apply left it (the server's answer, or the
+	// object read when nothing was written); nil for prunes and for
+	// objects never read. Callers should not keep it longer than the
+	// ChangeSet.
+	Live *unstructured.Unstructured
 }
 
 // String returns "Kind/namespace/name action". It never holds object data.
@@ -61,6 +68,17 @@ func (cs *ChangeSet) Applied() []Applied {
 	for _, c := range cs.Entries {
 		if c.Action != ActionDeleted {
 			out = append(out, Applied{Entry: inventory.Entry{ID: c.Object.ID(), Version: c.Version}, Fingerprint: c.Fingerprint})
+		}
+	}
+	return out
+}
+
+// Live returns the objects as the apply left them, by inventory ID.
+func (cs *ChangeSet) Live() map[string]*unstructured.Unstructured {
+	out := make(map[string]*unstructured.Unstructured, len(cs.Entries))
+	for _, c := range cs.Entries {
+		if c.Live != nil {
+			out[c.Object.ID()] = c.Live
 		}
 	}
 	return out

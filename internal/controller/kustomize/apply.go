@@ -29,14 +29,14 @@ func applyManager(obj *kustomizev1.Kustomization, t *target) (*ssa.Manager, erro
 
 // apply applies the objects in stages, after a server-side dry run of all
 // of them: when the dry run refuses one, nothing is applied. It returns
-// what it applied, with fingerprints, and records the changes in an event.
+// what it applied and records the changes in an event.
 //
 // Objects join the status inventory before they are written (see
 // writeAhead), so that a later revision can prune them even when this run
 // dies half-way; when an apply fails half-way, what was applied stays in
 // the inventory for the same reason.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
-	objs []*unstructured.Unstructured, revision string, patcher *patch.Helper) ([]ssa.Applied, error) {
+	objs []*unstructured.Unstructured, revision string, patcher *patch.Helper) (*ssa.ChangeSet, error) {
 	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{
 		Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), BeforeWrite: writeAhead(obj, patcher),
 	})
@@ -51,7 +51,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		recordInventory(obj, inventory.Merge(inventoryOf(obj), changes.Inventory()))
 		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
-	return changes.Applied(), nil
+	return changes, nil
 }
 
 // writeAhead returns the ssa.ApplyOptions.BeforeWrite of obj: it adds the

@@ -28,15 +28,15 @@ import (
 
 // Bounds of the delay between two health checks of one wait.
 const (
-	minHealthRecheck = 250 * time.Millisecond
+	minHealthRecheck = 500 * time.Millisecond
 	maxHealthRecheck = 5 * time.Second
 )
 
 // healthRecheckDelay returns when to check again a wait that began elapsed
 // ago and ends in remaining: soon at first, since most objects are healthy
-// within a second of being applied, then less often.
+// within a second or two of being applied, then less often.
 func healthRecheckDelay(elapsed, remaining time.Duration) time.Duration {
-	d := min(max(elapsed/2, minHealthRecheck), maxHealthRecheck)
+	d := min(max(elapsed, minHealthRecheck), maxHealthRecheck)
 	return max(min(d, remaining), 0) + 10*time.Millisecond
 }
 

@@ -54,7 +54,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return reconcile.ResultEmpty, err
 	}
 	if live == nil {
-		if err := r.applyRevision(ctx, obj, m, source, in, patcher); err != nil {
+		if live, err = r.applyRevision(ctx, obj, m, source, in, patcher); err != nil {
 			return reconcile.ResultEmpty, err
 		}
 	}
@@ -66,40 +66,37 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 }
 
 // applyRevision runs the pipeline from the artifact to the prune, and
-// remembers what it applied when every step succeeded.
+// remembers what it applied when every step succeeded. It returns the
+// applied objects as the apply left them, by inventory ID.
 func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
-	source sourceObject, in *buildInputs, patcher *patch.Helper) error {
+	source sourceObject, in *buildInputs, patcher *patch.Helper) (map[string]*unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	r.applied.forget(key)
 	revision := source.GetArtifact().Revision
 	dir, cleanup, err := workDir(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cleanup()
 	if err := r.fetchArtifact(ctx, source, dir); err != nil {
-		return err
+		return nil, err
 	}
 	objs, err := r.build(ctx, obj, dir, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
-		return err
+		return nil, err
 	}
-	applied, err := r.apply(ctx, obj, m, objs, revision, patcher)
+	changes, err := r.apply(ctx, obj, m, objs, revision, patcher)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	entries := make([]inventory.Entry, 0, len(applied))
-	for _, a := range applied {
-		entries = append(entries, a.Entry)
+	if err := r.prune(ctx, obj, m, changes.Inventory(), revision); err != nil {
+		return nil, err
 	}
-	if err := r.prune(ctx, obj, m, inventory.Merge(entries, nil), revision); err != nil {
-		return err
-	}
-	r.applied.set(key, appliedState{inputs: in.digest, objects: applied})
-	return nil
+	r.applied.set(key, appliedState{inputs: in.digest, objects: changes.Applied()})
+	return changes.Live(), nil
 }
 
 // refuseEmptyRevision fails a revision that builds to no objects while

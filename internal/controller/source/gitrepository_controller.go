@@ -134,6 +134,9 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if proceed, err := reconcile.Prepare(ctx, sourcev1.GitRepositoryKind, obj, obj.Spec.Suspend, patcher); !proceed {
 		return ctrl.Result{}, err
 	}
+	if err := reconcile.AnnounceNewGeneration(ctx, obj, patcher); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	var res reconcile.Result
 	defer func() {
