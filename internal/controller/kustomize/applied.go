@@ -118,21 +118,27 @@ func (r *KustomizationReconciler) readInputs(ctx context.Context, obj *kustomize
 	return in, nil
 }
 
-// verifyApplied returns the live objects of obj when its last complete
-// apply was made from inputs and every object is still as that apply left
-// it; nil when the pipeline must run.
-func (r *KustomizationReconciler) verifyApplied(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager, inputs string) (map[string]*unstructured.Unstructured, error) {
-	st, ok := r.applied.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
+// upToDate reports whether the last complete apply of obj was made from
+// inputs and every object is still as that apply left it; it then returns
+// the objects it read, by inventory ID. While a health wait of the revision
+// is under way nothing is read: the wait rechecks its objects, and drift is
+// looked for once it ends.
+func (r *KustomizationReconciler) upToDate(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager, inputs string) (map[string]*unstructured.Unstructured, bool, error) {
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	st, ok := r.applied.get(key)
 	if !ok || st.inputs != inputs {
-		return nil, nil
+		return nil, false, nil
+	}
+	if _, waiting := r.waits.get(key, obj.Status.LastAttemptedRevision); waiting {
+		return nil, true, nil
 	}
 	live, err := m.Verify(ctx, st.objects)
 	switch {
 	case errors.Is(err, ssa.ErrDrifted):
 		ctrl.LoggerFrom(ctx).V(1).Info("Applied objects changed, applying again", "reason", err.Error())
-		return nil, nil
+		return nil, false, nil
 	case err != nil:
-		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+		return nil, false, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
-	return live, nil
+	return live, true, nil
 }

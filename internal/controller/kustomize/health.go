@@ -22,9 +22,10 @@ import (
 
 // Health checks do not hold a worker: a run checks once, and while objects
 // are in progress the Kustomization is Ready=Unknown and looked at again
-// soon (healthRecheckDelay), by a run that finds nothing to apply and only
-// reads the objects. A new source revision is handled at once, by the
-// source's watch, instead of waiting for the old revision's objects.
+// soon (healthRecheckDelay), by a run that finds nothing to build or apply
+// and reads only the objects not healthy yet. A new source revision (or any
+// other new input) is handled at once, instead of waiting for the old
+// revision's objects.
 
 // Bounds of the delay between two health checks of one wait.
 const (
@@ -40,39 +41,52 @@ func healthRecheckDelay(elapsed, remaining time.Duration) time.Duration {
 	return max(min(d, remaining), 0) + 10*time.Millisecond
 }
 
-// healthWaits remembers when each Kustomization began to wait for the
-// health of a revision, for the timeout.
+// healthWaits remembers, for each Kustomization whose objects are not all
+// healthy yet, when it began to wait for the health of its revision (for
+// the timeout) and which objects it still waits for: a recheck reads only
+// those.
 type healthWaits struct {
 	mu     sync.Mutex
-	starts map[types.NamespacedName]healthWaitStart
+	states map[types.NamespacedName]healthWait
 }
 
-type healthWaitStart struct {
+type healthWait struct {
 	revision string
-	at       time.Time
+	since    time.Time
+	pending  []health.ObjectRef
 }
 
-// since returns when key began to wait for revision, starting the wait now
-// when it waited for nothing or for another revision.
-func (h *healthWaits) since(key types.NamespacedName, revision string) time.Time {
+// get returns the wait of key for revision, if one is under way.
+func (h *healthWaits) get(key types.NamespacedName, revision string) (healthWait, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s, ok := h.starts[key]; ok && s.revision == revision {
-		return s.at
+	w, ok := h.states[key]
+	return w, ok && w.revision == revision
+}
+
+// wait records that key still waits for the pending objects of revision,
+// and returns when the wait began: now, unless it already waited for that
+// revision.
+func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []health.ObjectRef) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, ok := h.states[key]
+	if !ok || w.revision != revision {
+		w = healthWait{revision: revision, since: time.Now()}
 	}
-	if h.starts == nil {
-		h.starts = map[types.NamespacedName]healthWaitStart{}
+	w.pending = pending
+	if h.states == nil {
+		h.states = map[types.NamespacedName]healthWait{}
 	}
-	now := time.Now()
-	h.starts[key] = healthWaitStart{revision: revision, at: now}
-	return now
+	h.states[key] = w
+	return w.since
 }
 
 // end forgets the wait of key.
 func (h *healthWaits) end(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.starts, key)
+	delete(h.states, key)
 }
 
 // checkHealth checks once the objects that spec.wait or spec.healthChecks
@@ -83,7 +97,11 @@ func (h *healthWaits) end(key types.NamespacedName) {
 func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, t *target,
 	live map[string]*unstructured.Unstructured) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	revision := obj.Status.LastAttemptedRevision
 	refs := healthRefs(obj, inventoryOf(obj))
+	if w, ok := r.waits.get(key, revision); ok {
+		refs = w.pending
+	}
 	if len(refs) == 0 {
 		r.waits.end(key)
 		conditions.Delete(obj, meta.HealthyCondition)
@@ -100,28 +118,32 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	if err != nil {
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
 	}
-	revision := obj.Status.LastAttemptedRevision
 	if result.AllCurrent() {
 		r.waits.end(key)
 		conditions.MarkTrue(obj, meta.HealthyCondition, meta.SucceededReason, "Health check passed")
 		return nil
 	}
 	timeout := obj.GetTimeout()
-	elapsed := time.Since(r.waits.since(key, revision))
+	notReady := result.NotReady()
+	pending := make([]health.ObjectRef, 0, len(notReady))
+	for _, s := range notReady {
+		pending = append(pending, s.Ref)
+	}
+	elapsed := time.Since(r.waits.wait(key, revision, pending))
 	var failure *health.WaitError
 	switch {
 	case len(result.Failed()) > 0:
 		failure = &health.WaitError{Err: health.ErrFailed, Timeout: timeout, Objects: result.Failed()}
 	case elapsed >= timeout:
-		failure = &health.WaitError{Err: health.ErrTimeout, Timeout: timeout, Objects: result.NotReady()}
+		failure = &health.WaitError{Err: health.ErrTimeout, Timeout: timeout, Objects: notReady}
 	}
 	if failure != nil {
 		r.waits.end(key)
 		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", failure.Error())
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, failure)
 	}
-	waiting := make([]string, 0, len(result.NotReady()))
-	for _, s := range result.NotReady() {
+	waiting := make([]string, 0, len(notReady))
+	for _, s := range notReady {
 		waiting = append(waiting, s.String())
 	}
 	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(waiting, "; "))

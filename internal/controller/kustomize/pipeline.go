@@ -49,11 +49,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	live, err := r.verifyApplied(ctx, obj, m, in.digest)
+	live, current, err := r.upToDate(ctx, obj, m, in.digest)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if live == nil {
+	if !current {
 		if live, err = r.applyRevision(ctx, obj, m, source, in, patcher); err != nil {
 			return reconcile.ResultEmpty, err
 		}
@@ -71,7 +71,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
 	source sourceObject, in *buildInputs, patcher *patch.Helper) (map[string]*unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	r.applied.forget(key)
+	r.forget(key)
 	revision := source.GetArtifact().Revision
 	dir, cleanup, err := workDir(obj)
 	if err != nil {
