@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -29,9 +30,10 @@ func NewHelper(obj client.Object, c client.Client) *Helper {
 
 // Patch sends the changes made to obj since the last snapshot, then takes a
 // new snapshot. A status patch of an object that is gone is not an error.
+// The merge patch is computed once and split: the status part goes to the
+// status subresource, the rest to the object.
 func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
-	from := client.MergeFrom(h.before)
-	data, err := from.Data(obj)
+	data, err := client.MergeFrom(h.before).Data(obj)
 	if err != nil {
 		return fmt.Errorf("computing patch: %w", err)
 	}
@@ -39,20 +41,26 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	if err := json.Unmarshal(data, &changes); err != nil {
 		return fmt.Errorf("reading patch: %w", err)
 	}
-	_, statusChanged := changes["status"]
+	status, statusChanged := changes["status"]
 	delete(changes, "status")
-
 	if len(changes) > 0 {
-		if err := h.client.Patch(ctx, obj.DeepCopyObject().(client.Object), from); err != nil {
+		if err := h.client.Patch(ctx, obj.DeepCopyObject().(client.Object), rawMergePatch(changes)); err != nil {
 			return fmt.Errorf("patching %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}
 	if statusChanged {
-		err := h.client.Status().Patch(ctx, obj.DeepCopyObject().(client.Object), from)
+		patch := rawMergePatch(map[string]json.RawMessage{"status": status})
+		err := h.client.Status().Patch(ctx, obj.DeepCopyObject().(client.Object), patch)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}
 	h.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// rawMergePatch returns the JSON merge patch of fields.
+func rawMergePatch(fields map[string]json.RawMessage) client.Patch {
+	data, _ := json.Marshal(fields) // raw JSON values always marshal
+	return client.RawPatch(types.MergePatchType, data)
 }

@@ -80,3 +80,20 @@ func TestNewRevisionDoesNotWaitForTheOldHealthCheck(t *testing.T) {
 	g.Expect(time.Since(start)).To(BeNumerically("<", time.Minute), "the old revision's health was not waited for until its timeout")
 	g.Expect(conditions.IsTrue(got, meta.HealthyCondition)).To(BeTrue())
 }
+
+func TestHealthRecheckDelay(t *testing.T) {
+	tests := []struct {
+		elapsed, remaining, want time.Duration
+	}{
+		{0, time.Minute, minHealthRecheck + 10*time.Millisecond},
+		{2 * time.Second, time.Minute, 2*time.Second + 10*time.Millisecond},
+		{time.Minute, time.Hour, maxHealthRecheck + 10*time.Millisecond},
+		{3 * time.Second, time.Second, time.Second + 10*time.Millisecond},
+		{time.Second, -time.Second, 10 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := healthRecheckDelay(tt.elapsed, tt.remaining); got != tt.want {
+			t.Errorf("healthRecheckDelay(%s, %s) = %s, want %s", tt.elapsed, tt.remaining, got, tt.want)
+		}
+	}
+}
