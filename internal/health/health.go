@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/parallel"
 )
 
 // Status is the health of one object.
@@ -167,17 +168,7 @@ func (c *Checker) Check(ctx context.Context, refs []ObjectRef, exprs ...Expr) (R
 func (c *Checker) check(ctx context.Context, refs []ObjectRef, set *exprSet) (Result, error) {
 	out := make(Result, len(refs))
 	errs := make([]error, len(refs))
-	sem := make(chan struct{}, max(c.concurrency, 1))
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = c.checkOne(ctx, ref, set)
-		}()
-	}
-	wg.Wait()
+	parallel.Do(len(refs), c.concurrency, func(i int) { out[i], errs[i] = c.checkOne(ctx, refs[i], set) })
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package ssa
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/parallel"
 )
 
 // ApplyOptions configure ApplyAllStaged and Validate.
@@ -303,21 +303,7 @@ const requestConcurrency = 8
 // returns the non-nil results in the items' order.
 func forEach(items []*item, f func(*item) *ObjectError) []*ObjectError {
 	results := make([]*ObjectError, len(items))
-	if len(items) == 1 {
-		results[0] = f(items[0])
-	} else {
-		sem := make(chan struct{}, requestConcurrency)
-		var wg sync.WaitGroup
-		for i, it := range items {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				results[i] = f(it)
-			}()
-		}
-		wg.Wait()
-	}
+	parallel.Do(len(items), requestConcurrency, func(i int) { results[i] = f(items[i]) })
 	var failures []*ObjectError
 	for _, oe := range results {
 		if oe != nil {

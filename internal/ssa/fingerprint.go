@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/parallel"
 )
 
 // Fingerprints tell whether an object is still as an apply left it, without
@@ -131,34 +131,21 @@ var ErrDrifted = errors.New("an applied object changed")
 // one changed or is gone. An object without a fingerprint counts as
 // changed; an object applied with the Ignore policy is not read.
 func (m *Manager) Verify(ctx context.Context, applied []Applied) (map[string]*unstructured.Unstructured, error) {
-	live := make(map[string]*unstructured.Unstructured, len(applied))
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	sem := make(chan struct{}, verifyConcurrency)
-	for _, a := range applied {
-		if a.Fingerprint == fingerprintIgnored {
-			continue
+	read := make([]*unstructured.Unstructured, len(applied))
+	errs := make([]error, len(applied))
+	parallel.Do(len(applied), verifyConcurrency, func(i int) {
+		if applied[i].Fingerprint != fingerprintIgnored {
+			read[i], errs[i] = m.verifyOne(ctx, applied[i])
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			obj, err := m.verifyOne(ctx, a)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			live[a.Entry.ID] = obj
-		}()
-	}
-	wg.Wait()
+	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	live := make(map[string]*unstructured.Unstructured, len(applied))
+	for i, obj := range read {
+		if obj != nil {
+			live[applied[i].Entry.ID] = obj
+		}
 	}
 	return live, nil
 }
