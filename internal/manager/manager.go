@@ -82,9 +82,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 }
 
 // cacheOptions restricts the shared cache to the watched namespace and, for
-// the Windlass kinds, to the shard's label selector.
+// the Windlass kinds, to the shard's label selector. Cached objects are kept
+// without their managed fields, which no reconciler reads: memory then
+// grows with the objects' specs and statuses only.
 func (o Options) cacheOptions() (cache.Options, error) {
-	var opts cache.Options
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if !o.WatchAllNamespaces {
 		opts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 func TestSelectedControllers(t *testing.T) {
@@ -119,4 +122,17 @@ func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.ByObject).To(HaveLen(2), "GitRepositories and Kustomizations are sharded")
 	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
+}
+
+func TestCacheOptionsStripManagedFields(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := Options{}.cacheOptions()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.DefaultTransform).NotTo(BeNil())
+	obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "a",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}}}
+	out, err := opts.DefaultTransform(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*sourcev1.GitRepository).ManagedFields).To(BeEmpty())
+	g.Expect(out.(*sourcev1.GitRepository).Name).To(Equal("a"))
 }
