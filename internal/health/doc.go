@@ -1,4 +1,4 @@
-// Package health computes and waits for the health of Kubernetes objects,
+// Package health computes the health of Kubernetes objects,
 // for the health checks of a Kustomization (spec.wait and
 // spec.healthChecks) and the readiness of its dependencies.
 //
@@ -8,10 +8,10 @@
 // NotFound when the object, or its kind, does not exist. kstatus' Terminating
 // and Unknown count as InProgress. Each status carries kstatus' message.
 //
-// Wait polls until every object is Current. It fails fast when an object is
-// Failed (unless asked not to), reports every object that is not ready when
-// its timeout passes, and returns as soon as its context ends: a new
-// revision cancels a running health check.
+// A check does not wait: the caller checks again later, reading only the
+// objects that were not ready, and reports a wait that ends with objects
+// Failed or past its timeout as a *WaitError, which lists each of them with
+// its status and message.
 //
 // # Custom health expressions
 //

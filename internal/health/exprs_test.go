@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/cel"
 )
@@ -213,27 +212,4 @@ func TestCheckWithExprs(t *testing.T) {
 			}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		})
 	}
-
-	t.Run("wait fails fast on the failed expression", func(t *testing.T) {
-		g := NewWithT(t)
-		err := checker.Wait(context.Background(), []ObjectRef{ref(widgetV1, "ready"), ref(widgetV1, "error")},
-			WaitOptions{Timeout: time.Minute, PollInterval: 100 * time.Millisecond, FailFast: true, Exprs: []Expr{phaseExpr}})
-		g.Expect(err).To(MatchError(ErrFailed))
-		g.Expect(err.Error()).To(ContainSubstring("Widget/" + ns + "/error status: 'Failed': failed expression is true"))
-	})
-
-	t.Run("wait follows a status change", func(t *testing.T) {
-		g := NewWithT(t)
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(widgetV1)
-		u.SetKind(widgetKind)
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pending"}, u)).To(Succeed())
-		time.AfterFunc(300*time.Millisecond, func() {
-			u.Object["status"] = map[string]any{"phase": "Ready"}
-			_ = env.Client.Status().Update(context.Background(), u)
-		})
-		err := checker.Wait(context.Background(), []ObjectRef{ref(widgetV1, "ready"), ref(widgetV1, "pending")},
-			WaitOptions{Timeout: 20 * time.Second, PollInterval: 100 * time.Millisecond, FailFast: true, Exprs: []Expr{phaseExpr}})
-		g.Expect(err).NotTo(HaveOccurred())
-	})
 }

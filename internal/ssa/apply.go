@@ -134,7 +134,7 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 		failures := m.applyAll(ctx, stage, opts, s > 0)
 		for _, it := range stage {
 			if it.result == nil && it.policy != PolicyIgnore {
-				continue // failed
+				continue // not applied: its error is among the failures
 			}
 			cs.Entries = append(cs.Entries, Change{Object: it.id, Version: it.version, Action: it.action, Fingerprint: m.resultFingerprint(it), Live: it.result})
 			changed = changed || isChange(it.action)
