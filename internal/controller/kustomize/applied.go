@@ -26,18 +26,43 @@ import (
 // A run whose inputs are those of the last complete apply, and whose
 // objects are all as that apply left them, has nothing to build or apply:
 // it reads the objects, compares their fingerprints (see ssa.Verify) and
-// goes on to the health checks. Drift, a deleted object, a new revision, a
-// changed spec, substitution variable or decryption key all take the whole
-// pipeline. What is remembered is small (a digest and one fingerprint per
-// object) and only an optimization: after a restart the first run of each
-// Kustomization builds and dry-runs everything, as a run always may.
+// goes on to the health checks. A run with new inputs builds; when what it
+// builds is what the last complete apply applied (a commit elsewhere in a
+// monorepo, say) and the objects are as that apply left them, it applies
+// nothing either. Drift, a deleted object, or a new build output take the
+// whole pipeline. What is remembered is small (two digests and one
+// fingerprint per object) and only an optimization: after a restart the
+// first run of each Kustomization builds and dry-runs everything, as a run
+// always may.
 
 // appliedState is what the last complete apply of a Kustomization left.
 type appliedState struct {
 	// inputs digests what the objects were built from (buildInputs.digest).
 	inputs string
+	// output digests what was applied, and how (outputDigest).
+	output string
 	// objects are the applied objects with their fingerprints.
 	objects []ssa.Applied
+}
+
+// outputDigest identifies the objects a build produced together with the
+// parts of the spec that say how they are applied.
+func outputDigest(obj *kustomizev1.Kustomization, objs []*unstructured.Unstructured) (string, error) {
+	sum := sha256.New()
+	how, err := json.Marshal([]any{obj.Spec.ServiceAccountName, obj.Spec.KubeConfig, obj.Spec.Force, obj.Spec.Prune, obj.Spec.DeletionPolicy})
+	if err != nil {
+		return "", err
+	}
+	sum.Write(how)
+	for _, o := range objs {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return "", err
+		}
+		sum.Write([]byte{0})
+		sum.Write(data)
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 // appliedStates holds the appliedState of each Kustomization.
@@ -132,6 +157,12 @@ func (r *KustomizationReconciler) upToDate(ctx context.Context, obj *kustomizev1
 	if _, waiting := r.waits.get(key, obj.Status.LastAttemptedRevision); waiting {
 		return nil, true, nil
 	}
+	return verify(ctx, m, st)
+}
+
+// verify reads the objects of st and reports whether each is as the apply
+// left it, returning them by inventory ID when they are.
+func verify(ctx context.Context, m *ssa.Manager, st appliedState) (map[string]*unstructured.Unstructured, bool, error) {
 	live, err := m.Verify(ctx, st.objects)
 	switch {
 	case errors.Is(err, ssa.ErrDrifted):

@@ -66,11 +66,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 }
 
 // applyRevision runs the pipeline from the artifact to the prune, and
-// remembers what it applied when every step succeeded. It returns the
-// applied objects as the apply left them, by inventory ID.
+// remembers what it applied when every step succeeded. A build whose output
+// is what the last complete apply applied, with every object as that apply
+// left it, applies nothing. It returns the applied objects as they are now,
+// by inventory ID.
 func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
 	source sourceObject, in *buildInputs, patcher *patch.Helper) (map[string]*unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	last, hadLast := r.applied.get(key)
 	r.forget(key)
 	revision := source.GetArtifact().Revision
 	dir, cleanup, err := workDir(obj)
@@ -85,6 +88,20 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	if err != nil {
 		return nil, err
 	}
+	output, err := outputDigest(obj, objs)
+	if err != nil {
+		return nil, err
+	}
+	if hadLast && last.output == output {
+		live, same, err := verify(ctx, m, last)
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: last.objects})
+			return live, nil
+		}
+	}
 	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
 		return nil, err
 	}
@@ -95,7 +112,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	if err := r.prune(ctx, obj, m, changes.Inventory(), revision); err != nil {
 		return nil, err
 	}
-	r.applied.set(key, appliedState{inputs: in.digest, objects: changes.Applied()})
+	r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: changes.Applied()})
 	return changes.Live(), nil
 }
 

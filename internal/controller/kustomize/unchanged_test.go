@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 // TestUnchangedRunsApplyNothing reconciles a Ready Kustomization again
@@ -74,4 +75,48 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, ks, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"spec":{"postBuild":{"substitute":{"value":"three"},"substituteFrom":null}}}`)))).To(Succeed())
 	g.Eventually(value, timeout, interval).Should(Equal("three"))
+}
+
+// TestRevisionThatDoesNotChangeAnAppAppliesNothing serves two apps from
+// one repository, as a monorepo does: a commit that changes one app gives
+// both Kustomizations the new revision, and only the changed app is dry-run
+// and applied.
+func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	nsA, nsB := env.CreateNamespace(t), env.CreateNamespace(t)
+	repo, src := appRepo(t, "mono", map[string]string{
+		"a/cm.yaml": configMap(nsA, "a", "1"),
+		"b/cm.yaml": configMap(nsB, "b", "1"),
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("a", "mono", "  path: ./a\n"))
+	applyManifests(g, ns, kustomization("b", "mono", "  path: ./b\n"))
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady(""))
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "b"}, ksReady(""))
+	dryRunsA, dryRunsB := dryRuns.in(nsA), dryRuns.in(nsB)
+
+	sha := repo.MustCommit(t, "main", map[string]string{"b/cm.yaml": configMap(nsB, "b", "2")}, "change b")
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b")
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady("main@sha1:"+sha))
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "b"}, ksReady("main@sha1:"+sha))
+
+	var cm corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsB, Name: "b"}, &cm)).To(Succeed())
+	g.Expect(cm.Data["value"]).To(Equal("2"))
+	g.Expect(dryRuns.in(nsB)).To(BeNumerically(">", dryRunsB), "the changed app is dry-run and applied")
+	g.Expect(dryRuns.in(nsA)).To(Equal(dryRunsA), "the unchanged app is not")
+
+	// Drift in the unchanged app is still found at its next revision.
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "a"}, &cm)).To(Succeed())
+	cm.Data["value"] = "edited"
+	g.Expect(env.Client.Update(ctx, &cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	sha = repo.MustCommit(t, "main", map[string]string{"b/cm.yaml": configMap(nsB, "b", "3")}, "change b again")
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b-again")
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady("main@sha1:"+sha))
+	g.Eventually(func() string {
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "a"}, &cm)
+		return cm.Data["value"]
+	}, timeout, interval).Should(Equal("1"))
 }
