@@ -41,6 +41,12 @@ func BuildYAML(root, path string, opts Options) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	for name, data := range opts.Files {
+		if !within(fsys.Root(), filepath.Clean(name)) {
+			return nil, fmt.Errorf("in-memory file %q: %w", name, ErrOutsideRoot)
+		}
+		fsys.addVirtualFile(name, data)
+	}
 	dir, err := buildDir(fsys, path)
 	if err != nil {
 		return nil, err

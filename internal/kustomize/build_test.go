@@ -1,6 +1,9 @@
 package kustomize
 
 import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -419,4 +422,37 @@ func TestBuildYAMLKeepsQuoting(t *testing.T) {
 	g.Expect(docs).To(HaveLen(1))
 	g.Expect(string(docs[0])).To(ContainSubstring(`quoted: "${flag}"`))
 	g.Expect(string(docs[0])).To(ContainSubstring(`plain: ${flag}`))
+}
+
+// TestBuildServesInMemoryFiles builds with files that exist only in memory
+// (a generated kustomization) or replace files of the root (a decrypted
+// generator file, reached through a link): the root is only read.
+func TestBuildServesInMemoryFiles(t *testing.T) {
+	g := NewWithT(t)
+	_, root := newRoot(t)
+	writeTree(t, root, map[string]string{
+		"app/cm.yaml":                configMap("cm"),
+		"app/gen/kustomization.yaml": "secretGenerator:\n- name: s\n  envs: [linked.env]\n",
+		"app/gen/linked.env":         "link:../../shared/real.env",
+		"shared/real.env":            "KEY=ciphertext\n",
+	})
+	real, err := filepath.EvalSymlinks(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	files := map[string][]byte{
+		filepath.Join(real, "app/kustomization.yaml"): []byte("resources: [cm.yaml, gen]\n"),
+		filepath.Join(real, "shared/real.env"):        []byte("KEY=plaintext\n"),
+	}
+	objs, err := Build(root, "app", Options{Files: files})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(objs)).To(ConsistOf("ConfigMap/cm", HavePrefix("Secret/s-")))
+	for _, o := range objs {
+		if o.GetKind() == "Secret" {
+			g.Expect(o.Object["data"]).To(HaveKeyWithValue("KEY", base64.StdEncoding.EncodeToString([]byte("plaintext"))))
+		}
+	}
+	_, err = os.Stat(filepath.Join(root, "app/kustomization.yaml"))
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "nothing is written into the root")
+
+	_, err = Build(root, "app", Options{Files: map[string][]byte{filepath.Join(filepath.Dir(real), "x.yaml"): nil}})
+	g.Expect(err).To(MatchError(ErrOutsideRoot))
 }

@@ -65,7 +65,9 @@ func NewConfinedFS(root string) (*ConfinedFS, error) {
 // Root returns the absolute, symlink-free root directory.
 func (c *ConfinedFS) Root() string { return c.root }
 
-// addVirtualFile serves data at the absolute path name.
+// addVirtualFile serves data at the absolute path name: in a directory of
+// its own outside root, or in place of a file inside root, whose path must
+// then be free of symbolic links.
 func (c *ConfinedFS) addVirtualFile(name string, data []byte) {
 	c.virtual[filepath.Clean(name)] = data
 }
@@ -233,11 +235,14 @@ func (c *ConfinedFS) Open(p string) (filesys.File, error) {
 // ReadFile returns the content of an in-memory file or of a regular file
 // inside root.
 func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
-	if data, ok := c.virtual[c.abs(p)]; ok {
+	real, err := c.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	if data, ok := c.virtual[real]; ok {
 		return append([]byte(nil), data...), nil
 	}
-	real, err := c.regularFile(p)
-	if err != nil {
+	if real, err = c.regularFile(p); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(real)
@@ -279,6 +284,9 @@ func (c *ConfinedFS) stat(p string) (isDir, ok bool) {
 	if err != nil {
 		return false, false
 	}
+	if _, found := c.virtual[real]; found {
+		return false, true
+	}
 	fi, err := os.Stat(real)
 	if err != nil {
 		return false, false
@@ -301,28 +309,34 @@ func (c *ConfinedFS) Exists(p string) bool {
 // ReadDir returns the names of the entries of a directory inside root.
 func (c *ConfinedFS) ReadDir(p string) ([]string, error) {
 	abs := c.abs(p)
-	if c.isVirtualDir(abs) {
-		var names []string
-		for name := range c.virtual {
-			if filepath.Dir(name) == abs {
-				names = append(names, filepath.Base(name))
-			}
+	seen := map[string]bool{}
+	var names []string
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
 		}
-		sort.Strings(names)
-		return names, nil
 	}
-	real, err := c.Resolve(abs)
-	if err != nil {
-		return nil, err
+	if within(c.root, abs) || !c.isVirtualDir(abs) {
+		real, err := c.Resolve(abs)
+		if err != nil {
+			return nil, err
+		}
+		entries, err := os.ReadDir(real)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", p, err)
+		}
+		for _, e := range entries {
+			add(e.Name())
+		}
+		abs = real
 	}
-	entries, err := os.ReadDir(real)
-	if err != nil {
-		return nil, fmt.Errorf("%q: %w", p, err)
+	for name := range c.virtual {
+		if filepath.Dir(name) == abs {
+			add(filepath.Base(name))
+		}
 	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name()
-	}
+	sort.Strings(names)
 	return names, nil
 }
 

@@ -16,8 +16,10 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// Generate writes a kustomization.yaml into the directory path (relative to
-// root) when that directory has no kustomization file. It lists, in walk
+// Generate returns a kustomization.yaml for the directory path (relative to
+// root) when that directory has no kustomization file, keyed by the
+// absolute, symlink-free path it belongs at (for Options.Files); nothing is
+// written. It returns nil when the directory has a kustomization. It lists, in walk
 // order (sorted by name, directory by directory), every manifest below the
 // directory: files ending in .yaml, .yml or .json, in any case, with at least
 // one document that has apiVersion and kind. A sub-directory with its own
@@ -27,21 +29,21 @@ import (
 // valid YAML are an error, so that a broken manifest is never silently left
 // out (and then pruned). Symbolic links to files inside root are listed;
 // links to directories are not followed; links that leave root are an error.
-func Generate(root, path string) error {
+func Generate(root, path string) (map[string][]byte, error) {
 	fsys, err := NewConfinedFS(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir, err := buildDir(fsys, path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if hasKustomization(dir) {
-		return nil
+		return nil, nil
 	}
 	resources, err := listResources(fsys, dir)
 	if err != nil {
-		return fmt.Errorf("generating a kustomization for %q: %w", path, err)
+		return nil, fmt.Errorf("generating a kustomization for %q: %w", path, err)
 	}
 	k := types.Kustomization{
 		TypeMeta: types.TypeMeta{
@@ -52,9 +54,9 @@ func Generate(root, path string) error {
 	}
 	data, err := sigsyaml.Marshal(k)
 	if err != nil {
-		return fmt.Errorf("encoding the generated kustomization: %w", err)
+		return nil, fmt.Errorf("encoding the generated kustomization: %w", err)
 	}
-	return writeNew(filepath.Join(dir, konfig.DefaultKustomizationFileName()), data)
+	return map[string][]byte{filepath.Join(dir, konfig.DefaultKustomizationFileName()): data}, nil
 }
 
 // hasKustomization reports whether dir holds a kustomization file (of any
@@ -66,20 +68,6 @@ func hasKustomization(dir string) bool {
 		}
 	}
 	return false
-}
-
-// writeNew creates name, refusing to follow or replace anything already
-// there.
-func writeNew(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("writing the generated kustomization: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing %q: %w", name, err)
-	}
-	return f.Close()
 }
 
 // listResources walks dir and returns the entries for the generated

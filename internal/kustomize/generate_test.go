@@ -100,18 +100,22 @@ func TestGenerate(t *testing.T) {
 			g := NewWithT(t)
 			_, root := newRoot(t)
 			writeTree(t, root, tt.files)
-			err := Generate(root, tt.path)
+			files, err := Generate(root, tt.path)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			data, err := os.ReadFile(filepath.Join(root, tt.path, "kustomization.yaml"))
+			_, statErr := os.Lstat(filepath.Join(root, tt.path, "kustomization.yaml"))
 			if tt.want == nil {
-				g.Expect(os.IsNotExist(err)).To(BeTrue(), "no kustomization.yaml should be written")
+				g.Expect(files).To(BeEmpty(), "no kustomization is generated")
 				return
 			}
+			g.Expect(os.IsNotExist(statErr)).To(BeTrue(), "nothing is written into the source")
+			real, err := filepath.EvalSymlinks(filepath.Join(root, tt.path))
 			g.Expect(err).NotTo(HaveOccurred())
+			data, ok := files[filepath.Join(real, "kustomization.yaml")]
+			g.Expect(ok).To(BeTrue(), "generated at the directory's real path: %v", files)
 			var k types.Kustomization
 			g.Expect(sigsyaml.Unmarshal(data, &k)).To(Succeed())
 			g.Expect(k.Kind).To(Equal("Kustomization"))
@@ -132,10 +136,10 @@ func TestGenerateThenBuild(t *testing.T) {
 		"base/kustomization.yaml": "resources: [cm.yaml]\nnamePrefix: base-\n",
 		"base/cm.yaml":            configMap("cm"),
 	})
-	g.Expect(Generate(root, ".")).To(Succeed())
-	// A second call finds the file it wrote and does nothing.
-	g.Expect(Generate(root, ".")).To(Succeed())
-	objs, err := Build(root, ".", Options{})
+	files, err := Generate(root, ".")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(HaveLen(1))
+	objs, err := Build(root, ".", Options{Files: files})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names(objs)).To(Equal([]string{"ConfigMap/base-cm", "ConfigMap/settings", "Deployment/web"}))
 }
@@ -145,9 +149,12 @@ func TestGenerateDoesNotWriteThroughLinks(t *testing.T) {
 	parent, root := newRoot(t)
 	outside := filepath.Join(parent, "outside.yaml")
 	writeTree(t, root, map[string]string{"a.yaml": configMap("a"), "kustomization.yaml": "link:" + outside})
-	// The dangling link counts as a kustomization: nothing is written.
-	g.Expect(Generate(root, ".")).To(Succeed())
-	_, err := os.Stat(outside)
+	// The dangling link counts as a kustomization: nothing is generated,
+	// and nothing written.
+	files, err := Generate(root, ".")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).To(BeEmpty())
+	_, err = os.Stat(outside)
 	g.Expect(os.IsNotExist(err)).To(BeTrue())
 	// And a build reports the link instead of reading outside root.
 	_, err = Build(root, ".", Options{})

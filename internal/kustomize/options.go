@@ -28,6 +28,10 @@ type Options struct {
 	// object came from, relative to the artifact root) and
 	// "transformerAnnotations" (alpha.config.kubernetes.io/transformations).
 	BuildMetadata []string
+	// Files are served in place of files inside the root, or beside them,
+	// by absolute, symlink-free path: a generated kustomization, decrypted
+	// generator files. The root itself is only read.
+	Files map[string][]byte
 	// NoRemoteBases forbids remote bases. Remote references are refused in
 	// every case (see the package documentation); this flag only makes the
 	// error say that the lockdown flag forbids them.

@@ -48,10 +48,14 @@ type secretGenerator struct {
 	Env   string   `json:"env"`
 }
 
-// DecryptKustomizeSources decrypts, in place, the SOPS-encrypted files that
+// DecryptKustomizeSources decrypts the SOPS-encrypted files that
 // `secretGenerator` entries reference, starting at the kustomization in dir
-// and following its local `resources`, `bases` and `components` directories.
-// It must run on a temporary copy of the source, before kustomize builds it.
+// and following its local `resources`, `bases` and `components` directories,
+// and returns their plaintext by absolute, symlink-free path, for the build
+// to read in their place (kustomize.Options.Files). Nothing is written: the
+// source may be shared. generated holds in-memory kustomization files by the
+// same kind of path (a kustomization generated for a directory without one),
+// which are followed as if they were on disk.
 //
 // root is the top of that copy and bounds every path: dir, which is relative
 // to root or absolute inside it, and every reference, which is relative to its
@@ -64,35 +68,41 @@ type secretGenerator struct {
 // [MaxEncryptedFileSize] is an error, as is any failed decryption, including a
 // MAC mismatch. Directories outside the kustomization graph are not visited,
 // so files meant for other keys do not fail the build.
-func (d *Decryptor) DecryptKustomizeSources(root, dir string) error {
+func (d *Decryptor) DecryptKustomizeSources(root, dir string, generated map[string][]byte) (map[string][]byte, error) {
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return fmt.Errorf("cannot resolve source root: %w", err)
+		return nil, fmt.Errorf("cannot resolve source root: %w", err)
 	}
 	if realRoot, err = filepath.Abs(realRoot); err != nil {
-		return fmt.Errorf("cannot resolve source root: %w", err)
+		return nil, fmt.Errorf("cannot resolve source root: %w", err)
 	}
 	rel := dir
 	if filepath.IsAbs(dir) {
 		if rel, err = relInside(root, dir); err != nil {
 			if rel, err = relInside(realRoot, dir); err != nil {
-				return fmt.Errorf("kustomization directory %q: %w", dir, err)
+				return nil, fmt.Errorf("kustomization directory %q: %w", dir, err)
 			}
 		}
 	}
 	start, err := confine(realRoot, realRoot, rel)
 	if err != nil {
-		return fmt.Errorf("kustomization directory %q: %w", dir, err)
+		return nil, fmt.Errorf("kustomization directory %q: %w", dir, err)
 	}
-	w := &sourceWalker{d: d, root: realRoot, visited: map[string]bool{}, done: map[string]bool{}}
-	return w.visit(start)
+	w := &sourceWalker{d: d, root: realRoot, generated: generated,
+		visited: map[string]bool{}, done: map[string]bool{}, out: map[string][]byte{}}
+	if err := w.visit(start); err != nil {
+		return nil, err
+	}
+	return w.out, nil
 }
 
 type sourceWalker struct {
-	d       *Decryptor
-	root    string
-	visited map[string]bool
-	done    map[string]bool
+	d         *Decryptor
+	root      string
+	generated map[string][]byte
+	visited   map[string]bool
+	done      map[string]bool
+	out       map[string][]byte
 }
 
 func (w *sourceWalker) visit(dir string) error {
@@ -101,12 +111,8 @@ func (w *sourceWalker) visit(dir string) error {
 	}
 	w.visited[dir] = true
 
-	kfile, err := w.findKustomization(dir)
+	kfile, data, err := w.readKustomization(dir)
 	if err != nil || kfile == "" {
-		return err
-	}
-	data, err := readRegularFile(kfile, w.display(kfile))
-	if err != nil {
 		return err
 	}
 	var k kustomization
@@ -158,6 +164,22 @@ func (w *sourceWalker) visit(dir string) error {
 	return nil
 }
 
+// readKustomization returns the path and content of the kustomization file
+// of dir, the generated one when there is one, or "" when there is none.
+func (w *sourceWalker) readKustomization(dir string) (string, []byte, error) {
+	for _, name := range kustomizationFileNames {
+		if data, ok := w.generated[filepath.Join(dir, name)]; ok {
+			return filepath.Join(dir, name), data, nil
+		}
+	}
+	kfile, err := w.findKustomization(dir)
+	if err != nil || kfile == "" {
+		return "", nil, err
+	}
+	data, err := readRegularFile(kfile, w.display(kfile))
+	return kfile, data, err
+}
+
 // findKustomization returns the kustomization file of dir, resolved inside the
 // root, or "" when there is none. Names match without regard to case.
 func (w *sourceWalker) findKustomization(dir string) (string, error) {
@@ -180,7 +202,8 @@ func (w *sourceWalker) findKustomization(dir string) (string, error) {
 	return "", nil
 }
 
-// decryptRef decrypts one referenced file in place, if it is SOPS-encrypted.
+// decryptRef decrypts one referenced file into w.out, if it is
+// SOPS-encrypted.
 func (w *sourceWalker) decryptRef(kfile, dir, ref string, format Format) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("%s: secretGenerator file %q: %w", w.display(kfile), ref, err)
@@ -211,13 +234,7 @@ func (w *sourceWalker) decryptRef(kfile, dir, ref string, format Format) error {
 	if err != nil {
 		return wrap(err)
 	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := os.WriteFile(path, out, fi.Mode().Perm()); err != nil {
-		return wrap(fmt.Errorf("cannot write the decrypted file: %w", err))
-	}
+	w.out[path] = out
 	return nil
 }
 

@@ -78,9 +78,15 @@ secretGenerator:
 		g.Expect(os.Symlink("../../shared/real.env", filepath.Join(tree, "apps/base/linked.env"))).To(Succeed())
 
 		d := newTestDecryptor(t, entries)
-		g.Expect(d.DecryptKustomizeSources(tree, "./apps/prod")).To(Succeed())
+		out, err := d.DecryptKustomizeSources(tree, "./apps/prod", nil)
+		g.Expect(err).ToNot(HaveOccurred())
 
+		realTree, err := filepath.EvalSymlinks(tree)
+		g.Expect(err).ToNot(HaveOccurred())
 		read := func(name string) []byte {
+			if b, ok := out[filepath.Join(realTree, name)]; ok {
+				return b
+			}
 			b, err := os.ReadFile(filepath.Join(tree, name))
 			g.Expect(err).ToNot(HaveOccurred())
 			return b
@@ -100,11 +106,18 @@ secretGenerator:
 		g.Expect(err).ToNot(HaveOccurred())
 		g.Expect(fi.Mode()&os.ModeSymlink).ToNot(BeZero(), "the symlink itself is kept")
 
-		// A second run finds nothing left to decrypt.
-		g.Expect(d.DecryptKustomizeSources(tree, filepath.Join(tree, "apps/prod"))).To(Succeed())
+		// Nothing was written: the source still holds the ciphertext, and a
+		// second run, with an absolute directory, decrypts the same.
+		encrypted, err := os.ReadFile(filepath.Join(tree, "apps/base/app.env"))
+		g.Expect(err).ToNot(HaveOccurred())
+		g.Expect(string(encrypted)).To(ContainSubstring("ENC[AES256_GCM,"))
+		again, err := d.DecryptKustomizeSources(tree, filepath.Join(tree, "apps/prod"), nil)
+		g.Expect(err).ToNot(HaveOccurred())
+		g.Expect(again).To(Equal(out))
 
 		// With the overlay as the root, its base is out of bounds.
-		g.Expect(d.DecryptKustomizeSources(filepath.Join(tree, "apps/prod"), ".")).To(MatchError(ErrPathEscapesRoot))
+		_, err = d.DecryptKustomizeSources(filepath.Join(tree, "apps/prod"), ".", nil)
+		g.Expect(err).To(MatchError(ErrPathEscapesRoot))
 	}
 }
 
@@ -245,7 +258,7 @@ func TestDecryptKustomizeSources_Refused(t *testing.T) {
 			if dir == "" {
 				dir = "app"
 			}
-			err := d.DecryptKustomizeSources(root, dir)
+			_, err := d.DecryptKustomizeSources(root, dir, nil)
 			t.Log(err)
 			g.Expect(err).To(HaveOccurred())
 			if tt.want != nil {
@@ -269,10 +282,36 @@ func TestDecryptKustomizeSources_AbsoluteDir(t *testing.T) {
 	writeFile(t, root, "a/kustomization.yaml", []byte("secretGenerator:\n- name: s\n  envs: [x.env]\n"))
 	writeFile(t, root, "a/x.env", encrypt(t, plainDotenv, FormatDotenv, encryptOptions{groups: group(key.masterKey(t))}))
 
-	g.Expect(d.DecryptKustomizeSources(root, filepath.Join(root, "a"))).To(Succeed())
-	b, err := os.ReadFile(filepath.Join(root, "a/x.env"))
+	out, err := d.DecryptKustomizeSources(root, filepath.Join(root, "a"), nil)
 	g.Expect(err).ToNot(HaveOccurred())
-	expectSamePlaintext(g, FormatDotenv, b)
+	realRoot, err := filepath.EvalSymlinks(root)
+	g.Expect(err).ToNot(HaveOccurred())
+	g.Expect(out).To(HaveKey(filepath.Join(realRoot, "a/x.env")))
+	expectSamePlaintext(g, FormatDotenv, out[filepath.Join(realRoot, "a/x.env")])
 
-	g.Expect(d.DecryptKustomizeSources(root, t.TempDir())).To(MatchError(ErrPathEscapesRoot))
+	_, err = d.DecryptKustomizeSources(root, t.TempDir(), nil)
+	g.Expect(err).To(MatchError(ErrPathEscapesRoot))
+}
+
+// TestDecryptKustomizeSources_Generated follows an in-memory kustomization
+// (one generated for a directory without any) into the directories it
+// lists.
+func TestDecryptKustomizeSources_Generated(t *testing.T) {
+	g := NewWithT(t)
+	key := newAgeKey(t)
+	d := newTestDecryptor(t, map[string][]byte{"age.agekey": key.secret()})
+	root := t.TempDir()
+	writeFile(t, root, "app/sub/kustomization.yaml", []byte("secretGenerator:\n- name: s\n  envs: [x.env]\n"))
+	writeFile(t, root, "app/sub/x.env", encrypt(t, plainDotenv, FormatDotenv, encryptOptions{groups: group(key.masterKey(t))}))
+	realRoot, err := filepath.EvalSymlinks(root)
+	g.Expect(err).ToNot(HaveOccurred())
+
+	generated := map[string][]byte{filepath.Join(realRoot, "app/kustomization.yaml"): []byte("resources: [sub]\n")}
+	out, err := d.DecryptKustomizeSources(root, "app", generated)
+	g.Expect(err).ToNot(HaveOccurred())
+	expectSamePlaintext(g, FormatDotenv, out[filepath.Join(realRoot, "app/sub/x.env")])
+
+	out, err = d.DecryptKustomizeSources(root, "app", nil)
+	g.Expect(err).ToNot(HaveOccurred())
+	g.Expect(out).To(BeEmpty(), "without the generated kustomization there is nothing to follow")
 }

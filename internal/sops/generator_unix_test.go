@@ -26,7 +26,8 @@ func TestIrregularFiles(t *testing.T) {
 			return err
 		}},
 		{"DecryptKustomizeSources", func(root string) error {
-			return d.DecryptKustomizeSources(root, "app")
+			_, err := d.DecryptKustomizeSources(root, "app", nil)
+			return err
 		}},
 	}
 	for _, tt := range tests {

@@ -132,12 +132,14 @@ func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Un
 // build turns the artifact in dir into objects: generate a kustomization
 // when the path has none, decrypt the files that secret generators read,
 // build with the spec's overlays, substitute variables, decrypt Secrets.
+// dir is only read: what the build adds stays in memory.
 func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Kustomization, dir string, in *buildInputs) ([]*unstructured.Unstructured, error) {
 	path := filepath.Clean(strings.TrimPrefix(obj.Spec.Path, "./"))
 	if _, err := securejoin.SecureJoin(dir, path); err != nil || path == ".." || strings.HasPrefix(path, "../") || filepath.IsAbs(obj.Spec.Path) {
 		return nil, reconcile.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
 	}
-	if err := kustomize.Generate(dir, path); err != nil {
+	files, err := kustomize.Generate(dir, path)
+	if err != nil {
 		return nil, buildFailed(fmt.Errorf("generating a kustomization for '%s': %w", obj.Spec.Path, err))
 	}
 	decryptor, err := newDecryptor(obj, in.keys)
@@ -145,11 +147,15 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 		return nil, err
 	}
 	if decryptor != nil {
-		if err := decryptor.DecryptKustomizeSources(dir, path); err != nil {
+		decrypted, err := decryptor.DecryptKustomizeSources(dir, path, files)
+		if err != nil {
 			return nil, decryptionFailed(err)
 		}
+		files = mergeFiles(files, decrypted)
 	}
-	docs, err := kustomize.BuildYAML(dir, path, r.buildOptions(obj))
+	opts := r.buildOptions(obj)
+	opts.Files = files
+	docs, err := kustomize.BuildYAML(dir, path, opts)
 	if err != nil {
 		return nil, buildFailed(err)
 	}
@@ -173,6 +179,17 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 		}
 	}
 	return objs, nil
+}
+
+// mergeFiles returns the in-memory files of a and b together.
+func mergeFiles(a, b map[string][]byte) map[string][]byte {
+	if len(a) == 0 {
+		return b
+	}
+	for name, data := range b {
+		a[name] = data
+	}
+	return a
 }
 
 func buildFailed(err error) error {
