@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -73,6 +73,7 @@ type KustomizationReconciler struct {
 
 	waits   healthWaits
 	applied appliedStates
+	trees   sourceTrees
 }
 
 // KustomizationOptions tune the controller.
@@ -102,6 +103,14 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		}
 		return keys
 	}); err != nil {
+		return err
+	}
+	// Extracted artifacts are removed when the manager stops.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.trees.removeAll()
+		return nil
+	})); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -227,15 +236,6 @@ func (r *KustomizationReconciler) event(obj *kustomizev1.Kustomization, eventTyp
 		return
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", redact.String(message))
-}
-
-// workDir returns a fresh, private temporary folder for one run.
-func workDir(obj *kustomizev1.Kustomization) (string, func(), error) {
-	dir, err := os.MkdirTemp("", fmt.Sprintf("kustomization-%s-%s-", obj.Namespace, obj.Name))
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // isTerminal reports whether err is a terminal error: one that no retry

@@ -75,15 +75,15 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	last, hadLast := r.applied.get(key)
 	r.forget(key)
-	revision := source.GetArtifact().Revision
-	dir, cleanup, err := workDir(obj)
+	artifact := source.GetArtifact()
+	revision := artifact.Revision
+	dir, release, err := r.trees.acquire(ctx, artifact.Digest, func(dir string) error {
+		return r.fetchArtifact(ctx, source, dir)
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	if err := r.fetchArtifact(ctx, source, dir); err != nil {
-		return nil, err
-	}
+	defer release()
 	objs, err := r.build(ctx, obj, dir, in)
 	if err != nil {
 		return nil, err

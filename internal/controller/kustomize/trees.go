@@ -1,0 +1,130 @@
+package kustomize
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+)
+
+// Builds only read the artifact they build (what a build adds, such as a
+// generated kustomization or decrypted files, stays in memory), so the
+// Kustomizations that build the same artifact share one extracted tree: the
+// N Kustomizations of a monorepo extract each revision once, not N times.
+
+// maxIdleTrees is how many extracted trees no build uses are kept, the
+// most recently used, for the next builds of the same artifacts.
+const maxIdleTrees = 16
+
+// sourceTrees holds the extracted trees of artifacts, by digest.
+type sourceTrees struct {
+	mu    sync.Mutex
+	trees map[string]*sourceTree
+}
+
+type sourceTree struct {
+	dir      string
+	ready    chan struct{} // closed once the tree is extracted, or failed
+	err      error
+	users    int
+	lastUsed time.Time
+}
+
+// acquire returns the folder of the tree of the artifact with digest,
+// extracting it with fetch into a new private folder when no tree of it is
+// kept, and the function that ends its use. A failed extraction is not kept:
+// every build that waited for it gets its error, and the next one tries
+// again.
+func (s *sourceTrees) acquire(ctx context.Context, digest string, fetch func(dir string) error) (string, func(), error) {
+	s.mu.Lock()
+	if s.trees == nil {
+		s.trees = map[string]*sourceTree{}
+	}
+	t, found := s.trees[digest]
+	if !found {
+		t = &sourceTree{ready: make(chan struct{})}
+		s.trees[digest] = t
+	}
+	t.users++
+	s.mu.Unlock()
+	release := func() { s.release(digest, t) }
+
+	if !found {
+		t.dir, t.err = extractTree(fetch)
+		if t.err != nil {
+			s.mu.Lock()
+			delete(s.trees, digest)
+			s.mu.Unlock()
+		}
+		close(t.ready)
+	}
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		release()
+		return "", nil, ctx.Err()
+	}
+	if t.err != nil {
+		release()
+		return "", nil, t.err
+	}
+	return t.dir, release, nil
+}
+
+func extractTree(fetch func(dir string) error) (string, error) {
+	dir, err := os.MkdirTemp("", "windlass-artifact-")
+	if err != nil {
+		return "", err
+	}
+	if err := fetch(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// release ends one use of t and removes the least recently used idle trees
+// past maxIdleTrees.
+func (s *sourceTrees) release(digest string, t *sourceTree) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.users--
+	t.lastUsed = time.Now()
+	for s.idle() > maxIdleTrees {
+		s.removeOldestIdle()
+	}
+}
+
+func (s *sourceTrees) idle() int {
+	n := 0
+	for _, t := range s.trees {
+		if t.users == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *sourceTrees) removeOldestIdle() {
+	var oldest string
+	for d, t := range s.trees {
+		if t.users == 0 && (oldest == "" || t.lastUsed.Before(s.trees[oldest].lastUsed)) {
+			oldest = d
+		}
+	}
+	_ = os.RemoveAll(s.trees[oldest].dir)
+	delete(s.trees, oldest)
+}
+
+// removeAll removes every tree no build uses; the controller calls it when
+// it stops.
+func (s *sourceTrees) removeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for d, t := range s.trees {
+		if t.users == 0 {
+			_ = os.RemoveAll(t.dir)
+			delete(s.trees, d)
+		}
+	}
+}

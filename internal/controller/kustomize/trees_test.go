@@ -1,0 +1,69 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
+	g := NewWithT(t)
+	var trees sourceTrees
+	var fetches atomic.Int32
+	fetch := func(dir string) error {
+		fetches.Add(1)
+		return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources: []\n"), 0o644)
+	}
+
+	var wg sync.WaitGroup
+	dirs := make([]string, 8)
+	releases := make([]func(), 8)
+	errs := make([]error, 8)
+	for i := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dirs[i], releases[i], errs[i] = trees.acquire(context.Background(), "sha256:a", fetch)
+		}()
+	}
+	wg.Wait()
+	g.Expect(errors.Join(errs...)).NotTo(HaveOccurred())
+	g.Expect(fetches.Load()).To(BeEquivalentTo(1), "one extraction for every build of the artifact")
+	for _, d := range dirs {
+		g.Expect(d).To(Equal(dirs[0]))
+	}
+	g.Expect(filepath.Join(dirs[0], "kustomization.yaml")).To(BeAnExistingFile())
+	for _, release := range releases {
+		release()
+	}
+
+	// A failed extraction is not kept: the next build tries again.
+	_, _, err := trees.acquire(context.Background(), "sha256:bad", func(string) error { return errors.New("gone") })
+	g.Expect(err).To(MatchError("gone"))
+	_, release, err := trees.acquire(context.Background(), "sha256:bad", fetch)
+	g.Expect(err).NotTo(HaveOccurred())
+	release()
+
+	// Idle trees past the bound are removed, the least recently used first.
+	for i := range maxIdleTrees {
+		_, release, err := trees.acquire(context.Background(), fmt.Sprintf("sha256:%d", i), fetch)
+		g.Expect(err).NotTo(HaveOccurred())
+		release()
+	}
+	g.Expect(dirs[0]).NotTo(BeADirectory(), "the oldest idle tree is gone")
+	g.Expect(trees.idle()).To(Equal(maxIdleTrees))
+	inUse, release, err := trees.acquire(context.Background(), "sha256:in-use", fetch)
+	g.Expect(err).NotTo(HaveOccurred())
+	trees.removeAll()
+	g.Expect(inUse).To(BeADirectory(), "a tree in use is never removed")
+	release()
+	trees.removeAll()
+	g.Expect(inUse).NotTo(BeADirectory())
+}
