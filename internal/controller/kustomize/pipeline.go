@@ -77,7 +77,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	r.forget(key)
 	artifact := source.GetArtifact()
 	revision := artifact.Revision
-	dir, release, err := r.trees.acquire(ctx, artifact.Digest, func(dir string) error {
+	dir, release, err := r.trees.acquire(ctx, treeKey(artifact), func(dir string) error {
 		return r.fetchArtifact(ctx, source, dir)
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/windlass-dev/windlass/api/meta"
 )
 
 // Builds only read the artifact they build (what a build adds, such as a
@@ -16,7 +18,16 @@ import (
 // most recently used, for the next builds of the same artifacts.
 const maxIdleTrees = 16
 
-// sourceTrees holds the extracted trees of artifacts, by digest.
+// treeKey identifies the tree of an artifact: its digest, or, for an
+// artifact published without one, its URL and revision.
+func treeKey(a *meta.Artifact) string {
+	if a.Digest != "" {
+		return a.Digest
+	}
+	return "url:" + a.URL + "@" + a.Revision
+}
+
+// sourceTrees holds the extracted trees of artifacts, by treeKey.
 type sourceTrees struct {
 	mu    sync.Mutex
 	trees map[string]*sourceTree
@@ -30,30 +41,30 @@ type sourceTree struct {
 	lastUsed time.Time
 }
 
-// acquire returns the folder of the tree of the artifact with digest,
+// acquire returns the folder of the tree of the artifact with key,
 // extracting it with fetch into a new private folder when no tree of it is
 // kept, and the function that ends its use. A failed extraction is not kept:
 // every build that waited for it gets its error, and the next one tries
 // again.
-func (s *sourceTrees) acquire(ctx context.Context, digest string, fetch func(dir string) error) (string, func(), error) {
+func (s *sourceTrees) acquire(ctx context.Context, key string, fetch func(dir string) error) (string, func(), error) {
 	s.mu.Lock()
 	if s.trees == nil {
 		s.trees = map[string]*sourceTree{}
 	}
-	t, found := s.trees[digest]
+	t, found := s.trees[key]
 	if !found {
 		t = &sourceTree{ready: make(chan struct{})}
-		s.trees[digest] = t
+		s.trees[key] = t
 	}
 	t.users++
 	s.mu.Unlock()
-	release := func() { s.release(digest, t) }
+	release := func() { s.release(t) }
 
 	if !found {
 		t.dir, t.err = extractTree(fetch)
 		if t.err != nil {
 			s.mu.Lock()
-			delete(s.trees, digest)
+			delete(s.trees, key)
 			s.mu.Unlock()
 		}
 		close(t.ready)
@@ -85,7 +96,7 @@ func extractTree(fetch func(dir string) error) (string, error) {
 
 // release ends one use of t and removes the least recently used idle trees
 // past maxIdleTrees.
-func (s *sourceTrees) release(digest string, t *sourceTree) {
+func (s *sourceTrees) release(t *sourceTree) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t.users--

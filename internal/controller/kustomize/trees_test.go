@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/api/meta"
 )
 
 func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
@@ -59,6 +61,8 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	}
 	g.Expect(dirs[0]).NotTo(BeADirectory(), "the oldest idle tree is gone")
 	g.Expect(trees.idle()).To(Equal(maxIdleTrees))
+	g.Expect(treeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
+		"an artifact without a digest is never shared with another")
 	inUse, release, err := trees.acquire(context.Background(), "sha256:in-use", fetch)
 	g.Expect(err).NotTo(HaveOccurred())
 	trees.removeAll()
