@@ -242,7 +242,7 @@ func (c *ConfinedFS) ReadFile(p string) ([]byte, error) {
 	if data, ok := c.virtual[real]; ok {
 		return append([]byte(nil), data...), nil
 	}
-	if real, err = c.regularFile(p); err != nil {
+	if err := c.checkRegular(p, real); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(real)
@@ -254,20 +254,26 @@ func (c *ConfinedFS) regularFile(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return real, c.checkRegular(p, real)
+}
+
+// checkRegular checks that real, the resolved path of p, is a regular file
+// on disk.
+func (c *ConfinedFS) checkRegular(p, real string) error {
 	if _, ok := c.virtual[real]; ok {
-		return "", fmt.Errorf("open %q: in-memory files can only be read whole", p)
+		return fmt.Errorf("open %q: in-memory files can only be read whole", p)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("%q: %w", p, err)
+		return fmt.Errorf("%q: %w", p, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%q is not a regular file", p)
+		return fmt.Errorf("%q is not a regular file", p)
 	}
 	if readHook != nil {
 		readHook(real)
 	}
-	return real, nil
+	return nil
 }
 
 // stat resolves p and stats the result; in-memory entries are reported
