@@ -59,16 +59,24 @@ func configMap(ns, name, value string) string {
 
 // applyManifests creates every object of a multi-document YAML in ns.
 func applyManifests(g *WithT, ns string, manifests string) {
+	for _, u := range decodeManifests(g, manifests) {
+		u.SetNamespace(ns)
+		g.Expect(env.Client.Create(context.Background(), u)).To(Succeed())
+	}
+}
+
+// decodeManifests decodes the objects of a multi-document YAML.
+func decodeManifests(g *WithT, manifests string) []*unstructured.Unstructured {
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifests)), 4096)
+	var objs []*unstructured.Unstructured
 	for {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
 		if errors.Is(err, io.EOF) {
-			return
+			return objs
 		}
 		g.Expect(err).NotTo(HaveOccurred())
-		u.SetNamespace(ns)
-		g.Expect(env.Client.Create(context.Background(), u)).To(Succeed())
+		objs = append(objs, u)
 	}
 }
 

@@ -1,0 +1,218 @@
+package kustomize
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+)
+
+// protectedConfigMap is a ConfigMap that denyDeletes protects.
+func protectedConfigMap(ns, name string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+		"\n  labels:\n    windlass.test/protected: \"true\"\ndata:\n  value: \"1\"\n"
+}
+
+// denyDeletes installs a ValidatingAdmissionPolicy that refuses to delete
+// the ConfigMaps of ns labelled windlass.test/protected, waits until the
+// API server enforces it, and returns a function that removes it.
+func denyDeletes(t *testing.T, ns string) (allow func()) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s-protect
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [DELETE]
+      resources: [configmaps]
+  validations:
+  - expression: "!has(oldObject.metadata.labels) || !('windlass.test/protected' in oldObject.metadata.labels)"
+    message: deletion of protected objects is not allowed
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s-protect
+spec:
+  policyName: %[1]s-protect
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: %[1]s
+`, ns)
+	objs := decodeManifests(g, policy)
+	for _, o := range objs {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	allow = func() {
+		for _, o := range objs {
+			_ = env.Client.Delete(ctx, o)
+		}
+	}
+	t.Cleanup(allow)
+	probe := &corev1.ConfigMap{ObjectMeta: objectMeta(ns, "probe")}
+	probe.Labels = map[string]string{"windlass.test/protected": "true"}
+	g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
+	g.Eventually(func() error {
+		return env.Client.Delete(ctx, probe, client.DryRunAll)
+	}, timeout, interval).Should(MatchError(ContainSubstring("deletion of protected objects is not allowed")))
+	return allow
+}
+
+// TestPruneRefusedKeepsTheObjectInTheInventory removes an object from the
+// source while an admission policy refuses its deletion: the Kustomization
+// says so, keeps the object in its inventory and retries, and prunes it once
+// the policy is gone (security.md row 35).
+func TestPruneRefusedKeepsTheObjectInTheInventory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	allow := denyDeletes(t, ns)
+	repo, src := appRepo(t, "app", map[string]string{
+		"deploy/kept.yaml":      configMap(ns, "kept", "1"),
+		"deploy/protected.yaml": protectedConfigMap(ns, "protected"),
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	waitForKs(g, key, ksReady(""))
+	protectedID := ns + "_protected__ConfigMap"
+
+	sha, err := repo.Remove("main", []string{"deploy/protected.yaml"}, "drop the protected ConfigMap")
+	g.Expect(err).NotTo(HaveOccurred())
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
+
+	got := waitForKs(g, key, ksReason("False", meta.PruneFailedReason))
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("deletion of protected objects is not allowed"))
+	g.Expect(got.Status.LastAttemptedRevision).To(Equal("main@sha1:" + sha))
+	g.Expect(inventoryIDs(got)).To(ContainElements(protectedID, ns+"_kept__ConfigMap"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "protected"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Eventually(func() []string { return warningReasons(ns, "app") }, timeout, interval).Should(ContainElement(meta.PruneFailedReason))
+
+	// The refusal persists across retries: the object stays in the inventory.
+	time.Sleep(2 * time.Second)
+	got = waitForKs(g, key, ksReason("False", meta.PruneFailedReason))
+	g.Expect(inventoryIDs(got)).To(ContainElement(protectedID))
+
+	allow()
+	got = waitForKs(g, key, ksReady("main@sha1:"+sha))
+	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_kept__ConfigMap"))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "protected"}, &corev1.ConfigMap{}))
+	}, timeout, interval).Should(BeTrue())
+}
+
+// crd returns a namespaced CustomResourceDefinition of kind Widget in group.
+func crd(group string) string {
+	return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.` + group + `
+spec:
+  group: ` + group + `
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`
+}
+
+func widget(group, ns, name string) string {
+	return "apiVersion: " + group + "/v1\nkind: Widget\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nspec:\n  size: 3\n"
+}
+
+// TestCRDAndItsObjectsInOneRevision applies a CRD and an object of its kind
+// from one revision (the CRD first, then the object once the kind is
+// served), then a revision without either: both are pruned, although the
+// kind is gone by the time the object would be deleted (security.md row 36).
+func TestCRDAndItsObjectsInOneRevision(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	group := ns + ".windlass.test"
+	repo, src := appRepo(t, "app", map[string]string{
+		"deploy/crd.yaml":    crd(group),
+		"deploy/widget.yaml": widget(group, ns, "small"),
+		"deploy/cm.yaml":     configMap(ns, "kept", "1"),
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n  wait: true\n  timeout: 1m\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	got := waitForKs(g, key, ksReady(""))
+	g.Expect(inventoryIDs(got)).To(ConsistOf(
+		"_widgets."+group+"_apiextensions.k8s.io_CustomResourceDefinition",
+		ns+"_small_"+group+"_Widget",
+		ns+"_kept__ConfigMap",
+	))
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion(group + "/v1")
+	w.SetKind("Widget")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, w)).To(Succeed())
+
+	sha, err := repo.Remove("main", []string{"deploy/crd.yaml", "deploy/widget.yaml"}, "drop the widgets")
+	g.Expect(err).NotTo(HaveOccurred())
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
+	got = waitForKs(g, key, ksReady("main@sha1:"+sha))
+	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_kept__ConfigMap"))
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "widgets." + group}, &apiextensionsv1.CustomResourceDefinition{}))
+	}, timeout, interval).Should(BeTrue())
+}
+
+// inventoryIDs returns the IDs of k's status inventory.
+func inventoryIDs(k *kustomizev1.Kustomization) []string {
+	if k.Status.Inventory == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(k.Status.Inventory.Entries))
+	for _, e := range k.Status.Inventory.Entries {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// warningReasons returns the reasons of the Warning events about the
+// Kustomization name in ns.
+func warningReasons(ns, name string) []string {
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var reasons []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kustomizev1.KustomizationKind && e.InvolvedObject.Name == name && e.Type == "Warning" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
