@@ -313,8 +313,13 @@ func forEach(items []*item, f func(*item) *ObjectError) []*ObjectError {
 	return failures
 }
 
-// plan decides what to do with one item: it reads the live object, runs
-// the dry-run apply and compares. It may defer an item that needs stage 1.
+// plan decides what to do with one item: it runs the dry-run apply, reads
+// the live object and compares. It may defer an item that needs stage 1.
+//
+// An object applied with the default policy is dry-run first: when the
+// answer has no resourceVersion the object does not exist and is created,
+// so a new object costs no read. The other policies need the live object
+// to shape what they apply, and read it first.
 func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOptions, final bool) *ObjectError {
 	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result = false, false, nil, nil, "", nil
 	if it.policy == PolicyIgnore {
@@ -339,49 +344,72 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 		it.id.Namespace = ""
 	}
 
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(it.gvk())
-	err = m.client.Get(ctx, client.ObjectKey{Namespace: it.desired.GetNamespace(), Name: it.desired.GetName()}, live)
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return newObjectError(it.id, it.given, err)
-	}
-	it.live = live
-	if live != nil && (ignored(live) || it.policy == PolicyIfNotPresent) {
-		it.action = ActionSkipped
-		return nil
-	}
-
 	it.toApply = it.desired
-	if it.policy == PolicyMerge && live != nil {
-		stripped, err := withoutForeignFields(it.desired, live, m.fieldManager)
-		if err != nil {
-			return newObjectErrorf(it.id, "reading the managed fields: %v", err)
+	liveRead := it.policy != PolicyOverride
+	if liveRead {
+		if oe := m.readLive(ctx, it); oe != nil {
+			return oe
 		}
-		it.toApply = stripped
+		if it.live != nil && (ignored(it.live) || it.policy == PolicyIfNotPresent) {
+			it.action = ActionSkipped
+			return nil
+		}
+		if it.policy == PolicyMerge && it.live != nil {
+			stripped, err := withoutForeignFields(it.desired, it.live, m.fieldManager)
+			if err != nil {
+				return newObjectErrorf(it.id, "reading the managed fields: %v", err)
+			}
+			it.toApply = stripped
+		}
 	}
 	dryRun := it.toApply.DeepCopy()
-	if err := m.serverApply(ctx, dryRun, true, it.policy != PolicyMerge); err != nil {
+	dryRunErr := m.serverApply(ctx, dryRun, true, it.policy != PolicyMerge)
+	if !liveRead && (dryRunErr != nil || dryRun.GetResourceVersion() != "") {
+		// The object may exist: its live state decides.
+		if oe := m.readLive(ctx, it); oe != nil {
+			return oe
+		}
+		if it.live != nil && ignored(it.live) {
+			it.action = ActionSkipped
+			return nil
+		}
+	}
+	if dryRunErr != nil {
 		switch {
-		case live != nil && isImmutableError(err) && (opts.Force || it.force):
+		case it.live != nil && isImmutableError(dryRunErr) && (opts.Force || it.force):
 			it.recreate = true
 			it.action = ActionCreated
 			return nil
-		case live == nil && apierrors.IsNotFound(err) && needsStage1:
+		case it.live == nil && apierrors.IsNotFound(dryRunErr) && needsStage1:
 			it.deferred = true
 			return nil
 		}
-		return newObjectError(it.id, it.given, err)
+		return newObjectError(it.id, it.given, dryRunErr)
 	}
 	switch {
-	case live == nil:
+	case it.live == nil:
 		it.action = ActionCreated
-	case sameObject(live, dryRun, m.fieldManager):
+	case sameObject(it.live, dryRun, m.fieldManager):
 		it.action = ActionUnchanged
 	default:
 		it.action = ActionConfigured
+	}
+	return nil
+}
+
+// readLive reads the live object of it into it.live; nil when there is
+// none.
+func (m *Manager) readLive(ctx context.Context, it *item) *ObjectError {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(it.gvk())
+	err := m.client.Get(ctx, client.ObjectKey{Namespace: it.desired.GetNamespace(), Name: it.desired.GetName()}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		it.live = nil
+	case err != nil:
+		return newObjectError(it.id, it.given, err)
+	default:
+		it.live = live
 	}
 	return nil
 }

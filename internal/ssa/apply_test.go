@@ -3,6 +3,7 @@ package ssa
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,4 +429,61 @@ spec:
 			g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second), "fails fast, without waiting for the timeout")
 		})
 	}
+}
+
+// TestApplyAllStagedReadsOnlyWhatExists checks that a new object costs a
+// dry run and an apply, no read, while an existing one is read to be
+// compared, and that an object annotated in the cluster to be ignored stays
+// ignored.
+func TestApplyAllStagedReadsOnlyWhatExists(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	c := &countingClient{Client: env.Client}
+	gets := &c.gets
+	m, err := New(c, env.Client.RESTMapper(), Options{FieldManager: testFieldManager, Owner: Owner{Name: "app", Namespace: ns}})
+	g.Expect(err).NotTo(HaveOccurred())
+	objs := parse(t, ns, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: ${NS}}
+data: {v: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: ${NS}}
+data: {v: "1"}
+`)
+	cs, err := m.ApplyAllStaged(ctx, objs, ApplyOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cs.Summary()).To(Equal("ConfigMap/" + ns + "/a created\nConfigMap/" + ns + "/b created"))
+	g.Expect(gets.Load()).To(BeZero(), "new objects are not read")
+
+	cs, err = m.ApplyAllStaged(ctx, objs, ApplyOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cs.Changed()).To(BeFalse())
+	g.Expect(gets.Load()).To(BeEquivalentTo(2), "existing objects are read once each")
+
+	live := get(t, "v1", "ConfigMap", ns, "b")
+	live.SetAnnotations(map[string]string{SSAKey: string(PolicyIgnore)})
+	g.Expect(env.Client.Update(ctx, live)).To(Succeed())
+	changed := []*unstructured.Unstructured{objs[0].DeepCopy(), objs[1].DeepCopy()}
+	for _, o := range changed {
+		g.Expect(unstructured.SetNestedField(o.Object, "2", "data", "v")).To(Succeed())
+	}
+	cs, err = m.ApplyAllStaged(ctx, changed, ApplyOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cs.Summary()).To(Equal("ConfigMap/" + ns + "/a configured"))
+	g.Expect(get(t, "v1", "ConfigMap", ns, "b").Object["data"]).To(HaveKeyWithValue("v", "1"), "ignored in the cluster")
+}
+
+// countingClient counts the reads of a real client.
+type countingClient struct {
+	client.Client
+	gets atomic.Int64
+}
+
+func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets.Add(1)
+	return c.Client.Get(ctx, key, obj, opts...)
 }

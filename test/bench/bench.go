@@ -21,6 +21,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -35,6 +36,11 @@ type Config struct {
 	// PprofAddr, when set, is passed to `windlass controller --pprof-addr`,
 	// so that the run can be profiled from outside.
 	PprofAddr string
+	// ProfileDir, when set, receives CPU profiles of the controller and of
+	// kube-apiserver, taken over the first ProfileSeconds of the ready
+	// phase (windlass.pprof, kube-apiserver.pprof).
+	ProfileDir     string
+	ProfileSeconds int
 	// Cleanup deletes the run's Kustomizations, GitRepositories and
 	// namespace at the end, while the controller still runs, so that a
 	// later run on the same Cluster does not see them.
@@ -108,6 +114,13 @@ type Details struct {
 	// PeakRSSAnonBytes is the largest RssAnon sampled every 100ms: the
 	// peak without the pages of the binary that VmHWM also counts.
 	PeakRSSAnonBytes int64
+	// ReadyCPU and NoopCPU are the CPU seconds of every process of the
+	// run (see processCPU) in the ready phase and the no-op tick.
+	ReadyCPU, NoopCPU map[string]float64
+	// ReadyServerRequests and NoopServerRequests are the requests the API
+	// server served in those phases, for the controller and
+	// kube-controller-manager alike, largest count first.
+	ReadyServerRequests, NoopServerRequests []string
 }
 
 // Run starts a control plane with kube-controller-manager, a loopback git
@@ -186,6 +199,13 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
+	if cfg.ProfileDir != "" && cfg.PprofAddr == "" {
+		addrs, err := childproc.FreeAddrs(1)
+		if err != nil {
+			return nil, err
+		}
+		cfg.PprofAddr = addrs[0]
+	}
 	ctrl, err := startController(bin, kubeconfig, filepath.Join(tmp, "storage"), cfg.Concurrent, cfg.PprofAddr, cfg.KubeconfigViaEnv)
 	if err != nil {
 		return nil, err
@@ -234,6 +254,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	const workers = 16
 	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
+	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, restCfg)
+	profiled := startProfiles(ctx, cfg, restCfg, logf)
+	defer profiled()
 	start := time.Now()
 	all := append(append([]client.Object{}, sources...), kss...)
 	if err := parallel(readyCtx, len(all), workers, func(i int) error {
@@ -250,11 +273,13 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.CPUSeconds = st.CPUSeconds
+	res.Details.ReadyCPU = cpuDelta(cpu0, processCPU())
+	res.Details.ReadyServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, restCfg))
 	if res.APIRequests, _, err = ctrl.apiRequests(); err != nil {
 		return nil, err
 	}
 	res.Details.ReadyClones = proxy.Clones()
-	logf("all %d ready in %.2fs", cfg.N, res.ReadySeconds)
+	logf("all %d ready in %.2fs; API server requests: %s", cfg.N, res.ReadySeconds, strings.Join(res.Details.ReadyServerRequests, " "))
 
 	// Phase 2: one change to app 0, with a reconcile request on its
 	// source.
@@ -308,6 +333,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu0, served0 = processCPU(), serverRequestsOrNil(ctx, restCfg)
 	token = "bench-noop-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	start = time.Now()
 	if err := requestReconcile(tickCtx, c, all, token, workers); err != nil {
@@ -321,6 +347,8 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to handle the tick: %w", err))
 	}
 	res.NoopTickSeconds = time.Since(start).Seconds()
+	res.Details.NoopCPU = cpuDelta(cpu0, processCPU())
+	res.Details.NoopServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, restCfg))
 	// Give writes that follow the status update a moment to land.
 	time.Sleep(time.Second)
 	after, err := snapshotStorage(ctrl.StoragePath)

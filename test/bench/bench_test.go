@@ -92,3 +92,30 @@ rest_client_requests_total_other 99
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+func TestServerRequests(t *testing.T) {
+	g := NewWithT(t)
+	before := parseServerRequests([]byte(`# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 5
+apiserver_request_total{code="201",component="apiserver",dry_run="All",group="",resource="configmaps",scope="resource",subresource="",verb="APPLY",version="v1"} 2
+`))
+	after := parseServerRequests([]byte(`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 7
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 1
+apiserver_request_total{code="201",component="apiserver",dry_run="All",group="",resource="configmaps",scope="resource",subresource="",verb="APPLY",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="kustomize.toolkit.fluxcd.io",resource="kustomizations",scope="resource",subresource="status",verb="PATCH",version="v1"} 9
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 4
+apiserver_request_total_other 99
+`))
+	g.Expect(requestDelta(before, after)).To(Equal([]string{"PATCH kustomizations/status=9", "GET configmaps=3"}))
+}
+
+func TestParseStat(t *testing.T) {
+	g := NewWithT(t)
+	name, fields, ok := parseStat([]byte("4242 (kube-controller) S 1 2 3 4 5 6 7 8 9 10 110 22 33 44\n"))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(name).To(Equal("kube-controller"))
+	g.Expect(fields[0]).To(Equal("S"))
+	g.Expect(seconds(fields[11:13])).To(BeNumerically("~", 1.32, 1e-9))
+	_, _, ok = parseStat([]byte("garbage"))
+	g.Expect(ok).To(BeFalse())
+}

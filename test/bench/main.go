@@ -74,6 +74,8 @@ func main() {
 	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
 	flag.IntVar(&cfg.Concurrent, "concurrent", 4, "passed to `windlass controller --concurrent`")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase, to this folder")
+	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of the -profile profiles")
 	flag.DurationVar(&cfg.ReadyTimeout, "timeout", 10*time.Minute, "bound of each phase's wait")
 	flag.BoolVar(&cfg.KubeconfigViaEnv, "kubeconfig-via-env", false, "diagnostic: pass the kubeconfig in $KUBECONFIG rather than --kubeconfig")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
@@ -133,8 +135,35 @@ func printTable(w io.Writer, res *Result) {
 		reqs = append(reqs, fmt.Sprintf("%s=%d", m, d.NoopAPIRequests[m]))
 	}
 	row("  no-op tick API requests", strings.Join(reqs, " "))
+	row("  CPU seconds by process, ready phase", formatCPU(d.ReadyCPU))
+	row("  CPU seconds by process, no-op tick", formatCPU(d.NoopCPU))
+	row("  API server requests, ready phase", strings.Join(firstN(d.ReadyServerRequests, 12), " "))
+	row("  API server requests, no-op tick", strings.Join(firstN(d.NoopServerRequests, 12), " "))
 	if len(d.NoopWrittenFiles) > 0 {
 		row("  no-op tick files written", strings.Join(d.NoopWrittenFiles, " "))
 	}
 	tw.Flush()
+}
+
+// formatCPU lists CPU seconds by process, largest first.
+func formatCPU(cpu map[string]float64) string {
+	names := slices.SortedFunc(maps.Keys(cpu), func(a, b string) int {
+		if cpu[a] != cpu[b] {
+			if cpu[a] > cpu[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s=%.1f", n, cpu[n]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// firstN returns the first n elements of s at most.
+func firstN(s []string, n int) []string {
+	return s[:min(n, len(s))]
 }

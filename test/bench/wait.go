@@ -26,15 +26,16 @@ func waitAll(ctx context.Context, c client.WithWatch, ns string, list client.Obj
 	done func(client.Object) bool, describe func(client.Object) string, opts ...client.ListOption) error {
 	opts = append([]client.ListOption{client.InNamespace(ns)}, opts...)
 	state := map[string]client.Object{}
-	check := func() bool {
-		n := 0
-		for _, obj := range state {
-			if done(obj) {
-				n++
-			}
+	finished := map[string]bool{}
+	track := func(obj client.Object) {
+		state[obj.GetName()] = obj
+		if done(obj) {
+			finished[obj.GetName()] = true
+		} else {
+			delete(finished, obj.GetName())
 		}
-		return n >= want
 	}
+	check := func() bool { return len(finished) >= want }
 	for {
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := c.List(ctx, l, opts...); err != nil {
@@ -45,9 +46,9 @@ func waitAll(ctx context.Context, c client.WithWatch, ns string, list client.Obj
 			return err
 		}
 		clear(state)
+		clear(finished)
 		for _, item := range items {
-			obj := item.(client.Object)
-			state[obj.GetName()] = obj
+			track(item.(client.Object))
 		}
 		if check() {
 			return nil
@@ -64,8 +65,9 @@ func waitAll(ctx context.Context, c client.WithWatch, ns string, list client.Obj
 			}
 			if ev.Type == watch.Deleted {
 				delete(state, obj.GetName())
+				delete(finished, obj.GetName())
 			} else {
-				state[obj.GetName()] = obj
+				track(obj)
 			}
 			if check() {
 				w.Stop()

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// The diagnostics below say where a phase's time went, on a machine whose
+// cores the controller shares with the control plane: the CPU time of every
+// process of the run, and the requests the API server served, by kind. They
+// are printed in the table, not part of the JSON.
+
+// processCPU returns the CPU seconds of this process and of its children
+// (etcd, kube-apiserver, kube-controller-manager, windlass), by command
+// name; this process's own apart from its reaped children's (git
+// http-backend and the git commands it runs).
+func processCPU() map[string]float64 {
+	self := os.Getpid()
+	out := map[string]float64{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		name, fields, ok := parseStat(data)
+		if !ok || len(fields) < 15 {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		ppid, _ := strconv.Atoi(fields[1])
+		if pid != self && ppid != self {
+			continue
+		}
+		if pid == self {
+			out["bench"] += seconds(fields[11:13])
+			out["git (reaped children)"] += seconds(fields[13:15])
+			continue
+		}
+		out[name] += seconds(fields[11:13])
+	}
+	return out
+}
+
+// seconds sums clock ticks.
+func seconds(ticks []string) float64 {
+	var sum int64
+	for _, f := range ticks {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		sum += v
+	}
+	return float64(sum) / clockTicks
+}
+
+// parseStat splits /proc/<pid>/stat into the command name and the fields
+// after it (state first).
+func parseStat(data []byte) (string, []string, bool) {
+	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	return string(data[open+1 : end]), strings.Fields(string(data[end+1:])), true
+}
+
+// cpuDelta returns after minus before, by process, leaving out processes
+// that used no CPU in between.
+func cpuDelta(before, after map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range after {
+		if x := v - before[k]; x >= 0.01 {
+			d[k] = x
+		}
+	}
+	return d
+}
+
+// serverRequests scrapes the API server's apiserver_request_total and
+// returns the counts by "VERB resource[/subresource][ dry-run]".
+func serverRequests(ctx context.Context, cfg *rest.Config) (map[string]int64, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the API server's metrics: %s %v", resp.Status, err)
+	}
+	return parseServerRequests(body), nil
+}
+
+func parseServerRequests(body []byte) map[string]int64 {
+	const name = "apiserver_request_total{"
+	out := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name)
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, `",`) {
+			k, v, _ := strings.Cut(kv, `="`)
+			l[k] = strings.TrimSuffix(v, `"`)
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if l["dry_run"] != "" {
+			key += " dry-run"
+		}
+		out[key] += int64(v)
+	}
+	return out
+}
+
+// requestDelta returns after minus before, largest first, as "key=count"
+// strings, leaving out the watches and the keys with no change.
+func requestDelta(before, after map[string]int64) []string {
+	type kv struct {
+		k string
+		v int64
+	}
+	var d []kv
+	for k, v := range after {
+		if x := v - before[k]; x > 0 && !strings.HasPrefix(k, "WATCH") {
+			d = append(d, kv{k, x})
+		}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i].v > d[j].v || (d[i].v == d[j].v && d[i].k < d[j].k) })
+	out := make([]string, 0, len(d))
+	for _, e := range d {
+		out = append(out, fmt.Sprintf("%s=%d", e.k, e.v))
+	}
+	return out
+}
+
+// serverRequestsOrNil is serverRequests for a diagnostic: nil when the
+// metrics cannot be read.
+func serverRequestsOrNil(ctx context.Context, cfg *rest.Config) map[string]int64 {
+	m, err := serverRequests(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return nil
+	}
+	return m
+}
+
+// startProfiles takes CPU profiles of the controller and kube-apiserver
+// over cfg.ProfileSeconds, in the background, into cfg.ProfileDir, and
+// returns a function that waits for them. It does nothing without
+// cfg.ProfileDir.
+func startProfiles(ctx context.Context, cfg Config, restCfg *rest.Config, logf func(string, ...any)) (wait func()) {
+	if cfg.ProfileDir == "" {
+		return func() {}
+	}
+	secs := max(cfg.ProfileSeconds, 1)
+	path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs)
+	var wg sync.WaitGroup
+	take := func(name string, hc *http.Client, url string) {
+		defer wg.Done()
+		err := fetchTo(ctx, hc, url, filepath.Join(cfg.ProfileDir, name+".pprof"))
+		if err != nil {
+			logf("profiling %s: %v", name, err)
+			return
+		}
+		logf("wrote %s", filepath.Join(cfg.ProfileDir, name+".pprof"))
+	}
+	if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+		logf("profiling: %v", err)
+		return func() {}
+	}
+	wg.Add(1)
+	go take("windlass", &http.Client{Timeout: time.Duration(secs+30) * time.Second}, "http://"+cfg.PprofAddr+path)
+	if hc, err := rest.HTTPClientFor(restCfg); err == nil {
+		wg.Add(1)
+		go take("kube-apiserver", hc, strings.TrimSuffix(restCfg.Host, "/")+path)
+	}
+	return wg.Wait
+}
+
+// fetchTo writes the body of a GET of url to path.
+func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
