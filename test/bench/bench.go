@@ -48,6 +48,9 @@ type Config struct {
 	// ReadyTimeout bounds the wait for every Kustomization to be Ready;
 	// the later waits are bounded by it too.
 	ReadyTimeout time.Duration
+	// GitServer is GitServerNative (the default) or GitServerHTTPBackend:
+	// which loopback git server serves the repositories.
+	GitServer string
 	// KubeconfigViaEnv passes the kubeconfig in $KUBECONFIG instead of
 	// --kubeconfig. It is a diagnostic: `windlass controller --kubeconfig`
 	// loads the file with clientcmd and keeps client-go's default client
@@ -93,6 +96,8 @@ type Result struct {
 // Details are secondary figures, printed but not part of the JSON.
 type Details struct {
 	Concurrent int
+	// GitServer is the git server that served the repositories.
+	GitServer string
 	// KubeconfigViaEnv tells how the controller got its kubeconfig.
 	KubeconfigViaEnv bool
 	// SetupSeconds is the time spent starting the control plane, the git
@@ -136,6 +141,12 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
 		return nil, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
+	}
+	if cfg.GitServer == "" {
+		cfg.GitServer = GitServerNative
+	}
+	if cfg.GitServer != GitServerNative && cfg.GitServer != GitServerHTTPBackend {
+		return nil, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
 	}
 	if cfg.Concurrent < 1 {
 		cfg.Concurrent = 4
@@ -185,7 +196,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	gitURL, err := srv.StartHTTP()
+	gitURL, err := startGitServer(srv, cfg.GitServer)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +247,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	res := &Result{N: cfg.N, Layout: cfg.Layout}
 	res.Details.Concurrent = cfg.Concurrent
+	res.Details.GitServer = cfg.GitServer
 	res.Details.KubeconfigViaEnv = cfg.KubeconfigViaEnv
 	res.Details.StartupCPUSeconds = startup.CPUSeconds
 	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
@@ -425,6 +437,28 @@ func cleanup(ctx context.Context, c client.WithWatch, ns string) error {
 	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
+// The loopback git servers a run can use. Both serve the same bare
+// repositories over smart HTTP; they differ in what serving costs the
+// machine the controller runs on.
+const (
+	// GitServerNative answers upload-pack in process with go-git
+	// (gitserver.StartNativeHTTP): about a millisecond of CPU per clone.
+	GitServerNative = "native"
+	// GitServerHTTPBackend runs git-http-backend and the git processes it
+	// starts for every request: tens of milliseconds of CPU per clone,
+	// taken from the cores the controller and the control plane share.
+	GitServerHTTPBackend = "http-backend"
+)
+
+// startGitServer serves srv's repositories with the named git server and
+// returns their base URL.
+func startGitServer(srv *gitserver.Server, name string) (string, error) {
+	if name == GitServerHTTPBackend {
+		return srv.StartHTTP()
+	}
+	return srv.StartNativeHTTP()
+}
+
 // writeRepos creates the repositories of layout on srv, with the first
 // revision of every application, and returns them by name (the name of
 // the GitRepository that serves each).
@@ -471,7 +505,8 @@ func writeRepos(ctx context.Context, srv *gitserver.Server, layout string, n int
 type Cluster struct {
 	// Env is the control plane.
 	Env *testenv.Environment
-	// Kubeconfig is the path of the kubeconfig the controller uses.
+	// Kubeconfig is the path of the kubeconfig the controller uses: a
+	// ServiceAccount's token (see serviceAccountKubeconfig).
 	Kubeconfig string
 	// Bin is the windlass binary built from this checkout.
 	Bin string
@@ -513,7 +548,7 @@ func StartCluster() (_ *Cluster, err error) {
 	if err := <-built; err != nil {
 		return nil, err
 	}
-	if cl.Kubeconfig, err = env.KubeconfigFile(cl.dir); err != nil {
+	if cl.Kubeconfig, err = serviceAccountKubeconfig(context.Background(), env, cl.dir); err != nil {
 		return nil, err
 	}
 	return cl, nil

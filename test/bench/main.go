@@ -46,6 +46,15 @@
 //     the controller's --storage-path that were created or whose
 //     modification time or size changed. It must be 0.
 //
+// Everything shares the machine's cores: the control plane, the git
+// server, the benchmark and the controller. The table shows the CPU time
+// of each process and the requests the API server served, by kind, so that
+// a run says where its time went. The controller authenticates with a
+// ServiceAccount token and the project's ClusterRole, as in a cluster. The
+// git server answers upload-pack in process (-git-server native) unless
+// -git-server http-backend asks for git-http-backend, whose git processes
+// cost tens of milliseconds of CPU per clone.
+//
 // Start-up (building the binary, the control plane, the repositories) is
 // not measured. The program needs the test control plane: run `make
 // controlplane` first.
@@ -73,6 +82,7 @@ func main() {
 	flag.IntVar(&cfg.N, "n", 100, "number of applications")
 	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
 	flag.IntVar(&cfg.Concurrent, "concurrent", 4, "passed to `windlass controller --concurrent`")
+	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase, to this folder")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of the -profile profiles")
@@ -124,6 +134,7 @@ func printTable(w io.Writer, res *Result) {
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
 	row("noop_tick_writes", fmt.Sprintf("%d (%d clones, %d artifact files)", res.NoopTickWrites, d.NoopClones, d.NoopFiles))
 	row("  concurrent", fmt.Sprint(d.Concurrent))
+	row("  git server", d.GitServer)
 	if d.KubeconfigViaEnv {
 		row("  kubeconfig", "in $KUBECONFIG (diagnostic), not --kubeconfig")
 	}
