@@ -46,7 +46,7 @@ func serviceAccountKubeconfig(ctx context.Context, env *testenv.Environment, dir
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: controllerServiceAccount},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNamespace, Name: controllerServiceAccount}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNamespace, Name: controllerServiceAccount}},
 		},
 	}
 	for _, o := range objs {
