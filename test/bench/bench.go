@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +121,9 @@ type Details struct {
 	// PeakRSSAnonBytes is the largest RssAnon sampled every 100ms: the
 	// peak without the pages of the binary that VmHWM also counts.
 	PeakRSSAnonBytes int64
+	// ReadyQuantiles are the seconds after which 10%, 50%, 90% and 99% of
+	// the Kustomizations were Ready.
+	ReadyQuantiles []float64
 	// ReadyCPU and NoopCPU are the CPU seconds of every process of the
 	// run (see processCPU) in the ready phase and the no-op tick.
 	ReadyCPU, NoopCPU map[string]float64
@@ -276,10 +281,19 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("creating the objects: %w", err)
 	}
-	if err := waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, ksReady, describeKs); err != nil {
+	readyAt := map[string]time.Duration{}
+	firstReady := func(obj client.Object) bool {
+		ready := ksReady(obj)
+		if _, seen := readyAt[obj.GetName()]; ready && !seen {
+			readyAt[obj.GetName()] = time.Since(start)
+		}
+		return ready
+	}
+	if err := waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs); err != nil {
 		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to be Ready: %w", err))
 	}
 	res.ReadySeconds = time.Since(start).Seconds()
+	res.Details.ReadyQuantiles = quantiles(slices.Collect(maps.Values(readyAt)), 0.1, 0.5, 0.9, 0.99)
 	st, err := ctrl.stats()
 	if err != nil {
 		return nil, err

@@ -119,3 +119,13 @@ func TestParseStat(t *testing.T) {
 	_, _, ok = parseStat([]byte("garbage"))
 	g.Expect(ok).To(BeFalse())
 }
+
+func TestQuantiles(t *testing.T) {
+	g := NewWithT(t)
+	var ds []time.Duration
+	for i := 10; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Second)
+	}
+	g.Expect(quantiles(ds, 0.1, 0.5, 0.9, 1)).To(Equal([]float64{1, 5, 9, 10}))
+	g.Expect(quantiles(nil, 0.5)).To(BeNil())
+}

@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,4 +231,19 @@ func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// quantiles returns the durations below which the fractions qs of ds lie,
+// in seconds (nearest rank).
+func quantiles(ds []time.Duration, qs ...float64) []float64 {
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	out := make([]float64, 0, len(qs))
+	for _, q := range qs {
+		i := min(len(ds)-1, max(0, int(math.Ceil(q*float64(len(ds))))-1))
+		out = append(out, ds[i].Seconds())
+	}
+	return out
 }

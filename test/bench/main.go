@@ -126,6 +126,9 @@ func printTable(w io.Writer, res *Result) {
 	row("n", fmt.Sprint(res.N))
 	row("layout", res.Layout)
 	row("ready_seconds", fmt.Sprintf("%.2f", res.ReadySeconds))
+	if q := d.ReadyQuantiles; len(q) == 4 {
+		row("  ready after (10% 50% 90% 99%)", fmt.Sprintf("%.1fs %.1fs %.1fs %.1fs", q[0], q[1], q[2], q[3]))
+	}
 	row("peak_rss_bytes", fmt.Sprintf("%d (%.1f MiB)", res.PeakRSSBytes, float64(res.PeakRSSBytes)/(1<<20)))
 	row("  peak anonymous RSS (sampled)", fmt.Sprintf("%.1f MiB", float64(d.PeakRSSAnonBytes)/(1<<20)))
 	row("cpu_seconds", fmt.Sprintf("%.2f (%.2f of them at start-up)", res.CPUSeconds, d.StartupCPUSeconds))
