@@ -2,25 +2,10 @@ package sops
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
-
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/logging"
-	"github.com/getsops/sops/v3/stores/dotenv"
-	"github.com/getsops/sops/v3/stores/ini"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/sirupsen/logrus"
 )
 
 // Format is the document format of SOPS-encrypted content.
@@ -77,8 +62,6 @@ type Decryptor struct {
 	keys *keyring
 }
 
-var quietSOPS sync.Once
-
 // NewDecryptor builds a Decryptor from the data of a decryption Secret.
 // Entries whose name ends in `.agekey` hold age identities, one per line
 // (`#` comments and blank lines allowed); entries ending in `.asc` hold
@@ -86,11 +69,7 @@ var quietSOPS sync.Once
 // suffixes match without regard to case; every other entry is ignored. An
 // entry that cannot be parsed is an error that names the entry, not its
 // content.
-//
-// NewDecryptor also lowers the SOPS library's own loggers to error level:
-// they write straight to stderr and their warnings can quote document content.
 func NewDecryptor(keys map[string][]byte) (*Decryptor, error) {
-	quietSOPS.Do(func() { logging.SetLevel(logrus.ErrorLevel) })
 	kr, err := parseKeys(keys)
 	if err != nil {
 		return nil, err
@@ -115,144 +94,108 @@ func (d *Decryptor) DecryptFile(path string, format Format) ([]byte, error) {
 	return out, nil
 }
 
-// store is the part of a SOPS store this package needs.
-type store interface {
-	sops.EncryptedFileLoader
-	sops.PlainFileEmitter
-}
+// errDecoderPanic is wrapped by the error returned when decoding malformed
+// input panicked. It should never happen; the fuzz test looks for it.
+var errDecoderPanic = errors.New("the decoder failed on malformed input")
 
-func newStore(format Format) (store, error) {
-	cfg := config.NewStoresConfig()
-	switch format {
-	case FormatYAML:
-		return sopsyaml.NewStore(&cfg.YAML), nil
-	case FormatJSON:
-		return sopsjson.NewStore(&cfg.JSON), nil
-	case FormatDotenv:
-		return dotenv.NewStore(&cfg.Dotenv), nil
-	case FormatINI:
-		return ini.NewStore(&cfg.INI), nil
-	case FormatBinary:
-		return sopsjson.NewBinaryStore(&cfg.JSONBinary), nil
-	default:
-		return nil, fmt.Errorf("unsupported SOPS format %q", format)
-	}
-}
-
-// decrypt loads a SOPS document, recovers its data key, decrypts every value
-// and emits the plaintext document. Only messages written here reach the
-// caller: the SOPS library's own errors can quote values and are dropped.
+// decrypt reads a SOPS document, recovers its data key, decrypts every value
+// and comment, checks the MAC when verifyMAC is set and writes the plaintext
+// document in the same format. Only messages written by this package reach
+// the caller: the format libraries' own messages can quote the document.
 func (d *Decryptor) decrypt(data []byte, format Format, verifyMAC bool) (out []byte, err error) {
 	defer func() {
-		// Malformed input has made SOPS panic before; never let that take
-		// the controller down, and do not print the panic value.
+		// Never let malformed input take the controller down, and do not
+		// print the panic value, which may hold document content.
 		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("cannot decrypt %s document: the SOPS library failed on malformed input", format)
+			out, err = nil, fmt.Errorf("cannot decrypt %s document: %w", format, errDecoderPanic)
 		}
 	}()
 
-	st, err := newStore(format)
+	doc, err := parseDocument(data, format)
 	if err != nil {
 		return nil, err
 	}
-	tree, err := st.LoadEncryptedFile(data)
-	if err != nil {
-		if errors.Is(err, sops.MetadataNotFound) {
-			return nil, ErrNotEncrypted
-		}
-		return nil, fmt.Errorf("cannot parse SOPS-encrypted %s document (details withheld, they may quote content)", format)
-	}
-	key, err := d.keys.dataKey(&tree.Metadata)
-	if err != nil {
+	if err := d.decryptTree(doc, verifyMAC); err != nil {
 		return nil, err
 	}
-
-	c := &redactingCipher{inner: aes.NewCipher()}
-	mac, err := tree.Decrypt(key, c)
+	out, err = doc.render()
 	if err != nil {
-		// tree.Decrypt reports cipher failures as "Could not decrypt value";
-		// the cipher has then recorded a redacted error for that value.
-		msg := err.Error()
-		switch {
-		case c.lastErr != nil && strings.Contains(msg, "Could not decrypt value"):
-			return nil, c.lastErr
-		case strings.Contains(msg, "Expected encrypted value as string"):
-			return nil, fmt.Errorf("%w: a value that should be encrypted is not an ENC[…] string", ErrValueDecryption)
-		default:
-			return nil, fmt.Errorf("%w: the %s document holds a value SOPS cannot process", ErrValueDecryption, format)
-		}
-	}
-	if verifyMAC {
-		if err := checkMAC(&tree.Metadata, key, mac); err != nil {
-			return nil, err
-		}
-	}
-	out, err = st.EmitPlainFile(tree.Branches)
-	if err != nil {
-		return nil, fmt.Errorf("cannot write the decrypted %s document (details withheld, they may quote secret values)", format)
+		return nil, fmt.Errorf("cannot write the decrypted %s document: %w", format, err)
 	}
 	return out, nil
 }
 
-// checkMAC compares the MAC computed over the decrypted tree with the one
-// stored, encrypted, in the metadata. Neither value is put in the error: the
-// computed MAC is a hash of the plaintext.
-func checkMAC(meta *sops.Metadata, key []byte, computed string) error {
-	stored, err := aes.NewCipher().Decrypt(meta.MessageAuthenticationCode, key, meta.LastModified.Format(time.RFC3339))
+// decryptTree recovers the data key of a parsed document and decrypts its
+// tree in place, checking the MAC when verifyMAC is set.
+func (d *Decryptor) decryptTree(doc *parsedDocument, verifyMAC bool) error {
+	meta, err := parseMetadata(doc.meta)
 	if err != nil {
-		return fmt.Errorf("%w: the stored MAC cannot be decrypted with the data key", ErrMACMismatch)
+		return err
 	}
-	s, ok := stored.(string)
-	if !ok || s == "" {
-		return fmt.Errorf("%w: the document has no valid MAC", ErrMACMismatch)
+	key, err := d.keys.dataKey(meta)
+	if err != nil {
+		return err
 	}
-	if subtle.ConstantTimeCompare([]byte(s), []byte(computed)) != 1 {
-		return fmt.Errorf("%w: the document was changed after it was encrypted", ErrMACMismatch)
+	c, err := newValueCipher(key)
+	if err != nil {
+		return err
 	}
-	return nil
+	w := newWalker(c, meta, doc.listComments)
+	if err := w.walk(doc.roots); err != nil {
+		return err
+	}
+	if verifyMAC {
+		if err := checkMAC(meta, c, w.mac.sum()); err != nil {
+			return err
+		}
+	}
+	return w.strayCommentError()
 }
 
-// encryptedValue matches the shape of a SOPS value, to tell a malformed value
-// from one that fails authentication.
-var encryptedValue = regexp.MustCompile(`^ENC\[AES256_GCM,data:(.+),iv:(.+),tag:(.+),type:(.+)\]`)
-
-// redactingCipher wraps the SOPS AES cipher and replaces its errors, which
-// can quote the ciphertext or, after a successful decryption whose type tag
-// was tampered with, the plaintext (security.md row 18).
-type redactingCipher struct {
-	inner   aes.Cipher
-	lastErr error
+// parsedDocument is a document read by a format reader: its tree (one root
+// per YAML document, one for other formats), the SOPS metadata (nil when
+// there is none) and how to write the document back once the tree has been
+// walked.
+type parsedDocument struct {
+	roots  []*node
+	meta   map[string]any
+	render func() ([]byte, error)
+	// listComments is set when list items may decrypt to comments (YAML).
+	listComments bool
 }
 
-// Encrypt is never used: the cipher only decrypts.
-func (c *redactingCipher) Encrypt(any, []byte, string) (string, error) {
-	return "", errors.New("encryption is not supported")
-}
+// errSyntax stands for a format library's error, whose message can quote the
+// document.
+var errSyntax = errors.New("syntax error (details withheld, they may quote content)")
 
-// Decrypt decrypts one value. additionalData is the value's key path, each
-// key followed by ':'.
-func (c *redactingCipher) Decrypt(ciphertext string, key []byte, additionalData string) (any, error) {
-	v, err := c.inner.Decrypt(ciphertext, key, additionalData)
-	if err == nil {
-		return v, nil
-	}
-	c.lastErr = fmt.Errorf("%w at %q: %s", ErrValueDecryption, strings.TrimSuffix(additionalData, ":"), classify(ciphertext, err))
-	return nil, c.lastErr
-}
-
-func classify(ciphertext string, err error) string {
-	var numErr *strconv.NumError
-	var timeErr *time.ParseError
-	switch {
-	case !encryptedValue.MatchString(ciphertext):
-		return "not a SOPS-encrypted value"
-	case errors.As(err, &numErr), errors.As(err, &timeErr):
-		return "the decrypted value does not match its declared type (the type tag was altered)"
-	case strings.HasPrefix(err.Error(), "Unknown datatype"):
-		return "unknown value type"
+// parseDocument reads a document in the given format. A document without
+// SOPS metadata gives [ErrNotEncrypted].
+func parseDocument(data []byte, format Format) (*parsedDocument, error) {
+	var (
+		doc *parsedDocument
+		err error
+	)
+	switch format {
+	case FormatYAML:
+		doc, err = parseYAMLDocument(data)
+	case FormatJSON:
+		doc, err = parseJSONDocument(data, false)
+	case FormatBinary:
+		doc, err = parseJSONDocument(data, true)
+	case FormatDotenv:
+		doc, err = parseDotenvDocument(data)
+	case FormatINI:
+		doc, err = parseINIDocument(data)
 	default:
-		return "authentication failed (the value was altered or encrypted with another data key)"
+		return nil, fmt.Errorf("unsupported SOPS format %q", format)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse SOPS-encrypted %s document: %w", format, err)
+	}
+	if doc.meta == nil {
+		return nil, ErrNotEncrypted
+	}
+	return doc, nil
 }
 
 // looksEncrypted reports whether data carries the markers of a SOPS document

@@ -22,17 +22,40 @@
 //     files that `secretGenerator` entries reference through `files:`,
 //     `envs:` and `env:`, before kustomize reads them.
 //
-// # How SOPS is used
+// # How decryption works
 //
-// The document formats, the value cipher (AES-256-GCM with the value's key path
-// as additional data) and the MAC are SOPS' own code: the format stores under
-// `sops/v3/stores`, `sops/v3/aes` and `sops.Tree`. The data key is recovered
-// here, in process, from the age and OpenPGP master keys listed in the
-// document's metadata (with Shamir recombination through `sops/v3/shamir`
-// when there are several key groups), using filippo.io/age and
-// ProtonMail/go-crypto directly. SOPS' key service, its GnuPG integration and
-// its environment lookups (SOPS_AGE_KEY_FILE and friends) are never used, so
-// a tenant can only ever decrypt with the keys of its own Secret.
+// This package reads the SOPS file format itself; it does not link the SOPS
+// library, whose stores pull in every cloud KMS SDK. Decryption runs in
+// four steps:
+//
+//  1. A format reader parses the document and takes its metadata out: the
+//     top-level `sops` key in YAML and JSON (store_yaml.go, store_json.go,
+//     the binary format being a JSON envelope `{"data": …, "sops": …}`),
+//     the `sops_*` entries in dotenv and the `[sops]` section in INI, both
+//     flattened (store_flat.go, flatten.go). What remains becomes a
+//     format-neutral tree of maps, lists, scalars and comments, in the order
+//     SOPS reads them (tree.go). YAML is read with go.yaml.in/yaml/v3 and
+//     decrypted in its node tree, so key order, styles and comments are
+//     kept; INI is read and written with gopkg.in/ini.v1, as SOPS does.
+//  2. The metadata (metadata.go) gives the master keys, the encryption rule
+//     (unencrypted_suffix, the default `_unencrypted`, or one of
+//     encrypted_suffix, unencrypted_regex, encrypted_regex,
+//     unencrypted_comment_regex, encrypted_comment_regex), mac_only_encrypted
+//     and the encrypted MAC. The data key is recovered in process from the
+//     age and OpenPGP master keys (keys.go), with filippo.io/age and
+//     ProtonMail/go-crypto, and recombined with `sops/v3/shamir` when the
+//     document has several key groups. SOPS' key service, its GnuPG
+//     integration and its environment lookups (SOPS_AGE_KEY_FILE and
+//     friends) are never used, so a tenant can only ever decrypt with the
+//     keys of its own Secret.
+//  3. A walker visits the tree in document order. Each value the rule
+//     selects is an `ENC[AES256_GCM,data:…,iv:…,tag:…,type:…]` string,
+//     decrypted with AES-256-GCM bound to the value's key path and read back
+//     as its declared type (cipher.go); comments are decrypted the same way.
+//     Every value, or with mac_only_encrypted every encrypted one, is hashed
+//     into the document MAC (mac.go).
+//  4. The reader writes the document back in its format with the decrypted
+//     values; the binary format returns the raw data.
 //
 // # Integrity
 //
@@ -50,9 +73,16 @@
 //
 // Errors never contain a decrypted value, a ciphertext or key material: a value
 // that fails to decrypt is reported by its key path and the kind of failure
-// only, and the library's own messages, which can echo values, are replaced
-// (security.md row 18). Files larger than [MaxEncryptedFileSize] and anything
-// that is not a regular file are refused (row 17), and generator references
-// must stay inside the source root, also through symlinks. Extensions match
+// only, the parsers' own messages, which can echo content, are replaced (a
+// YAML error keeps its line number), and a key or recipient read from the
+// document that looks like a ciphertext is redacted (security.md row 18).
+// The type tag of a value is outside the GCM tag: a value that does not read
+// as its declared type is an error that does not quote it, and so is a value
+// that decrypts to a comment anywhere but in a YAML list, where SOPS stores
+// encrypted comments that way. Malformed input never panics the controller:
+// nesting and YAML alias expansion are bounded, and a panic in a parser is
+// recovered. Files larger than [MaxEncryptedFileSize] and anything that is
+// not a regular file are refused (row 17), and generator references must
+// stay inside the source root, also through symlinks. Extensions match
 // without regard to case (row 44).
 package sops

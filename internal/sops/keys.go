@@ -13,10 +13,6 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	pgparmor "github.com/ProtonMail/go-crypto/openpgp/armor"
 	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
-	"github.com/getsops/sops/v3"
-	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/keys"
-	sopspgp "github.com/getsops/sops/v3/pgp"
 	"github.com/getsops/sops/v3/shamir"
 )
 
@@ -140,6 +136,7 @@ type missingKeys struct {
 	pgp         []string
 	unsupported []string
 	corrupt     []string
+	empty       []string
 }
 
 func (m *missingKeys) add(list *[]string, v string) {
@@ -150,29 +147,30 @@ func (m *missingKeys) add(list *[]string, v string) {
 
 // dataKey recovers the document's data key from its key groups. With one
 // group any master key of the group yields the key; with several, each group
-// yields a Shamir part and at least ShamirThreshold parts are combined.
-func (kr *keyring) dataKey(meta *sops.Metadata) ([]byte, error) {
-	if len(meta.KeyGroups) == 0 {
+// yields a Shamir part and at least shamir_threshold parts (all of them when
+// the threshold is not set) are combined.
+func (kr *keyring) dataKey(meta *metadata) ([]byte, error) {
+	if len(meta.keyGroups) == 0 {
 		return nil, errors.New("the SOPS metadata lists no master keys")
 	}
 	var (
 		parts   [][]byte
 		missing missingKeys
 	)
-	for _, group := range meta.KeyGroups {
+	for _, group := range meta.keyGroups {
 		if part := kr.decryptGroup(group, &missing); part != nil {
 			parts = append(parts, part)
 		}
 	}
-	if len(meta.KeyGroups) == 1 {
+	if len(meta.keyGroups) == 1 {
 		if len(parts) == 1 {
 			return parts[0], nil
 		}
 		return nil, missing.err(0, 0)
 	}
-	threshold := meta.ShamirThreshold
+	threshold := meta.shamirThreshold
 	if threshold <= 0 {
-		threshold = len(meta.KeyGroups)
+		threshold = len(meta.keyGroups)
 	}
 	if len(parts) < threshold {
 		return nil, missing.err(len(parts), threshold)
@@ -186,43 +184,34 @@ func (kr *keyring) dataKey(meta *sops.Metadata) ([]byte, error) {
 
 // decryptGroup tries the age keys of a group first, then the PGP keys, which
 // is SOPS' default decryption order. It returns nil when no key fits.
-func (kr *keyring) decryptGroup(group sops.KeyGroup, missing *missingKeys) []byte {
-	ordered := make([]keys.MasterKey, 0, len(group))
-	for _, k := range group {
-		if _, ok := k.(*sopsage.MasterKey); ok {
-			ordered = append(ordered, k)
+func (kr *keyring) decryptGroup(group keyGroup, missing *missingKeys) []byte {
+	for _, mk := range group.age {
+		part, err := kr.decryptAge(mk.enc)
+		if err == nil {
+			return part
+		}
+		if errors.Is(err, errNoMatch) {
+			missing.add(&missing.age, safeKey(mk.id))
+		} else {
+			missing.add(&missing.corrupt, "age recipient "+safeKey(mk.id))
 		}
 	}
-	for _, k := range group {
-		if _, ok := k.(*sopsage.MasterKey); !ok {
-			ordered = append(ordered, k)
+	for _, typ := range group.unsupported {
+		missing.add(&missing.unsupported, typ)
+	}
+	for _, mk := range group.pgp {
+		part, err := kr.decryptPGP(mk.enc)
+		if err == nil {
+			return part
+		}
+		if errors.Is(err, errNoMatch) {
+			missing.add(&missing.pgp, safeKey(mk.id))
+		} else {
+			missing.add(&missing.corrupt, "PGP fingerprint "+safeKey(mk.id))
 		}
 	}
-	for _, k := range ordered {
-		switch mk := k.(type) {
-		case *sopsage.MasterKey:
-			part, err := kr.decryptAge(mk.EncryptedKey)
-			if err == nil {
-				return part
-			}
-			if errors.Is(err, errNoMatch) {
-				missing.add(&missing.age, mk.Recipient)
-			} else {
-				missing.add(&missing.corrupt, "age recipient "+mk.Recipient)
-			}
-		case *sopspgp.MasterKey:
-			part, err := kr.decryptPGP(mk.EncryptedKey)
-			if err == nil {
-				return part
-			}
-			if errors.Is(err, errNoMatch) {
-				missing.add(&missing.pgp, mk.Fingerprint)
-			} else {
-				missing.add(&missing.corrupt, "PGP fingerprint "+mk.Fingerprint)
-			}
-		default:
-			missing.add(&missing.unsupported, k.TypeToIdentifier())
-		}
+	if len(group.age)+len(group.pgp)+len(group.unsupported) == 0 {
+		missing.add(&missing.empty, "empty")
 	}
 	return nil
 }
@@ -296,6 +285,9 @@ func (m *missingKeys) err(got, need int) error {
 	if len(m.corrupt) > 0 {
 		reasons = append(reasons, fmt.Sprintf(
 			"the encrypted data key is malformed for %s", strings.Join(m.corrupt, ", ")))
+	}
+	if len(m.empty) > 0 {
+		reasons = append(reasons, "a key group lists no master keys")
 	}
 	msg := strings.Join(reasons, "; ")
 	if need > 0 {

@@ -18,9 +18,6 @@ const (
 	// DecryptDisabledValue disables decryption of an annotated object. It is
 	// matched without regard to case.
 	DecryptDisabledValue = "Disabled"
-
-	// metadataKey is the top-level key under which SOPS stores its metadata.
-	metadataKey = "sops"
 )
 
 // IsDecryptionDisabled reports whether obj opts out of decryption with the
