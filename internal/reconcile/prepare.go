@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,8 +28,9 @@ type Reconcilable interface {
 // when the object is suspended and nothing more should be done.
 //
 // The Reconciling condition is not patched here: a reconciler whose steps
-// may take long calls AnnounceNewGeneration, one that patches its status
-// before it writes anything else lets that patch carry it.
+// may take long calls AnnounceNewGeneration around them through
+// AnnounceIfSlow, one that patches its status before it writes anything
+// else lets that patch carry it.
 func Prepare(ctx context.Context, kind string, obj Reconcilable, suspended bool, patcher *patch.Helper) (bool, error) {
 	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
 		controllerutil.AddFinalizer(obj, meta.Finalizer)
@@ -58,4 +60,43 @@ func AnnounceNewGeneration(ctx context.Context, obj Reconcilable, patcher *patch
 		return nil
 	}
 	return patcher.Patch(ctx, obj)
+}
+
+// AnnounceDelay is how long a step may run before AnnounceIfSlow announces
+// it: most clones and builds end sooner, and their run then writes its
+// status once.
+const AnnounceDelay = time.Second
+
+// AnnounceIfSlow runs work in its own goroutine and, when it has not ended
+// after delay, calls announce (on the caller's goroutine, so that announce
+// may read and patch the object, which work must not touch). A step that
+// can take long thus shows in the status while it runs, and a short one
+// costs no write of its own. An announcement that fails is logged: the run
+// patches its status at the end anyway. Without announce, AnnounceIfSlow
+// just runs work.
+func AnnounceIfSlow[T any](ctx context.Context, delay time.Duration, announce func(context.Context) error, work func() (T, error)) (T, error) {
+	if announce == nil {
+		return work()
+	}
+	type outcome struct {
+		value T
+		err   error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		v, err := work()
+		done <- outcome{v, err}
+	}()
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		return o.value, o.err
+	case <-timer.C:
+	}
+	if err := announce(ctx); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to announce the reconciliation in the status")
+	}
+	o := <-done
+	return o.value, o.err
 }

@@ -134,16 +134,15 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if proceed, err := reconcile.Prepare(ctx, sourcev1.GitRepositoryKind, obj, obj.Spec.Suspend, patcher); !proceed {
 		return ctrl.Result{}, err
 	}
-	if err := reconcile.AnnounceNewGeneration(ctx, obj, patcher); err != nil {
-		return ctrl.Result{}, err
-	}
 
 	var res reconcile.Result
 	defer func() {
 		result, retErr = r.summarizeAndPatch(ctx, obj, patcher, res, retErr)
 	}()
 
-	sc := &gitScope{}
+	sc := &gitScope{announce: func(ctx context.Context) error {
+		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
+	}}
 	defer sc.cleanup()
 	res, retErr = r.runSteps(ctx, obj, sc)
 	return ctrl.Result{}, retErr
@@ -233,6 +232,9 @@ type gitScope struct {
 	// upToDate is set when the stored artifact already reflects the upstream
 	// revision and the spec, so that nothing needs building.
 	upToDate bool
+	// announce patches the status of a new generation, for a clone that
+	// takes long (see reconcile.AnnounceIfSlow).
+	announce func(context.Context) error
 }
 
 func (sc *gitScope) cleanup() {

@@ -87,7 +87,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	defer client.Close()
 	cloneCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
 	defer cancel()
-	commit, err := client.Clone(cloneCtx, obj.Spec.URL, checkout)
+	url := obj.Spec.URL
+	commit, err := reconcile.AnnounceIfSlow(ctx, reconcile.AnnounceDelay, sc.announce, func() (*git.Commit, error) {
+		return client.Clone(cloneCtx, url, checkout)
+	})
 	if err != nil {
 		return reconcile.ResultEmpty, markFetchFailed(obj, err)
 	}
