@@ -11,9 +11,7 @@ import (
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -254,17 +252,17 @@ func peel(repo *gogit.Repository, hash plumbing.Hash) (*object.Commit, *object.T
 	return nil, nil, fmt.Errorf("tag %s: too many nested tags", hash)
 }
 
-// initRepo creates the repository in the work directory with the remote
-// "origin". Both the work tree and .git are opened with go-billy's BoundOS,
-// which resolves every path inside the work directory, so no write can be
-// redirected outside it through a symbolic link in the checkout.
+// initRepo creates the repository with the remote "origin": its objects,
+// references and index in memory (a clone is read once, into an artifact,
+// then thrown away, so writing .git to disk would only cost system calls),
+// its work tree in the work directory, opened with go-billy's BoundOS, which
+// resolves every path inside the work directory, so no write can be
+// redirected outside it through a symbolic link in the checkout. The
+// recorded shallow commits are kept for inspection.
 func (c *Client) initRepo(r *remote) (*gogit.Repository, error) {
 	wt := osfs.New(c.workDir, osfs.WithBoundOS())
-	dot, err := wt.Chroot(gogit.GitDirName)
-	if err != nil {
-		return nil, fmt.Errorf("initialising repository in work directory: %w", err)
-	}
-	repo, err := gogit.Init(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), wt)
+	c.storage = memory.NewStorage()
+	repo, err := gogit.Init(c.storage, wt)
 	if err != nil {
 		return nil, fmt.Errorf("initialising repository in work directory: %w", err)
 	}

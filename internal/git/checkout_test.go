@@ -3,11 +3,11 @@ package git
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-git/v5/plumbing"
 	. "github.com/onsi/gomega"
 )
 
@@ -109,8 +109,10 @@ func TestClone_References(t *testing.T) {
 			if tt.wantFiles != nil {
 				g.Expect(listFiles(t, dir)).To(Equal(tt.wantFiles))
 			}
-			head := f.repo.git("-C", dir, "rev-parse", "HEAD")
-			g.Expect(head).To(Equal(tt.wantHash))
+			head, err := c.storage.Reference(plumbing.HEAD)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(head.Hash().String()).To(Equal(tt.wantHash), "the work tree is checked out at the commit")
+			g.Expect(filepath.Join(dir, ".git")).NotTo(BeAnExistingFile(), "nothing of the repository but its files is written")
 		})
 	}
 }
@@ -131,11 +133,12 @@ func TestClone_ShallowFetchesOneCommit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			c, dir := newTestClient(t, nil, nil)
+			c, _ := newTestClient(t, nil, nil)
 			_, err := c.Clone(context.Background(), f.repo.url(), tt.opts)
 			g.Expect(err).NotTo(HaveOccurred())
-			_, statErr := os.Stat(filepath.Join(dir, ".git", "shallow"))
-			g.Expect(statErr == nil).To(Equal(tt.shallow))
+			shallows, err := c.storage.Shallow()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(len(shallows) > 0).To(Equal(tt.shallow))
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -63,6 +64,10 @@ type Client struct {
 	signer     ssh.Signer
 	knownHosts knownHosts
 	closed     bool
+	// cloned is set by the first Clone: a Client clones once.
+	cloned bool
+	// storage holds the clone's objects and references, in memory.
+	storage *memory.Storage
 
 	// State of the Clone in progress.
 	ctx        context.Context // governs SSH connections (see sshdial.go)
@@ -108,14 +113,20 @@ func (c *Client) Close() {
 // opts.LastObservedCommit still matches the remote it returns a partial
 // commit without cloning. Errors never contain credentials.
 //
-// Clone runs once per Client: the work directory must not hold a repository
-// yet, and a work directory left by a failed Clone must be discarded. ctx
+// Clone runs once per Client, into an empty work directory; a work
+// directory left by a failed Clone must be discarded. The repository's
+// objects and references stay in memory: the work directory holds the
+// checked-out files only, without .git. ctx
 // bounds the whole operation over http, https and ssh: when it is done, open
 // connections are closed and the error wraps ctx.Err().
 func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions) (*Commit, error) {
 	if c.closed {
 		return nil, errors.New("git client is closed")
 	}
+	if c.cloned {
+		return nil, errors.New("git client has already cloned into its work directory")
+	}
+	c.cloned = true
 	c.ctx = ctx
 	defer c.endOperation()
 	commit, err := c.clone(ctx, rawURL, opts)
