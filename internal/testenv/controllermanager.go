@@ -174,8 +174,12 @@ func controllerManagerArgs(kubeconfig string) []string {
 		"--secure-port=0",
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
-		"--kube-api-qps=100",
-		"--kube-api-burst=200",
+		// A Deployment costs the controller manager about five requests
+		// (its ReplicaSet and their statuses): at 100 requests per second,
+		// a thousand Deployments would wait on its client-side limit, not
+		// on the API server or on what is being tested.
+		"--kube-api-qps=1000",
+		"--kube-api-burst=2000",
 		"-v=2",
 	}
 }
