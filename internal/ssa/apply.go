@@ -327,46 +327,25 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 		return nil
 	}
 	needsStage1 := !final && (idx.crdKinds[it.id.GroupKind()] || idx.namespaces[it.desired.GetNamespace()])
-	mapping, err := m.mapper.RESTMapping(it.id.GroupKind(), it.version)
-	if err != nil {
-		if meta.IsNoMatchError(err) && needsStage1 {
-			it.deferred = true
-			return nil
-		}
-		return newObjectError(it.id, it.given, err)
+	if oe := m.resolveScope(it, needsStage1); oe != nil || it.deferred {
+		return oe
 	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if it.desired.GetNamespace() == "" {
-			return newObjectErrorf(it.id, "%s is namespaced and the object has no namespace", it.id.Kind)
-		}
-	} else if it.desired.GetNamespace() != "" {
-		it.desired.SetNamespace("")
-		it.id.Namespace = ""
-	}
-
 	it.toApply = it.desired
 	liveRead := it.policy != PolicyOverride
 	if liveRead {
-		if oe := m.readLive(ctx, it); oe != nil {
+		if oe := m.shapeFromLive(ctx, it); oe != nil || it.action == ActionSkipped {
 			return oe
-		}
-		if it.live != nil && (ignored(it.live) || it.policy == PolicyIfNotPresent) {
-			it.action = ActionSkipped
-			return nil
-		}
-		if it.policy == PolicyMerge && it.live != nil {
-			stripped, err := withoutForeignFields(it.desired, it.live, m.fieldManager)
-			if err != nil {
-				return newObjectErrorf(it.id, "reading the managed fields: %v", err)
-			}
-			it.toApply = stripped
 		}
 	}
 	dryRun := it.toApply.DeepCopy()
 	dryRunErr := m.serverApply(ctx, dryRun, true, it.policy != PolicyMerge)
 	if !liveRead && (dryRunErr != nil || dryRun.GetResourceVersion() != "") {
-		// The object may exist: its live state decides.
+		// The object may exist: its live state decides. When the read
+		// fails too, the dry run's refusal is the one to report.
 		if oe := m.readLive(ctx, it); oe != nil {
+			if dryRunErr != nil {
+				return newObjectError(it.id, it.given, dryRunErr)
+			}
 			return oe
 		}
 		if it.live != nil && ignored(it.live) {
@@ -393,6 +372,53 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 		it.action = ActionUnchanged
 	default:
 		it.action = ActionConfigured
+	}
+	return nil
+}
+
+// resolveScope checks the item's kind against the RESTMapper: a namespaced
+// object needs a namespace, a cluster-scoped one loses it. A kind not
+// served yet defers an item that stage 1 brings it for.
+func (m *Manager) resolveScope(it *item, needsStage1 bool) *ObjectError {
+	mapping, err := m.mapper.RESTMapping(it.id.GroupKind(), it.version)
+	if err != nil {
+		if meta.IsNoMatchError(err) && needsStage1 {
+			it.deferred = true
+			return nil
+		}
+		return newObjectError(it.id, it.given, err)
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if it.desired.GetNamespace() == "" {
+			return newObjectErrorf(it.id, "%s is namespaced and the object has no namespace", it.id.Kind)
+		}
+	} else if it.desired.GetNamespace() != "" {
+		it.desired.SetNamespace("")
+		it.id.Namespace = ""
+	}
+	return nil
+}
+
+// shapeFromLive reads the live object for the policies that need it before
+// the dry run: an object ignored in the cluster, or present under
+// IfNotPresent, is skipped; Merge leaves out the fields other managers own.
+func (m *Manager) shapeFromLive(ctx context.Context, it *item) *ObjectError {
+	if oe := m.readLive(ctx, it); oe != nil {
+		return oe
+	}
+	if it.live == nil {
+		return nil
+	}
+	if ignored(it.live) || it.policy == PolicyIfNotPresent {
+		it.action = ActionSkipped
+		return nil
+	}
+	if it.policy == PolicyMerge {
+		stripped, err := withoutForeignFields(it.desired, it.live, m.fieldManager)
+		if err != nil {
+			return newObjectErrorf(it.id, "reading the managed fields: %v", err)
+		}
+		it.toApply = stripped
 	}
 	return nil
 }
