@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/testenv"
 )
 
 // applied applies objs with m and returns their inventory.
@@ -165,61 +166,15 @@ metadata: {name: c, namespace: ${NS}}
 	g.Expect(order).To(Equal([]int{2, 2, 0, 0, 0}))
 }
 
-// denyDeleteOf installs a ValidatingAdmissionPolicy that refuses to delete
-// ConfigMaps labelled windlass.test/protected in ns, and waits until the API
-// server enforces it.
-func denyDeleteOf(t *testing.T, ns string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	objs := parse(t, ns, `
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${NS}-protect}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [DELETE]
-      resources: [configmaps]
-  validations:
-  - expression: "!has(oldObject.metadata.labels) || !('windlass.test/protected' in oldObject.metadata.labels)"
-    message: deletion of protected objects is not allowed
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${NS}-protect}
-spec:
-  policyName: ${NS}-protect
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchLabels: {kubernetes.io/metadata.name: ${NS}}
-`)
-	for _, o := range objs {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-		deleteLater(t, o.GetAPIVersion(), o.GetKind(), o.GetName())
-	}
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: "probe", Namespace: ns, Labels: map[string]string{"windlass.test/protected": "true"},
-	}}
-	g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
-	eventually(g, func() error {
-		return env.Client.Delete(ctx, probe, client.DryRunAll)
-	}).Should(MatchError(ContainSubstring("deletion of protected objects is not allowed")))
-}
-
 func TestPruneRefusedKeepsSurvivors(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	m := newManager(t, ns)
-	denyDeleteOf(t, ns)
+	env.DenyProtectedDeletes(t, ns)
 
 	protected := configMap(ns, "b-protected", nil, nil)
-	protected.SetLabels(map[string]string{"windlass.test/protected": "true"})
+	protected.SetLabels(map[string]string{testenv.ProtectedLabel: "true"})
 	inv := applied(t, m, []*unstructured.Unstructured{
 		configMap(ns, "a-free", nil, nil),
 		protected,

@@ -2,7 +2,6 @@ package kustomize
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,66 +16,13 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testenv"
 )
 
-// protectedConfigMap is a ConfigMap that denyDeletes protects.
+// protectedConfigMap is a ConfigMap that env.DenyProtectedDeletes protects.
 func protectedConfigMap(ns, name string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
-		"\n  labels:\n    windlass.test/protected: \"true\"\ndata:\n  value: \"1\"\n"
-}
-
-// denyDeletes installs a ValidatingAdmissionPolicy that refuses to delete
-// the ConfigMaps of ns labelled windlass.test/protected, waits until the
-// API server enforces it, and returns a function that removes it.
-func denyDeletes(t *testing.T, ns string) (allow func()) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata:
-  name: %[1]s-protect
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [DELETE]
-      resources: [configmaps]
-  validations:
-  - expression: "!has(oldObject.metadata.labels) || !('windlass.test/protected' in oldObject.metadata.labels)"
-    message: deletion of protected objects is not allowed
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: %[1]s-protect
-spec:
-  policyName: %[1]s-protect
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchLabels:
-        kubernetes.io/metadata.name: %[1]s
-`, ns)
-	objs := decodeManifests(g, policy)
-	for _, o := range objs {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
-	allow = func() {
-		for _, o := range objs {
-			_ = env.Client.Delete(ctx, o)
-		}
-	}
-	t.Cleanup(allow)
-	probe := &corev1.ConfigMap{ObjectMeta: objectMeta(ns, "probe")}
-	probe.Labels = map[string]string{"windlass.test/protected": "true"}
-	g.Expect(env.Client.Create(ctx, probe)).To(Succeed())
-	g.Eventually(func() error {
-		return env.Client.Delete(ctx, probe, client.DryRunAll)
-	}, timeout, interval).Should(MatchError(ContainSubstring("deletion of protected objects is not allowed")))
-	return allow
+		"\n  labels:\n    " + testenv.ProtectedLabel + ": \"true\"\ndata:\n  value: \"1\"\n"
 }
 
 // TestPruneRefusedKeepsTheObjectInTheInventory removes an object from the
@@ -87,7 +33,7 @@ func TestPruneRefusedKeepsTheObjectInTheInventory(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	allow := denyDeletes(t, ns)
+	allow := env.DenyProtectedDeletes(t, ns)
 	repo, src := appRepo(t, "app", map[string]string{
 		"deploy/kept.yaml":      configMap(ns, "kept", "1"),
 		"deploy/protected.yaml": protectedConfigMap(ns, "protected"),
