@@ -182,33 +182,36 @@ func (kr *keyring) dataKey(meta *metadata) ([]byte, error) {
 	return key, nil
 }
 
-// decryptGroup tries the age keys of a group first, then the PGP keys, which
-// is SOPS' default decryption order. It returns nil when no key fits.
-func (kr *keyring) decryptGroup(group keyGroup, missing *missingKeys) []byte {
-	for _, mk := range group.age {
-		part, err := kr.decryptAge(mk.enc)
+// tryKeys returns the first data key part that one of keys decrypts. A key
+// that matches none of the Secret's identities is listed in noMatch; one
+// that matches but cannot be read is listed as corrupt, named by label and
+// its public identifier.
+func tryKeys(keys []masterKey, decrypt func(string) ([]byte, error), missing *missingKeys, noMatch *[]string, label string) []byte {
+	for _, mk := range keys {
+		part, err := decrypt(mk.enc)
 		if err == nil {
 			return part
 		}
 		if errors.Is(err, errNoMatch) {
-			missing.add(&missing.age, safeKey(mk.id))
+			missing.add(noMatch, safeKey(mk.id))
 		} else {
-			missing.add(&missing.corrupt, "age recipient "+safeKey(mk.id))
+			missing.add(&missing.corrupt, label+safeKey(mk.id))
 		}
+	}
+	return nil
+}
+
+// decryptGroup tries the age keys of a group first, then the PGP keys, which
+// is SOPS' default decryption order. It returns nil when no key fits.
+func (kr *keyring) decryptGroup(group keyGroup, missing *missingKeys) []byte {
+	if part := tryKeys(group.age, kr.decryptAge, missing, &missing.age, "age recipient "); part != nil {
+		return part
 	}
 	for _, typ := range group.unsupported {
 		missing.add(&missing.unsupported, typ)
 	}
-	for _, mk := range group.pgp {
-		part, err := kr.decryptPGP(mk.enc)
-		if err == nil {
-			return part
-		}
-		if errors.Is(err, errNoMatch) {
-			missing.add(&missing.pgp, safeKey(mk.id))
-		} else {
-			missing.add(&missing.corrupt, "PGP fingerprint "+safeKey(mk.id))
-		}
+	if part := tryKeys(group.pgp, kr.decryptPGP, missing, &missing.pgp, "PGP fingerprint "); part != nil {
+		return part
 	}
 	if len(group.age)+len(group.pgp)+len(group.unsupported) == 0 {
 		missing.add(&missing.empty, "empty")
