@@ -48,6 +48,11 @@ type Progressing struct {
 	Err error
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
+	// Quiet means the status need not say so: the work is young and the
+	// next look, after RequeueAfter, comes before users would notice. The
+	// run then writes no status of its own, and the next one writes it,
+	// often as finished.
+	Quiet bool
 }
 
 func (e *Progressing) Error() string { return e.Err.Error() }
@@ -80,6 +85,18 @@ func Wait(reason string, err error, after time.Duration) error {
 // Progress returns a Progressing error.
 func Progress(reason string, err error, after time.Duration) error {
 	return &Progressing{Reason: reason, Err: err, RequeueAfter: after}
+}
+
+// ProgressQuietly returns a quiet Progressing error (see Progressing.Quiet).
+func ProgressQuietly(reason string, err error, after time.Duration) error {
+	return &Progressing{Reason: reason, Err: err, RequeueAfter: after, Quiet: true}
+}
+
+// IsQuiet reports whether err is a quiet Progressing error: one whose run
+// need not write its status.
+func IsQuiet(err error) bool {
+	var p *Progressing
+	return errors.As(err, &p) && p.Quiet
 }
 
 // Fail returns a Failure error.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +122,11 @@ type Details struct {
 	// ReadyQuantiles are the seconds after which 10%, 50%, 90% and 99% of
 	// the Kustomizations were Ready.
 	ReadyQuantiles []float64
+	// SourceQuantiles and AppliedQuantiles are the same for the
+	// GitRepositories' first artifact and the Kustomizations' first
+	// applied revision: with ReadyQuantiles, where the ready phase's time
+	// went.
+	SourceQuantiles, AppliedQuantiles []float64
 	// ReadyCPU and NoopCPU are the CPU seconds of every process of the
 	// run (see processCPU) in the ready phase and the no-op tick.
 	ReadyCPU, NoopCPU map[string]float64
@@ -281,19 +284,26 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("creating the objects: %w", err)
 	}
-	readyAt := map[string]time.Duration{}
+	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
+	sourcesDone := make(chan struct{})
+	go func() {
+		defer close(sourcesDone)
+		// Only a timeline: the Kustomizations' wait below reports failures.
+		_ = waitAll(readyCtx, c, ns, &sourcev1.GitRepositoryList{}, len(sources),
+			sourceAt.record(func(obj client.Object) bool { return obj.(*sourcev1.GitRepository).Status.Artifact != nil }), describeGit)
+	}()
 	firstReady := func(obj client.Object) bool {
-		ready := ksReady(obj)
-		if _, seen := readyAt[obj.GetName()]; ready && !seen {
-			readyAt[obj.GetName()] = time.Since(start)
-		}
-		return ready
+		appliedAt.record(func(obj client.Object) bool { return obj.(*kustomizev1.Kustomization).Status.LastAppliedRevision != "" })(obj)
+		return readyAt.record(ksReady)(obj)
 	}
 	if err := waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs); err != nil {
 		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to be Ready: %w", err))
 	}
 	res.ReadySeconds = time.Since(start).Seconds()
-	res.Details.ReadyQuantiles = quantiles(slices.Collect(maps.Values(readyAt)), 0.1, 0.5, 0.9, 0.99)
+	<-sourcesDone
+	res.Details.SourceQuantiles = sourceAt.quantiles()
+	res.Details.AppliedQuantiles = appliedAt.quantiles()
+	res.Details.ReadyQuantiles = readyAt.quantiles()
 	st, err := ctrl.stats()
 	if err != nil {
 		return nil, err

@@ -126,8 +126,13 @@ func printTable(w io.Writer, res *Result) {
 	row("n", fmt.Sprint(res.N))
 	row("layout", res.Layout)
 	row("ready_seconds", fmt.Sprintf("%.2f", res.ReadySeconds))
-	if q := d.ReadyQuantiles; len(q) == 4 {
-		row("  ready after (10% 50% 90% 99%)", fmt.Sprintf("%.1fs %.1fs %.1fs %.1fs", q[0], q[1], q[2], q[3]))
+	for _, t := range []struct {
+		what string
+		q    []float64
+	}{{"source ready", d.SourceQuantiles}, {"applied", d.AppliedQuantiles}, {"ready", d.ReadyQuantiles}} {
+		if len(t.q) == 4 {
+			row("  "+t.what+" after (10% 50% 90% 99%)", fmt.Sprintf("%.1fs %.1fs %.1fs %.1fs", t.q[0], t.q[1], t.q[2], t.q[3]))
+		}
 	}
 	row("peak_rss_bytes", fmt.Sprintf("%d (%.1f MiB)", res.PeakRSSBytes, float64(res.PeakRSSBytes)/(1<<20)))
 	row("  peak anonymous RSS (sampled)", fmt.Sprintf("%.1f MiB", float64(d.PeakRSSAnonBytes)/(1<<20)))

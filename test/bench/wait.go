@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +82,33 @@ func waitAll(ctx context.Context, c client.WithWatch, ns string, list client.Obj
 			return pending(ctx.Err(), state, done, describe)
 		}
 	}
+}
+
+// firstTimes records when each object first satisfied a predicate, counted
+// from start. It is used by one goroutine.
+type firstTimes struct {
+	start time.Time
+	at    map[string]time.Duration
+}
+
+// record returns done, recording the first time it holds for an object.
+func (f *firstTimes) record(done func(client.Object) bool) func(client.Object) bool {
+	return func(obj client.Object) bool {
+		ok := done(obj)
+		if _, seen := f.at[obj.GetName()]; ok && !seen {
+			if f.at == nil {
+				f.at = map[string]time.Duration{}
+			}
+			f.at[obj.GetName()] = time.Since(f.start)
+		}
+		return ok
+	}
+}
+
+// quantiles returns the 10%, 50%, 90% and 99% quantiles of the recorded
+// times, in seconds.
+func (f *firstTimes) quantiles() []float64 {
+	return quantiles(slices.Collect(maps.Values(f.at)), 0.1, 0.5, 0.9, 0.99)
 }
 
 // pending wraps err with a description of up to five objects not done.

@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -99,7 +100,8 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	revision := obj.Status.LastAttemptedRevision
 	refs := healthRefs(obj, inventoryOf(obj))
-	if w, ok := r.waits.get(key, revision); ok {
+	w, waiting := r.waits.get(key, revision)
+	if waiting {
 		refs = w.pending
 	}
 	if len(refs) == 0 {
@@ -142,13 +144,19 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", failure.Error())
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, failure)
 	}
-	waiting := make([]string, 0, len(notReady))
+	names := make([]string, 0, len(notReady))
 	for _, s := range notReady {
-		waiting = append(waiting, s.String())
+		names = append(names, s.String())
 	}
-	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(waiting, "; "))
+	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(names, "; "))
 	conditions.MarkUnknown(obj, meta.HealthyCondition, meta.ProgressingReason, "%s", msg)
-	return reconcile.Progress(meta.ProgressingReason, fmt.Errorf("%s", msg), healthRecheckDelay(elapsed, timeout-elapsed))
+	delay := healthRecheckDelay(elapsed, timeout-elapsed)
+	if !waiting {
+		// Objects just applied are seldom healthy at once, and most are
+		// within the first recheck: that one tells users, not this one.
+		return reconcile.ProgressQuietly(meta.ProgressingReason, errors.New(msg), delay)
+	}
+	return reconcile.Progress(meta.ProgressingReason, errors.New(msg), delay)
 }
 
 // readerWith returns a reader that answers from live (objects by inventory

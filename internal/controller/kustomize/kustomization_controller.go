@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,6 +207,15 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 	if outcome {
 		recordHistory(obj, time.Since(start))
 	}
+	result.Priority = ptr.To(normalPriority)
+	if progressing != nil {
+		// A recheck is short, and the status it writes is what users wait
+		// for: it goes before the runs that apply other revisions.
+		result.Priority = ptr.To(recheckPriority)
+	}
+	if progressing != nil && progressing.Quiet {
+		return result, nil
+	}
 	if err != nil {
 		r.event(obj, "Warning", conditions.Reason(obj, meta.ReadyCondition), conditions.Message(obj, meta.ReadyCondition))
 		if !isTerminal(err) {
@@ -223,6 +233,12 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 	}
 	return result, err
 }
+
+// Priorities of a Kustomization's next run in the work queue.
+const (
+	normalPriority  = 0
+	recheckPriority = 1
+)
 
 // forget drops what the reconciler remembers of a Kustomization.
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {

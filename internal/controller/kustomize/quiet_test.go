@@ -1,0 +1,97 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// TestFirstHealthCheckIsQuiet checks, step by step with a fake client,
+// that the first health check of a revision whose objects are in progress
+// asks for a recheck without a status write, and that the recheck reports
+// the wait.
+func TestFirstHealthCheckIsQuiet(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", Generation: 1},
+		Spec:       kustomizev1.KustomizationSpec{Wait: true, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	id := inventory.ObjMetadata{Namespace: "default", Name: "web", Group: "apps", Kind: "Deployment"}.ID()
+	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: id, Version: "v1"}}}
+	obj.Status.LastAttemptedRevision = "main@sha1:1"
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj.DeepCopy(), inProgressDeployment("default", "web")).
+		WithStatusSubresource(&kustomizev1.Kustomization{}).Build()
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, apimeta.RESTScopeNamespace)
+	tgt := &target{client: c, mapper: mapper}
+	r := &KustomizationReconciler{Client: c}
+
+	first := r.checkHealth(ctx, obj, tgt, nil)
+	g.Expect(reconcile.IsQuiet(first)).To(BeTrue(), "the first check of a revision is quiet: %v", first)
+
+	// The quiet run writes no status, and its recheck goes first.
+	before := obj.DeepCopy()
+	patcher := patch.NewHelper(before, c)
+	res, err := r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, first, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", minHealthRecheck+10*time.Millisecond))
+	g.Expect(res.Priority).To(Equal(ptr.To(recheckPriority)))
+	stored := &kustomizev1.Kustomization{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
+	g.Expect(conditions.Get(stored, meta.ReadyCondition)).To(BeNil(), "the quiet run patched the status")
+
+	// The recheck reports the wait.
+	second := r.checkHealth(ctx, obj, tgt, nil)
+	var progressing *reconcile.Progressing
+	g.Expect(errors.As(second, &progressing)).To(BeTrue(), "still in progress: %v", second)
+	g.Expect(progressing.Quiet).To(BeFalse())
+	patcher = patch.NewHelper(stored, c)
+	obj = stored.DeepCopy()
+	obj.Status.LastAttemptedRevision = "main@sha1:1"
+	res, err = r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, second, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Priority).To(Equal(ptr.To(recheckPriority)))
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
+	g.Expect(conditions.Get(stored, meta.ReadyCondition)).NotTo(BeNil())
+	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason))
+
+	// A new revision begins a new wait, quiet again.
+	obj.Status.LastAttemptedRevision = "main@sha1:2"
+	g.Expect(reconcile.IsQuiet(r.checkHealth(ctx, obj, tgt, nil))).To(BeTrue())
+
+	// Any other outcome goes back to the normal priority.
+	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Priority).To(Equal(ptr.To(normalPriority)))
+}
+
+// inProgressDeployment returns a Deployment that wants a replica it does
+// not have: in progress for kstatus.
+func inProgressDeployment(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas")
+	return u
+}
