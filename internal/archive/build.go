@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"encoding/binary"
+	"hash/maphash"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,9 +34,10 @@ const (
 
 // builder holds the state of one Build call.
 type builder struct {
-	root   string
-	filter Filter
-	tw     *tar.Writer
+	root         string
+	filter       Filter
+	tw           *tar.Writer
+	fingerprints Fingerprints
 }
 
 // Build writes a gzip-compressed tarball of the tree under root to w.
@@ -51,26 +54,40 @@ type builder struct {
 //
 // filter may be nil. The root directory itself is not written as an entry.
 func Build(w io.Writer, root string, filter Filter) error {
+	_, err := BuildWithFingerprints(w, root, filter)
+	return err
+}
+
+// BuildWithFingerprints is Build that also returns the fingerprints of the
+// directories it wrote (see Fingerprints), or none for a tree of more than
+// 50,000 directories.
+func BuildWithFingerprints(w io.Writer, root string, filter Filter) (Fingerprints, error) {
 	realRoot, err := resolveRoot(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The compressor writes a few hundred bytes at a time.
 	bw := bufio.NewWriterSize(w, 32<<10)
 	gw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(gw)
 	gw.Reset(bw)
-	b := &builder{root: realRoot, filter: filter, tw: tar.NewWriter(gw)}
-	if err := b.walkDir(""); err != nil {
-		return err
+	b := &builder{root: realRoot, filter: filter, tw: tar.NewWriter(gw), fingerprints: Fingerprints{}}
+	if _, err := b.walkDir(""); err != nil {
+		return nil, err
 	}
 	if err := b.tw.Close(); err != nil {
-		return fmt.Errorf("closing tar stream: %w", err)
+		return nil, fmt.Errorf("closing tar stream: %w", err)
 	}
 	if err := gw.Close(); err != nil {
-		return fmt.Errorf("closing gzip stream: %w", err)
+		return nil, fmt.Errorf("closing gzip stream: %w", err)
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if len(b.fingerprints) > maxFingerprints {
+		return nil, nil
+	}
+	return b.fingerprints, nil
 }
 
 // gzipWriters keeps compressors for reuse: each holds about a megabyte of
@@ -103,41 +120,65 @@ func resolveRoot(root string) (string, error) {
 }
 
 // walkDir writes the entries of the directory rel (relative to the root, ""
-// for the root itself) in lexical order, recursing into subdirectories.
-func (b *builder) walkDir(rel string) error {
+// for the root itself) in lexical order, recursing into subdirectories, and
+// returns the directory's fingerprint.
+func (b *builder) walkDir(rel string) (uint64, error) {
 	entries, err := os.ReadDir(filepath.Join(b.root, filepath.FromSlash(rel)))
 	if err != nil {
-		return fmt.Errorf("reading directory %q: %w", displayPath(rel), err)
+		return 0, fmt.Errorf("reading directory %q: %w", displayPath(rel), err)
 	}
+	var h maphash.Hash
+	h.SetSeed(fingerprintSeed)
 	for _, e := range entries {
-		if err := b.walkEntry(path.Join(rel, e.Name()), e.Type()); err != nil {
-			return err
+		written, err := b.walkEntry(path.Join(rel, e.Name()), e.Type())
+		if err != nil {
+			return 0, err
+		}
+		if written.kind != 0 {
+			h.WriteString(e.Name())
+			h.WriteByte(written.kind)
+			var sum [8]byte
+			binary.LittleEndian.PutUint64(sum[:], written.fingerprint)
+			h.Write(sum[:])
 		}
 	}
-	return nil
+	fp := h.Sum64()
+	if len(b.fingerprints) <= maxFingerprints {
+		b.fingerprints[rel] = fp
+	}
+	return fp, nil
+}
+
+// entry is what walkEntry wrote: a kind (0 for nothing, 'd' for a
+// directory, 'f' for a file, 'x' for an executable file) and the
+// fingerprint of its content.
+type entry struct {
+	kind        byte
+	fingerprint uint64
 }
 
 // walkEntry writes one entry of the tree, dispatching on its type.
-func (b *builder) walkEntry(rel string, typ fs.FileMode) error {
+func (b *builder) walkEntry(rel string, typ fs.FileMode) (entry, error) {
 	isDir := typ.IsDir()
 	if b.filter != nil && b.filter(rel, isDir) {
-		return nil
+		return entry{}, nil
 	}
 	if strings.Contains(rel, `\`) {
-		return fmt.Errorf("path %q contains a backslash, which archives may not hold: exclude it", rel)
+		return entry{}, fmt.Errorf("path %q contains a backslash, which archives may not hold: exclude it", rel)
 	}
 	switch {
 	case isDir:
 		if err := b.writeDir(rel); err != nil {
-			return err
+			return entry{}, err
 		}
-		return b.walkDir(rel)
+		fp, err := b.walkDir(rel)
+		return entry{kind: 'd', fingerprint: fp}, err
 	case typ.IsRegular():
 		return b.writeFile(rel, filepath.Join(b.root, filepath.FromSlash(rel)))
 	case typ&fs.ModeSymlink != 0:
 		return b.writeSymlink(rel)
 	default:
-		return nil // sockets, pipes, devices: never archived
+		return entry{}, nil // sockets, pipes, devices: never archived
 	}
 }
 
@@ -152,10 +193,10 @@ func (b *builder) writeDir(rel string) error {
 
 // writeSymlink writes the regular file a symbolic link resolves to, when it
 // resolves inside the root; other links are skipped.
-func (b *builder) writeSymlink(rel string) error {
+func (b *builder) writeSymlink(rel string) (entry, error) {
 	target, ok := b.resolveInRoot(filepath.Join(b.root, filepath.FromSlash(rel)))
 	if !ok {
-		return nil
+		return entry{}, nil
 	}
 	return b.writeFile(rel, target)
 }
@@ -188,10 +229,10 @@ func within(root, p string) bool {
 }
 
 // writeFile writes the regular file at src under the entry name rel.
-func (b *builder) writeFile(rel, src string) (err error) {
+func (b *builder) writeFile(rel, src string) (_ entry, err error) {
 	f, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("opening %q: %w", rel, err)
+		return entry{}, fmt.Errorf("opening %q: %w", rel, err)
 	}
 	defer func() {
 		if cerr := f.Close(); cerr != nil && err == nil {
@@ -200,22 +241,24 @@ func (b *builder) writeFile(rel, src string) (err error) {
 	}()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("reading %q: %w", rel, err)
+		return entry{}, fmt.Errorf("reading %q: %w", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil // replaced by something else since the walk listed it
+		return entry{}, nil // replaced by something else since the walk listed it
 	}
-	mode := int64(fileMode)
+	mode, kind := int64(fileMode), byte('f')
 	if fi.Mode().Perm()&0o111 != 0 {
-		mode = execMode
+		mode, kind = execMode, 'x'
 	}
 	if err := b.tw.WriteHeader(newHeader(rel, tar.TypeReg, mode, fi.Size())); err != nil {
-		return fmt.Errorf("writing entry %q: %w", rel, err)
+		return entry{}, fmt.Errorf("writing entry %q: %w", rel, err)
 	}
-	if _, err := io.CopyN(b.tw, f, fi.Size()); err != nil {
-		return fmt.Errorf("writing content of %q: %w", rel, err)
+	var h maphash.Hash
+	h.SetSeed(fingerprintSeed)
+	if _, err := io.CopyN(io.MultiWriter(b.tw, &h), f, fi.Size()); err != nil {
+		return entry{}, fmt.Errorf("writing content of %q: %w", rel, err)
 	}
-	return nil
+	return entry{kind: kind, fingerprint: h.Sum64()}, nil
 }
 
 // newHeader returns a normalised tar header.

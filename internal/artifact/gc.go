@@ -110,6 +110,7 @@ func (s *Storage) RemoveAll(a meta.Artifact) (string, error) {
 		return "", err
 	}
 	dir, relDir := filepath.Dir(lp), path.Dir(a.Path)
+	s.fingerprints.forget(relDir)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

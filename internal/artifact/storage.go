@@ -49,6 +49,7 @@ type Storage struct {
 	retentionTTL     time.Duration
 	retentionRecords int
 	locks            keyedMutex
+	fingerprints     treeFingerprints
 }
 
 // New returns a Storage rooted at basePath, which it creates (mode 0750) if

@@ -21,10 +21,19 @@ const fileMode = 0o640
 // filter excludes, as the artifact's file, and sets the artifact's Digest,
 // Size and LastUpdateTime. The file appears under its final name only once
 // complete; on error, any previous file of the same name is left untouched.
+//
+// The directory fingerprints of the tree are kept for the object's last two
+// trees, for PathChanged.
 func (s *Storage) Archive(a *meta.Artifact, dir string, filter archive.Filter) error {
-	return s.writeAtomic(a, func(w io.Writer) error {
-		return archive.Build(w, dir, filter)
+	var fps archive.Fingerprints
+	err := s.writeAtomic(a, func(w io.Writer) (err error) {
+		fps, err = archive.BuildWithFingerprints(w, dir, filter)
+		return err
 	})
+	if err == nil {
+		s.fingerprints.record(*a, fps)
+	}
+	return err
 }
 
 // Copy writes what r yields as the artifact's file, with the same atomicity

@@ -155,6 +155,9 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 		NoRemoteBases:        opts.NoRemoteBases,
 	}
+	if m.Storage != nil {
+		r.Changes = m.Storage
+	}
 	return r.SetupWithManager(ctx, m, kustomizectrl.KustomizationOptions{
 		MaxConcurrentReconciles: opts.Concurrent,
 		RateLimiter:             opts.rateLimiter(),

@@ -71,6 +71,10 @@ type KustomizationReconciler struct {
 	NoCrossNamespaceRefs bool
 	// NoRemoteBases refuses remote kustomize bases.
 	NoRemoteBases bool
+	// Changes, when set, tells which folders of a source's tree a new
+	// artifact changed: the Kustomizations of those folders are reconciled
+	// first. The artifact storage of an in-process source controller can.
+	Changes ChangedPaths
 
 	waits   healthWaits
 	applied appliedStates
@@ -118,8 +122,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{}),
 		)).
-		Watches(&sourcev1.GitRepository{},
-			handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.GitRepositoryKind)),
+		Watches(&sourcev1.GitRepository{}, r.sourceEvents(sourcev1.GitRepositoryKind),
 			builder.WithPredicates(predicates.ArtifactChanged{})).
 		Watches(&kustomizev1.Kustomization{},
 			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents),
@@ -131,14 +134,6 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Complete(r)
 }
 
-// requestsForSource maps a source whose artifact changed to the
-// Kustomizations that use it.
-func (r *KustomizationReconciler) requestsForSource(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-		key := fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())
-		return r.requestsFor(ctx, client.MatchingFields{sourceIndexKey: key})
-	}
-}
 
 func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o client.Object) []ctrlreconcile.Request {
 	key := client.ObjectKeyFromObject(o).String()
@@ -146,16 +141,22 @@ func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o c
 }
 
 func (r *KustomizationReconciler) requestsFor(ctx context.Context, match client.MatchingFields) []ctrlreconcile.Request {
-	var list kustomizev1.KustomizationList
-	if err := r.List(ctx, &list, match); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Kustomizations to wake")
-		return nil
-	}
+	list := r.list(ctx, match)
 	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
+}
+
+// list returns the Kustomizations that match, or none when the cache
+// cannot be listed.
+func (r *KustomizationReconciler) list(ctx context.Context, match client.MatchingFields) *kustomizev1.KustomizationList {
+	var list kustomizev1.KustomizationList
+	if err := r.List(ctx, &list, match); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Kustomizations to wake")
+	}
+	return &list
 }
 
 // Reconcile runs the pipeline for one Kustomization.
@@ -211,7 +212,7 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 	if progressing != nil {
 		// A recheck is short, and the status it writes is what users wait
 		// for: it goes before the runs that apply other revisions.
-		result.Priority = ptr.To(recheckPriority)
+		result.Priority = ptr.To(urgentPriority)
 	}
 	if progressing != nil && progressing.Quiet {
 		return result, nil
@@ -234,10 +235,12 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 	return result, err
 }
 
-// Priorities of a Kustomization's next run in the work queue.
+// Priorities of a Kustomization's next run in the work queue: health
+// rechecks and Kustomizations whose folder a new artifact changed are
+// urgent.
 const (
-	normalPriority  = 0
-	recheckPriority = 1
+	normalPriority = 0
+	urgentPriority = 1
 )
 
 // forget drops what the reconciler remembers of a Kustomization.

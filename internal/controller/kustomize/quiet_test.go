@@ -54,7 +54,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	res, err := r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, first, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", minHealthRecheck+10*time.Millisecond))
-	g.Expect(res.Priority).To(Equal(ptr.To(recheckPriority)))
+	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	stored := &kustomizev1.Kustomization{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
 	g.Expect(conditions.Get(stored, meta.ReadyCondition)).To(BeNil(), "the quiet run patched the status")
@@ -69,7 +69,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	obj.Status.LastAttemptedRevision = "main@sha1:1"
 	res, err = r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, second, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Priority).To(Equal(ptr.To(recheckPriority)))
+	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
 	g.Expect(conditions.Get(stored, meta.ReadyCondition)).NotTo(BeNil())
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason))

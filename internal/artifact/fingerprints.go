@@ -1,0 +1,76 @@
+package artifact
+
+import (
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/archive"
+)
+
+// treeFingerprints keeps the directory fingerprints of the last two trees
+// archived for each object, by the object's folder in storage: enough to
+// tell which folders its newest artifact changed.
+type treeFingerprints struct {
+	mu     sync.Mutex
+	byDir  map[string][2]archivedTree // the newest first
+}
+
+type archivedTree struct {
+	digest       string
+	fingerprints archive.Fingerprints
+}
+
+// record keeps the fingerprints of the tree archived as a.
+func (t *treeFingerprints) record(a meta.Artifact, fps archive.Fingerprints) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byDir == nil {
+		t.byDir = map[string][2]archivedTree{}
+	}
+	dir := path.Dir(a.Path)
+	trees := t.byDir[dir]
+	if trees[0].digest != a.Digest {
+		trees[1] = trees[0]
+	}
+	trees[0] = archivedTree{digest: a.Digest, fingerprints: fps}
+	t.byDir[dir] = trees
+}
+
+// get returns the fingerprints of the tree of a, if they are kept.
+func (t *treeFingerprints) get(a meta.Artifact) archive.Fingerprints {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tree := range t.byDir[path.Dir(a.Path)] {
+		if tree.digest != "" && tree.digest == a.Digest {
+			return tree.fingerprints
+		}
+	}
+	return nil
+}
+
+// forget drops the fingerprints of the trees of the object whose artifacts
+// are in dir.
+func (t *treeFingerprints) forget(dir string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.byDir, dir)
+}
+
+// PathChanged reports whether the folder at p (relative to the tree's root,
+// "" or "./" for the root) differs between the trees of the artifacts old
+// and new of one object. known is false when this Storage did not archive
+// both, or the trees were too large to keep their fingerprints.
+func (s *Storage) PathChanged(old, new meta.Artifact, p string) (changed, known bool) {
+	before, after := s.fingerprints.get(old), s.fingerprints.get(new)
+	if before == nil || after == nil {
+		return false, false
+	}
+	return before.Changed(after, cleanTreePath(p)), true
+}
+
+// cleanTreePath returns p as a key of archive.Fingerprints.
+func cleanTreePath(p string) string {
+	return strings.TrimPrefix(path.Clean("/"+p), "/")
+}
