@@ -16,8 +16,8 @@ import (
 // other.
 func TestFingerprints(t *testing.T) {
 	base := map[string]string{
-		"apps/a/app.yaml": "a: 1\n",
-		"apps/b/app.yaml": "b: 1\n",
+		"apps/a/app.yaml":         "a: 1\n",
+		"apps/b/app.yaml":         "b: 1\n",
 		"base/kustomization.yaml": "resources: []\n",
 		"README.md":               "hello\n",
 	}

@@ -13,8 +13,8 @@ import (
 // archived for each object, by the object's folder in storage: enough to
 // tell which folders its newest artifact changed.
 type treeFingerprints struct {
-	mu     sync.Mutex
-	byDir  map[string][2]archivedTree // the newest first
+	mu    sync.Mutex
+	byDir map[string][2]archivedTree // the newest first
 }
 
 type archivedTree struct {

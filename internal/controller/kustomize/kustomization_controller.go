@@ -134,7 +134,6 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		Complete(r)
 }
 
-
 func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o client.Object) []ctrlreconcile.Request {
 	key := client.ObjectKeyFromObject(o).String()
 	return r.requestsFor(ctx, client.MatchingFields{dependencyIndexKey: key})
