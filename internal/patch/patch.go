@@ -13,8 +13,10 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Helper patches one object.
@@ -44,19 +46,34 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	status, statusChanged := changes["status"]
 	delete(changes, "status")
 	if len(changes) > 0 {
-		if err := h.client.Patch(ctx, obj.DeepCopyObject().(client.Object), rawMergePatch(changes)); err != nil {
+		if err := h.client.Patch(ctx, h.answerFor(obj), rawMergePatch(changes)); err != nil {
 			return fmt.Errorf("patching %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}
 	if statusChanged {
 		patch := rawMergePatch(map[string]json.RawMessage{"status": status})
-		err := h.client.Status().Patch(ctx, obj.DeepCopyObject().(client.Object), patch)
+		err := h.client.Status().Patch(ctx, h.answerFor(obj), patch)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 	}
 	h.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// answerFor returns what the server's answer to a patch of obj is decoded
+// into, and so what the server sends: only the metadata, since the answer
+// is not used. An object the client's scheme does not know gets all of it.
+func (h *Helper) answerFor(obj client.Object) client.Object {
+	gvk, err := apiutil.GVKForObject(obj, h.client.Scheme())
+	if err != nil {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	answer := &metav1.PartialObjectMetadata{}
+	answer.SetGroupVersionKind(gvk)
+	answer.SetNamespace(obj.GetNamespace())
+	answer.SetName(obj.GetName())
+	return answer
 }
 
 // rawMergePatch returns the JSON merge patch of fields.
