@@ -71,7 +71,10 @@ func DefaultOptions() Options {
 		LeaseDuration:            35 * time.Second,
 		RenewDeadline:            30 * time.Second,
 		RetryPeriod:              5 * time.Second,
-		Concurrent:               4,
+		// The reference implementation runs 4; a reconciler mostly waits
+		// for the API server, and 8 apply a monorepo of 1000 applications
+		// in 50 s rather than 64 s on 2 cores (see test/bench).
+		Concurrent:               8,
 		RequeueDependency:        30 * time.Second,
 		IntervalJitterPercentage: 5,
 		MinRetryDelay:            750 * time.Millisecond,

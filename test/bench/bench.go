@@ -20,6 +20,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/manager"
 	"github.com/windlass-dev/windlass/internal/testenv"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
 	}
 	if cfg.Concurrent < 1 {
-		cfg.Concurrent = 4
+		cfg.Concurrent = manager.DefaultOptions().Concurrent
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 10 * time.Minute

@@ -81,7 +81,7 @@ func main() {
 	var out string
 	flag.IntVar(&cfg.N, "n", 100, "number of applications")
 	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
-	flag.IntVar(&cfg.Concurrent, "concurrent", 4, "passed to `windlass controller --concurrent`")
+	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent` (0: its default)")
 	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase, to this folder")
