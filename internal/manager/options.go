@@ -66,11 +66,11 @@ type Options struct {
 // it has one.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:              ":8080",
-		HealthAddr:               ":9440",
-		LeaseDuration:            35 * time.Second,
-		RenewDeadline:            30 * time.Second,
-		RetryPeriod:              5 * time.Second,
+		MetricsAddr:   ":8080",
+		HealthAddr:    ":9440",
+		LeaseDuration: 35 * time.Second,
+		RenewDeadline: 30 * time.Second,
+		RetryPeriod:   5 * time.Second,
 		// The reference implementation runs 4; a reconciler mostly waits
 		// for the API server, and 8 apply a monorepo of 1000 applications
 		// in 50 s rather than 64 s on 2 cores (see test/bench).
