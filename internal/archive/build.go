@@ -136,6 +136,7 @@ func (b *builder) walkDir(rel string) (uint64, error) {
 		}
 		if written.kind != 0 {
 			h.WriteString(e.Name())
+			h.WriteByte(0) // names hold no NUL: the name ends here
 			h.WriteByte(written.kind)
 			var sum [8]byte
 			binary.LittleEndian.PutUint64(sum[:], written.fingerprint)

@@ -33,7 +33,7 @@ func (c changedFolders) PathChanged(old, new meta.Artifact, path string) (bool, 
 // TestSourceEventsRankChangedFolders wakes the Kustomizations of a
 // monorepo whose artifact changed, with a fake client and a real priority
 // queue: those whose folder changed come out of the queue first, the others
-// after them, and without ChangedPaths all come out as they were listed.
+// after them; without ChangedPaths every one is woken all the same.
 func TestSourceEventsRankChangedFolders(t *testing.T) {
 	const apps = 20
 	changed := changedFolders{"./apps/app-07": true, "./apps/app-13": true}
