@@ -47,7 +47,9 @@ test: verify-generated vet controlplane ## Run every test: unit, envtest and end
 	cd api && go test ./...
 
 .PHONY: bench
-bench: controlplane ## Measure N=100, 500 and 1000 apps (repo-per-app) into bench-results/ (not part of CI).
+bench: controlplane ## Measure N=100, 500 and 1000 apps, both layouts, into bench-results/ (not part of CI).
 	@mkdir -p bench-results
 	go build -o $(BIN)/bench ./test/bench
-	for n in 100 500 1000; do $(BIN)/bench -n $$n -layout repo-per-app -timeout 30m -out bench-results/repo-per-app-$$n.json || exit 1; done
+	for layout in repo-per-app monorepo; do for n in 100 500 1000; do \
+		$(BIN)/bench -n $$n -layout $$layout -timeout 30m -out bench-results/$$layout-$$n.json || exit 1; \
+	done; done
