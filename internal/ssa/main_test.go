@@ -103,29 +103,7 @@ func actions(cs *ChangeSet) map[string]Action {
 
 // crdManifest defines Widget (namespaced) and WidgetClass (cluster-scoped)
 // in the test's group.
-const crdManifest = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.${GROUP}
-spec:
-  group: ${GROUP}
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-              color: {type: string}
----
+var crdManifest = testenv.WidgetCRD("${GROUP}") + `---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:

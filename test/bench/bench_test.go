@@ -37,7 +37,6 @@ func TestSmoke(t *testing.T) {
 			res, err := Run(ctx, cl, Config{
 				N:            smokeN,
 				Layout:       layout,
-				Concurrent:   4,
 				ReadyTimeout: 90 * time.Second,
 				Log:          t.Output(),
 				Cleanup:      true,
@@ -53,6 +52,9 @@ func TestSmoke(t *testing.T) {
 			g.Expect(res.NoopTickSeconds).To(BeNumerically(">", 0))
 			g.Expect(res.APIRequests).To(BeNumerically(">", 0))
 			g.Expect(res.Details.ReadyClones).To(BeNumerically(">", 0), "the clone counter saw no fetch")
+			g.Expect(res.Details.SourceQuantiles).To(HaveLen(4), "the timeline of the sources")
+			g.Expect(res.Details.ReadyQuantiles).To(HaveLen(4), "the timeline of the Kustomizations")
+			g.Expect(res.Details.ReadyQuantiles[3]).To(BeNumerically("<=", res.ReadySeconds))
 			g.Expect(res.NoopTickWrites).To(BeZero(), "files written by the no-op tick: %v", res.Details.NoopWrittenFiles)
 
 			out := filepath.Join(t.TempDir(), "result.json")

@@ -68,31 +68,6 @@ func TestPruneRefusedKeepsTheObjectInTheInventory(t *testing.T) {
 	}, timeout, interval).Should(BeTrue())
 }
 
-// crd returns a namespaced CustomResourceDefinition of kind Widget in group.
-func crd(group string) string {
-	return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.` + group + `
-spec:
-  group: ` + group + `
-  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`
-}
-
 func widget(group, ns, name string) string {
 	return "apiVersion: " + group + "/v1\nkind: Widget\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nspec:\n  size: 3\n"
 }
@@ -107,7 +82,7 @@ func TestCRDAndItsObjectsInOneRevision(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	group := ns + ".windlass.test"
 	repo, src := appRepo(t, "app", map[string]string{
-		"deploy/crd.yaml":    crd(group),
+		"deploy/crd.yaml":    testenv.WidgetCRD(group),
 		"deploy/widget.yaml": widget(group, ns, "small"),
 		"deploy/cm.yaml":     configMap(ns, "kept", "1"),
 	})
