@@ -60,7 +60,7 @@ func Build(w io.Writer, root string, filter Filter) error {
 
 // BuildWithFingerprints is Build that also returns the fingerprints of the
 // directories it wrote (see Fingerprints), or none for a tree of more than
-// 50,000 directories.
+// 20,000 directories.
 func BuildWithFingerprints(w io.Writer, root string, filter Filter) (Fingerprints, error) {
 	realRoot, err := resolveRoot(root)
 	if err != nil {

@@ -13,7 +13,7 @@ type Fingerprints map[string]uint64
 // maxFingerprints bounds the directories a tree may have for
 // BuildWithFingerprints to return their fingerprints: a larger tree gets
 // none, so that what is kept of it stays small. Tests lower it.
-var maxFingerprints = 50000
+var maxFingerprints = 20000
 
 // fingerprintSeed seeds every fingerprint of the process.
 var fingerprintSeed = maphash.MakeSeed()

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,31 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	}
 	h.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// Changes returns the names of the top-level fields of obj's status that
+// changed since the last snapshot, and whether anything outside the status
+// changed too: what the next Patch would send.
+func (h *Helper) Changes(obj client.Object) (statusFields []string, others bool, err error) {
+	data, err := client.MergeFrom(h.before).Data(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("computing patch: %w", err)
+	}
+	var status, fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, false, fmt.Errorf("reading patch: %w", err)
+	}
+	if raw, ok := fields["status"]; ok {
+		if err := json.Unmarshal(raw, &status); err != nil {
+			return nil, false, fmt.Errorf("reading patch: %w", err)
+		}
+		delete(fields, "status")
+	}
+	for name := range status {
+		statusFields = append(statusFields, name)
+	}
+	sort.Strings(statusFields)
+	return statusFields, len(fields) > 0, nil
 }
 
 // answerFor returns what the server's answer to a patch of obj is decoded

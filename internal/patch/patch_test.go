@@ -66,3 +66,35 @@ func TestPatchOfDeletedObjectStatusIsNotAnError(t *testing.T) {
 	conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "stored")
 	g.Expect(h.Patch(ctx, obj)).To(Succeed())
 }
+
+func TestChangesNamesTheChangedStatusFields(t *testing.T) {
+	base := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: "default"}}
+	base.Status.ObservedGeneration = 1
+	tests := []struct {
+		name   string
+		change func(*sourcev1.GitRepository)
+		fields []string
+		others bool
+	}{
+		{name: "nothing", change: func(*sourcev1.GitRepository) {}},
+		{name: "conditions and the observed generation", fields: []string{"conditions", "observedGeneration"},
+			change: func(o *sourcev1.GitRepository) {
+				conditions.MarkTrue(o, meta.ReadyCondition, meta.SucceededReason, "stored")
+				o.Status.ObservedGeneration = 2
+			}},
+		{name: "a finalizer", others: true,
+			change: func(o *sourcev1.GitRepository) { controllerutil.AddFinalizer(o, meta.Finalizer) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := base.DeepCopy()
+			h := NewHelper(obj, env.Client)
+			tt.change(obj)
+			fields, others, err := h.Changes(obj)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fields).To(Equal(tt.fields))
+			g.Expect(others).To(Equal(tt.others))
+		})
+	}
+}

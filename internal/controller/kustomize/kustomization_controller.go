@@ -160,6 +160,13 @@ func (r *KustomizationReconciler) list(ctx context.Context, match client.Matchin
 
 // Reconcile runs the pipeline for one Kustomization.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	// A run that asks for no priority of its own ends at the normal one:
+	// the queue would otherwise keep the priority the run came in with.
+	defer func() {
+		if result.Priority == nil {
+			result.Priority = ptr.To(normalPriority)
+		}
+	}()
 	start := time.Now()
 	obj := &kustomizev1.Kustomization{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -207,21 +214,20 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 	if outcome {
 		recordHistory(obj, time.Since(start))
 	}
-	result.Priority = ptr.To(normalPriority)
 	if progressing != nil {
 		// A recheck is short, and the status it writes is what users wait
 		// for: it goes before the runs that apply other revisions.
 		result.Priority = ptr.To(urgentPriority)
-	}
-	if progressing != nil && progressing.Quiet {
-		return result, nil
+		if progressing.Quiet && onlyRecheckedFieldsChanged(ctx, obj, patcher) {
+			return result, nil
+		}
 	}
 	if err != nil {
 		r.event(obj, "Warning", conditions.Reason(obj, meta.ReadyCondition), conditions.Message(obj, meta.ReadyCondition))
 		if !isTerminal(err) {
 			// A failed run is retried with backoff, and at the latest after
 			// the retry interval.
-			result = ctrl.Result{RequeueAfter: obj.GetRetryInterval()}
+			result.RequeueAfter = obj.GetRetryInterval()
 			err = nil
 		}
 	}
@@ -231,7 +237,38 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 			err = patchErr
 		}
 	}
+	if result.Priority == nil {
+		result.Priority = ptr.To(normalPriority)
+	}
 	return result, err
+}
+
+// recheckedFields are the status fields that every run sets again from
+// what it observes, so that a quiet run may leave them to its recheck. The
+// others, such as the inventory after a prune, are written at once. (A
+// Kustomization suspended before its recheck keeps the last written values,
+// until it is resumed.)
+var recheckedFields = map[string]bool{
+	"conditions": true, "lastAppliedRevision": true, "lastAttemptedRevision": true, "lastHandledReconcileAt": true,
+}
+
+// onlyRecheckedFieldsChanged reports whether the changes to obj that the
+// patcher would send are all in recheckedFields.
+func onlyRecheckedFieldsChanged(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) bool {
+	fields, others, err := patcher.Changes(obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Comparing the status with the last one written")
+		return false
+	}
+	if others {
+		return false
+	}
+	for _, f := range fields {
+		if !recheckedFields[f] {
+			return false
+		}
+	}
+	return true
 }
 
 // Priorities of a Kustomization's next run in the work queue: health

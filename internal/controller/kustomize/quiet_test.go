@@ -82,6 +82,43 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(normalPriority)))
+	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty,
+		reconcile.Fail(kustomizev1.ReconciliationFailedReason, errors.New("refused")), time.Now())
+	g.Expect(err).NotTo(HaveOccurred(), "a failure is retried after the retry interval")
+	g.Expect(res.RequeueAfter).To(Equal(obj.GetRetryInterval()))
+	g.Expect(res.Priority).To(Equal(ptr.To(normalPriority)), "a failure is retried at the normal priority")
+}
+
+// TestQuietRunWritesThePrunedInventory prunes an object in a run whose
+// health check is quiet: the inventory without it is written at once, since
+// no recheck would write it.
+func TestQuietRunWritesThePrunedInventory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	web := inventory.ObjMetadata{Namespace: "default", Name: "web", Group: "apps", Kind: "Deployment"}.ID()
+	gone := inventory.ObjMetadata{Namespace: "default", Name: "gone", Kind: "ConfigMap"}.ID()
+	stored := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app", Generation: 1},
+		Spec:       kustomizev1.KustomizationSpec{Wait: true, Prune: true, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	stored.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: gone, Version: "v1"}, {ID: web, Version: "v1"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stored.DeepCopy()).
+		WithStatusSubresource(&kustomizev1.Kustomization{}).Build()
+	r := &KustomizationReconciler{Client: c}
+
+	obj := stored.DeepCopy()
+	patcher := patch.NewHelper(obj, c)
+	obj.Status.LastAttemptedRevision = "main@sha1:2"
+	obj.Status.LastAppliedRevision = "main@sha1:2"
+	recordInventory(obj, []inventory.Entry{{ID: web, Version: "v1"}})
+	quiet := reconcile.ProgressQuietly(meta.ProgressingReason, errors.New("health check in progress"), minHealthRecheck)
+	res, err := r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, quiet, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
+	got := &kustomizev1.Kustomization{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	g.Expect(inventoryOf(got)).To(Equal([]inventory.Entry{{ID: web, Version: "v1"}}), "the pruned object left the stored inventory")
+	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:2"))
 }
 
 // inProgressDeployment returns a Deployment that wants a replica it does
