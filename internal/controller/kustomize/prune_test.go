@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,38 @@ func warningReasons(ns, name string) []string {
 		}
 	}
 	return reasons
+}
+
+// TestPruneWhileWaitingForHealth removes an object from the source in the
+// revision that also changes a Deployment, with wait: the object is pruned
+// and leaves the inventory while the Deployment becomes healthy, and later
+// runs do not wait for it.
+func TestPruneWhileWaitingForHealth(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	repo, src := appRepo(t, "app", map[string]string{
+		"deploy/web.yaml": deployment(ns, "web"),
+		"deploy/old.yaml": configMap(ns, "old", "1"),
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n  prune: true\n  wait: true\n  timeout: 1m\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	waitForKs(g, key, ksReady(""))
+
+	_, err := repo.Remove("main", []string{"deploy/old.yaml"}, "drop the old ConfigMap")
+	g.Expect(err).NotTo(HaveOccurred())
+	changed := strings.Replace(deployment(ns, "web"), ":1.0.0", ":1.0.1", 1)
+	sha := repo.MustCommit(t, "main", map[string]string{"deploy/web.yaml": changed}, "new image")
+	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "next")
+	got := waitForKs(g, key, ksReady("main@sha1:"+sha))
+	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_web_apps_Deployment"))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, &corev1.ConfigMap{}))).To(BeTrue())
+
+	// A later run checks the objects of the inventory, all there.
+	requestReconcile(g, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "again")
+	got = waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
+		return k.Status.LastHandledReconcileAt == "again" && ksReady("main@sha1:"+sha)(k)
+	})
+	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_web_apps_Deployment"))
 }
