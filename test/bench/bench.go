@@ -278,13 +278,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, restCfg)
 	profiled := startProfiles(ctx, cfg, restCfg, logf)
 	defer profiled()
+	// The waits watch from before the first object is created, so that
+	// the timeline holds the objects done while others are being created.
 	start := time.Now()
-	all := append(append([]client.Object{}, sources...), kss...)
-	if err := parallel(readyCtx, len(all), workers, func(i int) error {
-		return c.Create(readyCtx, all[i].DeepCopyObject().(client.Object))
-	}); err != nil {
-		return nil, fmt.Errorf("creating the objects: %w", err)
-	}
 	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
 	sourcesDone := make(chan struct{})
 	go func() {
@@ -297,7 +293,16 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		appliedAt.record(func(obj client.Object) bool { return obj.(*kustomizev1.Kustomization).Status.LastAppliedRevision != "" })(obj)
 		return readyAt.record(ksReady)(obj)
 	}
-	if err := waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs); err != nil {
+	ready := make(chan error, 1)
+	go func() { ready <- waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs) }()
+	all := append(append([]client.Object{}, sources...), kss...)
+	if err := parallel(readyCtx, len(all), workers, func(i int) error {
+		return c.Create(readyCtx, all[i].DeepCopyObject().(client.Object))
+	}); err != nil {
+		return nil, fmt.Errorf("creating the objects: %w", err)
+	}
+	logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
+	if err := <-ready; err != nil {
 		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to be Ready: %w", err))
 	}
 	res.ReadySeconds = time.Since(start).Seconds()
