@@ -294,7 +294,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return readyAt.record(ksReady)(obj)
 	}
 	ready := make(chan error, 1)
-	go func() { ready <- waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs) }()
+	go func() {
+		ready <- waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs)
+	}()
 	all := append(append([]client.Object{}, sources...), kss...)
 	if err := parallel(readyCtx, len(all), workers, func(i int) error {
 		return c.Create(readyCtx, all[i].DeepCopyObject().(client.Object))
