@@ -237,9 +237,6 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 			err = patchErr
 		}
 	}
-	if result.Priority == nil {
-		result.Priority = ptr.To(normalPriority)
-	}
 	return result, err
 }
 

@@ -78,15 +78,16 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	obj.Status.LastAttemptedRevision = "main@sha1:2"
 	g.Expect(reconcile.IsQuiet(r.checkHealth(ctx, obj, tgt, nil))).To(BeTrue())
 
-	// Any other outcome goes back to the normal priority.
+	// Any other outcome asks for no priority (Reconcile makes it the
+	// normal one).
 	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res.Priority).To(Equal(ptr.To(normalPriority)))
+	g.Expect(res.Priority).To(BeNil())
 	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty,
 		reconcile.Fail(kustomizev1.ReconciliationFailedReason, errors.New("refused")), time.Now())
 	g.Expect(err).NotTo(HaveOccurred(), "a failure is retried after the retry interval")
 	g.Expect(res.RequeueAfter).To(Equal(obj.GetRetryInterval()))
-	g.Expect(res.Priority).To(Equal(ptr.To(normalPriority)), "a failure is retried at the normal priority")
+	g.Expect(res.Priority).To(BeNil(), "a failure asks for no priority")
 }
 
 // TestQuietRunWritesThePrunedInventory prunes an object in a run whose
