@@ -58,6 +58,13 @@ func (t *treeFingerprints) forget(dir string) {
 	delete(t.byDir, dir)
 }
 
+// ForgetTrees drops the fingerprints kept for the object of kind in
+// namespace with name, as RemoveAll does: for an object deleted while
+// another process handled its finalizer.
+func (s *Storage) ForgetTrees(kind, namespace, name string) {
+	s.fingerprints.forget(path.Join(strings.ToLower(kind), namespace, name))
+}
+
 // PathChanged reports whether the folder at p (relative to the tree's root,
 // "" or "./" for the root) differs between the trees of the artifacts old
 // and new of one object. known is false when this Storage did not archive

@@ -59,4 +59,12 @@ func TestPathChanged(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_, known = s.PathChanged(second, third, "infra")
 	g.Expect(known).To(BeFalse(), "RemoveAll drops the fingerprints")
+
+	fourth, _ := archiveRevision("4", nil)
+	fifth, _ := archiveRevision("5", map[string]string{"infra/ns.yaml": "kind: Namespace\nmetadata: {name: x}\n"})
+	changed, known = s.PathChanged(fourth, fifth, "infra")
+	g.Expect(known && changed).To(BeTrue())
+	s.ForgetTrees("GitRepository", "default", "mono")
+	_, known = s.PathChanged(fourth, fifth, "infra")
+	g.Expect(known).To(BeFalse(), "ForgetTrees drops the fingerprints")
 }
