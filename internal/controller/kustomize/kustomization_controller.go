@@ -215,9 +215,14 @@ func (r *KustomizationReconciler) summarizeAndPatch(ctx context.Context, obj *ku
 		recordHistory(obj, time.Since(start))
 	}
 	if progressing != nil {
-		// A recheck is short, and the status it writes is what users wait
-		// for: it goes before the runs that apply other revisions.
-		result.Priority = ptr.To(urgentPriority)
+		if progressing.RequeueAfter < maxHealthRecheck {
+			// A recheck soon after an apply is short, and the status it
+			// writes is what users wait for: it goes before the runs that
+			// apply other revisions. Longer waits poll at the normal
+			// priority, so that many slow objects cannot hold new revisions
+			// back.
+			result.Priority = ptr.To(urgentPriority)
+		}
 		if progressing.Quiet && onlyRecheckedFieldsChanged(ctx, obj, patcher) {
 			return result, nil
 		}

@@ -74,6 +74,12 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	g.Expect(conditions.Get(stored, meta.ReadyCondition)).NotTo(BeNil())
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason))
 
+	// A wait that has lasted polls at the normal priority.
+	long := reconcile.Progress(meta.ProgressingReason, errors.New("still in progress"), healthRecheckDelay(time.Minute, time.Hour))
+	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty, long, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Priority).To(BeNil())
+
 	// A new revision begins a new wait, quiet again.
 	obj.Status.LastAttemptedRevision = "main@sha1:2"
 	g.Expect(reconcile.IsQuiet(r.checkHealth(ctx, obj, tgt, nil))).To(BeTrue())
