@@ -62,7 +62,7 @@ func (t *treeFingerprints) forget(dir string) {
 // namespace with name, as RemoveAll does: for an object deleted while
 // another process handled its finalizer.
 func (s *Storage) ForgetTrees(kind, namespace, name string) {
-	s.fingerprints.forget(path.Join(strings.ToLower(kind), namespace, name))
+	s.fingerprints.forget(objectDir(kind, namespace, name))
 }
 
 // PathChanged reports whether the folder at p (relative to the tree's root,

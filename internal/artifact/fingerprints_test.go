@@ -13,15 +13,15 @@ import (
 func TestPathChanged(t *testing.T) {
 	g := NewWithT(t)
 	s := newStorage(t)
-	archiveRevision := func(rev string, change map[string]string) (meta.Artifact, string) {
+	archiveRevision := func(rev string, change map[string]string) meta.Artifact {
 		root := sourceTree(t)
 		writeTree(t, root, change)
 		a := s.NewArtifactFor("GitRepository", obj("default", "mono"), "main@sha1:"+rev, rev+".tar.gz")
 		g.Expect(s.Archive(&a, root, nil)).To(Succeed())
-		return a, root
+		return a
 	}
-	first, _ := archiveRevision("1", nil)
-	second, _ := archiveRevision("2", map[string]string{"apps/base/service.yaml": "kind: Service\nspec: {}\n"})
+	first := archiveRevision("1", nil)
+	second := archiveRevision("2", map[string]string{"apps/base/service.yaml": "kind: Service\nspec: {}\n"})
 
 	tests := []struct {
 		path    string
@@ -43,7 +43,7 @@ func TestPathChanged(t *testing.T) {
 
 	// The fingerprints of the last two trees are kept: the first is gone
 	// once a third is archived.
-	third, _ := archiveRevision("3", map[string]string{"infra/ns.yaml": "kind: Namespace\nmetadata: {}\n"})
+	third := archiveRevision("3", map[string]string{"infra/ns.yaml": "kind: Namespace\nmetadata: {}\n"})
 	changed, known := s.PathChanged(second, third, "infra")
 	g.Expect(known && changed).To(BeTrue())
 	_, known = s.PathChanged(first, third, "infra")
@@ -60,8 +60,8 @@ func TestPathChanged(t *testing.T) {
 	_, known = s.PathChanged(second, third, "infra")
 	g.Expect(known).To(BeFalse(), "RemoveAll drops the fingerprints")
 
-	fourth, _ := archiveRevision("4", nil)
-	fifth, _ := archiveRevision("5", map[string]string{"infra/ns.yaml": "kind: Namespace\nmetadata: {name: x}\n"})
+	fourth := archiveRevision("4", nil)
+	fifth := archiveRevision("5", map[string]string{"infra/ns.yaml": "kind: Namespace\nmetadata: {name: x}\n"})
 	changed, known = s.PathChanged(fourth, fifth, "infra")
 	g.Expect(known && changed).To(BeTrue())
 	s.ForgetTrees("GitRepository", "default", "mono")

@@ -92,12 +92,18 @@ func (s *Storage) BasePath() string { return s.basePath }
 // its Path (<kind>/<namespace>/<name>/<fileName>, kind lowercased), URL and
 // Revision set.
 func (s *Storage) NewArtifactFor(kind string, obj metav1.Object, revision, fileName string) meta.Artifact {
-	p := path.Join(strings.ToLower(kind), obj.GetNamespace(), obj.GetName(), fileName)
+	p := path.Join(objectDir(kind, obj.GetNamespace(), obj.GetName()), fileName)
 	return meta.Artifact{
 		Path:     p,
 		URL:      s.urlFor(p),
 		Revision: revision,
 	}
+}
+
+// objectDir returns the folder, relative to the storage root, of the
+// artifacts of the object of kind in namespace with name.
+func objectDir(kind, namespace, name string) string {
+	return path.Join(strings.ToLower(kind), namespace, name)
 }
 
 // urlFor returns the HTTP URL of the artifact path p.
