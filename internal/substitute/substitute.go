@@ -60,7 +60,8 @@ func Disabled(annotations, labels map[string]string) bool {
 
 // Substitute replaces the references in every object, in place. Objects
 // that opt out are skipped. See the package documentation for how values
-// are typed.
+// are typed. A value that would exceed MaxValueSize, or an object that
+// would grow by more than MaxDocumentGrowth, is refused with a *SizeError.
 func Substitute(objs []*unstructured.Unstructured, vars map[string]string, strict bool) error {
 	if err := ValidateVars(vars); err != nil {
 		return err
@@ -106,7 +107,9 @@ func (e *expander) object(obj *unstructured.Unstructured) error {
 
 // SubstituteYAML replaces the references in one YAML document (one object),
 // keeping quoted scalars strings. A document that opts out, or holds no
-// reference, is returned unchanged.
+// reference, is returned unchanged. A scalar that would exceed MaxValueSize,
+// or a document that would grow by more than MaxDocumentGrowth, is refused
+// with a *SizeError, before the oversized string is built.
 func SubstituteYAML(doc []byte, vars map[string]string, strict bool) ([]byte, error) {
 	if err := ValidateVars(vars); err != nil {
 		return nil, err
@@ -137,10 +140,20 @@ func SubstituteYAML(doc []byte, vars map[string]string, strict bool) ([]byte, er
 	return out, nil
 }
 
-// walker substitutes the scalars of one document.
+// walker substitutes the scalars of one document, which together may grow
+// it by at most MaxDocumentGrowth bytes.
 type walker struct {
 	*expander
-	kind string
+	kind  string
+	grown int    // the bytes substitution has added to the document so far
+	field []step // the path to the node being walked, for errors
+}
+
+// step is one step of a path: a key as written in the source or, when
+// index is not -1, a sequence index.
+type step struct {
+	key   string
+	index int
 }
 
 // walk substitutes every scalar below n; at is the path of keys to n ("[]"
@@ -148,38 +161,54 @@ type walker struct {
 func (w *walker) walk(n *yaml.Node, at []string, key bool) (bool, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return w.scalar(n, key || stringField(w.kind, at))
+		return w.scalar(n, key || stringField(w.kind, at), key)
 	case yaml.MappingNode:
-		changed := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			ck, err := w.walk(k, at, true)
-			if err != nil {
-				return false, err
-			}
-			cv, err := w.walk(v, append(at, k.Value), false)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || ck || cv
-		}
-		return changed, nil
-	case yaml.DocumentNode, yaml.SequenceNode:
-		next := at
-		if n.Kind == yaml.SequenceNode {
-			next = append(at, "[]")
-		}
-		changed := false
-		for _, c := range n.Content {
-			ch, err := w.walk(c, next, false)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || ch
-		}
-		return changed, nil
+		return w.mapping(n, at)
+	case yaml.DocumentNode:
+		return w.items(n.Content, at, false)
+	case yaml.SequenceNode:
+		return w.items(n.Content, append(at, "[]"), true)
 	}
 	return false, nil // aliases are expanded where their anchor is
+}
+
+// mapping substitutes the keys and values of mapping n.
+func (w *walker) mapping(n *yaml.Node, at []string) (bool, error) {
+	changed := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		w.field = append(w.field, step{key: k.Value, index: -1})
+		ck, err := w.walk(k, at, true)
+		if err != nil {
+			return false, err
+		}
+		cv, err := w.walk(v, append(at, k.Value), false)
+		if err != nil {
+			return false, err
+		}
+		w.field = w.field[:len(w.field)-1]
+		changed = changed || ck || cv
+	}
+	return changed, nil
+}
+
+// items substitutes the nodes of a document or, indexed, of a sequence.
+func (w *walker) items(nodes []*yaml.Node, at []string, indexed bool) (bool, error) {
+	changed := false
+	for i, c := range nodes {
+		if indexed {
+			w.field = append(w.field, step{index: i})
+		}
+		ch, err := w.walk(c, at, false)
+		if err != nil {
+			return false, err
+		}
+		if indexed {
+			w.field = w.field[:len(w.field)-1]
+		}
+		changed = changed || ch
+	}
+	return changed, nil
 }
 
 // stringField reports whether the value at path is one Kubernetes defines
@@ -202,14 +231,78 @@ func stringField(kind string, at []string) bool {
 const quotedStyles = yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
 
 // scalar substitutes one scalar and retypes it.
-func (e *expander) scalar(n *yaml.Node, str bool) (bool, error) {
+func (w *walker) scalar(n *yaml.Node, str, key bool) (bool, error) {
 	if !strings.Contains(n.Value, "${") {
 		return false, nil
 	}
-	out, err := e.expand(n.Value, 0)
-	if err != nil || out == n.Value {
-		return false, err
+	out, err := w.expandScalar(n.Value)
+	if err != nil {
+		return false, w.locate(err, key)
 	}
+	if out == n.Value {
+		return false, nil
+	}
+	w.grown += max(len(out)-len(n.Value), 0)
+	retype(n, out, str)
+	return true, nil
+}
+
+// expandScalar expands the text of one scalar, which may produce at most
+// MaxValueSize bytes, and no more than the document may still grow by.
+func (w *walker) expandScalar(s string) (string, error) {
+	if room := len(s) + MaxDocumentGrowth - w.grown; room < MaxValueSize {
+		w.begin(room, MaxDocumentGrowth, true)
+	} else {
+		w.begin(MaxValueSize, MaxValueSize, false)
+	}
+	return w.expand(s, 0)
+}
+
+// locate adds the path of the scalar being walked to a SizeError.
+func (w *walker) locate(err error, key bool) error {
+	var se *SizeError
+	if errors.As(err, &se) {
+		se.Field, se.Key = fieldPath(w.field), key
+	}
+	return err
+}
+
+// fieldPath renders a path as spec.containers[0].image, quoting keys
+// that are not plain words and shortening long ones.
+func fieldPath(steps []step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		switch {
+		case s.index >= 0:
+			fmt.Fprintf(&b, "[%d]", s.index)
+		case plainKeyRE.MatchString(s.key):
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		default:
+			fmt.Fprintf(&b, "[%q]", shorten(s.key, maxKeyLen))
+		}
+	}
+	return b.String()
+}
+
+// maxKeyLen bounds the length of a key in an error.
+const maxKeyLen = 64
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// shorten cuts s to at most n bytes, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// retype sets the tag and style of a scalar whose value became out; str
+// tells that the field is always a string.
+func retype(n *yaml.Node, out string, str bool) {
 	n.Value = out
 	switch {
 	case n.Style&yaml.TaggedStyle != 0:
@@ -222,7 +315,6 @@ func (e *expander) scalar(n *yaml.Node, str bool) (bool, error) {
 	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 && !blockSafe(out) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
-	return true, nil
 }
 
 // blockSafe reports whether a literal or folded block can hold s as is;

@@ -2,6 +2,7 @@ package substitute
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -319,4 +320,101 @@ func TestDisabled(t *testing.T) {
 	for _, tt := range tests {
 		NewWithT(t).Expect(Disabled(tt.annotations, tt.labels)).To(Equal(tt.want))
 	}
+}
+
+func TestSubstituteYAMLSizeLimits(t *testing.T) {
+	const secret = "s3cr3t-"
+	vars := map[string]string{
+		"x":      "aaaaaaaaaa",
+		"secret": strings.Repeat(secret, 10),
+		"cap":    strings.Repeat("c", MaxValueSize),
+		"cert":   strings.Repeat("-----CERT-----\n", 60<<10),
+		"fits":   strings.Repeat("p", 18+len("${fits}")),
+		"over":   strings.Repeat("p", 19+len("${over}")),
+	}
+	// Three values at the cap grow a document by MaxDocumentGrowth-3*6
+	// bytes; ${fits} adds the last 18.
+	threeCaps := "data:\n  a: ${cap}\n  b: ${cap}\n  c: ${cap}\n"
+	tests := []struct {
+		name string
+		body string // appended to a ConfigMap header
+		want *SizeError
+	}{
+		{
+			name: "growth template of the review",
+			body: "data:\n  a: " + growth(13) + "\n",
+			want: &SizeError{Limit: MaxValueSize, Variable: "x", Field: "data.a"},
+		},
+		{
+			name: "growth of a secret in a container",
+			body: "spec:\n  containers:\n  - name: c\n    env:\n    - name: A\n    - name: B\n      value: ${secret//s/${secret//s/${secret//s/${secret//s/${secret//s/${secret}}}}}}\n",
+			want: &SizeError{Limit: MaxValueSize, Variable: "secret", Field: "spec.containers[0].env[1].value"},
+		},
+		{
+			name: "annotation key with dots",
+			body: "  annotations:\n    example.com/a: x${cap}\n",
+			want: &SizeError{Limit: MaxValueSize, Variable: "cap", Field: `metadata.annotations["example.com/a"]`},
+		},
+		{
+			name: "key",
+			body: "data:\n  ${cap}${cap}: x\n",
+			want: &SizeError{Limit: MaxValueSize, Variable: "cap", Field: `data["${cap}${cap}"]`, Key: true},
+		},
+		{
+			name: "document growth one byte over",
+			body: threeCaps + "  d: ${over}\n",
+			want: &SizeError{Limit: MaxDocumentGrowth, Document: true, Variable: "over", Field: "data.d"},
+		},
+		{
+			name: "document growth of many values",
+			body: "data:\n" + strings.Repeat("  - "+growth(5)+"\n", 4),
+			want: &SizeError{Limit: MaxDocumentGrowth, Document: true, Variable: "x", Field: "data[3]"},
+		},
+		{name: "document growth exactly at the limit", body: threeCaps + "  d: ${fits}\n"},
+		{name: "a large certificate bundle", body: "data:\n  ca.crt: |\n    ${cert}\n"},
+		{name: "growth under the limits", body: "data:\n  a: " + growth(5) + "\n  b: " + growth(5) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var out []byte
+			var err error
+			alloc := allocated(func() { out, err = SubstituteYAML([]byte(cmHeader+tt.body), vars, true) })
+			g.Expect(alloc).To(BeNumerically("<", 64<<20), "allocated %d bytes", alloc)
+			if tt.want == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(scalarBytes(g, out)).To(BeNumerically("<=", scalarBytes(g, []byte(cmHeader+tt.body))+MaxDocumentGrowth))
+				return
+			}
+			g.Expect(err).To(MatchError(ErrOutputTooLarge))
+			var se *SizeError
+			g.Expect(errors.As(err, &se)).To(BeTrue())
+			g.Expect(se).To(Equal(tt.want))
+			g.Expect(err.Error()).To(HavePrefix("ConfigMap/default/app: substitution output too large: "))
+			g.Expect(err.Error()).NotTo(ContainSubstring(secret))
+		})
+	}
+}
+
+func TestSubstituteSizeLimit(t *testing.T) {
+	g := NewWithT(t)
+	u := object(g, cmHeader+"data:\n  a: "+growth(13)+"\n")
+	err := Substitute([]*unstructured.Unstructured{u}, map[string]string{"x": "aaaaaaaaaa"}, true)
+	g.Expect(err).To(MatchError(ErrOutputTooLarge))
+	g.Expect(err.Error()).To(Equal("ConfigMap/default/app: substitution output too large: expanding ${x} in field data.a would exceed the limit of 1048576 bytes per value"))
+}
+
+// scalarBytes returns the bytes of all the scalars of a document.
+func scalarBytes(g Gomega, doc []byte) int {
+	var n yaml.Node
+	g.Expect(yaml.Unmarshal(doc, &n)).To(Succeed())
+	return nodeBytes(&n)
+}
+
+func nodeBytes(n *yaml.Node) int {
+	total := len(n.Value)
+	for _, c := range n.Content {
+		total += nodeBytes(c)
+	}
+	return total
 }
