@@ -168,7 +168,10 @@ func (c *Checker) Check(ctx context.Context, refs []ObjectRef, exprs ...Expr) (R
 func (c *Checker) check(ctx context.Context, refs []ObjectRef, set *exprSet) (Result, error) {
 	out := make(Result, len(refs))
 	errs := make([]error, len(refs))
-	parallel.Do(len(refs), c.concurrency, func(i int) { out[i], errs[i] = c.checkOne(ctx, refs[i], set) })
+	panics := parallel.Do(ctx, len(refs), c.concurrency, func(i int) { out[i], errs[i] = c.checkOne(ctx, refs[i], set) })
+	for _, p := range panics {
+		errs[p.Index] = fmt.Errorf("%s: checking its health: %w", refs[p.Index], p)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/parallel"
 	"github.com/windlass-dev/windlass/internal/patch"
 )
 
@@ -74,9 +75,13 @@ const AnnounceDelay = time.Second
 // costs no write of its own. An announcement that fails is logged: the run
 // patches its status at the end anyway. Without announce, AnnounceIfSlow
 // just runs work.
+//
+// A panic in work, which may handle data from outside such as a clone's
+// packs, fails the step with an error that says so (a *parallel.PanicError,
+// whose stack is logged) instead of ending the process.
 func AnnounceIfSlow[T any](ctx context.Context, delay time.Duration, announce func(context.Context) error, work func() (T, error)) (T, error) {
 	if announce == nil {
-		return work()
+		return guard(ctx, work)
 	}
 	type outcome struct {
 		value T
@@ -84,7 +89,7 @@ func AnnounceIfSlow[T any](ctx context.Context, delay time.Duration, announce fu
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		v, err := work()
+		v, err := guard(ctx, work)
 		done <- outcome{v, err}
 	}()
 	timer := time.NewTimer(delay)
@@ -99,4 +104,16 @@ func AnnounceIfSlow[T any](ctx context.Context, delay time.Duration, announce fu
 	}
 	o := <-done
 	return o.value, o.err
+}
+
+// guard runs work and returns its panic, if any, as its error, with the
+// zero value.
+func guard[T any](ctx context.Context, work func() (T, error)) (T, error) {
+	var v T
+	var err error
+	if p := parallel.Call(ctx, func() { v, err = work() }); p != nil {
+		var zero T
+		return zero, p
+	}
+	return v, err
 }

@@ -268,7 +268,7 @@ func (m *Manager) resultFingerprint(it *item) string {
 // the items' order. final means stage 1 is in place, so nothing may be
 // deferred any more.
 func (m *Manager) planAll(ctx context.Context, items []*item, idx setIndex, opts ApplyOptions, final bool) error {
-	failures := forEach(items, func(it *item) *ObjectError { return m.plan(ctx, it, idx, opts, final) })
+	failures := forEach(ctx, items, func(it *item) *ObjectError { return m.plan(ctx, it, idx, opts, final) })
 	if len(failures) > 0 {
 		return &ValidationError{Failures: failures}
 	}
@@ -282,7 +282,7 @@ func (m *Manager) planAll(ctx context.Context, items []*item, idx setIndex, opts
 func (m *Manager) applyAll(ctx context.Context, items []*item, opts ApplyOptions, parallel bool) []*ObjectError {
 	apply := func(it *item) *ObjectError { return m.applyItem(ctx, it, opts) }
 	if parallel {
-		return forEach(items, apply)
+		return forEach(ctx, items, apply)
 	}
 	var failures []*ObjectError
 	for _, it := range items {
@@ -300,10 +300,14 @@ func (m *Manager) applyAll(ctx context.Context, items []*item, opts ApplyOptions
 const requestConcurrency = 8
 
 // forEach calls f for every item, at most requestConcurrency at once, and
-// returns the non-nil results in the items' order.
-func forEach(items []*item, f func(*item) *ObjectError) []*ObjectError {
+// returns the non-nil results in the items' order. An item whose call
+// panicked fails with an error that says so.
+func forEach(ctx context.Context, items []*item, f func(*item) *ObjectError) []*ObjectError {
 	results := make([]*ObjectError, len(items))
-	parallel.Do(len(items), requestConcurrency, func(i int) { results[i] = f(items[i]) })
+	panics := parallel.Do(ctx, len(items), requestConcurrency, func(i int) { results[i] = f(items[i]) })
+	for _, p := range panics {
+		results[p.Index] = newObjectError(items[p.Index].id, items[p.Index].given, p)
+	}
 	var failures []*ObjectError
 	for _, oe := range results {
 		if oe != nil {

@@ -133,11 +133,14 @@ var ErrDrifted = errors.New("an applied object changed")
 func (m *Manager) Verify(ctx context.Context, applied []Applied) (map[string]*unstructured.Unstructured, error) {
 	read := make([]*unstructured.Unstructured, len(applied))
 	errs := make([]error, len(applied))
-	parallel.Do(len(applied), verifyConcurrency, func(i int) {
+	panics := parallel.Do(ctx, len(applied), verifyConcurrency, func(i int) {
 		if applied[i].Fingerprint != fingerprintIgnored {
 			read[i], errs[i] = m.verifyOne(ctx, applied[i])
 		}
 	})
+	for _, p := range panics {
+		errs[p.Index] = fmt.Errorf("verifying %s: %w", applied[p.Index].Entry.ID, p)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
