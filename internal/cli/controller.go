@@ -62,6 +62,8 @@ also run split, one controller per deployment.`,
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.NoRemoteBases, "no-remote-bases", false, "refuse kustomize remote bases")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations that name none")
+	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", false, "allow remote-cluster kubeconfigs to run exec and auth-provider plugins in the controller")
+	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
 	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
 	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")
 	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name)")

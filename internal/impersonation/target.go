@@ -1,9 +1,19 @@
-package kustomize
+// Package impersonation builds the clients with which a controller acts for
+// a tenant: on the local cluster with the controller's own identity or as
+// an impersonated service account, or on a remote cluster from a
+// kubeconfig Secret (parsed by internal/kubeconfig, which refuses
+// kubeconfigs that would read the controller's files or run commands).
+// Kustomizations and HelmReleases apply through it.
+//
+// The clients are uncached: applied objects never enter the shared
+// informer cache, so memory does not grow with them.
+package impersonation
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,19 +23,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/kubeconfig"
 )
 
-// ApplierFactory builds the uncached clients that apply a Kustomization's
-// objects: to the local cluster with the controller's own identity, as an
-// impersonated service account, or to a remote cluster from a kubeconfig.
-// Applied objects are never cached, so memory does not grow with them.
-type ApplierFactory struct {
+// ErrInvalidKubeConfig is wrapped by the errors about a kubeconfig that can
+// never work as it is: missing from its Secret, malformed, or refused by
+// the policy. The object's spec or the Secret must change.
+var ErrInvalidKubeConfig = errors.New("invalid kubeconfig")
+
+// Factory builds and caches the Targets of tenants.
+type Factory struct {
 	// Config reaches the local cluster.
 	Config *rest.Config
 	// HTTPClient is shared by the local clients.
@@ -34,58 +45,74 @@ type ApplierFactory struct {
 	Scheme *runtime.Scheme
 	// Mapper is the shared, lazily filled RESTMapper of the local cluster.
 	Mapper apimeta.RESTMapper
-	// DefaultServiceAccount is impersonated when a Kustomization names
-	// none; empty means the controller's own identity.
+	// DefaultServiceAccount is impersonated when an object names none;
+	// empty means the controller's own identity.
 	DefaultServiceAccount string
+	// KubeConfigPolicy says which risky kubeconfig features remote
+	// clusters may use (--insecure-kubeconfig-exec, -tls).
+	KubeConfigPolicy kubeconfig.Policy
 
 	localOnce sync.Once
-	local     *target
+	local     *Target
 	localErr  error
 
 	mu      sync.Mutex
-	targets map[string]*target
+	targets map[string]*Target
 }
 
 // maxCachedTargets bounds the clients kept for impersonated identities and
 // remote clusters; past it the cache starts afresh.
 const maxCachedTargets = 128
 
-// target is where and as whom a Kustomization applies.
-type target struct {
-	client client.Client
-	mapper apimeta.RESTMapper
+// Target is where and as whom an object's resources are applied.
+type Target struct {
+	// Client reads and writes on the target, uncached.
+	Client client.Client
+	// Mapper maps kinds to resources on the target.
+	Mapper apimeta.RESTMapper
 }
 
-// For returns the target of obj. secrets reads the kubeconfig Secret.
-func (f *ApplierFactory) For(ctx context.Context, obj *kustomizev1.Kustomization, secrets client.Reader) (*target, error) {
-	sa := obj.Spec.ServiceAccountName
+// Identity says where and as whom a tenant's object acts.
+type Identity struct {
+	// Namespace is the object's namespace: its service account and
+	// kubeconfig Secret live there.
+	Namespace string
+	// ServiceAccountName is impersonated when set (spec.serviceAccountName).
+	ServiceAccountName string
+	// KubeConfig names a remote cluster's kubeconfig (spec.kubeConfig).
+	KubeConfig *meta.KubeConfigReference
+}
+
+// For returns the target of id. secrets reads the kubeconfig Secret.
+func (f *Factory) For(ctx context.Context, id Identity, secrets client.Reader) (*Target, error) {
+	sa := id.ServiceAccountName
 	if sa == "" {
 		sa = f.DefaultServiceAccount
 	}
-	if obj.Spec.KubeConfig != nil && obj.Spec.KubeConfig.SecretRef != nil {
-		cfg, digest, err := remoteConfig(ctx, obj, secrets)
+	if id.KubeConfig != nil && id.KubeConfig.SecretRef != nil {
+		cfg, digest, err := f.remoteConfig(ctx, id, secrets)
 		if err != nil {
 			return nil, err
 		}
-		return f.cached("remote/"+digest+"/"+obj.Namespace+"/"+obj.Spec.ServiceAccountName, func() (*target, error) {
-			return newTarget(impersonate(cfg, obj.Namespace, obj.Spec.ServiceAccountName), f.Scheme, nil)
+		return f.cached("remote/"+digest+"/"+id.Namespace+"/"+id.ServiceAccountName, func() (*Target, error) {
+			return newTarget(impersonate(cfg, id.Namespace, id.ServiceAccountName), f.Scheme, nil)
 		})
 	}
 	if sa == "" {
 		f.localOnce.Do(func() {
 			var c client.Client
 			c, f.localErr = client.New(f.Config, client.Options{Scheme: f.Scheme, Mapper: f.Mapper, HTTPClient: f.HTTPClient})
-			f.local = &target{client: c, mapper: f.Mapper}
+			f.local = &Target{Client: c, Mapper: f.Mapper}
 		})
 		return f.local, f.localErr
 	}
-	return f.cached("local/"+obj.Namespace+"/"+sa, func() (*target, error) {
-		return newTarget(impersonate(f.Config, obj.Namespace, sa), f.Scheme, f.Mapper)
+	return f.cached("local/"+id.Namespace+"/"+sa, func() (*Target, error) {
+		return newTarget(impersonate(f.Config, id.Namespace, sa), f.Scheme, f.Mapper)
 	})
 }
 
 // cached returns the target stored under key, building it on first use.
-func (f *ApplierFactory) cached(key string, build func() (*target, error)) (*target, error) {
+func (f *Factory) cached(key string, build func() (*Target, error)) (*Target, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t, ok := f.targets[key]; ok {
@@ -96,13 +123,13 @@ func (f *ApplierFactory) cached(key string, build func() (*target, error)) (*tar
 		return nil, err
 	}
 	if f.targets == nil || len(f.targets) >= maxCachedTargets {
-		f.targets = map[string]*target{}
+		f.targets = map[string]*Target{}
 	}
 	f.targets[key] = t
 	return t, nil
 }
 
-func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) (*target, error) {
+func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapper) (*Target, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -116,7 +143,13 @@ func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapp
 	if err != nil {
 		return nil, err
 	}
-	return &target{client: c, mapper: mapper}, nil
+	return &Target{Client: c, Mapper: mapper}, nil
+}
+
+// ServiceAccountUser returns the user name of service account sa of
+// namespace ns.
+func ServiceAccountUser(ns, sa string) string {
+	return fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
 }
 
 // impersonate returns a copy of cfg that acts as the service account sa of
@@ -126,38 +159,25 @@ func impersonate(cfg *rest.Config, ns, sa string) *rest.Config {
 		return cfg
 	}
 	c := rest.CopyConfig(cfg)
-	c.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)}
+	c.Impersonate = rest.ImpersonationConfig{UserName: ServiceAccountUser(ns, sa)}
 	return c
 }
 
-// remoteConfig reads the kubeconfig of spec.kubeConfig.secretRef, and
-// returns it with the digest of its content. A
-// kubeconfig that runs a command (exec or auth-provider plugins) is refused:
-// it would run code in the controller with the tenant's input.
-func remoteConfig(ctx context.Context, obj *kustomizev1.Kustomization, secrets client.Reader) (*rest.Config, string, error) {
-	ref := obj.Spec.KubeConfig.SecretRef
+// remoteConfig reads the kubeconfig of id.KubeConfig.SecretRef, checks it
+// against the policy, and returns it with the digest of its content.
+func (f *Factory) remoteConfig(ctx context.Context, id Identity, secrets client.Reader) (*rest.Config, string, error) {
+	ref := id.KubeConfig.SecretRef
 	var secret corev1.Secret
-	if err := secrets.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, &secret); err != nil {
-		return nil, "", reconcile.Fail(kustomizev1.ReconciliationFailedReason, fmt.Errorf("reading the kubeconfig secret '%s': %w", ref.Name, err))
+	if err := secrets.Get(ctx, types.NamespacedName{Namespace: id.Namespace, Name: ref.Name}, &secret); err != nil {
+		return nil, "", fmt.Errorf("reading the kubeconfig secret '%s': %w", ref.Name, err)
 	}
 	data, key := kubeconfigData(secret, ref.Key)
 	if data == nil {
-		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason,
-			fmt.Errorf("secret '%s' has no kubeconfig under key '%s'", ref.Name, key))
+		return nil, "", fmt.Errorf("%w: secret '%s' has no kubeconfig under key '%s'", ErrInvalidKubeConfig, ref.Name, key)
 	}
-	raw, err := clientcmd.Load(data)
+	cfg, err := kubeconfig.Parse(data, f.KubeConfigPolicy)
 	if err != nil {
-		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
-	}
-	for name, auth := range raw.AuthInfos {
-		if auth.Exec != nil || auth.AuthProvider != nil {
-			return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason,
-				fmt.Errorf("kubeconfig in secret '%s': user '%s' runs a command to authenticate, which is refused", ref.Name, name))
-		}
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, "", reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("invalid kubeconfig in secret '%s': %w", ref.Name, err))
+		return nil, "", fmt.Errorf("%w: secret '%s': %w", ErrInvalidKubeConfig, ref.Name, err)
 	}
 	sum := sha256.Sum256(data)
 	return cfg, hex.EncodeToString(sum[:]), nil

@@ -20,12 +20,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
-	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
-	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
-	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -95,9 +91,11 @@ func (o Options) cacheOptions() (cache.Options, error) {
 		if err != nil {
 			return opts, fmt.Errorf("invalid --watch-label-selector: %w", err)
 		}
-		opts.ByObject = map[client.Object]cache.ByObject{
-			&sourcev1.GitRepository{}:    {Label: selector},
-			&kustomizev1.Kustomization{}: {Label: selector},
+		opts.ByObject = map[client.Object]cache.ByObject{}
+		for _, c := range controllers {
+			for _, kind := range c.kinds() {
+				opts.ByObject[kind] = cache.ByObject{Label: selector}
+			}
 		}
 	}
 	return opts, nil
@@ -107,61 +105,19 @@ func (o Options) rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request]
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](o.MinRetryDelay, o.MaxRetryDelay)
 }
 
+// controllerOptions are the options of each kind's controller.
+func (o Options) controllerOptions() reconcile.ControllerOptions {
+	return reconcile.ControllerOptions{MaxConcurrentReconciles: o.Concurrent, RateLimiter: o.rateLimiter()}
+}
+
+// setup sets up the controller called name.
 func (m *Manager) setup(ctx context.Context, name string, opts Options) error {
-	switch name {
-	case SourceController:
-		return m.setupSource(ctx, opts)
-	case KustomizeController:
-		return m.setupKustomize(ctx, opts)
+	for _, c := range controllers {
+		if c.name == name {
+			return c.setup(m, ctx, opts)
+		}
 	}
 	return fmt.Errorf("unknown controller %q", name)
-}
-
-func (m *Manager) setupSource(ctx context.Context, opts Options) error {
-	if err := m.setupStorage(opts); err != nil {
-		return err
-	}
-	r := &sourcectrl.GitRepositoryReconciler{
-		Client:            m.GetClient(),
-		EventRecorder:     m.GetEventRecorder("source-controller"),
-		Storage:           m.Storage,
-		JitterPercent:     opts.IntervalJitterPercentage,
-		DependencyRequeue: opts.RequeueDependency,
-	}
-	return r.SetupWithManager(ctx, m, sourcectrl.GitRepositoryOptions{
-		MaxConcurrentReconciles: opts.Concurrent,
-		RateLimiter:             opts.rateLimiter(),
-	})
-}
-
-func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
-	var fetcher fetch.Fetcher = fetch.NewHTTP()
-	if m.Storage != nil {
-		fetcher = &fetch.Local{Storage: m.Storage}
-	}
-	r := &kustomizectrl.KustomizationReconciler{
-		Client:        m.GetClient(),
-		EventRecorder: m.GetEventRecorder("kustomize-controller"),
-		Fetcher:       fetcher,
-		Applier: &kustomizectrl.ApplierFactory{
-			Config:                m.GetConfig(),
-			HTTPClient:            m.GetHTTPClient(),
-			Scheme:                m.GetScheme(),
-			Mapper:                m.GetRESTMapper(),
-			DefaultServiceAccount: opts.DefaultServiceAccount,
-		},
-		JitterPercent:        opts.IntervalJitterPercentage,
-		DependencyRequeue:    opts.RequeueDependency,
-		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
-		NoRemoteBases:        opts.NoRemoteBases,
-	}
-	if m.Storage != nil {
-		r.Changes = m.Storage
-	}
-	return r.SetupWithManager(ctx, m, kustomizectrl.KustomizationOptions{
-		MaxConcurrentReconciles: opts.Concurrent,
-		RateLimiter:             opts.rateLimiter(),
-	})
 }
 
 // setupStorage opens the artifact storage and serves it over HTTP.

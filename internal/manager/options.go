@@ -54,6 +54,13 @@ type Options struct {
 	// DefaultServiceAccount is impersonated by Kustomizations that name no
 	// service account.
 	DefaultServiceAccount string
+	// InsecureKubeconfigExec lets remote-cluster kubeconfigs run exec and
+	// auth-provider plugins (refused by default: they run a tenant's
+	// command in the controller).
+	InsecureKubeconfigExec bool
+	// InsecureKubeconfigTLS lets remote-cluster kubeconfigs skip TLS
+	// verification or use plain HTTP (refused by default).
+	InsecureKubeconfigTLS bool
 
 	StoragePath              string
 	StorageAddr              string
@@ -93,19 +100,6 @@ func runtimeNamespace() string {
 	}
 	return "flux-system"
 }
-
-// Controller names.
-const (
-	// SourceController reconciles the source.toolkit.fluxcd.io kinds.
-	SourceController = "source"
-	// KustomizeController reconciles Kustomizations.
-	KustomizeController = "kustomize"
-)
-
-// AllControllers lists every controller this build has, in the order they
-// are set up: sources first, so that appliers in the same process read
-// artifacts from storage directly.
-var AllControllers = []string{SourceController, KustomizeController}
 
 // Validate checks the options, and returns the controllers to run.
 func (o Options) Validate() ([]string, error) {

@@ -27,6 +27,8 @@ type Summary struct {
 	Err error
 	// NegativeConditions are the kind's abnormal-true conditions, most
 	// important first: the first that is True explains a Ready=False.
+	// Stalled is never one of them: it is the outcome of a run, written by
+	// Summarize, and a stale one must not explain a later failure.
 	NegativeConditions []string
 	// SuccessReason and SuccessMessage describe Ready=True.
 	SuccessReason, SuccessMessage string
@@ -98,7 +100,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 
 func firstTrue(obj conditions.Getter, types []string) string {
 	for _, t := range types {
-		if conditions.IsTrue(obj, t) {
+		if t != meta.StalledCondition && conditions.IsTrue(obj, t) {
 			return t
 		}
 	}
@@ -110,4 +112,12 @@ func negativeReason(obj conditions.Getter, types []string, fallback string) stri
 		return conditions.Reason(obj, c)
 	}
 	return fallback
+}
+
+// MarkProgress tells users what a run is doing while it goes on: it sets
+// Reconciling=True with the reason Progressing. It is the one way a step
+// touches Reconciling; Summarize writes the final Ready, Reconciling and
+// Stalled.
+func MarkProgress(obj conditions.Setter, format string, args ...any) {
+	conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, format, args...)
 }

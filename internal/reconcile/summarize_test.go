@@ -80,6 +80,17 @@ func TestSummarize(t *testing.T) {
 			wantErr:    true,
 		},
 		{
+			name: "a plain error after a stalled run does not take the stale Stalled reason",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkTrue(obj, meta.StalledCondition, sourcev1.URLInvalidReason, "old")
+			},
+			summary:    Summary{Err: errors.New("host down"), NegativeConditions: []string{meta.StalledCondition, sourcev1.FetchFailedCondition}},
+			wantReady:  "False",
+			wantReason: meta.FailedReason,
+			wantRecon:  true,
+			wantErr:    true,
+		},
+		{
 			name: "success with a negative condition left is not Ready",
 			before: func(obj *sourcev1.GitRepository) {
 				conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason, "new")

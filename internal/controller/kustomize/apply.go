@@ -6,22 +6,34 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
-	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
+// target returns where and as whom obj applies. A kubeconfig that can
+// never work stalls until the spec or the Secret changes.
+func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.Kustomization) (*impersonation.Target, error) {
+	t, err := r.Applier.For(ctx, impersonation.Identity{
+		Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName, KubeConfig: obj.Spec.KubeConfig,
+	}, r.Client)
+	switch {
+	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
+		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, err)
+	case err != nil:
+		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+	}
+	return t, nil
+}
+
 // applyManager returns the apply engine of obj for target t.
-func applyManager(obj *kustomizev1.Kustomization, t *target) (*ssa.Manager, error) {
-	return ssa.New(t.client, t.mapper, ssa.Options{
+func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa.Manager, error) {
+	return ssa.New(t.Client, t.Mapper, ssa.Options{
 		FieldManager: FieldManager,
 		Owner:        ssa.Owner{Group: kustomizev1.GroupVersion.Group, Name: obj.Name, Namespace: obj.Namespace},
 	})
@@ -41,7 +53,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), BeforeWrite: writeAhead(obj, patcher),
 	})
 	if changes.Changed() {
-		r.event(obj, "Normal", kustomizev1.ReconciliationSucceededReason, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
+		r.Events.Normal(ctx, obj, kustomizev1.ReconciliationSucceededReason, revision, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
 	var invalid *ssa.ValidationError
 	switch {
@@ -85,7 +97,7 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 	}
 	changes, err := m.Prune(ctx, stale, ssa.PruneOptions{})
 	if changes != nil && changes.Changed() {
-		r.event(obj, "Normal", "Progressing", fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
+		r.Events.Normal(ctx, obj, meta.ProgressingReason, revision, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
 	recordInventory(obj, inventory.Merge(applied, ssa.Survivors(err)))
 	if err != nil {
@@ -94,28 +106,21 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 	return nil
 }
 
-// reconcileDelete deletes the applied objects as the deletion policy says
-// (never for a suspended Kustomization), then removes the finalizer. A
-// deletion that fails is retried; the finalizer stays until it succeeds.
-func (r *KustomizationReconciler) reconcileDelete(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
-		return ctrl.Result{}, nil
+// finalize deletes the applied objects of a deleted Kustomization as the
+// deletion policy says (never for a suspended one). A deletion that fails
+// keeps the finalizer and is retried.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	if obj.Spec.Suspend || obj.Status.Inventory == nil {
+		return nil
 	}
-	if !obj.Spec.Suspend && obj.Status.Inventory != nil {
-		if err := r.deleteInventory(ctx, obj); err != nil {
-			r.event(obj, "Warning", meta.PruneFailedReason, err.Error())
-			return ctrl.Result{}, err
-		}
+	if err := r.deleteInventory(ctx, obj); err != nil {
+		return reconcile.Fail(meta.PruneFailedReason, err)
 	}
-	r.forget(client.ObjectKeyFromObject(obj))
-	patcher := patch.NewHelper(obj, r.Client)
-	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
-	metrics.Forget(kustomizev1.KustomizationKind, obj)
-	return ctrl.Result{}, patcher.Patch(ctx, obj)
+	return nil
 }
 
 func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	t, err := r.Applier.For(ctx, obj, r.Client)
+	t, err := r.target(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -127,7 +132,7 @@ func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kust
 		Policy: ssa.DeletionPolicy(obj.GetDeletionPolicy()), Prune: obj.Spec.Prune, WaitTimeout: obj.GetTimeout(),
 	})
 	if changes != nil && changes.Changed() {
-		r.event(obj, "Normal", "Deleted", changes.Summary())
+		r.Events.Normal(ctx, obj, "Deleted", obj.Status.LastAppliedRevision, changes.Summary())
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("deleting the applied objects: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -52,12 +53,6 @@ spec:
     kind: GitRepository
     name: ` + src + `
 ` + extra
-}
-
-// requestReconcile annotates obj with a new reconcile request token.
-func requestReconcile(g *WithT, obj client.Object, token string) {
-	g.Expect(env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+meta.ReconcileRequestAnnotation+`":"`+token+`"}}}`)))).To(Succeed())
 }
 
 func TestFaults_InvalidSpecStalls(t *testing.T) {
@@ -141,7 +136,7 @@ func TestFaults_BadRevisionKeepsLastAppliedState(t *testing.T) {
 	}
 	for i, step := range steps {
 		sha := repo.MustCommit(t, "main", step.files, step.name)
-		requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, fmt.Sprintf("step-%d", i))
+		testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, fmt.Sprintf("step-%d", i))
 		got := waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
 			return k.Status.LastAttemptedRevision == "main@sha1:"+sha && conditions.Reason(k, meta.ReadyCondition) == step.reason
 		})
@@ -169,7 +164,7 @@ func TestDriftIsCorrected(t *testing.T) {
 	cm.Data["value"] = "edited by hand"
 	g.Expect(env.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
 
-	requestReconcile(g, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "drift")
+	testutil.RequestReconcile(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "drift")
 	g.Eventually(func() string {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, cm)
 		return cm.Data["value"]
@@ -233,7 +228,7 @@ func TestFaults_EmptySourcePrunesNothingUnlessAllowed(t *testing.T) {
 	waitForKs(g, key, ksReady(""))
 
 	sha := repo.MustCommit(t, "main", map[string]string{"deploy/kustomization.yaml": "resources: []\n"}, "empty")
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "empty")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "empty")
 	got := waitForKs(g, key, ksReason("False", kustomizev1.EmptySourceReason))
 	g.Expect(got.Status.LastAttemptedRevision).To(Equal("main@sha1:" + sha))
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1))

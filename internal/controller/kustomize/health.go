@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
@@ -95,7 +96,7 @@ func (h *healthWaits) end(key types.NamespacedName) {
 // return a Progressing error that requeues the Kustomization, until the
 // timeout, counted from the first check of the revision, fails the check.
 // live holds objects already read in this run, by inventory ID.
-func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, t *target,
+func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, t *impersonation.Target,
 	live map[string]*unstructured.Unstructured) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	revision := obj.Status.LastAttemptedRevision
@@ -116,7 +117,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	if err := health.ValidateExprs(exprs); err != nil {
 		return reconcile.Stall(meta.InvalidCELExpressionReason, err)
 	}
-	result, err := health.NewChecker(readerWith(live, t.client), t.mapper).Check(ctx, refs, exprs...)
+	result, err := health.NewChecker(readerWith(live, t.Client), t.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // stuckDeployment is a Deployment that never becomes available: there is
@@ -75,7 +76,7 @@ func TestNewRevisionDoesNotWaitForTheOldHealthCheck(t *testing.T) {
 
 	sha := repo.MustCommit(t, "main", map[string]string{"deploy/web.yaml": deployment(ns, "web")}, "scale to zero")
 	start := time.Now()
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "fix")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "fix")
 	got := waitForKs(g, key, ksReady("main@sha1:"+sha))
 	g.Expect(time.Since(start)).To(BeNumerically("<", time.Minute), "the old revision's health was not waited for until its timeout")
 	g.Expect(conditions.IsTrue(got, meta.HealthyCondition)).To(BeTrue())

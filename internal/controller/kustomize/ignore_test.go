@@ -12,6 +12,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 func TestApplyIgnoreRules(t *testing.T) {
@@ -91,7 +92,7 @@ func TestIgnoredFieldsAreNotReverted(t *testing.T) {
 	cm.Data["managed"] = "by-hand"
 	g.Expect(env.Client.Update(ctx, cm, client.FieldOwner("operator"))).To(Succeed())
 
-	requestReconcile(g, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "after-edit")
+	testutil.RequestReconcile(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "after-edit")
 	g.Eventually(func() string {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, cm)
 		return cm.Data["managed"]

@@ -14,6 +14,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kustomize"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -23,25 +24,69 @@ import (
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
-// reconcile runs the pipeline: dependencies, source, build, apply, prune,
-// health. Each step sets the status it owns; Summarize sets the rest. When
-// the inputs are those of the last complete apply and nothing drifted, the
-// run goes from the source straight to the health checks (see applied.go).
-func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
+// ksScope carries what the steps of one Kustomization run learn.
+type ksScope struct {
+	// patcher writes the inventory ahead of an apply.
+	patcher *patch.Helper
+	// source is the Kustomization's source, with an artifact.
+	source sourceObject
+	// inputs are what the build reads besides the artifact.
+	inputs *buildInputs
+	// target is where and as whom the objects are applied.
+	target *impersonation.Target
+	// manager applies, prunes and reads the objects on target.
+	manager *ssa.Manager
+	// live are the applied objects as they are now, by inventory ID.
+	live map[string]*unstructured.Unstructured
+	// current is set when the inputs are those of the last complete apply
+	// and nothing drifted: nothing needs building or applying.
+	current bool
+}
+
+// run runs the pipeline: source, dependencies, inputs, target, apply
+// (build, apply, prune), health. Each step sets the status it owns; the
+// runner's Summarize sets the rest. When the inputs are those of the last
+// complete apply and nothing drifted, the run goes from the target straight
+// to the health checks (see applied.go).
+func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
+	return reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher},
+		r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
+}
+
+// reconcileSource finds the source and its artifact.
+func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
 	source, err := r.getSource(ctx, obj)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if err := r.checkDependencies(ctx, obj, source); err != nil {
+	sc.source = source
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileDependencies waits for the dependencies, then records the
+// revision the run attempts.
+func (r *KustomizationReconciler) reconcileDependencies(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+	if err := r.checkDependencies(ctx, obj, sc.source); err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	revision := source.GetArtifact().Revision
-	obj.Status.LastAttemptedRevision = revision
-	in, err := r.readInputs(ctx, obj, source.GetArtifact())
+	obj.Status.LastAttemptedRevision = sc.source.GetArtifact().Revision
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileInputs reads the substitution variables and decryption keys.
+func (r *KustomizationReconciler) reconcileInputs(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+	in, err := r.readInputs(ctx, obj, sc.source.GetArtifact())
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	tgt, err := r.Applier.For(ctx, obj, r.Client)
+	sc.inputs = in
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileTarget resolves the cluster and identity to apply with, and
+// tells whether the last complete apply is still current there.
+func (r *KustomizationReconciler) reconcileTarget(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+	tgt, err := r.target(ctx, obj)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
@@ -49,17 +94,31 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	live, current, err := r.upToDate(ctx, obj, m, in.digest)
+	sc.target, sc.manager = tgt, m
+	sc.live, sc.current, err = r.upToDate(ctx, obj, m, sc.inputs.digest)
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if !current {
-		if live, err = r.applyRevision(ctx, obj, m, source, in, patcher); err != nil {
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileApply builds, applies and prunes the revision, unless the last
+// complete apply is current.
+func (r *KustomizationReconciler) reconcileApply(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+	if !sc.current {
+		live, err := r.applyRevision(ctx, obj, sc.manager, sc.source, sc.inputs, sc.patcher)
+		if err != nil {
 			return reconcile.ResultEmpty, err
 		}
+		sc.live = live
 	}
-	obj.Status.LastAppliedRevision = revision
-	if err := r.checkHealth(ctx, obj, tgt, live); err != nil {
+	obj.Status.LastAppliedRevision = sc.source.GetArtifact().Revision
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileHealth checks the health of the applied objects.
+func (r *KustomizationReconciler) reconcileHealth(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+	if err := r.checkHealth(ctx, obj, sc.target, sc.live); err != nil {
 		return reconcile.ResultEmpty, err
 	}
 	return reconcile.ResultSuccess, nil

@@ -18,6 +18,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // protectedConfigMap is a ConfigMap that env.DenyProtectedDeletes protects.
@@ -47,14 +48,16 @@ func TestPruneRefusedKeepsTheObjectInTheInventory(t *testing.T) {
 
 	sha, err := repo.Remove("main", []string{"deploy/protected.yaml"}, "drop the protected ConfigMap")
 	g.Expect(err).NotTo(HaveOccurred())
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
 
 	got := waitForKs(g, key, ksReason("False", meta.PruneFailedReason))
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("deletion of protected objects is not allowed"))
 	g.Expect(got.Status.LastAttemptedRevision).To(Equal("main@sha1:" + sha))
 	g.Expect(inventoryIDs(got)).To(ContainElements(protectedID, ns+"_kept__ConfigMap"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "protected"}, &corev1.ConfigMap{})).To(Succeed())
-	g.Eventually(func() []string { return warningReasons(ns, "app") }, timeout, interval).Should(ContainElement(meta.PruneFailedReason))
+	g.Eventually(func() []string {
+		return testutil.WarningReasons(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, kustomizev1.KustomizationKind)
+	}, timeout, interval).Should(ContainElement(meta.PruneFailedReason))
 
 	// The refusal persists across retries: the object stays in the inventory.
 	time.Sleep(2 * time.Second)
@@ -103,7 +106,7 @@ func TestCRDAndItsObjectsInOneRevision(t *testing.T) {
 
 	sha, err := repo.Remove("main", []string{"deploy/crd.yaml", "deploy/widget.yaml"}, "drop the widgets")
 	g.Expect(err).NotTo(HaveOccurred())
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "drop")
 	got = waitForKs(g, key, ksReady("main@sha1:"+sha))
 	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_kept__ConfigMap"))
 	g.Eventually(func() bool {
@@ -121,22 +124,6 @@ func inventoryIDs(k *kustomizev1.Kustomization) []string {
 		ids = append(ids, e.ID)
 	}
 	return ids
-}
-
-// warningReasons returns the reasons of the Warning events about the
-// Kustomization name in ns.
-func warningReasons(ns, name string) []string {
-	var list corev1.EventList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		return nil
-	}
-	var reasons []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == kustomizev1.KustomizationKind && e.InvolvedObject.Name == name && e.Type == "Warning" {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
 }
 
 // TestPruneWhileWaitingForHealth removes an object from the source in the
@@ -160,13 +147,13 @@ func TestPruneWhileWaitingForHealth(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	changed := strings.Replace(deployment(ns, "web"), ":1.0.0", ":1.0.1", 1)
 	sha := repo.MustCommit(t, "main", map[string]string{"deploy/web.yaml": changed}, "new image")
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "next")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "next")
 	got := waitForKs(g, key, ksReady("main@sha1:"+sha))
 	g.Expect(inventoryIDs(got)).To(ConsistOf(ns + "_web_apps_Deployment"))
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, &corev1.ConfigMap{}))).To(BeTrue())
 
 	// A later run checks the objects of the inventory, all there.
-	requestReconcile(g, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "again")
+	testutil.RequestReconcile(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "again")
 	got = waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
 		return k.Status.LastHandledReconcileAt == "again" && ksReady("main@sha1:"+sha)(k)
 	})

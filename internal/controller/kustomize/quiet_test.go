@@ -18,6 +18,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -42,7 +43,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 		WithStatusSubresource(&kustomizev1.Kustomization{}).Build()
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, apimeta.RESTScopeNamespace)
-	tgt := &target{client: c, mapper: mapper}
+	tgt := &impersonation.Target{Client: c, Mapper: mapper}
 	r := &KustomizationReconciler{Client: c}
 
 	first := r.checkHealth(ctx, obj, tgt, nil)
@@ -51,7 +52,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	// The quiet run writes no status, and its recheck goes first.
 	before := obj.DeepCopy()
 	patcher := patch.NewHelper(before, c)
-	res, err := r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, first, time.Now())
+	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, first, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", minHealthRecheck+10*time.Millisecond))
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
@@ -67,7 +68,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	patcher = patch.NewHelper(stored, c)
 	obj = stored.DeepCopy()
 	obj.Status.LastAttemptedRevision = "main@sha1:1"
-	res, err = r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, second, time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, second, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
@@ -76,7 +77,7 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 
 	// A wait that has lasted polls at the normal priority.
 	long := reconcile.Progress(meta.ProgressingReason, errors.New("still in progress"), healthRecheckDelay(time.Minute, time.Hour))
-	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty, long, time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty, long, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(BeNil())
 
@@ -86,10 +87,10 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 
 	// Any other outcome asks for no priority (Reconcile makes it the
 	// normal one).
-	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(BeNil())
-	res, err = r.summarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty,
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty,
 		reconcile.Fail(kustomizev1.ReconciliationFailedReason, errors.New("refused")), time.Now())
 	g.Expect(err).NotTo(HaveOccurred(), "a failure is retried after the retry interval")
 	g.Expect(res.RequeueAfter).To(Equal(obj.GetRetryInterval()))
@@ -119,7 +120,7 @@ func TestQuietRunWritesThePrunedInventory(t *testing.T) {
 	obj.Status.LastAppliedRevision = "main@sha1:2"
 	recordInventory(obj, []inventory.Entry{{ID: web, Version: "v1"}})
 	quiet := reconcile.ProgressQuietly(meta.ProgressingReason, errors.New("health check in progress"), minHealthRecheck)
-	res, err := r.summarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, quiet, time.Now())
+	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, quiet, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	got := &kustomizev1.Kustomization{}

@@ -3,8 +3,6 @@ package kustomize
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -18,20 +16,26 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/controller/source"
+	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	// logs holds what the controllers logged.
+	logs *testutil.Logs
+)
 
 const (
 	timeout  = 60 * time.Second
@@ -46,20 +50,11 @@ func TestMain(m *testing.M) {
 // one manager, as `windlass controller` does, with artifacts handed over
 // in process.
 func startControllers(ctx context.Context, e *testenv.Environment) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	logs = testutil.CaptureLogs()
+	storage, err := testutil.StartStorage()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "windlass-storage-")
-	if err != nil {
-		return err
-	}
-	storage, err := artifact.New(dir, ln.Addr().String(), time.Minute, 2)
-	if err != nil {
-		return err
-	}
-	go func() { _ = http.Serve(ln, storage.Handler()) }()
 
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
@@ -69,10 +64,10 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second)
 	}
 	git := &source.GitRepositoryReconciler{
-		Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("source-controller"),
+		Client: mgr.GetClient(), Events: &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
 		Storage: storage, DependencyRequeue: time.Second,
 	}
-	if err := git.SetupWithManager(ctx, mgr, source.GitRepositoryOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
+	if err := git.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
 		return err
 	}
 	applyCfg := rest.CopyConfig(mgr.GetConfig())
@@ -82,15 +77,15 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 		return err
 	}
 	ks := &KustomizationReconciler{
-		Client:        mgr.GetClient(),
-		EventRecorder: mgr.GetEventRecorder("kustomize-controller"),
-		Fetcher:       &fetch.Local{Storage: storage},
-		Applier: &ApplierFactory{
+		Client:  mgr.GetClient(),
+		Events:  &event.Recorder{Kubernetes: mgr.GetEventRecorder("kustomize-controller")},
+		Fetcher: &fetch.Local{Storage: storage},
+		Applier: &impersonation.Factory{
 			Config: applyCfg, HTTPClient: applyHTTP, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		},
 		DependencyRequeue: time.Second,
 	}
-	if err := ks.SetupWithManager(ctx, mgr, KustomizationOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
+	if err := ks.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
 		return err
 	}
 	go func() {
@@ -141,19 +136,10 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// waitForKs returns the Kustomization once cond holds for it.
+// waitForKs returns the Kustomization once cond holds for it, with the
+// status rules checked.
 func waitForKs(g *WithT, key client.ObjectKey, cond func(*kustomizev1.Kustomization) bool) *kustomizev1.Kustomization {
-	got := &kustomizev1.Kustomization{}
-	g.Eventually(func() bool {
-		if err := env.Client.Get(context.Background(), key, got); err != nil {
-			return false
-		}
-		return cond(got)
-	}, timeout, interval).Should(BeTrue(), func() string {
-		return fmt.Sprintf("conditions of %s: %+v", key, got.Status.Conditions)
-	})
-	checkKsInvariants(g, got)
-	return got
+	return testutil.WaitFor(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(key.Namespace, key.Name)}, cond)
 }
 
 // ksReady is a waitForKs condition: Ready at the given revision (any when
@@ -170,18 +156,6 @@ func ksReason(status, reason string) func(*kustomizev1.Kustomization) bool {
 	return func(k *kustomizev1.Kustomization) bool {
 		c := conditions.Get(k, meta.ReadyCondition)
 		return c != nil && string(c.Status) == status && c.Reason == reason
-	}
-}
-
-// checkKsInvariants asserts the kstatus rules of a Kustomization's status.
-func checkKsInvariants(g *WithT, k *kustomizev1.Kustomization) {
-	g.Expect(k.Status.ObservedGeneration).To(BeNumerically("<=", k.Generation))
-	if conditions.IsTrue(k, meta.ReadyCondition) {
-		g.Expect(conditions.IsTrue(k, meta.StalledCondition)).To(BeFalse())
-		g.Expect(conditions.IsTrue(k, meta.ReconcilingCondition)).To(BeFalse())
-	}
-	if conditions.IsTrue(k, meta.StalledCondition) {
-		g.Expect(conditions.IsTrue(k, meta.ReconcilingCondition)).To(BeFalse())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // TestUnchangedRunsApplyNothing reconciles a Ready Kustomization again
@@ -45,7 +46,7 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(first).To(BeNumerically(">=", 2), "the first run dry-runs every object")
 
 	for _, token := range []string{"tick-1", "tick-2"} {
-		requestReconcile(g, ks, token)
+		testutil.RequestReconcile(g, env.Client, ks, token)
 		got := waitForKs(g, key, handled(token))
 		g.Expect(got.Status.History[0].TotalReconciliations).To(BeNumerically(">", 1))
 	}
@@ -56,7 +57,7 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &cm)).To(Succeed())
 	cm.Data["value"] = "edited"
 	g.Expect(env.Client.Update(ctx, &cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
-	requestReconcile(g, ks, "after-edit")
+	testutil.RequestReconcile(g, env.Client, ks, "after-edit")
 	waitForKs(g, key, handled("after-edit"))
 	g.Expect(value()).To(Equal("one"))
 	g.Expect(dryRuns.in(ns)).To(BeNumerically(">", first))
@@ -67,7 +68,7 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vars"}, vars)).To(Succeed())
 	vars.Data["value"] = "two"
 	g.Expect(env.Client.Update(ctx, vars)).To(Succeed())
-	requestReconcile(g, ks, "new-var")
+	testutil.RequestReconcile(g, env.Client, ks, "new-var")
 	waitForKs(g, key, handled("new-var"))
 	g.Expect(value()).To(Equal("two"))
 
@@ -98,7 +99,7 @@ func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
 	dryRunsA, dryRunsB := dryRuns.in(nsA), dryRuns.in(nsB)
 
 	sha := repo.MustCommit(t, "main", map[string]string{"b/cm.yaml": configMap(nsB, "b", "2")}, "change b")
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b")
 	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady("main@sha1:"+sha))
 	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "b"}, ksReady("main@sha1:"+sha))
 
@@ -113,7 +114,7 @@ func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
 	cm.Data["value"] = "edited"
 	g.Expect(env.Client.Update(ctx, &cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
 	sha = repo.MustCommit(t, "main", map[string]string{"b/cm.yaml": configMap(nsB, "b", "3")}, "change b again")
-	requestReconcile(g, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b-again")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b-again")
 	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady("main@sha1:"+sha))
 	g.Eventually(func() string {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "a"}, &cm)

@@ -12,6 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -28,7 +29,7 @@ func expectNoSecretIn(g *WithT, obj *sourcev1.GitRepository, secret string) {
 	for _, c := range obj.Status.Conditions {
 		g.Expect(c.Message).NotTo(ContainSubstring(secret), "condition "+c.Type)
 	}
-	for _, e := range eventsFor(g, obj) {
+	for _, e := range testutil.EventMessages(g, env.Client, obj, "") {
 		g.Expect(e).NotTo(ContainSubstring(secret))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -73,7 +74,7 @@ func TestGitRepository_ContentRules(t *testing.T) {
 			}
 			g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 			got := waitFor(g, obj, readyAt("main@sha1:"+sha))
-			dir := extract(t, g, download(g, got.Status.Artifact))
+			dir := testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 			for _, p := range tt.want {
 				g.Expect(filepath.Join(dir, p)).To(BeARegularFile())
 			}
@@ -110,14 +111,14 @@ func TestGitRepository_Include(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, libObj)).To(Succeed())
 	got := waitFor(g, app, readyAt(""))
 	g.Expect(conditions.Has(got, sourcev1.IncludeUnavailableCondition)).To(BeFalse())
-	dir := extract(t, g, download(g, got.Status.Artifact))
+	dir := testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 	g.Expect(os.ReadFile(filepath.Join(dir, "vendor/lib/lib.yaml"))).To(Equal([]byte("v1\n")))
 	g.Expect(filepath.Join(dir, "vendor/lib/other")).NotTo(BeAnExistingFile())
 
 	// A new artifact of the included repository rebuilds the includer at
 	// once, through the watch.
 	lib.MustCommit(t, "main", map[string]string{"deploy/lib.yaml": "v2\n"}, "lib v2")
-	requestReconcile(g, libObj, "lib-v2")
+	testutil.RequestReconcile(g, env.Client, libObj, "lib-v2")
 	got = waitFor(g, app, func(o *sourcev1.GitRepository) bool {
 		if o.Status.Artifact == nil || len(o.Status.IncludedArtifacts) != 1 {
 			return false
@@ -127,7 +128,7 @@ func TestGitRepository_Include(t *testing.T) {
 		return l.Status.Artifact != nil && o.Status.IncludedArtifacts[0].Digest == l.Status.Artifact.Digest &&
 			l.Status.LastHandledReconcileAt == "lib-v2"
 	})
-	dir = extract(t, g, download(g, got.Status.Artifact))
+	dir = testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 	g.Expect(os.ReadFile(filepath.Join(dir, "vendor/lib/lib.yaml"))).To(Equal([]byte("v2\n")))
 }
 
@@ -153,7 +154,7 @@ func TestGitRepository_VerifiesSSHSignedCommits(t *testing.T) {
 	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
 
 	sha := pushSSHSignedCommit(t, g, srv, base+"/app.git", keyPEM)
-	requestReconcile(g, obj, "signed")
+	testutil.RequestReconcile(g, env.Client, obj, "signed")
 	got = waitFor(g, obj, readyAt("main@sha1:"+sha))
 	g.Expect(conditions.IsTrue(got, sourcev1.SourceVerifiedCondition)).To(BeTrue())
 	g.Expect(conditions.Message(got, sourcev1.SourceVerifiedCondition)).To(ContainSubstring("SHA256:"))

@@ -18,6 +18,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -55,21 +56,21 @@ func TestGitRepository_StoresAndServesArtifact(t *testing.T) {
 	g.Expect(got.Status.Artifact.Path).To(Equal("gitrepository/" + ns + "/app/" + sha + ".tar.gz"))
 	g.Expect(got.Status.Artifact.Digest).To(HavePrefix("sha256:"))
 
-	dir := extract(t, g, download(g, got.Status.Artifact))
+	dir := testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 	g.Expect(os.ReadFile(filepath.Join(dir, "deploy/app.yaml"))).To(Equal([]byte("kind: ConfigMap\n")))
 	g.Expect(filepath.Join(dir, ".github")).NotTo(BeAnExistingFile(), "default excludes apply")
 	g.Expect(filepath.Join(dir, "logo.PNG")).NotTo(BeAnExistingFile(), "extensions match in any case")
 	g.Expect(filepath.Join(dir, ".git")).NotTo(BeAnExistingFile())
-	g.Eventually(func() []string { return eventsFor(g, obj) }, timeout, interval).
+	g.Eventually(func() []string { return testutil.EventMessages(g, env.Client, obj, "") }, timeout, interval).
 		Should(ContainElement(ContainSubstring("NewArtifact: stored artifact for commit 'first commit'")))
 
 	// A new commit becomes a new artifact when asked to reconcile; the old
 	// one is kept within the retention records.
 	sha2 := repo.MustCommit(t, "main", map[string]string{"deploy/app.yaml": "kind: Secret\n"}, "second")
-	requestReconcile(g, obj, "now-1")
+	testutil.RequestReconcile(g, env.Client, obj, "now-1")
 	got = waitFor(g, obj, readyAt("main@sha1:"+sha2))
 	g.Expect(got.Status.LastHandledReconcileAt).To(Equal("now-1"))
-	dir = extract(t, g, download(g, got.Status.Artifact))
+	dir = testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 	g.Expect(os.ReadFile(filepath.Join(dir, "deploy/app.yaml"))).To(Equal([]byte("kind: Secret\n")))
 }
 
@@ -90,7 +91,7 @@ func TestGitRepository_NoCloneWhenUnchanged(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	before := srv.Requests()
-	requestReconcile(g, obj, "tick")
+	testutil.RequestReconcile(g, env.Client, obj, "tick")
 	got := waitFor(g, obj, func(o *sourcev1.GitRepository) bool { return o.Status.LastHandledReconcileAt == "tick" })
 	g.Expect(srv.Requests()-before).To(Equal(int64(1)), "only the remote's refs are listed")
 	g.Expect(got.Status.Artifact).To(Equal(first.Status.Artifact))
@@ -186,14 +187,14 @@ func TestGitRepository_HostDownKeepsLastArtifact(t *testing.T) {
 	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
 
 	srv.SetDown(true)
-	requestReconcile(g, obj, "while-down")
+	testutil.RequestReconcile(g, env.Client, obj, "while-down")
 	got := waitFor(g, obj, hasCondition(sourcev1.FetchFailedCondition, metav1.ConditionTrue, sourcev1.GitOperationFailedReason))
 	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
 	g.Expect(conditions.Reason(got, meta.ReadyCondition)).To(Equal(sourcev1.GitOperationFailedReason))
 	g.Expect(conditions.IsTrue(got, meta.ReconcilingCondition)).To(BeTrue(), "it retries")
 	g.Expect(conditions.IsTrue(got, sourcev1.ArtifactInStorageCondition)).To(BeTrue())
 	g.Expect(got.Status.Artifact).To(Equal(ready.Status.Artifact))
-	download(g, got.Status.Artifact)
+	testutil.Download(g, nil, got.Status.Artifact)
 
 	// Retries with backoff recover by themselves once the host is back.
 	srv.SetDown(false)
@@ -223,13 +224,13 @@ func TestGitRepository_RebuildsMissingOrAlteredArtifact(t *testing.T) {
 	} {
 		damage()
 		token := "damage-" + string(rune('a'+i))
-		requestReconcile(g, obj, token)
+		testutil.RequestReconcile(g, env.Client, obj, token)
 		got := waitFor(g, obj, func(o *sourcev1.GitRepository) bool {
 			return o.Status.LastHandledReconcileAt == token && conditions.IsTrue(o, meta.ReadyCondition)
 		})
 		g.Expect(got.Status.Artifact.Revision).To(Equal("main@sha1:" + sha))
 		g.Expect(storage.Verify(*got.Status.Artifact)).To(Succeed())
-		download(g, got.Status.Artifact)
+		testutil.Download(g, nil, got.Status.Artifact)
 	}
 }
 

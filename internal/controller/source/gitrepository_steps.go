@@ -32,7 +32,7 @@ func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sou
 	a := obj.GetArtifact()
 	if a == nil {
 		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
-		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "building artifact")
+		reconcile.MarkProgress(obj, "building artifact")
 		return reconcile.ResultSuccess, nil
 	}
 	if err := r.Storage.Verify(*a); err != nil {
@@ -42,12 +42,12 @@ func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sou
 			_ = os.Remove(r.Storage.LocalPath(*a))
 		}
 		ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
-		r.event(obj, corev1.EventTypeWarning, sourcev1.StorageOperationFailedReason,
+		r.Events.Warning(ctx, obj, sourcev1.StorageOperationFailedReason, a.Revision,
 			fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
 		obj.Status.Artifact = nil
 		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 			"artifact %s", why)
-		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "building artifact: %s", why)
+		reconcile.MarkProgress(obj, "building artifact: %s", why)
 		return reconcile.ResultSuccess, nil
 	}
 	// The advertised address may have changed since the artifact was stored.
@@ -108,8 +108,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	if !obj.GetArtifact().HasRevision(commit.String()) {
 		conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 			"new upstream revision '%s'", commit.String())
-		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason,
-			"building artifact: new upstream revision '%s'", commit.String())
+		reconcile.MarkProgress(obj, "building artifact: new upstream revision '%s'", commit.String())
 	}
 	return reconcile.ResultSuccess, nil
 }
@@ -365,7 +364,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", revision)
 	if changed {
-		r.event(obj, corev1.EventTypeNormal, "NewArtifact",
+		r.Events.Normal(ctx, obj, "NewArtifact", revision,
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
 	if deleted, err := r.Storage.GarbageCollect(ctx, a); err != nil {

@@ -3,20 +3,15 @@ package source
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,7 +19,10 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 var (
@@ -32,6 +30,8 @@ var (
 	storage *artifact.Storage
 	// k8s is the manager's cached client, as the controller sees the world.
 	k8s client.Client
+	// logs holds what the controller logged.
+	logs *testutil.Logs
 )
 
 const (
@@ -46,21 +46,11 @@ func TestMain(m *testing.M) {
 // startController runs the GitRepository controller against the test
 // control plane, with storage served on a loopback port.
 func startController(ctx context.Context, e *testenv.Environment) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	logs = testutil.CaptureLogs()
+	var err error
+	if storage, err = testutil.StartStorage(); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "windlass-storage-")
-	if err != nil {
-		return err
-	}
-	storage, err = artifact.New(dir, ln.Addr().String(), time.Minute, 2)
-	if err != nil {
-		return err
-	}
-	go func() { _ = http.Serve(ln, storage.Handler()) }()
-
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:  e.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -70,11 +60,11 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 	}
 	r := &GitRepositoryReconciler{
 		Client:            mgr.GetClient(),
-		EventRecorder:     mgr.GetEventRecorder("source-controller"),
+		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
 		Storage:           storage,
 		DependencyRequeue: time.Second,
 	}
-	err = r.SetupWithManager(ctx, mgr, GitRepositoryOptions{
+	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
 	})
@@ -101,19 +91,10 @@ func newGitRepository(ns, name, url string) *sourcev1.GitRepository {
 	}
 }
 
-// waitFor returns the object once cond holds for it.
+// waitFor returns the object once cond holds for it, with the status
+// rules checked.
 func waitFor(g *WithT, obj *sourcev1.GitRepository, cond func(*sourcev1.GitRepository) bool) *sourcev1.GitRepository {
-	got := &sourcev1.GitRepository{}
-	g.Eventually(func() bool {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
-			return false
-		}
-		return cond(got)
-	}, timeout, interval).Should(BeTrue(), func() string {
-		return fmt.Sprintf("conditions of %s: %+v", obj.Name, got.Status.Conditions)
-	})
-	checkInvariants(g, got)
-	return got
+	return testutil.WaitFor(g, env.Client, obj, cond, gitRepositoryNegativeConditions...)
 }
 
 // readyAt is a waitFor condition: Ready=True for the current generation.
@@ -131,48 +112,4 @@ func hasCondition(conditionType string, status metav1.ConditionStatus, reason st
 		c := conditions.Get(o, conditionType)
 		return c != nil && c.Status == status && c.Reason == reason
 	}
-}
-
-// checkInvariants asserts the kstatus rules that every GitRepository
-// status must keep.
-func checkInvariants(g *WithT, obj *sourcev1.GitRepository) {
-	g.Expect(obj.Status.ObservedGeneration).To(BeNumerically("<=", obj.Generation))
-	if conditions.IsTrue(obj, meta.ReadyCondition) {
-		g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(BeFalse(), "Ready and Stalled")
-		g.Expect(conditions.IsTrue(obj, meta.ReconcilingCondition)).To(BeFalse(), "Ready and Reconciling")
-	}
-	if conditions.IsTrue(obj, meta.StalledCondition) {
-		g.Expect(conditions.IsTrue(obj, meta.ReconcilingCondition)).To(BeFalse(), "Stalled and Reconciling")
-	}
-	for _, c := range obj.Status.Conditions {
-		g.Expect(c.ObservedGeneration).To(BeNumerically("<=", obj.Generation))
-	}
-}
-
-// download fetches an artifact over HTTP and checks its digest.
-func download(g *WithT, a *meta.Artifact) []byte {
-	resp, err := http.Get(a.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	body, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	digest, err := artifact.Digest(bytesReader(body))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(digest).To(Equal(a.Digest))
-	g.Expect(int64(len(body))).To(Equal(*a.Size))
-	return body
-}
-
-// eventsFor returns the messages of the events about obj.
-func eventsFor(g *WithT, obj client.Object) []string {
-	var list corev1.EventList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
-	var msgs []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == obj.GetName() {
-			msgs = append(msgs, e.Reason+": "+e.Message)
-		}
-	}
-	return msgs
 }

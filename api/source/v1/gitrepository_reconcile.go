@@ -1,0 +1,6 @@
+package v1
+
+// IsSuspended reports whether reconciliation is suspended (spec.suspend).
+func (in *GitRepository) IsSuspended() bool {
+	return in.Spec.Suspend
+}

@@ -1,0 +1,93 @@
+// Package event is the one path by which Windlass reconcilers tell users
+// what happened to an object: a Kubernetes event, typed, redacted and never
+// empty, and the same event, with the revision it concerns and metadata, to
+// a Sink (the notification controller forwards events to providers through
+// one).
+//
+// Events are for users; logs are for operators. A message goes through
+// redact.String before it leaves the process, so a credential in a URL or
+// an error never reaches an event.
+package event
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/redact"
+)
+
+// Types of events, as Kubernetes spells them.
+const (
+	// TypeNormal is an event about progress or success.
+	TypeNormal = corev1.EventTypeNormal
+	// TypeWarning is an event about a failure.
+	TypeWarning = corev1.EventTypeWarning
+)
+
+// Event is one thing that happened to an object.
+type Event struct {
+	// Type is TypeNormal or TypeWarning.
+	Type string
+	// Reason is a short UpperCamelCase cause, usually a condition reason.
+	Reason string
+	// Message is what users read; it is redacted before it is recorded.
+	Message string
+	// Revision is the source revision the event concerns, if any.
+	Revision string
+	// Metadata is more context for forwarders, such as a token or a
+	// summary; values are redacted too.
+	Metadata map[string]string
+}
+
+// Sink receives every event a Recorder records, for forwarding; the
+// Kubernetes event is recorded whatever the sink does.
+type Sink interface {
+	Forward(ctx context.Context, obj client.Object, e Event)
+}
+
+// Recorder records events about objects of one controller.
+type Recorder struct {
+	// Kubernetes records the Kubernetes events; nil records none.
+	Kubernetes events.EventRecorder
+	// Sink, when set, receives every event too.
+	Sink Sink
+}
+
+// Action is the Kubernetes event action of every event: reconciling is
+// all that Windlass controllers do.
+const Action = "Reconcile"
+
+// Record records e about obj. An event with an empty message is dropped:
+// it would tell users nothing.
+func (r *Recorder) Record(ctx context.Context, obj client.Object, e Event) {
+	if r == nil || e.Message == "" {
+		return
+	}
+	e.Message = redact.String(e.Message)
+	if e.Metadata != nil {
+		redacted := make(map[string]string, len(e.Metadata))
+		for k, v := range e.Metadata {
+			redacted[k] = redact.String(v)
+		}
+		e.Metadata = redacted
+	}
+	if r.Kubernetes != nil {
+		r.Kubernetes.Eventf(obj, nil, e.Type, e.Reason, Action, "%s", e.Message)
+	}
+	if r.Sink != nil {
+		r.Sink.Forward(ctx, obj, e)
+	}
+}
+
+// Normal records a Normal event about obj for revision.
+func (r *Recorder) Normal(ctx context.Context, obj client.Object, reason, revision, message string) {
+	r.Record(ctx, obj, Event{Type: TypeNormal, Reason: reason, Revision: revision, Message: message})
+}
+
+// Warning records a Warning event about obj for revision.
+func (r *Recorder) Warning(ctx context.Context, obj client.Object, reason, revision, message string) {
+	r.Record(ctx, obj, Event{Type: TypeWarning, Reason: reason, Revision: revision, Message: message})
+}

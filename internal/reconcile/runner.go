@@ -1,0 +1,246 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/patch"
+)
+
+// Object is an object of a Windlass kind: what the Runner reconciles.
+type Object interface {
+	Reconcilable
+	// IsSuspended reports whether spec.suspend is set.
+	IsSuspended() bool
+	// GetRequeueAfter returns spec.interval.
+	GetRequeueAfter() time.Duration
+}
+
+// Kind is what the Runner needs to know of one kind: a small value, plus
+// the steps that Run runs.
+type Kind[T Object] struct {
+	// Name is the kind's name, such as "GitRepository", for metrics.
+	Name string
+	// New returns an empty object of the kind.
+	New func() T
+	// NegativeConditions are the kind's abnormal-true conditions (never
+	// Stalled), most important first: the first that is True explains a
+	// Ready=False.
+	NegativeConditions []string
+	// SuccessReason is the reason of Ready=True.
+	SuccessReason string
+	// SuccessMessage returns the message of Ready=True.
+	SuccessMessage func(obj T) string
+	// Run does the work of one run, usually RunSteps over the kind's
+	// steps. patcher may be used to write the status ahead of the end of
+	// the run (an inventory before applying, say).
+	Run func(ctx context.Context, obj T, patcher *patch.Helper) (Result, error)
+	// Finalize does what must be done before the finalizer of a deleted
+	// object is removed; an error keeps the finalizer and is retried with
+	// backoff. Nil means nothing.
+	Finalize func(ctx context.Context, obj T) error
+	// Forget drops what the reconciler keeps in memory about an object
+	// that is deleted or gone. Nil means nothing.
+	Forget func(key types.NamespacedName)
+	// RetryInterval, when set, gives the fixed interval after which a
+	// failed run is retried; nil means exponential backoff.
+	RetryInterval func(obj T) time.Duration
+	// Summarized, when set, is called after the outcome is written to the
+	// status and before the status is patched: it may record the outcome
+	// (a history) and change the result (its priority).
+	Summarized func(ctx context.Context, obj T, o *Outcome)
+	// RecheckedFields are the top-level status fields that every run sets
+	// again from what it observes. A run that ends with a quiet
+	// Progressing error (see Progressing.Quiet) and changed only these
+	// fields writes no status: the recheck soon after writes it.
+	RecheckedFields []string
+}
+
+// Outcome is how a run ended, for Kind.Summarized.
+type Outcome struct {
+	// Err is the error the run returned.
+	Err error
+	// Started is when the run began.
+	Started time.Time
+	// Result is what controller-runtime will be told; Summarized may
+	// change it.
+	Result ctrl.Result
+}
+
+// Runner is the Reconcile of every Windlass kind: get, forget when gone,
+// finalize when deleted, add the finalizer, skip when suspended, run the
+// kind's steps, then summarize the outcome into the status, record a
+// warning for a failure and patch, whatever happened in between.
+type Runner[T Object] struct {
+	// Client reads and patches the objects.
+	Client client.Client
+	// Events records events about the objects.
+	Events *event.Recorder
+	// JitterPercent spreads each object's interval; zero means
+	// DefaultJitterPercent.
+	JitterPercent int
+	// Kind is the kind reconciled.
+	Kind Kind[T]
+}
+
+// NormalPriority is the work-queue priority of a run that asks for none:
+// the queue would otherwise keep the priority the run came in with.
+const NormalPriority = 0
+
+// Reconcile reconciles the object of req.
+func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	defer func() {
+		if result.Priority == nil {
+			result.Priority = ptr.To(NormalPriority)
+		}
+	}()
+	start := time.Now()
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer metrics.RecordDuration(r.Kind.Name, obj, start)
+
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, obj)
+	}
+	patcher := patch.NewHelper(obj, r.Client)
+	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
+		return ctrl.Result{}, err
+	}
+	var res Result
+	defer func() {
+		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
+	}()
+	res, retErr = r.Kind.Run(ctx, obj, patcher)
+	return ctrl.Result{}, retErr
+}
+
+// SummarizeAndPatch writes the outcome of a run that began at start to the
+// status, records a warning for a failure, and patches the object: the end
+// of every run, exported so that a kind can test its hooks step by step.
+func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch.Helper,
+	res Result, runErr error, start time.Time) (ctrl.Result, error) {
+	summary := Summary{
+		Result:             res,
+		Err:                runErr,
+		NegativeConditions: r.Kind.NegativeConditions,
+		SuccessReason:      r.Kind.SuccessReason,
+		Interval:           obj.GetRequeueAfter(),
+		JitterPercent:      r.JitterPercent,
+	}
+	if r.Kind.SuccessMessage != nil {
+		summary.SuccessMessage = r.Kind.SuccessMessage(obj)
+	}
+	result, err := Summarize(obj, summary)
+	outcome := &Outcome{Err: runErr, Started: start, Result: result}
+	if r.Kind.Summarized != nil {
+		r.Kind.Summarized(ctx, obj, outcome)
+	}
+	result = outcome.Result
+	if IsQuiet(runErr) && r.onlyRecheckedFieldsChanged(ctx, obj, patcher) {
+		return result, nil
+	}
+	if err != nil {
+		r.Events.Warning(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), "", conditions.Message(obj, meta.ReadyCondition))
+		if r.Kind.RetryInterval != nil && !IsTerminal(err) {
+			// controller-runtime forgets the backoff of an item whose
+			// result has a RequeueAfter and no error: the retry comes
+			// after the kind's interval, and the failure is logged here.
+			ctrl.LoggerFrom(ctx).Error(err, "Reconciliation failed, retrying after the retry interval")
+			result.RequeueAfter = r.Kind.RetryInterval(obj)
+			err = nil
+		}
+	}
+	if patchErr := patcher.Patch(ctx, obj); patchErr != nil {
+		ctrl.LoggerFrom(ctx).Error(patchErr, "Failed to patch the status")
+		if err == nil {
+			err = patchErr
+		}
+	}
+	if err != nil {
+		// controller-runtime ignores RequeueAfter with an error, and says
+		// so: an error is retried with backoff.
+		result.RequeueAfter = 0
+	}
+	return result, err
+}
+
+// onlyRecheckedFieldsChanged reports whether the changes to obj that
+// patcher would send are all in the kind's RecheckedFields.
+func (r *Runner[T]) onlyRecheckedFieldsChanged(ctx context.Context, obj T, patcher *patch.Helper) bool {
+	if len(r.Kind.RecheckedFields) == 0 {
+		return false
+	}
+	fields, others, err := patcher.Changes(obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Comparing the status with the last one written")
+		return false
+	}
+	if others {
+		return false
+	}
+	for _, f := range fields {
+		if !containsString(r.Kind.RecheckedFields, f) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// finalize runs the kind's Finalize for a deleted object, then forgets it
+// and removes the finalizer. A failure keeps the finalizer, is recorded as
+// a warning and is retried with backoff.
+func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
+	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
+		return nil
+	}
+	if r.Kind.Finalize != nil {
+		if err := r.Kind.Finalize(ctx, obj); err != nil {
+			r.Events.Warning(ctx, obj, ReasonOf(err, meta.FailedReason), "", err.Error())
+			return err
+		}
+	}
+	r.forget(client.ObjectKeyFromObject(obj))
+	patcher := patch.NewHelper(obj, r.Client)
+	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
+	metrics.Forget(r.Kind.Name, obj)
+	return patcher.Patch(ctx, obj)
+}
+
+func (r *Runner[T]) forget(key types.NamespacedName) {
+	if r.Kind.Forget != nil {
+		r.Kind.Forget(key)
+	}
+}
+
+// IsTerminal reports whether err is a terminal error: one that no retry
+// mends.
+func IsTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil))
+}

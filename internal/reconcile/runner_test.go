@@ -1,0 +1,206 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/conditions/check"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// testKind is a GitRepository kind whose run is given by the test.
+func testKind(run func(context.Context, *sourcev1.GitRepository) (Result, error)) Kind[*sourcev1.GitRepository] {
+	return Kind[*sourcev1.GitRepository]{
+		Name:               sourcev1.GitRepositoryKind,
+		New:                func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} },
+		NegativeConditions: []string{sourcev1.FetchFailedCondition},
+		SuccessReason:      meta.SucceededReason,
+		SuccessMessage:     func(*sourcev1.GitRepository) string { return "done" },
+		Run: func(ctx context.Context, obj *sourcev1.GitRepository, _ *patch.Helper) (Result, error) {
+			return run(ctx, obj)
+		},
+	}
+}
+
+func newRepo() *sourcev1.GitRepository {
+	return &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "repo", Generation: 1},
+		Spec:       sourcev1.GitRepositorySpec{Interval: metav1.Duration{Duration: time.Hour}},
+	}
+}
+
+func TestRunner(t *testing.T) {
+	failure := Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
+	tests := []struct {
+		name          string
+		mutate        func(obj *sourcev1.GitRepository)
+		run           func(context.Context, *sourcev1.GitRepository) (Result, error)
+		retryInterval time.Duration
+		wantRan       bool
+		wantErr       bool
+		wantTerminal  bool
+		wantRequeue   [2]time.Duration
+		wantReady     string
+		wantReason    string
+	}{
+		{
+			name:        "success is Ready and comes back after the interval",
+			run:         func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultSuccess, nil },
+			wantRan:     true,
+			wantRequeue: [2]time.Duration{55 * time.Minute, 65 * time.Minute},
+			wantReady:   "True", wantReason: meta.SucceededReason,
+		},
+		{
+			name:      "a failure is retried with backoff: an error and no RequeueAfter",
+			run:       func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultEmpty, failure },
+			wantRan:   true,
+			wantErr:   true,
+			wantReady: "False", wantReason: sourcev1.GitOperationFailedReason,
+		},
+		{
+			name:          "a kind with a retry interval retries after it, without error",
+			run:           func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultEmpty, failure },
+			retryInterval: 2 * time.Minute,
+			wantRan:       true,
+			wantRequeue:   [2]time.Duration{2 * time.Minute, 2 * time.Minute},
+			wantReady:     "False", wantReason: sourcev1.GitOperationFailedReason,
+		},
+		{
+			name: "a stall is terminal, even with a retry interval",
+			run: func(context.Context, *sourcev1.GitRepository) (Result, error) {
+				return ResultEmpty, Stall("InvalidURL", errors.New("bad"))
+			},
+			retryInterval: 2 * time.Minute,
+			wantRan:       true,
+			wantErr:       true,
+			wantTerminal:  true,
+			wantReady:     "False", wantReason: "InvalidURL",
+		},
+		{
+			name:    "a suspended object does not run",
+			mutate:  func(obj *sourcev1.GitRepository) { obj.Spec.Suspend = true },
+			run:     func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultSuccess, nil },
+			wantRan: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			obj := newRepo()
+			if tt.mutate != nil {
+				tt.mutate(obj)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).
+				WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+			ran := false
+			kind := testKind(func(ctx context.Context, o *sourcev1.GitRepository) (Result, error) {
+				ran = true
+				return tt.run(ctx, o)
+			})
+			if tt.retryInterval > 0 {
+				kind.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return tt.retryInterval }
+			}
+			r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
+			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			g.Expect(ran).To(Equal(tt.wantRan))
+			g.Expect(err != nil).To(Equal(tt.wantErr), "error: %v", err)
+			g.Expect(IsTerminal(err)).To(Equal(tt.wantTerminal))
+			g.Expect(res.RequeueAfter).To(BeNumerically(">=", tt.wantRequeue[0]))
+			g.Expect(res.RequeueAfter).To(BeNumerically("<=", tt.wantRequeue[1]))
+			g.Expect(res.Priority).To(Equal(ptr.To(NormalPriority)))
+
+			stored := &sourcev1.GitRepository{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
+			g.Expect(stored.Finalizers).To(ContainElement(meta.Finalizer))
+			if !tt.wantRan {
+				g.Expect(conditions.Get(stored, meta.ReadyCondition)).To(BeNil())
+				return
+			}
+			g.Expect(string(conditions.Get(stored, meta.ReadyCondition).Status)).To(Equal(tt.wantReady))
+			g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(tt.wantReason))
+			g.Expect(check.Status(stored, kind.NegativeConditions...)).To(Succeed())
+		})
+	}
+}
+
+func TestRunnerFinalizesAndForgets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := newRepo()
+	obj.Finalizers = []string{meta.Finalizer}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).Build()
+	g.Expect(c.Delete(ctx, obj.DeepCopy())).To(Succeed())
+
+	var finalized int
+	var forgotten []types.NamespacedName
+	finalizeErr := errors.New("storage read-only")
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
+		t.Fatal("a deleted object does not run")
+		return ResultEmpty, nil
+	})
+	kind.Finalize = func(context.Context, *sourcev1.GitRepository) error {
+		finalized++
+		return finalizeErr
+	}
+	kind.Forget = func(key types.NamespacedName) { forgotten = append(forgotten, key) }
+	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).To(MatchError(finalizeErr), "a failed finalization keeps the finalizer and is retried")
+	g.Expect(c.Get(ctx, req.NamespacedName, &sourcev1.GitRepository{})).To(Succeed())
+	g.Expect(forgotten).To(BeEmpty())
+
+	finalizeErr = nil
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(finalized).To(Equal(2))
+	g.Expect(forgotten).To(Equal([]types.NamespacedName{req.NamespacedName}))
+	g.Expect(c.Get(ctx, req.NamespacedName, &sourcev1.GitRepository{})).NotTo(Succeed(), "the object is gone once its finalizer is removed")
+
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred(), "a gone object is no error")
+	g.Expect(forgotten).To(HaveLen(2), "and is forgotten")
+}
+
+func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := newRepo()
+	obj.Finalizers = []string{meta.Finalizer}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).
+		WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
+		return ResultEmpty, ProgressQuietly(meta.ProgressingReason, errors.New("waiting"), time.Second)
+	})
+	kind.RecheckedFields = []string{"conditions"}
+	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Second))
+	stored := &sourcev1.GitRepository{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
+	g.Expect(stored.Status.Conditions).To(BeEmpty(), "a quiet run that changed only rechecked fields writes nothing")
+
+	kind.RecheckedFields = nil
+	r.Kind = kind
+	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
+	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason), "without rechecked fields the run writes")
+}
