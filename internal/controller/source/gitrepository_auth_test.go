@@ -23,9 +23,10 @@ func createSecret(g *WithT, ns, name string, data map[string][]byte) *meta.Local
 	return &meta.LocalObjectReference{Name: name}
 }
 
-// expectNoSecretIn asserts that secret appears in no condition and no event
-// of obj.
+// expectNoSecretIn asserts that secret appears in no condition, no event
+// of obj and no log line.
 func expectNoSecretIn(g *WithT, obj *sourcev1.GitRepository, secret string) {
+	g.Expect(logs.String()).NotTo(ContainSubstring(secret), "logs")
 	for _, c := range obj.Status.Conditions {
 		g.Expect(c.Message).NotTo(ContainSubstring(secret), "condition "+c.Type)
 	}
@@ -88,6 +89,8 @@ func TestGitRepository_Authentication(t *testing.T) {
 			secret: map[string][]byte{"identity": identity, "known_hosts": sshServer.KnownHosts()}},
 		{name: "ssh unknown host key", url: sshURL + "/r.git", wantReason: sourcev1.AuthenticationFailedReason,
 			secret: map[string][]byte{"identity": identity, "known_hosts": otherHostKey(t)}},
+		{name: "credentials with spaces and quotes in an invalid url", url: strings.Replace(basicURL, "http://", "http://git:s3cr3t pa\"ss<w>@", 1) + "/r.git",
+			wantReason: sourcev1.URLInvalidReason, stalled: true, hidden: "s3cr3t pa"},
 		{name: "ssh without known hosts", url: sshURL + "/r.git", wantReason: sourcev1.AuthenticationFailedReason, stalled: true,
 			secret: map[string][]byte{"identity": identity}},
 	}

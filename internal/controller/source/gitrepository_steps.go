@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/redact"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
@@ -121,7 +122,7 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 	u, err := url.Parse(obj.Spec.URL)
 	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
 		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
-			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", obj.Spec.URL))
+			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", redact.URL(obj.Spec.URL)))
 	}
 	if ref := obj.Spec.Reference; ref != nil {
 		if ref.SemVer != "" {
