@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/windlass-dev/windlass/internal/kustomize"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
@@ -46,7 +46,7 @@ spec:
 	for name, content := range files {
 		g.Expect(os.WriteFile(filepath.Join(root, name), []byte(content), 0o644)).To(Succeed())
 	}
-	docs, err := kustomize.BuildYAML(root, ".", kustomize.Options{NamePrefix: "${prefix}-"})
+	docs, err := build.BuildYAML(root, ".", build.Options{NamePrefix: "${prefix}-"})
 	g.Expect(err).NotTo(HaveOccurred())
 	vars := substitute.Vars(
 		map[string]string{"version": "1.0", "enabled": "true", "replicas": "1", "prefix": "p"},
@@ -56,7 +56,7 @@ spec:
 		docs[i], err = substitute.SubstituteYAML(docs[i], vars, true)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	objs, err := kustomize.Decode(docs)
+	objs, err := build.Decode(docs)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objs).To(HaveLen(1))
 	d := objs[0]

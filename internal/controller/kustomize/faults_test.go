@@ -190,30 +190,6 @@ func TestSuspendedDeletionKeepsObjects(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
 }
 
-func TestPostBuildSubstitution(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	_, src := appRepo(t, "app", map[string]string{
-		"deploy/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${app}-config\n  namespace: " + ns +
-			"\ndata:\n  env: ${env:=dev}\n  region: ${region}\n",
-	})
-	applyManifests(g, ns, src)
-	applyManifests(g, ns, `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: cluster-vars
-data:
-  region: eu-west-1
-  app: wrong
----
-`+kustomization("app", "app", "  path: ./deploy\n  postBuild:\n    substitute:\n      app: shop\n    substituteFrom:\n    - kind: ConfigMap\n      name: cluster-vars\n    - kind: Secret\n      name: optional-vars\n      optional: true\n"))
-	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "app"}, ksReady(""))
-	var cm corev1.ConfigMap
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-config"}, &cm)).To(Succeed())
-	g.Expect(cm.Data).To(Equal(map[string]string{"env": "dev", "region": "eu-west-1"}))
-}
-
 // TestFaults_EmptySourcePrunesNothingUnlessAllowed empties the source (as
 // a force-push of an empty branch would): nothing is pruned until the
 // Kustomization allows it.

@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,9 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
-	"github.com/windlass-dev/windlass/internal/kustomize"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/sops"
@@ -143,7 +144,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 		return nil, err
 	}
 	defer release()
-	objs, err := r.build(ctx, obj, dir, in)
+	objs, err := r.buildObjects(ctx, obj, dir, in)
 	if err != nil {
 		return nil, err
 	}
@@ -188,16 +189,16 @@ func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Un
 		revision, obj.Spec.Path, applied, kustomizev1.AllowEmptyAnnotation))
 }
 
-// build turns the artifact in dir into objects: generate a kustomization
+// buildObjects turns the artifact in dir into objects: generate a kustomization
 // when the path has none, decrypt the files that secret generators read,
 // build with the spec's overlays, substitute variables, decrypt Secrets.
 // dir is only read: what the build adds stays in memory.
-func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Kustomization, dir string, in *buildInputs) ([]*unstructured.Unstructured, error) {
+func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomizev1.Kustomization, dir string, in *buildInputs) ([]*unstructured.Unstructured, error) {
 	path := filepath.Clean(strings.TrimPrefix(obj.Spec.Path, "./"))
 	if _, err := securejoin.SecureJoin(dir, path); err != nil || path == ".." || strings.HasPrefix(path, "../") || filepath.IsAbs(obj.Spec.Path) {
 		return nil, reconcile.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
 	}
-	files, err := kustomize.Generate(dir, path)
+	files, err := build.Generate(dir, path)
 	if err != nil {
 		return nil, buildFailed(fmt.Errorf("generating a kustomization for '%s': %w", obj.Spec.Path, err))
 	}
@@ -214,14 +215,14 @@ func (r *KustomizationReconciler) build(ctx context.Context, obj *kustomizev1.Ku
 	}
 	opts := r.buildOptions(obj)
 	opts.Files = files
-	docs, err := kustomize.BuildYAML(dir, path, opts)
+	docs, err := build.BuildYAML(dir, path, opts)
 	if err != nil {
 		return nil, buildFailed(err)
 	}
 	if docs, err = substituteDocs(obj, docs, in.vars); err != nil {
 		return nil, err
 	}
-	objs, err := kustomize.Decode(docs)
+	objs, err := build.Decode(docs)
 	if err != nil {
 		return nil, buildFailed(err)
 	}
@@ -260,8 +261,8 @@ func decryptionFailed(err error) error {
 }
 
 // buildOptions maps the spec's overlays onto the build's options.
-func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) kustomize.Options {
-	opts := kustomize.Options{
+func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) build.Options {
+	opts := build.Options{
 		Components:              obj.Spec.Components,
 		IgnoreMissingComponents: obj.Spec.IgnoreMissingComponents,
 		NamePrefix:              obj.Spec.NamePrefix,
@@ -271,18 +272,18 @@ func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) k
 		NoRemoteBases:           r.NoRemoteBases,
 	}
 	for _, p := range obj.Spec.Patches {
-		kp := kustomize.Patch{Patch: p.Patch}
+		kp := build.Patch{Patch: p.Patch}
 		if t := p.Target; t != nil {
-			kp.Target = &kustomize.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+			kp.Target = &build.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
 				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}
 		opts.Patches = append(opts.Patches, kp)
 	}
 	for _, i := range obj.Spec.Images {
-		opts.Images = append(opts.Images, kustomize.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
+		opts.Images = append(opts.Images, build.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
 	}
 	if m := obj.Spec.CommonMetadata; m != nil {
-		opts.CommonMetadata = &kustomize.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
+		opts.CommonMetadata = &build.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
 	}
 	return opts
 }
@@ -300,18 +301,34 @@ func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops
 	return dec, nil
 }
 
+// maxSubstitutionGrowth bounds what post-build substitution may add to a
+// whole build, over all its documents: the substitute package bounds each
+// value and each document, and a build of many documents must not add up
+// to more than a shared controller can hold.
+const maxSubstitutionGrowth = 16 << 20
+
 // substituteDocs runs the post-build substitution of spec.postBuild with
 // vars on the built YAML documents, before they are decoded, so that quoted
-// values stay strings.
+// values stay strings. Output past the size limits is a build error.
 func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[string]string) ([][]byte, error) {
 	pb := obj.Spec.PostBuild
 	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != "Always") {
 		return docs, nil
 	}
 	out := make([][]byte, len(docs))
+	growth := 0
 	for i, doc := range docs {
 		var err error
-		if out[i], err = substitute.SubstituteYAML(doc, vars, true); err != nil {
+		out[i], err = substitute.SubstituteYAML(doc, vars, true)
+		if err == nil {
+			if growth += len(out[i]) - len(doc); growth > maxSubstitutionGrowth {
+				err = fmt.Errorf("%w: the documents would grow by more than %d bytes in all", substitute.ErrOutputTooLarge, maxSubstitutionGrowth)
+			}
+		}
+		switch {
+		case errors.Is(err, substitute.ErrOutputTooLarge):
+			return nil, buildFailed(fmt.Errorf("post-build substitution failed: %w", err))
+		case err != nil:
 			return nil, reconcile.Fail(kustomizev1.SubstitutionFailedReason, fmt.Errorf("post-build substitution failed: %w", err))
 		}
 	}

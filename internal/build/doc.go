@@ -1,4 +1,4 @@
-// Package kustomize builds the manifests of a Kustomization from an extracted
+// Package build builds the manifests of a Kustomization from an extracted
 // source artifact, confined to that artifact.
 //
 // # Generating a kustomization
@@ -72,4 +72,4 @@
 // order (by kind, then by name), which is deterministic. The documents keep
 // the quoting of the sources, which post-build substitution depends on.
 // Build decodes them into unstructured objects.
-package kustomize
+package build

@@ -1,4 +1,4 @@
-package kustomize
+package build
 
 // Options are the overlay fields of a Kustomization, in domain terms. Build
 // applies them on top of the user's kustomization.

@@ -1,0 +1,93 @@
+package kustomize
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/testutil"
+)
+
+func TestPostBuildSubstitution(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	_, src := appRepo(t, "app", map[string]string{
+		"deploy/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${app}-config\n  namespace: " + ns +
+			"\ndata:\n  env: ${env:=dev}\n  region: ${region}\n",
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cluster-vars
+data:
+  region: eu-west-1
+  app: wrong
+---
+`+kustomization("app", "app", "  path: ./deploy\n  postBuild:\n    substitute:\n      app: shop\n    substituteFrom:\n    - kind: ConfigMap\n      name: cluster-vars\n    - kind: Secret\n      name: optional-vars\n      optional: true\n"))
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "app"}, ksReady(""))
+	var cm corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-config"}, &cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{"env": "dev", "region": "eu-west-1"}))
+}
+
+// TestSubstitutionBombIsABuildError commits a template whose nested
+// replacements grow tenfold per level (a few hundred bytes that would
+// expand to gigabytes): the revision fails as a build error that names the
+// limit, and the last applied revision stays applied.
+func TestSubstitutionBombIsABuildError(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	repo, src := appRepo(t, "app", map[string]string{
+		"deploy/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: " + ns + "\ndata:\n  v: ${x}\n",
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n  postBuild:\n    substitute:\n      x: aaaaaaaaaa\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	good := waitForKs(g, key, ksReady(""))
+
+	bomb := "${x}"
+	for range 12 {
+		bomb = "${x//a/" + bomb + "}"
+	}
+	sha := repo.MustCommit(t, "main", map[string]string{
+		"deploy/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: " + ns + "\ndata:\n  v: " + bomb + "\n",
+	}, "bomb")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "app")}, "bomb")
+	got := waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
+		return k.Status.LastAttemptedRevision == "main@sha1:"+sha && conditions.IsFalse(k, meta.ReadyCondition)
+	})
+	g.Expect(conditions.Reason(got, meta.ReadyCondition)).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("substitution output too large"))
+	g.Expect(got.Status.LastAppliedRevision).To(Equal(good.Status.LastAppliedRevision), "the last good revision stays applied")
+	var cm corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &cm)).To(Succeed())
+	g.Expect(cm.Data["v"]).To(Equal(strings.Repeat("a", 10)))
+}
+
+// TestSubstituteDocsBoundsTheWholeBuild substitutes documents that each
+// stay within the per-document limit but add up past the build's.
+func TestSubstituteDocsBoundsTheWholeBuild(t *testing.T) {
+	g := NewWithT(t)
+	obj := &kustomizev1.Kustomization{Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
+		Substitute: map[string]string{"big": strings.Repeat("b", 1<<20)},
+	}}}
+	doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: ${big}\n  b: ${big}\n")
+	docs := [][]byte{doc, doc, doc, doc, doc, doc, doc, doc, doc}
+	_, err := substituteDocs(obj, docs[:4], obj.Spec.PostBuild.Substitute)
+	g.Expect(err).NotTo(HaveOccurred(), "8 MiB of growth in all is allowed")
+	_, err = substituteDocs(obj, docs, obj.Spec.PostBuild.Substitute)
+	g.Expect(err).To(MatchError(ContainSubstring("in all")))
+	g.Expect(reconcile.ReasonOf(err, "")).To(Equal(kustomizev1.BuildFailedReason))
+}
