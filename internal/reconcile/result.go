@@ -40,7 +40,7 @@ func Jitter(d time.Duration, percent int) time.Duration {
 	if d <= 0 || percent <= 0 {
 		return d
 	}
-	spread := int64(d) * int64(percent) / 100
+	spread := int64(d) / 100 * int64(percent) // no overflow for the longest durations
 	if spread <= 0 {
 		return d
 	}

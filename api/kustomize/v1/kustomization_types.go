@@ -33,15 +33,22 @@ type KustomizationSpec struct {
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
 
+	// Duration fields: every one carries the same XValidation marker (spec
+	// fields also the Pattern), so that no value that overflows a Go
+	// time.Duration is stored; why this suffices is told above
+	// GitRepositorySpec.Interval in api/source/v1/gitrepository_types.go.
+
 	// Interval at which the source is re-applied, which also corrects drift.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
 
 	// RetryInterval is the interval after a failure; defaults to Interval.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +optional
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
@@ -120,6 +127,7 @@ type KustomizationSpec struct {
 	// Timeout of build, apply and health checking; defaults to Interval.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
@@ -236,6 +244,7 @@ type Snapshot struct {
 	LastReconciled metav1.Time `json:"lastReconciled"`
 	// LastReconciledDuration is how long the last reconciliation took.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	LastReconciledDuration metav1.Duration `json:"lastReconciledDuration"`
 	// LastReconciledStatus is the Ready reason of the last reconciliation.
 	// +required

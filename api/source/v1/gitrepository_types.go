@@ -88,9 +88,34 @@ type GitRepositorySpec struct {
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
+	// Every metav1.Duration field of the Windlass APIs carries the same
+	// XValidation marker (spec fields also the Pattern); keep them identical.
+	// The pattern alone (no sign, no ns or µs, no bare "0") lets through
+	// values such as 9999999999h, 2562048h or 2562047h2562047h that overflow
+	// the int64 nanoseconds of a time.Duration: the API server would store
+	// them, metav1.Duration.UnmarshalJSON would then fail on them, and with it
+	// the decoding of every list of the kind, so that the informer stops
+	// every object of the kind (CVE-2022-39272 class). A pattern cannot
+	// bound a sum of parts, and a maxLength that rules out overflow (7
+	// characters: 999999h) would refuse valid values such as 1h30m15s or
+	// 2562047h. So the rule converts the string with CEL's duration(), which
+	// cel-go (common/types/string.go) implements with Go's own
+	// time.ParseDuration and no other bound: a string that Go cannot parse
+	// makes the rule fail with a conversion error, which the API server
+	// reports as an invalid value of the field.
+	// The API server thus accepts exactly the strings that the pattern allows
+	// and that time.ParseDuration, the controller's decoder, parses; the
+	// comparison only spells out the bound and is true whenever the
+	// conversion succeeds. The rule's cost does not grow with the string, so
+	// it needs no maxLength. Status durations have no pattern, since
+	// time.Duration.String writes short ones in ns or µs. "0s" stays valid,
+	// as in the reference API: zero cannot overflow, and it turns periodic
+	// reconciliation off rather than on in a loop.
+
 	// Interval at which the repository is checked for updates.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
 
@@ -98,6 +123,7 @@ type GitRepositorySpec struct {
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

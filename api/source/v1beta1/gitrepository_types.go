@@ -19,9 +19,15 @@ type GitRepositorySpec struct {
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
+	// Duration fields: every one carries the same XValidation marker (spec
+	// fields also the Pattern), so that no value that overflows a Go
+	// time.Duration is stored; why this suffices is told above
+	// GitRepositorySpec.Interval in api/source/v1/gitrepository_types.go.
+
 	// Interval at which the repository is checked for updates.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
 
@@ -29,6 +35,7 @@ type GitRepositorySpec struct {
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
