@@ -1,4 +1,4 @@
-package kustomize
+package fetch
 
 import (
 	"context"
@@ -11,24 +11,25 @@ import (
 
 // Builds only read the artifact they build (what a build adds, such as a
 // generated kustomization or decrypted files, stays in memory), so the
-// Kustomizations that build the same artifact share one extracted tree: the
-// N Kustomizations of a monorepo extract each revision once, not N times.
+// objects that build the same artifact share one extracted tree: the N
+// Kustomizations of a monorepo extract each revision once, not N times.
 
 // maxIdleTrees is how many extracted trees no build uses are kept, the
 // most recently used, for the next builds of the same artifacts.
 const maxIdleTrees = 16
 
-// treeKey identifies the tree of an artifact: its digest, or, for an
+// TreeKey identifies the tree of an artifact: its digest, or, for an
 // artifact published without one, its URL and revision.
-func treeKey(a *meta.Artifact) string {
+func TreeKey(a *meta.Artifact) string {
 	if a.Digest != "" {
 		return a.Digest
 	}
 	return "url:" + a.URL + "@" + a.Revision
 }
 
-// sourceTrees holds the extracted trees of artifacts, by treeKey.
-type sourceTrees struct {
+// TreeCache holds the extracted trees of artifacts, by TreeKey, for
+// readers that only read them. Its zero value is ready to use.
+type TreeCache struct {
 	mu    sync.Mutex
 	trees map[string]*sourceTree
 }
@@ -41,12 +42,12 @@ type sourceTree struct {
 	lastUsed time.Time
 }
 
-// acquire returns the folder of the tree of the artifact with key,
-// extracting it with fetch into a new private folder when no tree of it is
+// Acquire returns the folder of the tree of the artifact with key,
+// extracting it with extract into a new private folder when no tree of it is
 // kept, and the function that ends its use. A failed extraction is not kept:
 // every build that waited for it gets its error, and the next one tries
 // again.
-func (s *sourceTrees) acquire(ctx context.Context, key string, fetch func(dir string) error) (string, func(), error) {
+func (s *TreeCache) Acquire(ctx context.Context, key string, extract func(dir string) error) (string, func(), error) {
 	s.mu.Lock()
 	if s.trees == nil {
 		s.trees = map[string]*sourceTree{}
@@ -61,7 +62,7 @@ func (s *sourceTrees) acquire(ctx context.Context, key string, fetch func(dir st
 	release := func() { s.release(t) }
 
 	if !found {
-		t.dir, t.err = extractTree(fetch)
+		t.dir, t.err = extractTree(extract)
 		if t.err != nil {
 			s.mu.Lock()
 			delete(s.trees, key)
@@ -82,12 +83,12 @@ func (s *sourceTrees) acquire(ctx context.Context, key string, fetch func(dir st
 	return t.dir, release, nil
 }
 
-func extractTree(fetch func(dir string) error) (string, error) {
+func extractTree(extract func(dir string) error) (string, error) {
 	dir, err := os.MkdirTemp("", "windlass-artifact-")
 	if err != nil {
 		return "", err
 	}
-	if err := fetch(dir); err != nil {
+	if err := extract(dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
@@ -96,7 +97,7 @@ func extractTree(fetch func(dir string) error) (string, error) {
 
 // release ends one use of t and removes the least recently used idle trees
 // past maxIdleTrees.
-func (s *sourceTrees) release(t *sourceTree) {
+func (s *TreeCache) release(t *sourceTree) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t.users--
@@ -106,7 +107,7 @@ func (s *sourceTrees) release(t *sourceTree) {
 	}
 }
 
-func (s *sourceTrees) idle() int {
+func (s *TreeCache) idle() int {
 	n := 0
 	for _, t := range s.trees {
 		if t.users == 0 {
@@ -116,7 +117,7 @@ func (s *sourceTrees) idle() int {
 	return n
 }
 
-func (s *sourceTrees) removeOldestIdle() {
+func (s *TreeCache) removeOldestIdle() {
 	var oldest string
 	for d, t := range s.trees {
 		if t.users == 0 && (oldest == "" || t.lastUsed.Before(s.trees[oldest].lastUsed)) {
@@ -127,9 +128,9 @@ func (s *sourceTrees) removeOldestIdle() {
 	delete(s.trees, oldest)
 }
 
-// removeAll removes every tree no build uses; the controller calls it when
+// RemoveAll removes every tree no build uses; a controller calls it when
 // it stops.
-func (s *sourceTrees) removeAll() {
+func (s *TreeCache) RemoveAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for d, t := range s.trees {

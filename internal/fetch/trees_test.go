@@ -1,4 +1,4 @@
-package kustomize
+package fetch
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 
 func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	g := NewWithT(t)
-	var trees sourceTrees
+	var trees TreeCache
 	var fetches atomic.Int32
-	fetch := func(dir string) error {
+	extract := func(dir string) error {
 		fetches.Add(1)
 		return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources: []\n"), 0o644)
 	}
@@ -32,7 +32,7 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dirs[i], releases[i], errs[i] = trees.acquire(context.Background(), "sha256:a", fetch)
+			dirs[i], releases[i], errs[i] = trees.Acquire(context.Background(), "sha256:a", extract)
 		}()
 	}
 	wg.Wait()
@@ -47,27 +47,27 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	}
 
 	// A failed extraction is not kept: the next build tries again.
-	_, _, err := trees.acquire(context.Background(), "sha256:bad", func(string) error { return errors.New("gone") })
+	_, _, err := trees.Acquire(context.Background(), "sha256:bad", func(string) error { return errors.New("gone") })
 	g.Expect(err).To(MatchError("gone"))
-	_, release, err := trees.acquire(context.Background(), "sha256:bad", fetch)
+	_, release, err := trees.Acquire(context.Background(), "sha256:bad", extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	release()
 
 	// Idle trees past the bound are removed, the least recently used first.
 	for i := range maxIdleTrees {
-		_, release, err := trees.acquire(context.Background(), fmt.Sprintf("sha256:%d", i), fetch)
+		_, release, err := trees.Acquire(context.Background(), fmt.Sprintf("sha256:%d", i), extract)
 		g.Expect(err).NotTo(HaveOccurred())
 		release()
 	}
 	g.Expect(dirs[0]).NotTo(BeADirectory(), "the oldest idle tree is gone")
 	g.Expect(trees.idle()).To(Equal(maxIdleTrees))
-	g.Expect(treeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
+	g.Expect(TreeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
 		"an artifact without a digest is never shared with another")
-	inUse, release, err := trees.acquire(context.Background(), "sha256:in-use", fetch)
+	inUse, release, err := trees.Acquire(context.Background(), "sha256:in-use", extract)
 	g.Expect(err).NotTo(HaveOccurred())
-	trees.removeAll()
+	trees.RemoveAll()
 	g.Expect(inUse).To(BeADirectory(), "a tree in use is never removed")
 	release()
-	trees.removeAll()
+	trees.RemoveAll()
 	g.Expect(inUse).NotTo(BeADirectory())
 }

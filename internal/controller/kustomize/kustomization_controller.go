@@ -66,7 +66,7 @@ type KustomizationReconciler struct {
 
 	waits   healthWaits
 	applied appliedStates
-	trees   sourceTrees
+	trees   fetch.TreeCache
 }
 
 // kustomizationKind is the Kustomization kind for the runner. A failed
@@ -120,7 +120,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	// Extracted artifacts are removed when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		r.trees.removeAll()
+		r.trees.RemoveAll()
 		return nil
 	})); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/build"
+	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -137,7 +138,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	r.forget(key)
 	artifact := source.GetArtifact()
 	revision := artifact.Revision
-	dir, release, err := r.trees.acquire(ctx, treeKey(artifact), func(dir string) error {
+	dir, release, err := r.trees.Acquire(ctx, fetch.TreeKey(artifact), func(dir string) error {
 		return r.fetchArtifact(ctx, source, dir)
 	})
 	if err != nil {
