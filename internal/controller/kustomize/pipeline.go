@@ -231,7 +231,7 @@ func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomi
 	if err != nil {
 		return nil, err
 	}
-	applyIgnoreRules(objs, rules)
+	rules.Apply(objs)
 	if decryptor != nil {
 		for _, o := range objs {
 			if err := decryptor.DecryptObject(o); err != nil {
@@ -393,4 +393,22 @@ func inventoryOf(obj *kustomizev1.Kustomization) []inventory.Entry {
 		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
 	}
 	return entries
+}
+
+// compileIgnoreRules compiles spec.ignore; an invalid rule stalls.
+func compileIgnoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
+	in := make([]ssa.IgnoreRule, 0, len(rules))
+	for _, r := range rules {
+		rule := ssa.IgnoreRule{Paths: r.Paths}
+		if t := r.Target; t != nil {
+			rule.Target = &ssa.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		in = append(in, rule)
+	}
+	compiled, err := ssa.CompileIgnoreRules(in)
+	if err != nil {
+		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("spec.%w", err))
+	}
+	return compiled, nil
 }

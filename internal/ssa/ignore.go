@@ -1,4 +1,4 @@
-package kustomize
+package ssa
 
 import (
 	"fmt"
@@ -8,42 +8,58 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
-// ignoreRule is a compiled spec.ignore entry.
+// IgnoreRule names fields that are neither applied nor reverted (a
+// Kustomization's spec.ignore, a HelmRelease's drift ignore rules): the
+// cluster's values of those fields stay as they are.
+type IgnoreRule struct {
+	// Paths are JSON pointers (RFC 6901) to the fields.
+	Paths []string
+	// Target selects the objects the rule applies to; nil selects all.
+	Target *Selector
+}
+
+// Selector selects objects like a kustomize target: group, version and
+// kind exactly, name and namespace as anchored regular expressions, labels
+// and annotations by selector.
+type Selector struct {
+	Group, Version, Kind, Name, Namespace, LabelSelector, AnnotationSelector string
+}
+
+// IgnoreRules are compiled IgnoreRules.
+type IgnoreRules []ignoreRule
+
+// ignoreRule is a compiled IgnoreRule.
 type ignoreRule struct {
 	paths  [][]string
 	target *objectSelector
 }
 
-// objectSelector matches objects like a kustomize target selector: group,
-// version and kind exactly, name and namespace as regular expressions,
-// labels and annotations by selector.
+// objectSelector is a compiled Selector.
 type objectSelector struct {
 	group, version, kind string
 	name, namespace      *regexp.Regexp
 	labels, annotations  labels.Selector
 }
 
-// compileIgnoreRules checks spec.ignore; an invalid rule stalls.
-func compileIgnoreRules(rules []kustomizev1.IgnoreRule) ([]ignoreRule, error) {
-	out := make([]ignoreRule, 0, len(rules))
+// CompileIgnoreRules checks and compiles rules; the error of an invalid
+// rule names its index.
+func CompileIgnoreRules(rules []IgnoreRule) (IgnoreRules, error) {
+	out := make(IgnoreRules, 0, len(rules))
 	for i, r := range rules {
 		var rule ignoreRule
 		for _, p := range r.Paths {
 			tokens, err := parsePointer(p)
 			if err != nil {
-				return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("spec.ignore[%d]: %w", i, err))
+				return nil, fmt.Errorf("ignore[%d]: %w", i, err)
 			}
 			rule.paths = append(rule.paths, tokens)
 		}
 		if r.Target != nil {
 			sel, err := compileSelector(*r.Target)
 			if err != nil {
-				return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("spec.ignore[%d].target: %w", i, err))
+				return nil, fmt.Errorf("ignore[%d].target: %w", i, err)
 			}
 			rule.target = sel
 		}
@@ -64,7 +80,7 @@ func parsePointer(p string) ([]string, error) {
 	return tokens, nil
 }
 
-func compileSelector(s kustomizev1.Selector) (*objectSelector, error) {
+func compileSelector(s Selector) (*objectSelector, error) {
 	sel := &objectSelector{group: s.Group, version: s.Version, kind: s.Kind}
 	var err error
 	if sel.name, err = anchoredRegexp(s.Name); err != nil {
@@ -113,10 +129,9 @@ func (s *objectSelector) matches(obj *unstructured.Unstructured) bool {
 	return true
 }
 
-// applyIgnoreRules removes the ignored fields from the objects to apply, so
-// that the cluster's values of those fields are neither applied nor
-// reverted.
-func applyIgnoreRules(objs []*unstructured.Unstructured, rules []ignoreRule) {
+// Apply removes the ignored fields from the objects to apply, so that the
+// cluster's values of those fields are neither applied nor reverted.
+func (rules IgnoreRules) Apply(objs []*unstructured.Unstructured) {
 	for _, obj := range objs {
 		for _, rule := range rules {
 			if !rule.target.matches(obj) {
