@@ -64,6 +64,10 @@ const (
 	// HealthCheckFailedReason: a health check failed.
 	HealthCheckFailedReason string = "HealthCheckFailed"
 
+	// AccessDeniedReason: a reference to another namespace is refused
+	// (--no-cross-namespace-refs).
+	AccessDeniedReason string = "AccessDenied"
+
 	// InvalidCELExpressionReason: a CEL expression does not compile.
 	InvalidCELExpressionReason string = "InvalidCELExpression"
 )

@@ -16,12 +16,13 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/dependency"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sourceref"
 )
 
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
@@ -111,7 +112,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		k := o.(*kustomizev1.Kustomization)
 		keys := make([]string, 0, len(k.Spec.DependsOn))
 		for _, d := range k.Spec.DependsOn {
-			keys = append(keys, dependencyKey(k, d).String())
+			keys = append(keys, dependency.Key(k, d).String())
 		}
 		return keys
 	}); err != nil {
@@ -125,13 +126,14 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	})); err != nil {
 		return err
 	}
-	return reconcile.NewControllerManagedBy(mgr, &kustomizev1.Kustomization{}, opts).
-		Watches(&sourcev1.GitRepository{}, r.sourceEvents(sourcev1.GitRepositoryKind),
-			builder.WithPredicates(predicates.ArtifactChanged{})).
+	b := reconcile.NewControllerManagedBy(mgr, &kustomizev1.Kustomization{}, opts).
 		Watches(&kustomizev1.Kustomization{},
 			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents),
-			builder.WithPredicates(predicates.BecameReady{})).
-		Complete(r.runner())
+			builder.WithPredicates(predicates.BecameReady{}))
+	for kind, newSource := range sourceref.Served() {
+		b = b.Watches(newSource(), r.sourceEvents(kind), builder.WithPredicates(predicates.ArtifactChanged{}))
+	}
+	return b.Complete(r.runner())
 }
 
 func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o client.Object) []ctrlreconcile.Request {

@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/sops"
+	"github.com/windlass-dev/windlass/internal/sourceref"
 	"github.com/windlass-dev/windlass/internal/ssa"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
@@ -31,7 +32,7 @@ type ksScope struct {
 	// patcher writes the inventory ahead of an apply.
 	patcher *patch.Helper
 	// source is the Kustomization's source, with an artifact.
-	source sourceObject
+	source sourceref.Source
 	// inputs are what the build reads besides the artifact.
 	inputs *buildInputs
 	// target is where and as whom the objects are applied.
@@ -132,7 +133,7 @@ func (r *KustomizationReconciler) reconcileHealth(ctx context.Context, obj *kust
 // left it, applies nothing. It returns the applied objects as they are now,
 // by inventory ID.
 func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
-	source sourceObject, in *buildInputs, patcher *patch.Helper) (map[string]*unstructured.Unstructured, error) {
+	source sourceref.Source, in *buildInputs, patcher *patch.Helper) (map[string]*unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	last, hadLast := r.applied.get(key)
 	r.forget(key)

@@ -2,7 +2,6 @@ package kustomize
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/predicates"
+	"github.com/windlass-dev/windlass/internal/sourceref"
 )
 
 // ChangedPaths tells whether a folder of a source's tree differs between
@@ -40,7 +40,7 @@ func (r *KustomizationReconciler) sourceEvents(kind string) handler.EventHandler
 
 // sourceMatch selects the Kustomizations whose source is o, of kind.
 func sourceMatch(kind string, o client.Object) client.MatchingFields {
-	return client.MatchingFields{sourceIndexKey: fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())}
+	return client.MatchingFields{sourceIndexKey: sourceref.KeyOf(kind, o)}
 }
 
 // sourceEventHandler is the handler sourceEvents returns: it maps every

@@ -1,0 +1,104 @@
+// Package sourceref finds the source an object names in its sourceRef (a
+// Kustomization's, a HelmRelease's chartRef): one table of the source kinds
+// that can be referenced, which OCIRepository, Bucket and HelmChart extend
+// as they land, the cross-namespace lockdown, and the outcome a reconciler
+// reports for each case. A controller also watches every kind of the table.
+package sourceref
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/predicates"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// Source is an object that publishes an artifact.
+type Source interface {
+	client.Object
+	predicates.ArtifactSource
+}
+
+// Ref names a source. An empty Namespace means the referrer's.
+type Ref struct {
+	Kind, Name, Namespace string
+}
+
+// Kinds maps each source kind that can be referenced to a constructor of
+// an empty object of it.
+type Kinds map[string]func() Source
+
+// Served returns the source kinds this build of Windlass serves.
+func Served() Kinds {
+	return Kinds{
+		sourcev1.GitRepositoryKind: func() Source { return &sourcev1.GitRepository{} },
+	}
+}
+
+// Namespace returns the namespace of ref, as seen from an object in
+// namespace.
+func Namespace(namespace string, ref Ref) string {
+	if ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return namespace
+}
+
+// Key returns the "<kind>/<namespace>/<name>" key of ref seen from
+// namespace, which indexes the referrers of a source.
+func Key(namespace string, ref Ref) string {
+	return fmt.Sprintf("%s/%s/%s", ref.Kind, Namespace(namespace, ref), ref.Name)
+}
+
+// KeyOf returns the key of source, an object of kind.
+func KeyOf(kind string, source client.Object) string {
+	return fmt.Sprintf("%s/%s/%s", kind, source.GetNamespace(), source.GetName())
+}
+
+// Resolver gets referenced sources.
+type Resolver struct {
+	// Client reads the sources, usually from the shared cache.
+	Client client.Reader
+	// Kinds are the kinds that can be referenced.
+	Kinds Kinds
+	// NoCrossNamespaceRefs refuses references to other namespaces.
+	NoCrossNamespaceRefs bool
+	// Requeue is how long to wait for a source that is missing or has no
+	// artifact yet.
+	Requeue time.Duration
+}
+
+// Get returns the source that an object of namespace references with ref.
+// A kind this build does not serve, or a refused cross-namespace
+// reference, stalls; a source that does not exist or has no artifact yet
+// is waited for.
+func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, error) {
+	key := types.NamespacedName{Namespace: Namespace(namespace, ref), Name: ref.Name}
+	if r.NoCrossNamespaceRefs && key.Namespace != namespace {
+		return nil, reconcile.Stall(meta.AccessDeniedReason,
+			fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", ref.Kind, key))
+	}
+	newSource, ok := r.Kinds[ref.Kind]
+	if !ok {
+		return nil, reconcile.Stall(meta.ArtifactFailedReason,
+			fmt.Errorf("source kind '%s' is not supported by this version of Windlass", ref.Kind))
+	}
+	source := newSource()
+	if err := r.Client.Get(ctx, key, source); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, reconcile.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' not found", ref.Kind, key), r.Requeue)
+		}
+		return nil, err
+	}
+	if source.GetArtifact() == nil {
+		return nil, reconcile.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key), r.Requeue)
+	}
+	return source, nil
+}

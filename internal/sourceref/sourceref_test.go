@@ -1,0 +1,69 @@
+package sourceref
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+func TestResolverGet(t *testing.T) {
+	repo := func(ns, name string, artifact bool) *sourcev1.GitRepository {
+		r := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if artifact {
+			r.Status.Artifact = &meta.Artifact{Revision: "main@sha1:1"}
+		}
+		return r
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).
+		WithObjects(repo("a", "app", true), repo("b", "shared", true), repo("a", "new", false)).Build()
+	tests := []struct {
+		name       string
+		ref        Ref
+		locked     bool
+		wantErr    string
+		wantReason string
+		wantStall  bool
+	}{
+		{name: "same namespace", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
+		{name: "other namespace", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "shared", Namespace: "b"}},
+		{name: "other namespace, locked", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "shared", Namespace: "b"}, locked: true,
+			wantErr: "cross-namespace reference to GitRepository 'b/shared' is not allowed", wantReason: meta.AccessDeniedReason, wantStall: true},
+		{name: "same namespace named explicitly, locked", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "app", Namespace: "a"}, locked: true},
+		{name: "a kind not served", ref: Ref{Kind: "Bucket", Name: "app"},
+			wantErr: "source kind 'Bucket' is not supported", wantReason: meta.ArtifactFailedReason, wantStall: true},
+		{name: "missing", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "gone"},
+			wantErr: "source GitRepository 'a/gone' not found", wantReason: meta.ArtifactFailedReason},
+		{name: "no artifact yet", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "new"},
+			wantErr: "has no artifact yet", wantReason: meta.ArtifactFailedReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &Resolver{Client: c, Kinds: Served(), NoCrossNamespaceRefs: tt.locked, Requeue: time.Second}
+			source, err := r.Get(context.Background(), "a", tt.ref)
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(source.GetName()).To(Equal(tt.ref.Name))
+				g.Expect(source.GetArtifact()).NotTo(BeNil())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
+			var stalling *reconcile.Stalling
+			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(Key("a", Ref{Kind: "GitRepository", Name: "app"})).To(Equal("GitRepository/a/app"))
+	g.Expect(KeyOf("GitRepository", repo("a", "app", false))).To(Equal(Key("x", Ref{Kind: "GitRepository", Name: "app", Namespace: "a"})))
+}
