@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,9 +69,9 @@ func TestHTTPRefusesOversizedArtifacts(t *testing.T) {
 
 func TestHTTPRetriesServerErrorsAndRedactsURLs(t *testing.T) {
 	g := NewWithT(t)
-	calls := 0
+	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		calls++
+		calls.Add(1)
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv.Close)
@@ -81,5 +82,5 @@ func TestHTTPRetriesServerErrorsAndRedactsURLs(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("503")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
 	g.Expect(err.Error()).NotTo(ContainSubstring("t0k"))
-	g.Expect(calls).To(Equal(3))
+	g.Expect(calls.Load()).To(BeEquivalentTo(3))
 }

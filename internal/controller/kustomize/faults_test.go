@@ -186,8 +186,9 @@ func TestSuspendedDeletionKeepsObjects(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, key, &kustomizev1.Kustomization{}))
 	}, timeout, interval).Should(BeTrue())
-	time.Sleep(time.Second)
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Consistently(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})
+	}, 2*time.Second, interval).Should(Succeed(), "a suspended Kustomization deletes nothing")
 }
 
 // TestFaults_EmptySourcePrunesNothingUnlessAllowed empties the source (as

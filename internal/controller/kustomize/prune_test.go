@@ -60,9 +60,12 @@ func TestPruneRefusedKeepsTheObjectInTheInventory(t *testing.T) {
 	}, timeout, interval).Should(ContainElement(meta.PruneFailedReason))
 
 	// The refusal persists across retries: the object stays in the inventory.
-	time.Sleep(2 * time.Second)
-	got = waitForKs(g, key, ksReason("False", meta.PruneFailedReason))
-	g.Expect(inventoryIDs(got)).To(ContainElement(protectedID))
+	g.Consistently(func(g Gomega) {
+		k := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(conditions.Reason(k, meta.ReadyCondition)).To(Equal(meta.PruneFailedReason))
+		g.Expect(inventoryIDs(k)).To(ContainElement(protectedID))
+	}, 2*time.Second, interval).Should(Succeed())
 
 	allow()
 	got = waitForKs(g, key, ksReady("main@sha1:"+sha))

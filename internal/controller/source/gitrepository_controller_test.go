@@ -160,8 +160,7 @@ func TestGitRepository_InvalidSpecStalls(t *testing.T) {
 
 	// No retry storm: a stalled object is not reconciled again until it
 	// changes, so the git server is never asked anything.
-	time.Sleep(2 * time.Second)
-	g.Expect(srv.Requests()).To(BeZero())
+	g.Consistently(srv.Requests, 2*time.Second, interval).Should(BeZero())
 
 	// The CRD schema refuses what it can express.
 	bad := newGitRepository(ns, "ftp", "ftp://example.com/repo.git")
@@ -268,8 +267,7 @@ func TestGitRepository_Suspended(t *testing.T) {
 	obj := newGitRepository(ns, "app", base+"/app.git")
 	obj.Spec.Suspend = true
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	time.Sleep(2 * time.Second)
-	g.Expect(srv.Requests()).To(BeZero())
+	g.Consistently(srv.Requests, 2*time.Second, interval).Should(BeZero())
 	got := &sourcev1.GitRepository{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 	g.Expect(got.Status.Artifact).To(BeNil())
