@@ -257,11 +257,12 @@ func peel(repo *gogit.Repository, hash plumbing.Hash) (*object.Commit, *object.T
 // then thrown away, so writing .git to disk would only cost system calls),
 // its work tree in the work directory, opened with go-billy's BoundOS, which
 // resolves every path inside the work directory, so no write can be
-// redirected outside it through a symbolic link in the checkout. The
-// recorded shallow commits are kept for inspection.
+// redirected outside it through a symbolic link in the checkout. Both are
+// bounded by the Clone's byte limits (see limitstore.go and limitfs.go).
+// The recorded shallow commits are kept for inspection.
 func (c *Client) initRepo(r *remote) (*gogit.Repository, error) {
-	wt := osfs.New(c.workDir, osfs.WithBoundOS())
-	c.storage = memory.NewStorage()
+	wt := newLimitedFS(osfs.New(c.workDir, osfs.WithBoundOS()), c.limits.checkout)
+	c.storage = newLimitedStorage(c.limits)
 	repo, err := gogit.Init(c.storage, wt)
 	if err != nil {
 		return nil, fmt.Errorf("initialising repository in work directory: %w", err)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -51,6 +50,29 @@ type CheckoutOptions struct {
 	// checkout. When the remote still points there, Clone does not clone and
 	// returns a partial commit (see IsConcreteCommit).
 	LastObservedCommit string
+
+	// The byte limits below bound one Clone as a whole: every request it
+	// makes, the repository and all its submodules count against the same
+	// budgets. A Clone that exceeds one fails with a [*TooLargeError]
+	// (errors.Is(err, ErrTooLarge)). Zero means the default; a negative
+	// value is an [*InvalidOptionsError] (use math.MaxInt64 for no
+	// practical limit).
+
+	// MaxTransferBytes bounds what the Clone receives from remotes: over
+	// http, https and ssh, every byte read from the network (reference
+	// advertisements, packs, protocol framing, TLS or SSH overhead); over
+	// any transport, the pack data, which is buffered in memory. Default
+	// DefaultMaxTransferBytes (1 GiB).
+	MaxTransferBytes int64
+	// MaxObjectBytes bounds the uncompressed size of the objects fetched,
+	// which are held in memory; it is checked from the object headers
+	// before the objects are inflated. Default DefaultMaxObjectBytes
+	// (2 GiB).
+	MaxObjectBytes int64
+	// MaxCheckoutBytes bounds the bytes written to files in the work
+	// directory, which is more than MaxObjectBytes when a tree holds the
+	// same blob many times. Default DefaultMaxCheckoutBytes (2 GiB).
+	MaxCheckoutBytes int64
 }
 
 // Client clones one repository into its work directory. A Client is not safe
@@ -67,12 +89,12 @@ type Client struct {
 	// cloned is set by the first Clone: a Client clones once.
 	cloned bool
 	// storage holds the clone's objects and references, in memory.
-	storage *memory.Storage
+	storage *limitedStorage
 
 	// State of the Clone in progress.
-	ctx        context.Context // governs SSH connections (see sshdial.go)
-	sshProxy   string          // proxy URL routing SSH through ctx
-	releaseSSH func()
+	ctx    context.Context // governs the connections (see operation.go)
+	limits *cloneLimits    // byte budgets (see limits.go)
+	op     *operation      // connections of the Clone, registered on first use
 }
 
 // NewClient returns a Client that clones into workDir (created if missing),
@@ -106,6 +128,7 @@ func (c *Client) Close() {
 	c.closed = true
 	c.signer = nil
 	c.knownHosts = nil
+	c.storage = nil
 }
 
 // Clone checks out the reference selected by opts from the repository at
@@ -118,7 +141,9 @@ func (c *Client) Close() {
 // objects and references stay in memory: the work directory holds the
 // checked-out files only, without .git. ctx
 // bounds the whole operation over http, https and ssh: when it is done, open
-// connections are closed and the error wraps ctx.Err().
+// connections are closed and the error wraps ctx.Err(). The byte limits of
+// opts bound it in size (see CheckoutOptions.MaxTransferBytes); over one,
+// the error is a [*TooLargeError] and the objects fetched are released.
 func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions) (*Commit, error) {
 	if c.closed {
 		return nil, errors.New("git client is closed")
@@ -130,8 +155,13 @@ func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 	c.ctx = ctx
 	defer c.endOperation()
 	commit, err := c.clone(ctx, rawURL, opts)
+	if tooLarge := c.limits.exceeded(); tooLarge != nil {
+		// Whatever go-git made of the failed read, the cause is the limit.
+		err = fmt.Errorf("cloning '%s': %w", SanitizeURL(rawURL), tooLarge)
+	}
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		c.storage = nil
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) && !errors.Is(err, ErrTooLarge) {
 			err = fmt.Errorf("%w: %w", ctxErr, err)
 		}
 		return nil, SanitizeError(err, c.secrets()...)
@@ -144,6 +174,7 @@ func (c *Client) clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 	if err := validateOptions(opts); err != nil {
 		return nil, err
 	}
+	c.limits = newCloneLimits(opts)
 	r, err := c.newRemote(rawURL)
 	if err != nil {
 		return nil, err
@@ -178,8 +209,10 @@ func validateOptions(opts CheckoutOptions) error {
 	if opts.RefName != "" && !strings.HasPrefix(opts.RefName, "refs/") {
 		return &InvalidOptionsError{Reason: fmt.Sprintf("reference name %q does not start with refs/", opts.RefName)}
 	}
-	_, err := cleanSparseDirs(opts.SparseCheckoutDirectories)
-	return err
+	if _, err := cleanSparseDirs(opts.SparseCheckoutDirectories); err != nil {
+		return err
+	}
+	return validateLimits(opts)
 }
 
 // isFullHash reports whether s is 40 hex digits.
@@ -288,53 +321,50 @@ func (c *Client) applyAuth(r *remote) {
 	}
 }
 
-// proxyFor returns the go-git proxy settings for a transport: the user's
-// proxy for HTTP(S), and for SSH the context-bound dialer, which itself goes
-// through the user's proxy when there is one.
+// proxyFor returns the go-git proxy settings for a transport. Over http,
+// https and ssh they route go-git to the Clone's operation, which dials
+// every connection itself, through the user's proxy when there is one (see
+// operation.go). Other transports get the user's proxy, which they ignore.
 func (c *Client) proxyFor(scheme string) (transport.ProxyOptions, error) {
-	if !strings.EqualFold(scheme, TransportSSH) {
+	switch strings.ToLower(scheme) {
+	case TransportHTTP, TransportHTTPS:
+	case TransportSSH:
+		if _, err := c.operation().sshForwardDialer(); err != nil {
+			return transport.ProxyOptions{}, fmt.Errorf("ssh proxy: %w", err)
+		}
+	default:
 		if c.proxy == nil {
 			return transport.ProxyOptions{}, nil
 		}
 		return transport.ProxyOptions{URL: c.proxy.URL, Username: c.proxy.Username, Password: c.proxy.Password}, nil
 	}
-	if c.sshProxy == "" {
-		userProxy, err := c.userProxyURL()
-		if err != nil {
-			return transport.ProxyOptions{}, err
-		}
+	return transport.ProxyOptions{URL: c.operation().proxyURL}, nil
+}
+
+// operation returns the operation of the Clone in progress, registering it
+// on first use.
+func (c *Client) operation() *operation {
+	if c.op == nil {
 		ctx := c.ctx
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		if c.sshProxy, c.releaseSSH, err = registerCtxDialer(ctx, userProxy); err != nil {
-			return transport.ProxyOptions{}, fmt.Errorf("ssh proxy: %w", err)
+		var transfer *byteBudget
+		if c.limits != nil {
+			transfer = c.limits.transfer
 		}
+		c.op = registerOperation(ctx, transfer, c.proxy)
 	}
-	return transport.ProxyOptions{URL: c.sshProxy}, nil
+	return c.op
 }
 
-// userProxyURL returns the user's proxy with its credentials, or nil.
-func (c *Client) userProxyURL() (*url.URL, error) {
-	if c.proxy == nil || c.proxy.URL == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(c.proxy.URL)
-	if err != nil {
-		return nil, &InvalidAuthError{Reason: "proxy address is not a URL"}
-	}
-	if c.proxy.Username != "" {
-		u.User = url.UserPassword(c.proxy.Username, c.proxy.Password)
-	}
-	return u, nil
-}
-
-// endOperation releases what the Clone in progress registered.
+// endOperation releases what the Clone in progress registered and closes
+// its connections.
 func (c *Client) endOperation() {
-	if c.releaseSSH != nil {
-		c.releaseSSH()
+	if c.op != nil {
+		c.op.release()
 	}
-	c.ctx, c.sshProxy, c.releaseSSH = nil, "", nil
+	c.ctx, c.op = nil, nil
 }
 
 // sshAddress returns host:port of an ssh URL, port 22 by default.

@@ -1,6 +1,6 @@
 // Package git is the Git client of the GitRepository controller.
 //
-// It is built on go-git and does four things:
+// It is built on go-git and does five things:
 //
 //   - Authentication: [NewAuthOptions] turns the URL of a GitRepository and
 //     the data of the Secret named by spec.secretRef into [AuthOptions]
@@ -24,10 +24,23 @@
 //     credentials stripped from the URLs it mentions ([SanitizeURL],
 //     [SanitizeError]); [IsAuthError] classifies refused credentials and
 //     untrusted hosts for the controller's conditions.
+//   - Size limits: a Clone is bounded in bytes as well as in time
+//     (CheckoutOptions.MaxTransferBytes, MaxObjectBytes and
+//     MaxCheckoutBytes, 1, 2 and 2 GiB by default): what it receives from
+//     the remote, the uncompressed objects it holds in memory (checked from
+//     the object headers before anything is inflated) and the files it
+//     writes. The repository and its submodules share the budgets. Over a
+//     limit, Clone fails with a [*TooLargeError] (errors.Is(err,
+//     [ErrTooLarge])) and drops the objects it fetched.
 //
-// A [Client] writes only inside its work directory and never changes the
-// process-wide go-git transport registry, so the controller can run several
-// clones with different credentials concurrently, one Client each.
+// A [Client] writes only inside its work directory. Its connections are
+// dialled by the package itself, so that they are bound to the Clone's
+// context and counted (see operation.go): for ssh through go-git's proxy
+// hook, for http and https through a router installed once, at start-up, in
+// go-git's transport registry, which hands every endpoint not routed to a
+// Clone to go-git's own transport, unchanged. No per-clone setting is
+// global, so the controller can run several clones with different
+// credentials and limits concurrently, one Client each.
 //
 // Revisions follow RFC-0005 of the GitOps Toolkit: "main@sha1:<hex>",
 // "v1.2.0@sha1:<hex>", "refs/pull/1/head@sha1:<hex>" or "sha1:<hex>" when

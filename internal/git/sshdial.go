@@ -5,105 +5,76 @@ import (
 	"errors"
 	"net"
 	"net/url"
-	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"golang.org/x/net/proxy"
 )
 
-// go-git dials SSH servers without the caller's context: a server that
-// accepts the TCP connection and then stays silent would block a clone
-// forever, whatever the reconcile timeout. To make SSH honour the context,
-// every SSH operation goes through a dialer of our own, reached through
-// go-git's SSH proxy support: the endpoint's proxy URL is
-// "windlass-ctx://<id>", and the dialer registered for that scheme looks up
-// the context of operation <id> and closes the connection when the context
-// is done. A proxy configured by the user (SOCKS5) is still used, as the
-// forward dialer.
-//
-// The scheme is registered once, in init, in golang.org/x/net/proxy's
-// process-wide registry; that registry is not safe for concurrent writes,
-// and init runs before any clone. Nothing else global is changed.
-const ctxDialScheme = "windlass-ctx"
+// go-git's SSH transport dials through golang.org/x/net/proxy when the
+// endpoint has a proxy URL. The ctxDialScheme is registered once, in init,
+// in that package's process-wide registry (which is not safe for concurrent
+// writes; init runs before any clone), so that go-git dials every SSH
+// connection of a Clone through its operation (see operation.go).
 
 func init() {
-	proxy.RegisterDialerType(ctxDialScheme, lookupCtxDialer)
+	proxy.RegisterDialerType(ctxDialScheme, lookupSSHDialer)
 }
 
-var (
-	ctxDialers   sync.Map // operation id -> *ctxDialer
-	ctxDialerSeq atomic.Uint64
-)
-
-// ctxDialer dials through forward and ties each connection to ctx.
-type ctxDialer struct {
-	ctx     context.Context
-	forward proxy.ContextDialer
-}
-
-// lookupCtxDialer is the proxy.FromURL hook for ctxDialScheme.
-func lookupCtxDialer(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
-	d, ok := ctxDialers.Load(u.Host)
+// lookupSSHDialer is the proxy.FromURL hook for ctxDialScheme.
+func lookupSSHDialer(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
+	op, ok := lookupOperation(u)
 	if !ok {
 		return nil, errors.New("ssh: dial context expired")
 	}
-	return d.(*ctxDialer), nil
+	forward, err := op.sshForwardDialer()
+	if err != nil {
+		return nil, err
+	}
+	return &sshDialer{op: op, forward: forward}, nil
 }
 
-// registerCtxDialer makes ctx govern the SSH connections of one operation
-// and returns the proxy options that route go-git to it, plus a function that
-// releases the registration. userProxy, if set, is a SOCKS5 proxy to dial
-// through.
-func registerCtxDialer(ctx context.Context, userProxy *url.URL) (string, func(), error) {
+// sshDialer dials the SSH connections of an operation.
+type sshDialer struct {
+	op      *operation
+	forward proxy.ContextDialer
+}
+
+// Dial implements proxy.Dialer.
+func (d *sshDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+// DialContext implements proxy.ContextDialer.
+func (d *sshDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d.op.dial(ctx, d.forward, network, addr)
+}
+
+// sshForwardDialer returns the dialer SSH connections go through: direct,
+// or the user's proxy (SOCKS5). It is built once per operation.
+func (op *operation) sshForwardDialer() (proxy.ContextDialer, error) {
+	op.sshOnce.Do(func() {
+		op.sshForward, op.sshErr = newSSHForward(op.userProxy)
+	})
+	return op.sshForward, op.sshErr
+}
+
+// newSSHForward returns a dialer through the user's proxy, or a direct one.
+func newSSHForward(p *ProxyOptions) (proxy.ContextDialer, error) {
 	var forward proxy.Dialer = proxy.Direct
-	if userProxy != nil {
-		var err error
-		if forward, err = proxy.FromURL(userProxy, proxy.Direct); err != nil {
-			return "", nil, err
+	if p != nil && p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || u.Scheme == ctxDialScheme {
+			return nil, &InvalidAuthError{Reason: "proxy address is not a URL"}
+		}
+		if p.Username != "" {
+			u.User = url.UserPassword(p.Username, p.Password)
+		}
+		if forward, err = proxy.FromURL(u, proxy.Direct); err != nil {
+			return nil, err
 		}
 	}
 	cd, ok := forward.(proxy.ContextDialer)
 	if !ok {
-		return "", nil, errors.New("ssh: proxy does not support dialing with a context")
+		return nil, errors.New("ssh: proxy does not support dialing with a context")
 	}
-	id := strconv.FormatUint(ctxDialerSeq.Add(1), 10)
-	ctxDialers.Store(id, &ctxDialer{ctx: ctx, forward: cd})
-	return ctxDialScheme + "://" + id, func() { ctxDialers.Delete(id) }, nil
-}
-
-// Dial implements proxy.Dialer.
-func (d *ctxDialer) Dial(network, addr string) (net.Conn, error) {
-	return d.DialContext(context.Background(), network, addr)
-}
-
-// DialContext implements proxy.ContextDialer. The connection is closed as
-// soon as either context is done, which unblocks a stalled handshake or
-// transfer.
-func (d *ctxDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	dialCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopDial := context.AfterFunc(d.ctx, cancel)
-	defer stopDial()
-	conn, err := d.forward.DialContext(dialCtx, network, addr)
-	if err != nil {
-		if ctxErr := d.ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, err
-	}
-	stop := context.AfterFunc(d.ctx, func() { _ = conn.Close() })
-	return &ctxConn{Conn: conn, stop: stop}, nil
-}
-
-// ctxConn is a connection closed when its operation's context is done.
-type ctxConn struct {
-	net.Conn
-	stop func() bool
-}
-
-// Close stops watching the context and closes the connection.
-func (c *ctxConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
+	return cd, nil
 }
