@@ -52,7 +52,10 @@ func Start() (*Environment, error) {
 		Scheme:                s,
 	}
 	env.ControlPlane.GetAPIServer().Configure().
-		Set("service-cluster-ip-range", "10.96.0.0/12")
+		Set("service-cluster-ip-range", "10.96.0.0/12").
+		// End the clients' watches when the API server stops, rather than
+		// wait up to a minute for them (see StopAPIServer).
+		Set("shutdown-watch-termination-grace-period", "2s")
 	cfg, err := env.Start()
 	if err != nil {
 		// A control plane that started but could not install the CRDs

@@ -11,6 +11,10 @@
 // done, TestMain sends SIGTERM to the controller and fails the run unless
 // it exits with status 0 within 30 seconds.
 //
+// The tests that stop the API server (apiserver_test.go) start a control
+// plane of their own, and a controller against it, so that the package's
+// controller and the other tests never see the outage.
+//
 // The control plane binaries must be built first (make controlplane, or
 // hack/controlplane.sh); the tests run with
 //

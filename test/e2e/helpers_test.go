@@ -52,9 +52,14 @@ func applyGitRepository(g *WithT, manifest string) *sourcev1.GitRepository {
 // waitReady waits until the v1 GitRepository key is Ready for its current
 // generation with an artifact of revision, and returns it.
 func waitReady(g *WithT, key client.ObjectKey, revision string) *sourcev1.GitRepository {
+	return waitReadyIn(g, env.Client, key, revision)
+}
+
+// waitReadyIn is waitReady against the control plane of c.
+func waitReadyIn(g *WithT, c client.Client, key client.ObjectKey, revision string) *sourcev1.GitRepository {
 	got := &sourcev1.GitRepository{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(c.Get(context.Background(), key, got)).To(Succeed())
 		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), "Ready")
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), "observedGeneration")
 		g.Expect(got.Status.Artifact).NotTo(BeNil(), "artifact")

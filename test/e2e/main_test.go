@@ -122,15 +122,15 @@ const shardLabel = "sharding.fluxcd.io/key"
 
 // startController starts `windlass controller` against the cluster of
 // kubeconfig, with its storage in storagePath, every server on a free
-// loopback port, and reconciling the objects that match selector.
-func startController(kubeconfig, storagePath, selector string) (*controller, error) {
+// loopback port, and reconciling the objects that match selector; extra
+// flags are appended.
+func startController(kubeconfig, storagePath, selector string, extra ...string) (*controller, error) {
 	ports, err := childproc.FreeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
 	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2]}
-	c.Process, err = childproc.Start(windlassCommand(context.Background(),
-		"controller",
+	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", storagePath,
 		"--storage-addr", c.StorageAddr,
@@ -138,7 +138,8 @@ func startController(kubeconfig, storagePath, selector string) (*controller, err
 		"--health-addr", c.HealthAddr,
 		"--watch-label-selector", selector,
 		"--log-encoding", "console",
-	))
+	}
+	c.Process, err = childproc.Start(windlassCommand(context.Background(), append(args, extra...)...))
 	return c, err
 }
 
