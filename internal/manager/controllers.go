@@ -79,6 +79,7 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		Storage:           m.Storage,
 		JitterPercent:     opts.IntervalJitterPercentage,
 		DependencyRequeue: opts.RequeueDependency,
+		MaxCloneSize:      opts.GitCloneMaxSize,
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

@@ -62,6 +62,11 @@ type Options struct {
 	// verification or use plain HTTP (refused by default).
 	InsecureKubeconfigTLS bool
 
+	// GitCloneMaxSize, when positive, bounds each git clone in bytes
+	// received, uncompressed objects and files checked out; zero keeps the
+	// git package's defaults.
+	GitCloneMaxSize int64
+
 	StoragePath              string
 	StorageAddr              string
 	StorageAdvAddr           string
@@ -138,6 +143,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--concurrent must be at least 1")
 	case o.MinRetryDelay <= 0 || o.MaxRetryDelay < o.MinRetryDelay:
 		return fmt.Errorf("--min-retry-delay must be positive and at most --max-retry-delay")
+	case o.GitCloneMaxSize < 0:
+		return fmt.Errorf("--git-clone-max-size must not be negative")
 	case o.ArtifactRetentionRecords < 1:
 		return fmt.Errorf("--artifact-retention-records must be at least 1")
 	case o.IntervalJitterPercentage < 0 || o.IntervalJitterPercentage >= 100:

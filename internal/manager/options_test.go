@@ -48,6 +48,7 @@ func TestValidate(t *testing.T) {
 		{name: "no concurrency", mutate: func(o *Options) { o.Concurrent = 0 }, wantErr: "--concurrent"},
 		{name: "retry delays reversed", mutate: func(o *Options) { o.MinRetryDelay = time.Hour }, wantErr: "--min-retry-delay"},
 		{name: "no records", mutate: func(o *Options) { o.ArtifactRetentionRecords = 0 }, wantErr: "--artifact-retention-records"},
+		{name: "negative clone size", mutate: func(o *Options) { o.GitCloneMaxSize = -1 }, wantErr: "--git-clone-max-size"},
 		{name: "jitter too large", mutate: func(o *Options) { o.IntervalJitterPercentage = 100 }, wantErr: "--interval-jitter-percentage"},
 	}
 	for _, tt := range tests {

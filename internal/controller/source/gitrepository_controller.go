@@ -57,6 +57,10 @@ type GitRepositoryReconciler struct {
 	// DependencyRequeue is how long to wait for an included repository that
 	// has no artifact yet.
 	DependencyRequeue time.Duration
+	// MaxCloneSize, when positive, bounds each clone's bytes received, its
+	// objects' uncompressed size and the bytes it checks out; zero leaves
+	// the git package's defaults (see git.CheckoutOptions).
+	MaxCloneSize int64
 }
 
 // gitRepositoryKind is the GitRepository kind for the runner.

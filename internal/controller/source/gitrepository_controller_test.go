@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"io"
 	"os"
 	"path/filepath"
@@ -200,6 +201,34 @@ func TestGitRepository_HostDownKeepsLastArtifact(t *testing.T) {
 	waitFor(g, obj, func(o *sourcev1.GitRepository) bool {
 		return conditions.IsTrue(o, meta.ReadyCondition) && !conditions.Has(o, sourcev1.FetchFailedCondition)
 	})
+}
+
+// TestGitRepository_OversizedRepositoryKeepsLastArtifact pushes a commit
+// that makes the repository larger than the controller's clone limit: the
+// fetch fails with a message naming the limit, and the last artifact stays
+// served.
+func TestGitRepository_OversizedRepositoryKeepsLastArtifact(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
+	obj := newGitRepository(ns, "app", base+"/app.git")
+	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
+
+	noise := make([]byte, 2*maxCloneSize)
+	_, err := rand.Read(noise)
+	g.Expect(err).NotTo(HaveOccurred())
+	repo.MustCommit(t, "main", map[string]string{"big.bin": string(noise)}, "too large")
+	testutil.RequestReconcile(g, env.Client, obj, "too-large")
+	got := waitFor(g, obj, hasCondition(sourcev1.FetchFailedCondition, metav1.ConditionTrue, sourcev1.GitOperationFailedReason))
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("repository too large"))
+	g.Expect(got.Status.Artifact).To(Equal(ready.Status.Artifact), "the last artifact stays")
+	testutil.Download(g, nil, got.Status.Artifact)
 }
 
 func TestGitRepository_RebuildsMissingOrAlteredArtifact(t *testing.T) {

@@ -67,6 +67,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
+	checkout.MaxTransferBytes, checkout.MaxObjectBytes, checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
 	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
 	if err != nil {
 		return reconcile.ResultEmpty, err

@@ -34,6 +34,10 @@ var (
 	logs *testutil.Logs
 )
 
+// maxCloneSize bounds the clones of the tests' controller, far above what
+// the tests' repositories hold but one test's.
+const maxCloneSize = 4 << 20
+
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
@@ -63,6 +67,7 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
 		Storage:           storage,
 		DependencyRequeue: time.Second,
+		MaxCloneSize:      maxCloneSize,
 	}
 	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
