@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
+)
+
+// With --default-service-account, a Kustomization that names no service
+// account applies and, when deleted, deletes what it applied as that
+// service account of its namespace: without rights nothing is applied,
+// and its finalizer waits until the service account may delete.
+func TestKustomization_DefaultServiceAccountIsImpersonated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	const shard, sa = "lockdown", "restricted"
+	proc, err := startController(kubeconfig, filepath.Join(t.TempDir(), "artifacts"), shardLabel+"="+shard, "--default-service-account", sa)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("windlass controller (%s) output:\n%s", shard, proc.Output())
+		}
+	})
+	g.Expect(proc.waitReady(timeout)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(Succeed())
+
+	url, sha := servedRepo(t, "tenant.git", map[string]string{"deploy/a.yaml": configMapYAML(ns, "a")})
+	createSharded(g, shard, &sourcev1.GitRepository{}, gitRepositoryYAML(ns, "app", url))
+	ks := createSharded(g, shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: app
+  namespace: %s
+spec:
+  interval: 10m
+  path: ./deploy
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: app
+`, ns))
+	key := client.ObjectKeyFromObject(ks)
+	user := "system:serviceaccount:" + ns + ":" + sa
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
+		g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring(user))
+	}, timeout, interval).Should(Succeed(), "an identity without rights is refused")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{}))).To(BeTrue())
+
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "patch", "update"}}},
+	}
+	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	})).To(Succeed())
+	requestReconcileOf(g, ks, "granted")
+	waitApplied(g, key, "main@sha1:"+sha)
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+
+	// Deleting needs the service account's right to delete.
+	g.Expect(env.Client.Delete(ctx, ks)).To(Succeed())
+	g.Eventually(func() []string {
+		return testutil.WarningReasons(g, env.Client, ks, kustomizev1.KustomizationKind)
+	}, timeout, interval).Should(ContainElement(meta.PruneFailedReason))
+	g.Consistently(func() error { return env.Client.Get(ctx, key, &kustomizev1.Kustomization{}) }, 2*time.Second, interval).
+		Should(Succeed(), "the finalizer stays while the service account may not delete")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(testutil.EventMessages(g, env.Client, ks, kustomizev1.KustomizationKind)).To(ContainElement(ContainSubstring(user)))
+
+	role.Rules[0].Verbs = append(role.Rules[0].Verbs, "delete")
+	g.Expect(env.Client.Update(ctx, role)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &kustomizev1.Kustomization{}))
+	}, timeout, interval).Should(BeTrue(), "the finalizer is removed once the deletion succeeds")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{}))).To(BeTrue())
+}
