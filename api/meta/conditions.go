@@ -68,6 +68,10 @@ const (
 	// (--no-cross-namespace-refs).
 	AccessDeniedReason string = "AccessDenied"
 
+	// InsecureConnectionsDisallowedReason: the spec names a plain-HTTP
+	// endpoint while the controller refuses them (--insecure-allow-http=false).
+	InsecureConnectionsDisallowedReason string = "InsecureConnectionsDisallowed"
+
 	// InvalidCELExpressionReason: a CEL expression does not compile.
 	InvalidCELExpressionReason string = "InvalidCELExpression"
 )

@@ -64,6 +64,7 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations that name none")
 	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", false, "allow remote-cluster kubeconfigs to run exec and auth-provider plugins in the controller")
 	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
+	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
 	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
 	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
 	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")

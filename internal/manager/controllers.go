@@ -80,6 +80,7 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		JitterPercent:     opts.IntervalJitterPercentage,
 		DependencyRequeue: opts.RequeueDependency,
 		MaxCloneSize:      opts.GitCloneMaxSize,
+		AllowInsecureHTTP: opts.InsecureAllowHTTP,
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

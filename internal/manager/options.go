@@ -62,6 +62,10 @@ type Options struct {
 	// verification or use plain HTTP (refused by default).
 	InsecureKubeconfigTLS bool
 
+	// InsecureAllowHTTP allows plain-HTTP source URLs (true by default, as
+	// in the reference); when false they stall, and the controller refuses
+	// to start with a plain-HTTP proxy in its environment.
+	InsecureAllowHTTP bool
 	// GitCloneMaxSize, when positive, bounds each git clone in bytes
 	// received, uncompressed objects and files checked out; zero keeps the
 	// git package's defaults.
@@ -92,6 +96,7 @@ func DefaultOptions() Options {
 		MinRetryDelay:            750 * time.Millisecond,
 		MaxRetryDelay:            15 * time.Minute,
 		WatchAllNamespaces:       true,
+		InsecureAllowHTTP:        true,
 		Namespace:                runtimeNamespace(),
 		StorageAddr:              ":9090",
 		ArtifactRetentionTTL:     time.Minute,
@@ -109,6 +114,9 @@ func runtimeNamespace() string {
 // Validate checks the options, and returns the controllers to run.
 func (o Options) Validate() ([]string, error) {
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.checkProxyEnvironment(os.LookupEnv); err != nil {
 		return nil, err
 	}
 	return o.selectedControllers()
@@ -202,4 +210,28 @@ func (o Options) leaderElectionNamespace() string {
 		return o.LeaderElectionNamespace
 	}
 	return o.Namespace
+}
+
+// proxyVariables are the environment variables Go's HTTP clients take a
+// proxy from.
+var proxyVariables = []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}
+
+// checkProxyEnvironment refuses a plain-HTTP proxy in the environment
+// (read with lookup) when plain HTTP is not allowed: every request would
+// cross it unencrypted. The error names the variable, never its value,
+// which may hold credentials.
+func (o Options) checkProxyEnvironment(lookup func(string) (string, bool)) error {
+	if o.InsecureAllowHTTP {
+		return nil
+	}
+	for _, name := range proxyVariables {
+		value, ok := lookup(name)
+		if !ok || value == "" {
+			continue
+		}
+		if !strings.Contains(value, "://") || strings.HasPrefix(strings.ToLower(value), "http://") {
+			return fmt.Errorf("%s names a plain-HTTP proxy, which --insecure-allow-http=false forbids", name)
+		}
+	}
+	return nil
 }

@@ -137,3 +137,33 @@ func TestCacheOptionsStripManagedFields(t *testing.T) {
 	g.Expect(out.(*sourcev1.GitRepository).ManagedFields).To(BeEmpty())
 	g.Expect(out.(*sourcev1.GitRepository).Name).To(Equal("a"))
 }
+
+func TestCheckProxyEnvironment(t *testing.T) {
+	tests := []struct {
+		name      string
+		allowHTTP bool
+		env       map[string]string
+		wantErr   string
+	}{
+		{name: "http allowed", allowHTTP: true, env: map[string]string{"HTTP_PROXY": "http://proxy:3128"}},
+		{name: "no proxy", env: map[string]string{}},
+		{name: "https proxy", env: map[string]string{"HTTPS_PROXY": "https://proxy:3128"}},
+		{name: "plain proxy", env: map[string]string{"https_proxy": "http://user:s3cret@proxy:3128"}, wantErr: "https_proxy names a plain-HTTP proxy"},
+		{name: "proxy without a scheme", env: map[string]string{"HTTP_PROXY": "proxy:3128"}, wantErr: "HTTP_PROXY"},
+		{name: "socks proxy", env: map[string]string{"ALL_PROXY": "socks5://proxy:1080"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := DefaultOptions()
+			o.InsecureAllowHTTP = tt.allowHTTP
+			err := o.checkProxyEnvironment(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
+		})
+	}
+}

@@ -65,7 +65,7 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	}
 	git := &source.GitRepositoryReconciler{
 		Client: mgr.GetClient(), Events: &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage: storage, DependencyRequeue: time.Second,
+		Storage: storage, DependencyRequeue: time.Second, AllowInsecureHTTP: true,
 	}
 	if err := git.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
 		return err

@@ -61,6 +61,8 @@ type GitRepositoryReconciler struct {
 	// objects' uncompressed size and the bytes it checks out; zero leaves
 	// the git package's defaults (see git.CheckoutOptions).
 	MaxCloneSize int64
+	// AllowInsecureHTTP allows http:// URLs; without it they stall.
+	AllowInsecureHTTP bool
 }
 
 // gitRepositoryKind is the GitRepository kind for the runner.

@@ -67,6 +67,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	if err != nil {
 		return reconcile.ResultEmpty, err
 	}
+	if u.Scheme == "http" && !r.AllowInsecureHTTP {
+		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+			fmt.Errorf("plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", redact.URL(obj.Spec.URL)))
+	}
 	checkout.MaxTransferBytes, checkout.MaxObjectBytes, checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
 	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
 	if err != nil {

@@ -1,16 +1,22 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 func TestClassifyGitError(t *testing.T) {
@@ -89,4 +95,29 @@ func TestGitContentConfigChanged(t *testing.T) {
 			g.Expect(gitContentConfigChanged(obj, nil)).To(Equal(tt.want))
 		})
 	}
+}
+
+// TestReconcileSourceRefusesPlainHTTP: with --insecure-allow-http=false an
+// http:// URL stalls before any request, without echoing its userinfo.
+func TestReconcileSourceRefusesPlainHTTP(t *testing.T) {
+	g := NewWithT(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	srv.MustInitRepo(t, "app.git", "main").MustCommit(t, "main", map[string]string{"a": "1"}, "one")
+	obj := newGitRepository("default", "app", strings.Replace(base, "http://", "http://git:s3cret@", 1)+"/app.git")
+	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	r := &GitRepositoryReconciler{Client: fake.NewClientBuilder().WithScheme(scheme.New()).Build()}
+	sc := &gitScope{}
+	defer sc.cleanup()
+	_, err := r.reconcileSource(context.Background(), obj, sc)
+	var stalling *reconcile.Stalling
+	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
+	g.Expect(stalling.Reason).To(Equal(meta.InsecureConnectionsDisallowedReason))
+	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
+	g.Expect(srv.Requests()).To(BeZero())
+
+	r.AllowInsecureHTTP = true
+	_, err = r.reconcileSource(context.Background(), obj, sc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(srv.Requests()).NotTo(BeZero())
 }

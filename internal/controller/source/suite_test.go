@@ -68,6 +68,7 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 		Storage:           storage,
 		DependencyRequeue: time.Second,
 		MaxCloneSize:      maxCloneSize,
+		AllowInsecureHTTP: true,
 	}
 	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
