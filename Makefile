@@ -3,7 +3,9 @@
 SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
-GO_TEST_FLAGS ?=
+# The race detector runs on every package but the end-to-end and benchmark
+# ones, which run the built binary (its own races are not detected there).
+GO_TEST_FLAGS ?= -race
 
 .PHONY: help
 help: ## List the targets.
@@ -43,7 +45,8 @@ vet: ## Run go vet over both modules.
 
 .PHONY: test
 test: verify-generated vet controlplane ## Run every test: unit, envtest and end to end.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/')
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test ./test/...
 	cd api && go test ./...
 
 .PHONY: bench
