@@ -67,15 +67,17 @@ func (c *Checker[T]) Check(ctx context.Context, obj T) error {
 	if len(deps) == 0 {
 		return nil
 	}
+	for _, ref := range deps {
+		if key := Key(obj, ref); c.NoCrossNamespaceRefs && key.Namespace != obj.GetNamespace() {
+			return reconcile.Stall(meta.AccessDeniedReason,
+				fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", c.Kind, key))
+		}
+	}
 	if cycle := c.FindCycle(ctx, obj); cycle != nil {
 		return reconcile.Stall(meta.DependencyNotReadyReason, fmt.Errorf("dependency cycle: %s", strings.Join(cycle, " -> ")))
 	}
 	for _, ref := range deps {
 		key := Key(obj, ref)
-		if c.NoCrossNamespaceRefs && key.Namespace != obj.GetNamespace() {
-			return reconcile.Stall(meta.AccessDeniedReason,
-				fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", c.Kind, key))
-		}
 		dep := c.New()
 		if err := c.Client.Get(ctx, key, dep); err != nil {
 			if apierrors.IsNotFound(err) {

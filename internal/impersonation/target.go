@@ -45,8 +45,9 @@ type Factory struct {
 	Scheme *runtime.Scheme
 	// Mapper is the shared, lazily filled RESTMapper of the local cluster.
 	Mapper apimeta.RESTMapper
-	// DefaultServiceAccount is impersonated when an object names none;
-	// empty means the controller's own identity.
+	// DefaultServiceAccount is impersonated when an object names none, on
+	// the local cluster with the controller's identity and on a remote one
+	// with the kubeconfig's; empty means no impersonation.
 	DefaultServiceAccount string
 	// KubeConfigPolicy says which risky kubeconfig features remote
 	// clusters may use (--insecure-kubeconfig-exec, -tls).
@@ -94,8 +95,8 @@ func (f *Factory) For(ctx context.Context, id Identity, secrets client.Reader) (
 		if err != nil {
 			return nil, err
 		}
-		return f.cached("remote/"+digest+"/"+id.Namespace+"/"+id.ServiceAccountName, func() (*Target, error) {
-			return newTarget(impersonate(cfg, id.Namespace, id.ServiceAccountName), f.Scheme, nil)
+		return f.cached("remote/"+digest+"/"+id.Namespace+"/"+sa, func() (*Target, error) {
+			return newTarget(impersonate(cfg, id.Namespace, sa), f.Scheme, nil)
 		})
 	}
 	if sa == "" {

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -44,5 +45,9 @@ func Jitter(d time.Duration, percent int) time.Duration {
 	if spread <= 0 {
 		return d
 	}
-	return d + time.Duration(rand.Int64N(2*spread+1)-spread)
+	j := time.Duration(rand.Int64N(2*spread+1) - spread)
+	if j > 0 && d > math.MaxInt64-j {
+		j = -j // past the longest duration: spread the other way
+	}
+	return d + j
 }

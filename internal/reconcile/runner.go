@@ -18,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // Object is an object of a Windlass kind: what the Runner reconciles.
@@ -44,6 +45,9 @@ type Kind[T Object] struct {
 	SuccessReason string
 	// SuccessMessage returns the message of Ready=True.
 	SuccessMessage func(obj T) string
+	// Revision, when set, returns the revision an object's events concern
+	// (the one the run attempted), for forwarders.
+	Revision func(obj T) string
 	// Run does the work of one run, usually RunSteps over the kind's
 	// steps. patcher may be used to write the status ahead of the end of
 	// the run (an inventory before applying, say).
@@ -158,13 +162,13 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 		return result, nil
 	}
 	if err != nil {
-		r.Events.Warning(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), "", conditions.Message(obj, meta.ReadyCondition))
-		if r.Kind.RetryInterval != nil && !IsTerminal(err) {
+		r.Events.Warning(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), r.revision(obj), conditions.Message(obj, meta.ReadyCondition))
+		if retry := r.retryInterval(obj); retry > 0 && !IsTerminal(err) {
 			// controller-runtime forgets the backoff of an item whose
 			// result has a RequeueAfter and no error: the retry comes
 			// after the kind's interval, and the failure is logged here.
 			ctrl.LoggerFrom(ctx).Error(err, "Reconciliation failed, retrying after the retry interval")
-			result.RequeueAfter = r.Kind.RetryInterval(obj)
+			result.RequeueAfter = retry
 			err = nil
 		}
 	}
@@ -222,8 +226,8 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	}
 	if r.Kind.Finalize != nil {
 		if err := r.Kind.Finalize(ctx, obj); err != nil {
-			r.Events.Warning(ctx, obj, ReasonOf(err, meta.FailedReason), "", err.Error())
-			return err
+			r.Events.Warning(ctx, obj, ReasonOf(err, meta.FailedReason), r.revision(obj), err.Error())
+			return redact.Error(err)
 		}
 	}
 	r.forget(client.ObjectKeyFromObject(obj))
@@ -231,6 +235,23 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
 	metrics.Forget(r.Kind.Name, obj)
 	return patcher.Patch(ctx, obj)
+}
+
+// retryInterval returns the kind's fixed retry interval for obj, or zero
+// for backoff (also when the kind's interval is zero: a failure must come
+// back).
+func (r *Runner[T]) retryInterval(obj T) time.Duration {
+	if r.Kind.RetryInterval == nil {
+		return 0
+	}
+	return r.Kind.RetryInterval(obj)
+}
+
+func (r *Runner[T]) revision(obj T) string {
+	if r.Kind.Revision == nil {
+		return ""
+	}
+	return r.Kind.Revision(obj)
 }
 
 func (r *Runner[T]) forget(key types.NamespacedName) {

@@ -112,8 +112,8 @@ func TestRunner(t *testing.T) {
 				ran = true
 				return tt.run(ctx, o)
 			})
-			if tt.retryInterval > 0 {
-				kind.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return tt.retryInterval }
+			if tt.retryInterval != 0 {
+				kind.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return max(tt.retryInterval, 0) }
 			}
 			r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})

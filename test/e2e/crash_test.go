@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -76,7 +77,7 @@ spec:
 	g.Expect(err).NotTo(HaveOccurred())
 	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	requestReconcileOf(g, src, "rev2")
+	testutil.RequestReconcile(g, env.Client, src, "rev2")
 	killAtFirstBulkObject(t, g, w, proc)
 
 	created := bulkCount(g, ns)
@@ -91,7 +92,7 @@ spec:
 	repo.MustCommit(t, "main", map[string]string{"deploy/new.yaml": configMapYAML(ns, "new")}, "add new")
 	rev3, err := repo.Remove("main", []string{"deploy/bulk.yaml"}, "drop the bulk")
 	g.Expect(err).NotTo(HaveOccurred())
-	requestReconcileOf(g, src, "rev3")
+	testutil.RequestReconcile(g, env.Client, src, "rev3")
 	startShardController(t, g, shard, storage)
 
 	got = waitApplied(g, client.ObjectKeyFromObject(ks), "main@sha1:"+rev3)
@@ -154,12 +155,6 @@ func waitApplied(g *WithT, key client.ObjectKey, revision string) *kustomizev1.K
 		g.Expect(got.Status.LastAppliedRevision).To(Equal(revision))
 	}, timeout, interval).Should(Succeed())
 	return got
-}
-
-// requestReconcileOf asks for an immediate reconciliation of obj.
-func requestReconcileOf(g *WithT, obj client.Object, token string) {
-	g.Expect(env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+meta.ReconcileRequestAnnotation+`":"`+token+`"}}}`)))).To(Succeed())
 }
 
 // bulkCount counts the ConfigMaps of the bulk in ns.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // A user applies a v1 GitRepository that points at a Git server; it becomes
@@ -50,7 +51,7 @@ spec:
 	g.Expect(a.URL).To(HavePrefix("http://"+ctrlProc.StorageAddr+"/"), "the URL advertises --storage-addr")
 	g.Expect(a.Digest).To(HavePrefix("sha256:"))
 
-	dir := extract(t, g, download(g, a))
+	dir := testutil.Extract(t, g, testutil.Download(g, httpClient, a))
 	g.Expect(os.ReadFile(filepath.Join(dir, "kustomization.yaml"))).To(Equal([]byte("resources:\n- deploy/app.yaml\n")))
 	g.Expect(os.ReadFile(filepath.Join(dir, "deploy", "app.yaml"))).To(Equal([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n")))
 	g.Expect(os.ReadFile(filepath.Join(dir, "docs", "README.md"))).To(Equal([]byte("# podinfo\n")))
@@ -108,7 +109,7 @@ spec:
 	g.Expect(got.Spec.URL).To(Equal(url))
 	g.Expect(got.Spec.Interval.Duration.String()).To(Equal("1m0s"))
 	g.Expect(got.Spec.Reference).To(Equal(&sourcev1.GitRepositoryRef{Branch: "main"}))
-	dir := extract(t, g, download(g, got.Status.Artifact))
+	dir := testutil.Extract(t, g, testutil.Download(g, httpClient, got.Status.Artifact))
 	g.Expect(filepath.Join(dir, "clusters", "prod", "kustomization.yaml")).To(BeARegularFile())
 
 	// Read as v1, as an unstructured object, the dropped field is gone.

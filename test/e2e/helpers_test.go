@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,8 +18,6 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/archive"
-	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
@@ -68,30 +65,6 @@ func waitReadyIn(g *WithT, c client.Client, key client.ObjectKey, revision strin
 		return fmt.Sprintf("status of %s: %+v", key, got.Status)
 	})
 	return got
-}
-
-// download fetches an artifact from its advertised URL, checks it against
-// the digest and size the status claims, and returns its bytes.
-func download(g *WithT, a *meta.Artifact) []byte {
-	resp, err := httpClient.Get(a.URL)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s", a.URL)
-	body, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	digest, err := artifact.Digest(bytes.NewReader(body))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(digest).To(Equal(a.Digest), "sha256 of the downloaded artifact")
-	g.Expect(a.Size).NotTo(BeNil(), "status.artifact.size")
-	g.Expect(int64(len(body))).To(Equal(*a.Size), "size of the downloaded artifact")
-	return body
-}
-
-// extract unpacks an artifact into a fresh folder and returns it.
-func extract(t *testing.T, g *WithT, body []byte) string {
-	dir := t.TempDir()
-	g.Expect(archive.Extract(bytes.NewReader(body), dir)).To(Succeed())
-	return dir
 }
 
 // scrape returns the text of GET url.

@@ -77,7 +77,7 @@ spec:
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
 	})).To(Succeed())
-	requestReconcileOf(g, ks, "granted")
+	testutil.RequestReconcile(g, env.Client, ks, "granted")
 	waitApplied(g, key, "main@sha1:"+sha)
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
 

@@ -81,6 +81,7 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 		SuccessMessage: func(obj *kustomizev1.Kustomization) string {
 			return fmt.Sprintf("Applied revision: %s", obj.Status.LastAppliedRevision)
 		},
+		Revision:        func(obj *kustomizev1.Kustomization) string { return obj.Status.LastAttemptedRevision },
 		Run:             r.run,
 		Finalize:        r.finalize,
 		Forget:          r.forget,

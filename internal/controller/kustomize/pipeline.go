@@ -323,7 +323,7 @@ func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[stri
 		var err error
 		out[i], err = substitute.SubstituteYAML(doc, vars, true)
 		if err == nil {
-			if growth += len(out[i]) - len(doc); growth > maxSubstitutionGrowth {
+			if growth += max(len(out[i])-len(doc), 0); growth > maxSubstitutionGrowth {
 				err = fmt.Errorf("%w: the documents would grow by more than %d bytes in all", substitute.ErrOutputTooLarge, maxSubstitutionGrowth)
 			}
 		}

@@ -91,6 +91,8 @@ func TestGitRepository_Authentication(t *testing.T) {
 			secret: map[string][]byte{"identity": identity, "known_hosts": otherHostKey(t)}},
 		{name: "credentials with spaces and quotes in an invalid url", url: strings.Replace(basicURL, "http://", "http://git:s3cr3t pa\"ss<w>@", 1) + "/r.git",
 			wantReason: sourcev1.URLInvalidReason, stalled: true, hidden: "s3cr3t pa"},
+		{name: "a password with a slash in an invalid url", url: strings.Replace(basicURL, "http://", "http://git:ab/cd-s3cr3t@", 1) + "/r.git",
+			wantReason: sourcev1.URLInvalidReason, stalled: true, hidden: "cd-s3cr3t"},
 		{name: "ssh without known hosts", url: sshURL + "/r.git", wantReason: sourcev1.AuthenticationFailedReason, stalled: true,
 			secret: map[string][]byte{"identity": identity}},
 	}

@@ -73,8 +73,14 @@ func (r *GitRepositoryReconciler) gitRepositoryKind() reconcile.Kind[*sourcev1.G
 		NegativeConditions: gitRepositoryNegativeConditions,
 		SuccessReason:      meta.SucceededReason,
 		SuccessMessage:     storedMessage,
-		Run:                r.run,
-		Finalize:           r.removeArtifacts,
+		Revision: func(obj *sourcev1.GitRepository) string {
+			if a := obj.GetArtifact(); a != nil {
+				return a.Revision
+			}
+			return ""
+		},
+		Run:      r.run,
+		Finalize: r.removeArtifacts,
 		Forget: func(key types.NamespacedName) {
 			r.Storage.ForgetTrees(sourcev1.GitRepositoryKind, key.Namespace, key.Name)
 		},

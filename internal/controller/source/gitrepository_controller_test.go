@@ -77,17 +77,8 @@ func TestGitRepository_StoresAndServesArtifact(t *testing.T) {
 
 func TestGitRepository_NoCloneWhenUnchanged(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	first := waitFor(g, obj, readyAt("main@sha1:"+sha))
+	srv, _, obj := readyRepository(t, g)
+	first := obj.DeepCopy()
 	info, err := os.Stat(storage.LocalPath(*first.Status.Artifact))
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -174,17 +165,8 @@ func TestGitRepository_InvalidSpecStalls(t *testing.T) {
 
 func TestGitRepository_HostDownKeepsLastArtifact(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
+	srv, _, ready := readyRepository(t, g)
+	obj := ready.DeepCopy()
 
 	srv.SetDown(true)
 	testutil.RequestReconcile(g, env.Client, obj, "while-down")
@@ -209,16 +191,8 @@ func TestGitRepository_HostDownKeepsLastArtifact(t *testing.T) {
 // served.
 func TestGitRepository_OversizedRepositoryKeepsLastArtifact(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
+	_, repo, ready := readyRepository(t, g)
+	obj := ready.DeepCopy()
 
 	noise := make([]byte, 2*maxCloneSize)
 	_, err := rand.Read(noise)
@@ -233,17 +207,9 @@ func TestGitRepository_OversizedRepositoryKeepsLastArtifact(t *testing.T) {
 
 func TestGitRepository_RebuildsMissingOrAlteredArtifact(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	ready := waitFor(g, obj, readyAt("main@sha1:"+sha))
+	_, _, ready := readyRepository(t, g)
+	obj := ready.DeepCopy()
+	sha := strings.TrimPrefix(ready.Status.Artifact.Revision, "main@sha1:")
 	path := storage.LocalPath(*ready.Status.Artifact)
 
 	for i, damage := range []func(){
@@ -310,4 +276,18 @@ func TestGitRepository_Suspended(t *testing.T) {
 func requestReconcile(g *WithT, obj client.Object, token string) {
 	patch := []byte(`{"metadata":{"annotations":{"` + meta.ReconcileRequestAnnotation + `":"` + token + `"}}}`)
 	g.Expect(env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+}
+
+// readyRepository serves a repository with one commit on main, creates a
+// GitRepository of it in a new namespace and waits until it is Ready: it
+// returns the server, the repository and the Ready object.
+func readyRepository(t *testing.T, g *WithT) (*gitserver.Server, *gitserver.Repo, *sourcev1.GitRepository) {
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
+	obj := newGitRepository(env.CreateNamespace(t), "app", base+"/app.git")
+	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	return srv, repo, waitFor(g, obj, readyAt("main@sha1:"+sha))
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/redact"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
@@ -69,7 +68,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	}
 	if u.Scheme == "http" && !r.AllowInsecureHTTP {
 		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
-			fmt.Errorf("plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", redact.URL(obj.Spec.URL)))
+			fmt.Errorf("plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", git.SanitizeURL(obj.Spec.URL)))
 	}
 	checkout.MaxTransferBytes, checkout.MaxObjectBytes, checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
 	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
@@ -125,9 +124,15 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions, error) {
 	var checkout git.CheckoutOptions
 	u, err := url.Parse(obj.Spec.URL)
-	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
+	if err != nil {
+		// Neither the URL nor url.Parse's error, which quotes it, is shown:
+		// a URL that does not parse may hide a password anywhere.
 		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
-			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", redact.URL(obj.Spec.URL)))
+			errors.New("invalid URL: spec.url does not parse; it must be an http, https or ssh URL with a host"))
+	}
+	if u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
+		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
+			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", git.SanitizeURL(obj.Spec.URL)))
 	}
 	if ref := obj.Spec.Reference; ref != nil {
 		if ref.SemVer != "" {

@@ -1,0 +1,47 @@
+package event
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// sink keeps what it is forwarded.
+type sink struct{ events []Event }
+
+func (s *sink) Forward(_ context.Context, _ client.Object, e Event) { s.events = append(s.events, e) }
+
+func TestRecorder(t *testing.T) {
+	g := NewWithT(t)
+	k8s := events.NewFakeRecorder(10)
+	fwd := &sink{}
+	r := &Recorder{Kubernetes: k8s, Sink: fwd}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
+	ctx := context.Background()
+
+	r.Warning(ctx, obj, "GitOperationFailed", "main@sha1:1", "fetching 'https://git:p a\"ss@host/repo?token=t0k' failed")
+	r.Normal(ctx, obj, "NewArtifact", "main@sha1:2", "")
+	r.Record(ctx, obj, Event{Type: TypeNormal, Reason: "Applied", Message: "applied", Revision: "main@sha1:3",
+		Metadata: map[string]string{"url": "https://user:s3cret@host/x"}})
+
+	g.Expect(k8s.Events).To(HaveLen(2), "an event without a message is dropped")
+	first := <-k8s.Events
+	g.Expect(first).To(HavePrefix("Warning GitOperationFailed"))
+	g.Expect(first).NotTo(ContainSubstring("p a\"ss"))
+	g.Expect(first).NotTo(ContainSubstring("t0k"))
+	g.Expect(<-k8s.Events).To(Equal("Normal Applied applied"))
+
+	g.Expect(fwd.events).To(HaveLen(2))
+	g.Expect(fwd.events[0].Revision).To(Equal("main@sha1:1"))
+	g.Expect(fwd.events[0].Message).NotTo(ContainSubstring("p a\"ss"))
+	g.Expect(fwd.events[1].Revision).To(Equal("main@sha1:3"))
+	g.Expect(fwd.events[1].Metadata["url"]).To(Equal("https://host/x"))
+
+	var nilRecorder *Recorder
+	nilRecorder.Normal(ctx, obj, "R", "", "a nil recorder records nothing and does not panic")
+}
