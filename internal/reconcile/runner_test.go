@@ -91,6 +91,13 @@ func TestRunner(t *testing.T) {
 			wantReady:     "False", wantReason: "InvalidURL",
 		},
 		{
+			name:      "a panic fails the object, which is retried with backoff",
+			run:       func(context.Context, *sourcev1.GitRepository) (Result, error) { panic("nil map in a tenant's object") },
+			wantRan:   true,
+			wantErr:   true,
+			wantReady: "False", wantReason: meta.FailedReason,
+		},
+		{
 			name:    "a suspended object does not run",
 			mutate:  func(obj *sourcev1.GitRepository) { obj.Spec.Suspend = true },
 			run:     func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultSuccess, nil },
@@ -133,6 +140,9 @@ func TestRunner(t *testing.T) {
 			}
 			g.Expect(string(conditions.Get(stored, meta.ReadyCondition).Status)).To(Equal(tt.wantReady))
 			g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(tt.wantReason))
+			if tt.wantReason == meta.FailedReason {
+				g.Expect(conditions.Message(stored, meta.ReadyCondition)).To(Equal("reconciliation panicked: nil map in a tenant's object"))
+			}
 			g.Expect(check.Status(stored, kind.NegativeConditions...)).To(Succeed())
 		})
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,5 +33,7 @@ func NewControllerManagedBy(mgr ctrl.Manager, obj client.Object, opts Controller
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             opts.RateLimiter,
+			// The runner recovers the kind's work; this covers the rest.
+			RecoverPanic: ptr.To(true),
 		})
 }

@@ -20,12 +20,52 @@ import (
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
-// `windlass controller --controllers` with a name it does not know exits
-// non-zero with a message that names the choices, before it connects to the
-// cluster or opens any port.
-func TestController_UnknownControllerName(t *testing.T) {
-	g := NewWithT(t)
+// `windlass controller` refuses to start, before it connects to the
+// cluster or opens any port, with a message that says why: a controller
+// name it does not know (the message names the choices), or a plain-HTTP
+// proxy in its environment while --insecure-allow-http=false (the message
+// names the variable, never its value, which may hold credentials).
+func TestController_RefusesToStart(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		env         []string
+		wantMessage string
+		wantAlso    []string
+		hidden      string
+	}{
+		{name: "unknown controller", args: []string{"--controllers", "source,helm-controller"},
+			wantMessage: `unknown controller "helm"`, wantAlso: manager.AllControllers},
+		{name: "plain-HTTP proxy while plain HTTP is refused", args: []string{"--insecure-allow-http=false"},
+			env: []string{"HTTPS_PROXY=http://proxy-user:pr0xy-s3cret@127.0.0.1:3128"}, wantMessage: "HTTPS_PROXY names a plain-HTTP proxy",
+			hidden: "pr0xy-s3cret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			out := runRefused(t, g, tt.env, tt.args...)
+			var message string
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, tt.wantMessage) {
+					message = line
+				}
+			}
+			g.Expect(message).NotTo(BeEmpty(), "no message %q: %s", tt.wantMessage, out)
+			for _, s := range tt.wantAlso {
+				g.Expect(message).To(ContainSubstring(s))
+			}
+			if tt.hidden != "" {
+				g.Expect(out).NotTo(ContainSubstring(tt.hidden))
+			}
+		})
+	}
+}
 
+// runRefused runs `windlass controller` with args and env added, against a
+// kubeconfig whose server only counts connections, and asserts that it
+// exits non-zero without starting the manager or connecting. It returns
+// the output.
+func runRefused(t *testing.T, g *WithT, env []string, args ...string) string {
 	// The kubeconfig points at a listener that counts connections: there
 	// must be none.
 	apiServer, err := net.Listen("tcp", "127.0.0.1:0")
@@ -66,14 +106,14 @@ current-context: unreachable
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := windlassCommand(ctx, "controller",
-		"--controllers", "source,helm-controller",
+	cmd := windlassCommand(ctx, append([]string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", t.TempDir(),
 		"--storage-addr", ports[0],
 		"--metrics-addr", ports[1],
 		"--health-addr", ports[2],
-	)
+	}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -83,16 +123,7 @@ current-context: unreachable
 	var exitErr *exec.ExitError
 	g.Expect(errors.As(err, &exitErr)).To(BeTrue(), "want a non-zero exit, got %v: %s", err, out.String())
 	g.Expect(exitErr.ExitCode()).NotTo(Equal(0))
-	var message string
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, `unknown controller "helm"`) {
-			message = line
-		}
-	}
-	g.Expect(message).NotTo(BeEmpty(), "no message about the unknown name: %s", out.String())
-	for _, name := range manager.AllControllers {
-		g.Expect(message).To(ContainSubstring(name), "the message names the choices")
-	}
 	g.Expect(out.String()).NotTo(ContainSubstring("Starting the manager"))
 	g.Expect(connections.Load()).To(BeZero(), "windlass connected to the cluster before it checked its flags")
+	return out.String()
 }

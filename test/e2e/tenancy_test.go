@@ -98,3 +98,52 @@ spec:
 	}, timeout, interval).Should(BeTrue(), "the finalizer is removed once the deletion succeeds")
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{}))).To(BeTrue())
 }
+
+// With --no-cross-namespace-refs, a Kustomization whose source lives in
+// another namespace is Stalled with AccessDenied, while one whose source
+// is in its own namespace applies.
+func TestKustomization_NoCrossNamespaceRefs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant, shared := env.CreateNamespace(t), env.CreateNamespace(t)
+	const shard = "no-cross-ns"
+	proc, err := startController(kubeconfig, filepath.Join(t.TempDir(), "artifacts"), shardLabel+"="+shard, "--no-cross-namespace-refs")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("windlass controller (%s) output:\n%s", shard, proc.Output())
+		}
+	})
+	g.Expect(proc.waitReady(timeout)).To(Succeed())
+
+	url, sha := servedRepo(t, "lockdown.git", map[string]string{"deploy/a.yaml": configMapYAML(tenant, "a")})
+	for _, ns := range []string{tenant, shared} {
+		createSharded(g, shard, &sourcev1.GitRepository{}, gitRepositoryYAML(ns, "app", url))
+	}
+	ks := func(name, sourceNamespace string) *kustomizev1.Kustomization {
+		return createSharded(g, shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  interval: 10m
+  path: ./deploy
+  sourceRef:
+    kind: GitRepository
+    name: app
+    namespace: %s
+`, name, tenant, sourceNamespace))
+	}
+	cross, own := ks("cross", shared), ks("own", tenant)
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cross), got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
+		g.Expect(conditions.Reason(got, meta.ReadyCondition)).To(Equal(meta.AccessDeniedReason))
+		g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("cross-namespace reference to GitRepository '" + shared + "/app'"))
+	}, timeout, interval).Should(Succeed())
+	waitApplied(g, client.ObjectKeyFromObject(own), "main@sha1:"+sha)
+}
