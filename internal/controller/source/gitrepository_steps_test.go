@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -120,4 +125,61 @@ func TestReconcileSourceRefusesPlainHTTP(t *testing.T) {
 	_, err = r.reconcileSource(context.Background(), obj, sc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(srv.Requests()).NotTo(BeZero())
+}
+
+// TestReconcileStorage runs the storage step on an object whose artifact
+// is absent, stored, gone from disk or altered on disk.
+func TestReconcileStorage(t *testing.T) {
+	tests := []struct {
+		name          string
+		damage        func(g *WithT, path string)
+		noArtifact    bool
+		wantArtifact  bool
+		wantInStorage metav1.ConditionStatus
+		wantProgress  string
+	}{
+		{name: "no artifact yet", noArtifact: true, wantProgress: "building artifact"},
+		{name: "stored", wantArtifact: true, wantInStorage: metav1.ConditionTrue},
+		{name: "gone from disk", damage: func(g *WithT, path string) { g.Expect(os.Remove(path)).To(Succeed()) },
+			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: disappeared from storage"},
+		{name: "altered on disk", damage: func(g *WithT, path string) { g.Expect(os.WriteFile(path, []byte("x"), 0o600)).To(Succeed()) },
+			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: does not match its digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			store, err := artifact.New(t.TempDir(), "storage.example:9090", time.Minute, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			obj := newGitRepository("default", "app", "https://example.com/app.git")
+			if !tt.noArtifact {
+				src := t.TempDir()
+				g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 1\n"), 0o600)).To(Succeed())
+				a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
+				g.Expect(store.Archive(&a, src, nil)).To(Succeed())
+				a.URL = "http://old-address/" + a.Path
+				obj.Status.Artifact = &a
+				if tt.damage != nil {
+					tt.damage(g, store.LocalPath(a))
+				}
+			}
+			r := &GitRepositoryReconciler{Storage: store}
+			res, err := r.reconcileStorage(context.Background(), obj, &gitScope{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res).To(Equal(reconcile.ResultSuccess))
+			g.Expect(obj.Status.Artifact != nil).To(Equal(tt.wantArtifact))
+			if tt.wantArtifact {
+				g.Expect(obj.Status.Artifact.URL).To(HavePrefix("http://storage.example:9090/"), "the advertised address is refreshed")
+			}
+			if tt.wantInStorage == "" {
+				g.Expect(conditions.Has(obj, sourcev1.ArtifactInStorageCondition)).To(BeFalse())
+			} else {
+				g.Expect(conditions.Get(obj, sourcev1.ArtifactInStorageCondition).Status).To(Equal(tt.wantInStorage))
+			}
+			if tt.wantProgress == "" {
+				g.Expect(conditions.Has(obj, meta.ReconcilingCondition)).To(BeFalse())
+			} else {
+				g.Expect(conditions.Message(obj, meta.ReconcilingCondition)).To(Equal(tt.wantProgress))
+			}
+		})
+	}
 }
