@@ -110,12 +110,9 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		conditions.Delete(obj, meta.HealthyCondition)
 		return nil
 	}
-	exprs := make([]health.Expr, 0, len(obj.Spec.HealthCheckExprs))
-	for _, e := range obj.Spec.HealthCheckExprs {
-		exprs = append(exprs, health.Expr{APIVersion: e.APIVersion, Kind: e.Kind, Current: e.Current, InProgress: e.InProgress, Failed: e.Failed})
-	}
-	if err := health.ValidateExprs(exprs); err != nil {
-		return reconcile.Stall(meta.InvalidCELExpressionReason, err)
+	exprs, err := healthExprs(obj)
+	if err != nil {
+		return err
 	}
 	result, err := health.NewChecker(readerWith(live, t.Client), t.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
@@ -126,11 +123,36 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		conditions.MarkTrue(obj, meta.HealthyCondition, meta.SucceededReason, "Health check passed")
 		return nil
 	}
+	return r.failOrProgress(obj, key, result, waiting)
+}
+
+// healthExprs returns spec.healthCheckExprs; expressions that do not
+// compile stall.
+func healthExprs(obj *kustomizev1.Kustomization) ([]health.Expr, error) {
+	exprs := make([]health.Expr, 0, len(obj.Spec.HealthCheckExprs))
+	for _, e := range obj.Spec.HealthCheckExprs {
+		exprs = append(exprs, health.Expr{APIVersion: e.APIVersion, Kind: e.Kind, Current: e.Current, InProgress: e.InProgress, Failed: e.Failed})
+	}
+	if err := health.ValidateExprs(exprs); err != nil {
+		return nil, reconcile.Stall(meta.InvalidCELExpressionReason, err)
+	}
+	return exprs, nil
+}
+
+// failOrProgress judges a health check whose objects are not all current:
+// a Failed object or the timeout, counted from the first check of the
+// revision, fails it; otherwise the wait goes on, and is rechecked soon.
+// waiting tells whether this check continued a wait.
+func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization, key types.NamespacedName,
+	result health.Result, waiting bool) error {
+	revision := obj.Status.LastAttemptedRevision
 	timeout := obj.GetTimeout()
 	notReady := result.NotReady()
 	pending := make([]health.ObjectRef, 0, len(notReady))
+	names := make([]string, 0, len(notReady))
 	for _, s := range notReady {
 		pending = append(pending, s.Ref)
+		names = append(names, s.String())
 	}
 	elapsed := time.Since(r.waits.wait(key, revision, pending))
 	var failure *health.WaitError
@@ -144,10 +166,6 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		r.waits.end(key)
 		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", failure.Error())
 		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, failure)
-	}
-	names := make([]string, 0, len(notReady))
-	for _, s := range notReady {
-		names = append(names, s.String())
 	}
 	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(names, "; "))
 	conditions.MarkUnknown(obj, meta.HealthyCondition, meta.ProgressingReason, "%s", msg)
