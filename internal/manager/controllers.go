@@ -2,8 +2,11 @@ package manager
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spf13/pflag"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -24,15 +27,70 @@ const (
 )
 
 // controller is one controller the manager can run: adding a controller
-// to Windlass is one entry in controllers.
+// to Windlass is one entry in controllers, with its options type in
+// Options and its flags here.
 type controller struct {
 	// name is what --controllers calls it.
 	name string
 	// kinds returns an object of each kind it reconciles, for the
 	// sharding label selector.
 	kinds func() []client.Object
+	// flags binds the controller's own flags to its part of o.
+	flags func(fs *pflag.FlagSet, o *Options)
 	// setup registers its reconcilers with the manager.
 	setup func(m *Manager, ctx context.Context, opts Options) error
+}
+
+// SourceOptions are the options of the source controller.
+type SourceOptions struct {
+	StoragePath              string
+	StorageAddr              string
+	StorageAdvAddr           string
+	ArtifactRetentionTTL     time.Duration
+	ArtifactRetentionRecords int
+	// GitCloneMaxSize, when positive, bounds each git clone in bytes
+	// received, uncompressed objects and files checked out; zero keeps the
+	// git package's defaults.
+	GitCloneMaxSize int64
+}
+
+func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
+	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")
+	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name)")
+	fs.DurationVar(&o.ArtifactRetentionTTL, "artifact-retention-ttl", o.ArtifactRetentionTTL, "how long superseded artifacts are kept")
+	fs.IntVar(&o.ArtifactRetentionRecords, "artifact-retention-records", o.ArtifactRetentionRecords, "how many artifacts are kept per object")
+	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
+}
+
+// KustomizeOptions are the options of the kustomize controller.
+type KustomizeOptions struct {
+	// NoRemoteBases refuses remote kustomize bases.
+	NoRemoteBases bool
+	// DefaultServiceAccount is impersonated by Kustomizations that name no
+	// service account.
+	DefaultServiceAccount string
+	// InsecureKubeconfigExec lets remote-cluster kubeconfigs run exec and
+	// auth-provider plugins (refused by default: they run a tenant's
+	// command in the controller).
+	InsecureKubeconfigExec bool
+	// InsecureKubeconfigTLS lets remote-cluster kubeconfigs skip TLS
+	// verification or use plain HTTP (refused by default).
+	InsecureKubeconfigTLS bool
+}
+
+func (o *KustomizeOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.NoRemoteBases, "no-remote-bases", false, "refuse kustomize remote bases")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations that name none")
+	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", false, "allow remote-cluster kubeconfigs to run exec and auth-provider plugins in the controller")
+	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
+}
+
+// BindControllerFlags binds the flags of every controller to o.
+func BindControllerFlags(fs *pflag.FlagSet, o *Options) {
+	for _, c := range controllers {
+		c.flags(fs, o)
+	}
 }
 
 // controllers are every controller of this build, in the order they are
@@ -42,11 +100,13 @@ var controllers = []controller{
 	{
 		name:  SourceController,
 		kinds: func() []client.Object { return []client.Object{&sourcev1.GitRepository{}} },
+		flags: func(fs *pflag.FlagSet, o *Options) { o.Source.bindFlags(fs) },
 		setup: (*Manager).setupSource,
 	},
 	{
 		name:  KustomizeController,
 		kinds: func() []client.Object { return []client.Object{&kustomizev1.Kustomization{}} },
+		flags: func(fs *pflag.FlagSet, o *Options) { o.Kustomize.bindFlags(fs) },
 		setup: (*Manager).setupKustomize,
 	},
 }
@@ -79,7 +139,7 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		Storage:           m.Storage,
 		JitterPercent:     opts.IntervalJitterPercentage,
 		DependencyRequeue: opts.RequeueDependency,
-		MaxCloneSize:      opts.GitCloneMaxSize,
+		MaxCloneSize:      opts.Source.GitCloneMaxSize,
 		AllowInsecureHTTP: opts.InsecureAllowHTTP,
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
@@ -99,15 +159,15 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 			HTTPClient:            m.GetHTTPClient(),
 			Scheme:                m.GetScheme(),
 			Mapper:                m.GetRESTMapper(),
-			DefaultServiceAccount: opts.DefaultServiceAccount,
+			DefaultServiceAccount: opts.Kustomize.DefaultServiceAccount,
 			KubeConfigPolicy: kubeconfig.Policy{
-				AllowExec: opts.InsecureKubeconfigExec, AllowInsecureTLS: opts.InsecureKubeconfigTLS,
+				AllowExec: opts.Kustomize.InsecureKubeconfigExec, AllowInsecureTLS: opts.Kustomize.InsecureKubeconfigTLS,
 			},
 		},
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
-		NoRemoteBases:        opts.NoRemoteBases,
+		NoRemoteBases:        opts.Kustomize.NoRemoteBases,
 	}
 	if m.Storage != nil {
 		r.Changes = m.Storage

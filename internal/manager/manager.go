@@ -125,21 +125,21 @@ func (m *Manager) setupStorage(opts Options) error {
 	if m.Storage != nil {
 		return nil
 	}
-	path, err := opts.storagePath()
+	path, err := opts.Source.storagePath()
 	if err != nil {
 		return err
 	}
-	adv, err := opts.storageAdvAddr()
+	adv, err := opts.Source.storageAdvAddr()
 	if err != nil {
 		return err
 	}
-	storage, err := artifact.New(path, adv, opts.ArtifactRetentionTTL, opts.ArtifactRetentionRecords)
+	storage, err := artifact.New(path, adv, opts.Source.ArtifactRetentionTTL, opts.Source.ArtifactRetentionRecords)
 	if err != nil {
 		return fmt.Errorf("opening the artifact storage at %s: %w", path, err)
 	}
 	m.Storage = storage
-	m.StorageAddr = opts.StorageAddr
-	return m.Add(&storageServer{storage: storage, addr: opts.StorageAddr})
+	m.StorageAddr = opts.Source.StorageAddr
+	return m.Add(&storageServer{storage: storage, addr: opts.Source.StorageAddr})
 }
 
 // storageServer serves the artifact storage over HTTP while the manager

@@ -49,33 +49,15 @@ type Options struct {
 	// NoCrossNamespaceRefs refuses references to objects in other
 	// namespaces.
 	NoCrossNamespaceRefs bool
-	// NoRemoteBases refuses remote kustomize bases.
-	NoRemoteBases bool
-	// DefaultServiceAccount is impersonated by Kustomizations that name no
-	// service account.
-	DefaultServiceAccount string
-	// InsecureKubeconfigExec lets remote-cluster kubeconfigs run exec and
-	// auth-provider plugins (refused by default: they run a tenant's
-	// command in the controller).
-	InsecureKubeconfigExec bool
-	// InsecureKubeconfigTLS lets remote-cluster kubeconfigs skip TLS
-	// verification or use plain HTTP (refused by default).
-	InsecureKubeconfigTLS bool
-
 	// InsecureAllowHTTP allows plain-HTTP source URLs (true by default, as
 	// in the reference); when false they stall, and the controller refuses
 	// to start with a plain-HTTP proxy in its environment.
 	InsecureAllowHTTP bool
-	// GitCloneMaxSize, when positive, bounds each git clone in bytes
-	// received, uncompressed objects and files checked out; zero keeps the
-	// git package's defaults.
-	GitCloneMaxSize int64
 
-	StoragePath              string
-	StorageAddr              string
-	StorageAdvAddr           string
-	ArtifactRetentionTTL     time.Duration
-	ArtifactRetentionRecords int
+	// Source holds the options of the source controller.
+	Source SourceOptions
+	// Kustomize holds the options of the kustomize controller.
+	Kustomize KustomizeOptions
 }
 
 // DefaultOptions returns the defaults of the reference implementation where
@@ -98,9 +80,11 @@ func DefaultOptions() Options {
 		WatchAllNamespaces:       true,
 		InsecureAllowHTTP:        true,
 		Namespace:                runtimeNamespace(),
-		StorageAddr:              ":9090",
-		ArtifactRetentionTTL:     time.Minute,
-		ArtifactRetentionRecords: 2,
+		Source: SourceOptions{
+			StorageAddr:              ":9090",
+			ArtifactRetentionTTL:     time.Minute,
+			ArtifactRetentionRecords: 2,
+		},
 	}
 }
 
@@ -151,9 +135,9 @@ func (o Options) validate() error {
 		return fmt.Errorf("--concurrent must be at least 1")
 	case o.MinRetryDelay <= 0 || o.MaxRetryDelay < o.MinRetryDelay:
 		return fmt.Errorf("--min-retry-delay must be positive and at most --max-retry-delay")
-	case o.GitCloneMaxSize < 0:
+	case o.Source.GitCloneMaxSize < 0:
 		return fmt.Errorf("--git-clone-max-size must not be negative")
-	case o.ArtifactRetentionRecords < 1:
+	case o.Source.ArtifactRetentionRecords < 1:
 		return fmt.Errorf("--artifact-retention-records must be at least 1")
 	case o.IntervalJitterPercentage < 0 || o.IntervalJitterPercentage >= 100:
 		return fmt.Errorf("--interval-jitter-percentage must be in [0, 100)")
@@ -163,7 +147,7 @@ func (o Options) validate() error {
 
 // storagePath returns --storage-path, or its default: /data in a cluster,
 // a folder in the user's cache elsewhere.
-func (o Options) storagePath() (string, error) {
+func (o SourceOptions) storagePath() (string, error) {
 	if o.StoragePath != "" {
 		return o.StoragePath, nil
 	}
@@ -180,7 +164,7 @@ func (o Options) storagePath() (string, error) {
 // storageAdvAddr returns --storage-adv-addr, or its default: the storage
 // address with the host filled in (the pod's host name in a cluster,
 // localhost elsewhere).
-func (o Options) storageAdvAddr() (string, error) {
+func (o SourceOptions) storageAdvAddr() (string, error) {
 	if o.StorageAdvAddr != "" {
 		return o.StorageAdvAddr, nil
 	}

@@ -47,8 +47,8 @@ func TestValidate(t *testing.T) {
 		{name: "defaults are valid", mutate: func(*Options) {}},
 		{name: "no concurrency", mutate: func(o *Options) { o.Concurrent = 0 }, wantErr: "--concurrent"},
 		{name: "retry delays reversed", mutate: func(o *Options) { o.MinRetryDelay = time.Hour }, wantErr: "--min-retry-delay"},
-		{name: "no records", mutate: func(o *Options) { o.ArtifactRetentionRecords = 0 }, wantErr: "--artifact-retention-records"},
-		{name: "negative clone size", mutate: func(o *Options) { o.GitCloneMaxSize = -1 }, wantErr: "--git-clone-max-size"},
+		{name: "no records", mutate: func(o *Options) { o.Source.ArtifactRetentionRecords = 0 }, wantErr: "--artifact-retention-records"},
+		{name: "negative clone size", mutate: func(o *Options) { o.Source.GitCloneMaxSize = -1 }, wantErr: "--git-clone-max-size"},
 		{name: "jitter too large", mutate: func(o *Options) { o.IntervalJitterPercentage = 100 }, wantErr: "--interval-jitter-percentage"},
 	}
 	for _, tt := range tests {
@@ -80,7 +80,7 @@ func TestStorageAddresses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr+tt.adv, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := Options{StorageAddr: tt.addr, StorageAdvAddr: tt.adv}.storageAdvAddr()
+			got, err := SourceOptions{StorageAddr: tt.addr, StorageAdvAddr: tt.adv}.storageAdvAddr()
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
@@ -95,16 +95,16 @@ func TestStoragePathDefaults(t *testing.T) {
 	g := NewWithT(t)
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv("XDG_CACHE_HOME", "/tmp/cachehome")
-	p, err := Options{}.storagePath()
+	p, err := SourceOptions{}.storagePath()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(Equal(filepath.Join("/tmp/cachehome", "windlass", "storage")))
 
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-	p, err = Options{}.storagePath()
+	p, err = SourceOptions{}.storagePath()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(Equal("/data"))
 
-	p, err = Options{StoragePath: "/srv/artifacts"}.storagePath()
+	p, err = SourceOptions{StoragePath: "/srv/artifacts"}.storagePath()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(Equal("/srv/artifacts"))
 }
@@ -166,4 +166,20 @@ func TestCheckProxyEnvironment(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 		})
 	}
+}
+
+// TestControllersTable checks that every controller of the table is whole:
+// a name, kinds for the sharding selector, flags and a setup.
+func TestControllersTable(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController}), "sources are set up first")
+	for _, c := range controllers {
+		g.Expect(c.name).NotTo(BeEmpty())
+		g.Expect(c.kinds()).NotTo(BeEmpty(), c.name)
+		g.Expect(c.flags).NotTo(BeNil(), c.name)
+		g.Expect(c.setup).NotTo(BeNil(), c.name)
+	}
+	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cache.ByObject).To(HaveLen(2), "every kind of every controller is sharded")
 }
