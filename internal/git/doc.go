@@ -1,4 +1,5 @@
-// Package git is the Git client of the GitRepository controller.
+// Package git is Windlass's Git client: the GitRepository controller clones
+// with it, and image update automation will push with it.
 //
 // It is built on go-git and does five things:
 //

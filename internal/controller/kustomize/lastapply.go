@@ -166,7 +166,7 @@ func verify(ctx context.Context, m *ssa.Manager, st appliedState) (map[string]*u
 	live, err := m.Verify(ctx, st.objects)
 	switch {
 	case errors.Is(err, ssa.ErrDrifted):
-		ctrl.LoggerFrom(ctx).V(1).Info("Applied objects changed, applying again", "reason", err.Error())
+		ctrl.LoggerFrom(ctx).V(1).Info("Applied objects changed, applying again", "drift", err.Error())
 		return nil, false, nil
 	case err != nil:
 		return nil, false, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
