@@ -104,10 +104,10 @@ spec:
 	g.Expect(ids).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_new__ConfigMap"))
 }
 
-// startShardController starts a controller of its own for the objects
-// labelled with shard, stopped (killed) when t ends.
-func startShardController(t *testing.T, g *WithT, shard, storage string) *controller {
-	proc, err := startController(kubeconfig, filepath.Join(storage, "artifacts"), shardLabel+"="+shard)
+// startShardController starts a controller of its own, with extra flags,
+// for the objects labelled with shard, stopped (killed) when t ends.
+func startShardController(t *testing.T, g *WithT, shard, storage string, extra ...string) *controller {
+	proc, err := startController(kubeconfig, filepath.Join(storage, "artifacts"), shardLabel+"="+shard, extra...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(proc.Kill)
 	t.Cleanup(func() {

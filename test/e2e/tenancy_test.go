@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,15 +29,7 @@ func TestKustomization_DefaultServiceAccountIsImpersonated(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	const shard, sa = "lockdown", "restricted"
-	proc, err := startController(kubeconfig, filepath.Join(t.TempDir(), "artifacts"), shardLabel+"="+shard, "--default-service-account", sa)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(proc.Kill)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("windlass controller (%s) output:\n%s", shard, proc.Output())
-		}
-	})
-	g.Expect(proc.waitReady(timeout)).To(Succeed())
+	startShardController(t, g, shard, t.TempDir(), "--default-service-account", sa)
 	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(Succeed())
 
 	url, sha := servedRepo(t, "tenant.git", map[string]string{"deploy/a.yaml": configMapYAML(ns, "a")})
@@ -107,15 +98,7 @@ func TestKustomization_NoCrossNamespaceRefs(t *testing.T) {
 	ctx := context.Background()
 	tenant, shared := env.CreateNamespace(t), env.CreateNamespace(t)
 	const shard = "no-cross-ns"
-	proc, err := startController(kubeconfig, filepath.Join(t.TempDir(), "artifacts"), shardLabel+"="+shard, "--no-cross-namespace-refs")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(proc.Kill)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("windlass controller (%s) output:\n%s", shard, proc.Output())
-		}
-	})
-	g.Expect(proc.waitReady(timeout)).To(Succeed())
+	startShardController(t, g, shard, t.TempDir(), "--no-cross-namespace-refs")
 
 	url, sha := servedRepo(t, "lockdown.git", map[string]string{"deploy/a.yaml": configMapYAML(tenant, "a")})
 	for _, ns := range []string{tenant, shared} {
