@@ -2,7 +2,7 @@
 // object with the status rules checked (WaitFor), requesting a reconcile,
 // reading the events about an object, downloading and unpacking an
 // artifact, serving an artifact storage on loopback and capturing the
-// controllers' logs. Its sub-packages serve git (gitserver), encrypt with
-// SOPS (sopsfixture) and run child processes (childproc); the control plane
-// itself comes from internal/testenv.
+// controllers' logs. Its sub-packages start the control plane (testenv),
+// serve git (gitserver), encrypt with SOPS (sopsfixture) and run child
+// processes (childproc).
 package testutil

@@ -1,6 +1,6 @@
 // Command bench measures Windlass at scale: it runs the real `windlass
 // controller` binary as a child process against the test control plane
-// (etcd, kube-apiserver and kube-controller-manager, see internal/testenv)
+// (etcd, kube-apiserver and kube-controller-manager, see internal/testutil/testenv)
 // and a loopback git server, with N applications, and reports how long
 // they take to become Ready, the controller's peak memory, CPU time and API
 // requests, how fast one change is applied, and what a tick with nothing

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windlass-dev/windlass/internal/testenv"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 const (

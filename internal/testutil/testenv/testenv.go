@@ -143,7 +143,7 @@ func AssetsDir() (string, error) {
 // RepoRoot returns the root of the Windlass checkout.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // KubeconfigFile issues an administrator (a member of system:masters) for
