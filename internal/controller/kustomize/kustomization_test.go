@@ -23,6 +23,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 // deployment returns a Deployment manifest scaled to zero, which becomes
@@ -99,7 +100,7 @@ func TestSeedExample(t *testing.T) {
 		"webapp/frontend/deployment.yaml": deployment("webapp", "frontend"),
 	}, "webapp")
 
-	seed, err := os.ReadFile(filepath.Join("..", "..", "testenv", "testdata", "seed-001.yaml"))
+	seed, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "testutil", "testenv", "testdata", "seed-001.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	manifests := strings.NewReplacer(
 		"https://github.com/stefanprodan/gitops-istio", base+"/gitops-istio.git",
