@@ -36,49 +36,11 @@ const bulkObjects = 300
 func TestKustomization_KilledMidApplyConverges(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	shard := "crash-" + ns
-	storage := t.TempDir()
-	proc := startShardController(t, g, shard, storage)
-
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	rev1 := repo.MustCommit(t, "main", map[string]string{"deploy/keep.yaml": configMapYAML(ns, "keep")}, "one object")
-	src := createSharded(g, shard, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec:
-  interval: 10m
-  url: %s/app.git
-  ref: {branch: main}
-`, ns, base))
-	ks := createSharded(g, shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: app, namespace: %s}
-spec:
-  interval: 10m
-  retryInterval: 1s
-  path: ./deploy
-  prune: true
-  sourceRef: {kind: GitRepository, name: app}
-`, ns))
-	waitApplied(g, client.ObjectKeyFromObject(ks), "main@sha1:"+rev1)
+	st := startCrashStory(t, g)
+	ns, repo, ks := st.ns, st.repo, st.ks
 
 	// Revision 2 adds the bulk; the controller dies at its first write.
-	var bulk strings.Builder
-	for i := range bulkObjects {
-		bulk.WriteString("---\n" + configMapYAML(ns, fmt.Sprintf("bulk-%03d", i)))
-	}
-	repo.MustCommit(t, "main", map[string]string{"deploy/bulk.yaml": bulk.String()}, "add the bulk")
-	cs, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	testutil.RequestReconcile(g, env.Client, src, "rev2")
-	killAtFirstBulkObject(t, g, w, proc)
+	st.addBulk(t, g, st.proc.Kill)
 
 	created := bulkCount(g, ns)
 	t.Logf("the killed run created %d of %d objects", created, bulkObjects)
@@ -92,8 +54,8 @@ spec:
 	repo.MustCommit(t, "main", map[string]string{"deploy/new.yaml": configMapYAML(ns, "new")}, "add new")
 	rev3, err := repo.Remove("main", []string{"deploy/bulk.yaml"}, "drop the bulk")
 	g.Expect(err).NotTo(HaveOccurred())
-	testutil.RequestReconcile(g, env.Client, src, "rev3")
-	startShardController(t, g, shard, storage)
+	testutil.RequestReconcile(g, env.Client, st.src, "rev3")
+	startShardController(t, g, st.shard, st.storage)
 
 	got = waitApplied(g, client.ObjectKeyFromObject(ks), "main@sha1:"+rev3)
 	g.Expect(bulkCount(g, ns)).To(BeZero(), "the objects of the killed run are pruned")
@@ -102,6 +64,89 @@ spec:
 		ids = append(ids, e.ID)
 	}
 	g.Expect(ids).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_new__ConfigMap"))
+}
+
+// Row 39: SIGTERM while the controller applies a revision of many objects
+// (a pod deleted mid-apply): the binary exits with status 0 within the
+// shutdown grace, and the next replica applies the revision whole.
+func TestKustomization_TerminatedMidApplyExitsAndConverges(t *testing.T) {
+	g := NewWithT(t)
+	st := startCrashStory(t, g)
+	var terminated error
+	var took time.Duration
+	rev2 := st.addBulk(t, g, func() {
+		start := time.Now()
+		terminated = st.proc.Terminate(shutdownGrace)
+		took = time.Since(start)
+	})
+	g.Expect(terminated).NotTo(HaveOccurred(), st.proc.Output)
+	t.Logf("exited %.2fs after SIGTERM, %d of %d objects created", took.Seconds(), bulkCount(g, st.ns), bulkObjects)
+
+	startShardController(t, g, st.shard, st.storage)
+	got := waitApplied(g, client.ObjectKeyFromObject(st.ks), "main@sha1:"+rev2)
+	g.Expect(bulkCount(g, st.ns)).To(Equal(bulkObjects))
+	g.Expect(got.Status.Inventory.Entries).To(HaveLen(bulkObjects + 1))
+}
+
+// crashStory is a sharded controller of its own that applied revision 1
+// (one object) of a Kustomization with prune.
+type crashStory struct {
+	ns, shard, storage string
+	proc               *controller
+	repo               *gitserver.Repo
+	src                *sourcev1.GitRepository
+	ks                 *kustomizev1.Kustomization
+}
+
+// startCrashStory starts a crashStory.
+func startCrashStory(t *testing.T, g *WithT) *crashStory {
+	st := &crashStory{ns: env.CreateNamespace(t), storage: t.TempDir()}
+	st.shard = "crash-" + st.ns
+	st.proc = startShardController(t, g, st.shard, st.storage)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	st.repo = srv.MustInitRepo(t, "app.git", "main")
+	rev1 := st.repo.MustCommit(t, "main", map[string]string{"deploy/keep.yaml": configMapYAML(st.ns, "keep")}, "one object")
+	st.src = createSharded(g, st.shard, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec:
+  interval: 10m
+  url: %s/app.git
+  ref: {branch: main}
+`, st.ns, base))
+	st.ks = createSharded(g, st.shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: %s}
+spec:
+  interval: 10m
+  retryInterval: 1s
+  path: ./deploy
+  prune: true
+  sourceRef: {kind: GitRepository, name: app}
+`, st.ns))
+	waitApplied(g, client.ObjectKeyFromObject(st.ks), "main@sha1:"+rev1)
+	return st
+}
+
+// addBulk commits revision 2, which adds bulkObjects ConfigMaps, requests
+// its reconciliation, calls stop as soon as the first of them is created,
+// and returns the revision.
+func (st *crashStory) addBulk(t *testing.T, g *WithT, stop func()) string {
+	var bulk strings.Builder
+	for i := range bulkObjects {
+		bulk.WriteString("---\n" + configMapYAML(st.ns, fmt.Sprintf("bulk-%03d", i)))
+	}
+	rev := st.repo.MustCommit(t, "main", map[string]string{"deploy/bulk.yaml": bulk.String()}, "add the bulk")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := cs.CoreV1().ConfigMaps(st.ns).Watch(context.Background(), metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	testutil.RequestReconcile(g, env.Client, st.src, "rev2")
+	atFirstBulkObject(t, w, st.proc, stop)
+	return rev
 }
 
 // startShardController starts a controller of its own, with extra flags,
@@ -127,17 +172,19 @@ func createSharded[T client.Object](g *WithT, shard string, obj T, manifest stri
 	return obj
 }
 
-// killAtFirstBulkObject kills proc as soon as w reports the first object of
+// atFirstBulkObject calls stop as soon as w reports the first object of
 // the bulk.
-func killAtFirstBulkObject(t *testing.T, g *WithT, w watch.Interface, proc *controller) {
+func atFirstBulkObject(t *testing.T, w watch.Interface, proc *controller, stop func()) {
 	defer w.Stop()
 	deadline := time.After(timeout)
 	for {
 		select {
 		case ev, ok := <-w.ResultChan():
-			g.Expect(ok).To(BeTrue(), "the watch ended")
+			if !ok {
+				t.Fatalf("the watch ended; controller output:\n%s", proc.Output())
+			}
 			if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type == watch.Added && strings.HasPrefix(cm.Name, "bulk-") {
-				proc.Kill()
+				stop()
 				return
 			}
 		case <-deadline:
