@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,4 +71,39 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	release()
 	trees.RemoveAll()
 	g.Expect(inUse).NotTo(BeADirectory())
+}
+
+// TestTreesArePrivateAndApart (row 15): every artifact is extracted into a
+// folder of its own, which only the controller's user can enter, under a
+// name no tenant can predict; releasing one tree leaves the others alone.
+func TestTreesArePrivateAndApart(t *testing.T) {
+	g := NewWithT(t)
+	var trees TreeCache
+	defer trees.RemoveAll()
+	extract := func(dir string) error { return os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o600) }
+	a, releaseA, err := trees.Acquire(context.Background(), "sha256:tenant-a", extract)
+	g.Expect(err).NotTo(HaveOccurred())
+	b, releaseB, err := trees.Acquire(context.Background(), "sha256:tenant-b", extract)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer releaseB()
+
+	g.Expect(a).NotTo(Equal(b))
+	g.Expect(filepath.Dir(a)).To(Equal(filepath.Dir(b)), "both in the temporary folder")
+	g.Expect(filepath.Base(a)).NotTo(ContainSubstring("tenant"), "the name does not come from the artifact")
+	for _, dir := range []string{a, b} {
+		info, err := os.Stat(dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)), "only the controller's user may enter %s", dir)
+	}
+	g.Expect(strings.HasPrefix(a, b) || strings.HasPrefix(b, a)).To(BeFalse(), "neither tree is inside the other")
+
+	releaseA()
+	trees.RemoveAll()
+	g.Expect(a).NotTo(BeADirectory(), "an idle tree is removed")
+	g.Expect(filepath.Join(b, "a.yaml")).To(BeARegularFile(), "a tree in use stays")
+
+	again, releaseAgain, err := trees.Acquire(context.Background(), "sha256:tenant-a", extract)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer releaseAgain()
+	g.Expect(again).NotTo(Equal(a), "a new extraction gets a new name")
 }

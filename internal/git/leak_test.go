@@ -1,0 +1,65 @@
+package git_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// openFiles counts the file descriptors of the process.
+func openFiles(g *WithT) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	g.Expect(err).NotTo(HaveOccurred())
+	return len(entries)
+}
+
+// TestClone_LeavesNoFilesOrGoroutinesOpen (row 44) clones, and fails to
+// clone, many times over HTTP and SSH: once the clients are closed, the
+// process holds no more open files and goroutines than before, within a
+// small margin for the servers' and the runtime's own.
+func TestClone_LeavesNoFilesOrGoroutinesOpen(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	g := NewWithT(t)
+	srv := gitserver.NewForTest(t)
+	httpURL := srv.MustStartHTTP(t)
+	sshURL := srv.MustStartSSH(t)
+	_, identity := srv.AuthorizedSSHKeyForTest(t)
+	srv.MustInitRepo(t, "app.git", "main").MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n", "b/c.yaml": "c: 2\n"}, "one")
+	u, err := url.Parse(sshURL + "/app.git")
+	g.Expect(err).NotTo(HaveOccurred())
+	sshAuth, err := git.NewAuthOptions(*u, map[string][]byte{"identity": identity, "known_hosts": srv.KnownHosts()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	clone := func(url string, auth *git.AuthOptions, branch string) error {
+		c, err := git.NewClient(t.TempDir(), auth, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		_, err = c.Clone(context.Background(), url, git.CheckoutOptions{Branch: branch, ShallowClone: true})
+		return err
+	}
+	round := func() {
+		g.Expect(clone(httpURL+"/app.git", nil, "main")).To(Succeed())
+		g.Expect(clone(sshURL+"/app.git", sshAuth, "main")).To(Succeed())
+		g.Expect(clone(httpURL+"/app.git", nil, "missing")).NotTo(Succeed())
+		g.Expect(clone(httpURL+"/gone.git", nil, "main")).NotTo(Succeed())
+	}
+	round() // warm up: connection pools, lazily started goroutines
+	files, goroutines := openFiles(g), runtime.NumGoroutine()
+	for range 10 {
+		round()
+	}
+	g.Eventually(func() int { return openFiles(g) }, 10*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", files+4),
+		"40 clones later the process holds about the same open files")
+	g.Eventually(runtime.NumGoroutine, 10*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", goroutines+4),
+		"and about the same goroutines")
+}
