@@ -73,6 +73,10 @@ type CheckoutOptions struct {
 	// directory, which is more than MaxObjectBytes when a tree holds the
 	// same blob many times. Default DefaultMaxCheckoutBytes (2 GiB).
 	MaxCheckoutBytes int64
+	// RefusePlainHTTP refuses submodules with http:// URLs (the
+	// controller's --insecure-allow-http=false); the caller checks the
+	// repository's own URL.
+	RefusePlainHTTP bool
 }
 
 // Client clones one repository into its work directory. A Client is not safe
@@ -94,7 +98,9 @@ type Client struct {
 	// State of the Clone in progress.
 	ctx    context.Context // governs the connections (see operation.go)
 	limits *cloneLimits    // byte budgets (see limits.go)
-	op     *operation      // connections of the Clone, registered on first use
+	// refusePlainHTTP refuses http:// submodules (CheckoutOptions).
+	refusePlainHTTP bool
+	op              *operation // connections of the Clone, registered on first use
 }
 
 // NewClient returns a Client that clones into workDir (created if missing),
@@ -175,6 +181,7 @@ func (c *Client) clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 		return nil, err
 	}
 	c.limits = newCloneLimits(opts)
+	c.refusePlainHTTP = opts.RefusePlainHTTP
 	r, err := c.newRemote(rawURL)
 	if err != nil {
 		return nil, err

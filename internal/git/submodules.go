@@ -122,6 +122,9 @@ func (c *Client) submoduleRemote(parent *remote, rawURL string) (*remote, error)
 		return nil, fmt.Errorf("invalid submodule URL %q", SanitizeURL(rawURL))
 	}
 	parentScheme := strings.ToLower(parent.parsed.Scheme)
+	if ep.Protocol == TransportHTTP && c.refusePlainHTTP {
+		return nil, fmt.Errorf("submodule URL %q uses plain HTTP, which the controller refuses (--insecure-allow-http=false)", SanitizeURL(rawURL))
+	}
 	switch ep.Protocol {
 	case TransportHTTP, TransportHTTPS, TransportSSH:
 	default:

@@ -289,6 +289,7 @@ func TestClone_SubmodulesOverTransports(t *testing.T) {
 		name      string
 		transport string // http, https or ssh
 		subURL    func(s *served, base string) string
+		noHTTP    bool
 		wantErr   string
 	}{
 		{name: "https, relative URL: credentials and CA are reused", transport: "https",
@@ -299,6 +300,9 @@ func TestClone_SubmodulesOverTransports(t *testing.T) {
 			subURL: func(*served, string) string { return "../sub.git" }},
 		{name: "local path is refused for a remote parent", transport: "http", wantErr: "not allowed",
 			subURL: func(s *served, _ string) string { return "file://" + filepath.Join(s.srv.Root(), "sub.git") }},
+		{name: "http submodule refused when plain HTTP is", transport: "http", noHTTP: true,
+			wantErr: "uses plain HTTP, which the controller refuses",
+			subURL:  func(_ *served, base string) string { return base + "/sub.git" }},
 		{name: "ssh submodule on a host without credentials", transport: "https",
 			wantErr: "no SSH credentials for host other.example.com",
 			subURL:  func(*served, string) string { return "ssh://git@other.example.com/sub.git" }},
@@ -314,7 +318,7 @@ func TestClone_SubmodulesOverTransports(t *testing.T) {
 
 			rawURL := base + "/parent.git"
 			c, dir := newTestClient(t, authFor(t, rawURL, data), nil)
-			_, err := c.Clone(context.Background(), rawURL, CheckoutOptions{Branch: "main", RecurseSubmodules: true})
+			_, err := c.Clone(context.Background(), rawURL, CheckoutOptions{Branch: "main", RecurseSubmodules: true, RefusePlainHTTP: tt.noHTTP})
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return

@@ -71,9 +71,14 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 			fmt.Errorf("plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", git.SanitizeURL(obj.Spec.URL)))
 	}
 	checkout.MaxTransferBytes, checkout.MaxObjectBytes, checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
+	checkout.RefusePlainHTTP = !r.AllowInsecureHTTP
 	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
 	if err != nil {
 		return reconcile.ResultEmpty, err
+	}
+	if proxy != nil && strings.HasPrefix(strings.ToLower(proxy.URL), "http://") && !r.AllowInsecureHTTP {
+		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+			fmt.Errorf("the proxy of secret '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", obj.Spec.ProxySecretRef.Name))
 	}
 	if sc.includes, err = r.resolveIncludes(ctx, obj); err != nil {
 		return reconcile.ResultEmpty, err

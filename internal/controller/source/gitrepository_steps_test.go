@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -125,6 +126,24 @@ func TestReconcileSourceRefusesPlainHTTP(t *testing.T) {
 	_, err = r.reconcileSource(context.Background(), obj, sc)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(srv.Requests()).NotTo(BeZero())
+}
+
+// TestReconcileSourceRefusesAPlainHTTPProxy: with --insecure-allow-http=false
+// an https repository behind an http:// proxy stalls before any request,
+// without echoing the proxy's credentials.
+func TestReconcileSourceRefusesAPlainHTTPProxy(t *testing.T) {
+	g := NewWithT(t)
+	proxy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "proxy"},
+		Data: map[string][]byte{"address": []byte("http://proxy.example:3128"), "username": []byte("u"), "password": []byte("pr0xy-s3cret")}}
+	obj := newGitRepository("default", "app", "https://example.com/app.git")
+	obj.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
+	r := &GitRepositoryReconciler{Client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(proxy).Build()}
+	sc := &gitScope{}
+	defer sc.cleanup()
+	_, err := r.reconcileSource(context.Background(), obj, sc)
+	g.Expect(reconcile.ReasonOf(err, "")).To(Equal(meta.InsecureConnectionsDisallowedReason))
+	g.Expect(err).To(MatchError(ContainSubstring("proxy of secret 'proxy' is plain HTTP")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("pr0xy-s3cret"))
 }
 
 // TestReconcileStorage runs the storage step on an object whose artifact
