@@ -38,6 +38,19 @@ spec:
 `
 }
 
+// readyApp applies, in a new namespace, a Kustomization "app" of ./deploy
+// from a repository holding one ConfigMap "a", and waits until it is Ready:
+// it returns the namespace, the repository, the Kustomization's key and
+// the Ready Kustomization.
+func readyApp(t *testing.T, g *WithT) (string, *gitserver.Repo, client.ObjectKey, *kustomizev1.Kustomization) {
+	ns := env.CreateNamespace(t)
+	repo, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	return ns, repo, key, waitForKs(g, key, ksReady(""))
+}
+
 // kustomization returns a Kustomization manifest for source src with extra
 // spec lines.
 func kustomization(name, src, extra string) string {
@@ -174,12 +187,7 @@ func TestDriftIsCorrected(t *testing.T) {
 func TestSuspendedDeletionKeepsObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	_, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
-	applyManifests(g, ns, src)
-	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
-	key := client.ObjectKey{Namespace: ns, Name: "app"}
-	got := waitForKs(g, key, ksReady(""))
+	ns, _, key, got := readyApp(t, g)
 
 	g.Expect(env.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, got)).To(Succeed())

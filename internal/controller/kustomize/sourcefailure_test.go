@@ -25,12 +25,7 @@ import (
 func TestDeletedRepositoryPrunesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.CreateNamespace(t)
-	repo, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
-	applyManifests(g, ns, src)
-	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
-	key := client.ObjectKey{Namespace: ns, Name: "app"}
-	applied := waitForKs(g, key, ksReady(""))
+	ns, repo, key, applied := readyApp(t, g)
 
 	g.Expect(os.RemoveAll(repo.Path())).To(Succeed())
 	source := &sourcev1.GitRepository{}
