@@ -135,6 +135,7 @@ func (c *Client) Close() {
 	c.signer = nil
 	c.knownHosts = nil
 	c.storage = nil
+	c.limits.releaseMemory()
 }
 
 // Clone checks out the reference selected by opts from the repository at
@@ -167,6 +168,7 @@ func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 	}
 	if err != nil {
 		c.storage = nil
+		c.limits.releaseMemory()
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) && !errors.Is(err, ErrTooLarge) {
 			err = fmt.Errorf("%w: %w", ctxErr, err)
 		}

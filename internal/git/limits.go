@@ -175,6 +175,10 @@ type cloneLimits struct {
 	objects *byteBudget
 	// checkout counts the bytes written to files in the work directory.
 	checkout *byteBudget
+	// held is what the Clone holds of the process's memory budget, and
+	// busy the refusal of that budget, if any (see memory.go).
+	held atomic.Int64
+	busy atomic.Pointer[BusyError]
 }
 
 // newCloneLimits returns the budgets opts asks for, with the defaults for
@@ -198,6 +202,9 @@ func (l *cloneLimits) exceeded() error {
 		if err := b.exceeded(); err != nil {
 			return err
 		}
+	}
+	if busy := l.busy.Load(); busy != nil {
+		return busy
 	}
 	return nil
 }

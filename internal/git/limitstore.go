@@ -66,6 +66,9 @@ func (w *packWriter) Write(p []byte) (int, error) {
 	if w.err == nil {
 		w.err = w.storage.limits.packs.take(int64(len(p)))
 	}
+	if w.err == nil {
+		w.err = w.storage.limits.hold(int64(len(p)))
+	}
 	if w.err != nil {
 		w.buf = bytes.Buffer{}
 		return len(p), nil
@@ -77,22 +80,39 @@ func (w *packWriter) Write(p []byte) (int, error) {
 // uncompressed size fits the object limit, and drops the buffer.
 func (w *packWriter) Close() error {
 	pack := w.buf.Bytes()
-	defer func() { w.buf = bytes.Buffer{} }()
+	limits := w.storage.limits
+	defer func() {
+		// The buffer goes; the objects loaded from it stay held.
+		limits.unhold(int64(len(pack)))
+		w.buf = bytes.Buffer{}
+	}()
 	if w.err != nil || len(pack) == 0 {
 		return w.err
 	}
-	if err := chargeObjects(pack, w.storage.limits.objects); err != nil {
+	if err := chargeObjects(pack, limits); err != nil {
 		return err
 	}
 	return packfile.UpdateObjectStorage(w.storage.Storage, bytes.NewReader(pack))
 }
 
-// chargeObjects counts against budget the uncompressed size of every object
-// in pack, reading only object headers and delta headers, and stops before
-// inflating an object that would exceed it. A delta is charged both its own
-// size and the size of the object it produces (an upper bound of what
-// loading it keeps in memory).
-func chargeObjects(pack []byte, budget *byteBudget) error {
+// chargeObjects counts against the object limit, and holds of the memory
+// budget, the uncompressed size of every object in pack, reading only
+// object headers and delta headers, and stops before inflating an object
+// that would exceed either. A delta is charged both its own size and the
+// size of the object it produces (an upper bound of what loading it keeps
+// in memory).
+func chargeObjects(pack []byte, limits *cloneLimits) error {
+	return scanObjectSizes(pack, func(n int64) error {
+		if err := limits.objects.take(n); err != nil {
+			return err
+		}
+		return limits.hold(n)
+	})
+}
+
+// scanObjectSizes calls charge with the uncompressed size of every object
+// of pack (and of every delta's result), stopping at its first error.
+func scanObjectSizes(pack []byte, charge func(int64) error) error {
 	sc := packfile.NewScanner(bytes.NewReader(pack))
 	_, count, err := sc.Header()
 	if err != nil {
@@ -103,13 +123,13 @@ func chargeObjects(pack []byte, budget *byteBudget) error {
 		if err != nil {
 			return err
 		}
-		if err := budget.take(oh.Length); err != nil {
+		if err := charge(oh.Length); err != nil {
 			return err
 		}
 		if !oh.Type.IsDelta() {
 			continue
 		}
-		if err := chargeDelta(sc, budget); err != nil {
+		if err := chargeDelta(sc, charge); err != nil {
 			return err
 		}
 	}
@@ -118,7 +138,7 @@ func chargeObjects(pack []byte, budget *byteBudget) error {
 
 // chargeDelta reads the delta object the scanner is at and charges the
 // size of the object it produces.
-func chargeDelta(sc *packfile.Scanner, budget *byteBudget) error {
+func chargeDelta(sc *packfile.Scanner, charge func(int64) error) error {
 	var head deltaHead
 	if _, _, err := sc.NextObject(&head); err != nil {
 		return err
@@ -127,7 +147,7 @@ func chargeDelta(sc *packfile.Scanner, budget *byteBudget) error {
 	if err != nil {
 		return err
 	}
-	return budget.take(size)
+	return charge(size)
 }
 
 // deltaHead keeps the first bytes of a delta, which hold the sizes of its

@@ -14,6 +14,7 @@ import (
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
 )
@@ -52,6 +53,9 @@ type SourceOptions struct {
 	// received, uncompressed objects and files checked out; zero keeps the
 	// git package's defaults.
 	GitCloneMaxSize int64
+	// GitClonesMaxMemory, when positive, bounds what all git clones hold
+	// in memory together; zero keeps the git package's default.
+	GitClonesMaxMemory int64
 }
 
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
@@ -61,6 +65,7 @@ func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ArtifactRetentionTTL, "artifact-retention-ttl", o.ArtifactRetentionTTL, "how long superseded artifacts are kept")
 	fs.IntVar(&o.ArtifactRetentionRecords, "artifact-retention-records", o.ArtifactRetentionRecords, "how many artifacts are kept per object")
 	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
+	fs.Int64Var(&o.GitClonesMaxMemory, "git-clones-max-memory", 0, "bytes all git clones in progress may hold in memory together; a clone past it is retried (0: 2 GiB)")
 }
 
 // KustomizeOptions are the options of the kustomize controller.
@@ -133,6 +138,7 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 	if err := m.setupStorage(opts); err != nil {
 		return err
 	}
+	git.SetMaxMemoryBytes(opts.Source.GitClonesMaxMemory)
 	r := &sourcectrl.GitRepositoryReconciler{
 		Client:            m.GetClient(),
 		Events:            m.events(SourceController),

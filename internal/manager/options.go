@@ -137,6 +137,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--min-retry-delay must be positive and at most --max-retry-delay")
 	case o.Source.GitCloneMaxSize < 0:
 		return fmt.Errorf("--git-clone-max-size must not be negative")
+	case o.Source.GitClonesMaxMemory < 0:
+		return fmt.Errorf("--git-clones-max-memory must not be negative")
 	case o.Source.ArtifactRetentionRecords < 1:
 		return fmt.Errorf("--artifact-retention-records must be at least 1")
 	case o.IntervalJitterPercentage < 0 || o.IntervalJitterPercentage >= 100:
