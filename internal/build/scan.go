@@ -23,6 +23,13 @@ var ErrRemoteReference = errors.New("remote references are not allowed")
 // maxScannedDirs bounds the kustomizations one build may reach.
 const maxScannedDirs = 10000
 
+// maxBuiltKustomizations bounds the kustomizations one build would build,
+// counting a base each time it is included: kustomize builds a base anew
+// for every inclusion, so a "diamond" of bases, each level including the
+// level below twice, doubles the work per level, and twenty small files
+// would build a million objects.
+const maxBuiltKustomizations = 10000
+
 // dirKeys name the kustomization fields whose entries may be directories
 // holding further kustomizations; pluginKeys those whose entries are
 // builtin plugin configurations (or directories of them).
@@ -65,12 +72,46 @@ type scanner struct {
 	fs       *ConfinedFS
 	noRemote bool
 	seen     map[string]bool
+	// includes lists, for each directory, the directories its
+	// kustomization includes, once per inclusion.
+	includes map[string][]string
 }
 
-// checkReferences scans every kustomization reachable from dir.
+// checkReferences scans every kustomization reachable from dir, and
+// refuses a build that would build more than maxBuiltKustomizations.
 func checkReferences(fsys *ConfinedFS, dir string, noRemoteBases bool) error {
-	s := &scanner{fs: fsys, noRemote: noRemoteBases, seen: map[string]bool{}}
-	return s.visit(dir, false)
+	s := &scanner{fs: fsys, noRemote: noRemoteBases, seen: map[string]bool{}, includes: map[string][]string{}}
+	if err := s.visit(dir, false); err != nil {
+		return err
+	}
+	if n := s.built(dir, map[string]int64{}, map[string]bool{}); n > maxBuiltKustomizations {
+		return fmt.Errorf("the build would build more than %d kustomizations (a base counts each time it is included)", maxBuiltKustomizations)
+	}
+	return nil
+}
+
+// built returns how many kustomizations building dir builds, at most
+// maxBuiltKustomizations+1: dir's own and, for every inclusion, those of
+// the directory included. A directory on the path to itself counts once
+// (kustomize refuses the cycle).
+func (s *scanner) built(dir string, memo map[string]int64, onPath map[string]bool) int64 {
+	if n, ok := memo[dir]; ok {
+		return n
+	}
+	if onPath[dir] {
+		return 1
+	}
+	onPath[dir] = true
+	n := int64(1)
+	for _, child := range s.includes[dir] {
+		if n += s.built(child, memo, onPath); n > maxBuiltKustomizations {
+			n = maxBuiltKustomizations + 1
+			break
+		}
+	}
+	delete(onPath, dir)
+	memo[dir] = n
+	return n
 }
 
 // visit scans the kustomization in dir once. In plugin context the files it
@@ -178,6 +219,7 @@ func (s *scanner) follow(file, dir, ref string, plugin bool) error {
 		return fmt.Errorf("kustomization file %q: entry %q: %w", s.fs.rel(file), ref, err)
 	}
 	if s.fs.IsDir(real) {
+		s.includes[dir] = append(s.includes[dir], real)
 		return s.visit(real, plugin)
 	}
 	if !plugin {

@@ -2,6 +2,7 @@ package build
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -442,5 +443,46 @@ func TestBuildLeavesTheArtifactUnchanged(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, e := range entries {
 		g.Expect(strings.Contains(e.Name(), "overlay")).To(BeFalse(), "nothing is written beside root")
+	}
+}
+
+// TestBuildRefusesExponentialBases (row 43): a "diamond" of bases, each
+// level including the level below twice under two name prefixes, would
+// make kustomize build 2^n copies of the bottom level from 2n small files:
+// it is refused before kustomize runs, while a base shared by a few
+// overlays builds.
+func TestBuildRefusesExponentialBases(t *testing.T) {
+	diamond := func(levels int) map[string]string {
+		files := map[string]string{"l0/kustomization.yaml": "resources: [cm.yaml]\n",
+			"l0/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"}
+		for i := 1; i <= levels; i++ {
+			for _, side := range []string{"a", "b"} {
+				files[fmt.Sprintf("l%d%s/kustomization.yaml", i, side)] = fmt.Sprintf("namePrefix: %s-\nresources: [../l%d]\n", side, i-1)
+			}
+			files[fmt.Sprintf("l%d/kustomization.yaml", i)] = fmt.Sprintf("resources: [../l%da, ../l%db]\n", i, i)
+		}
+		return files
+	}
+	tests := []struct {
+		name    string
+		levels  int
+		wantErr bool
+	}{
+		{name: "a few levels build", levels: 3},
+		{name: "twenty levels are refused", levels: 20, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, root := newRoot(t)
+			writeTree(t, root, diamond(tt.levels))
+			docs, err := buildWithin(t, 20*time.Second, root, fmt.Sprintf("l%d", tt.levels), Options{})
+			if tt.wantErr {
+				g.Expect(err).To(MatchError(ContainSubstring("would build more than")))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(docs).To(HaveLen(1 << tt.levels))
+		})
 	}
 }
