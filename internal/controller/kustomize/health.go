@@ -193,6 +193,8 @@ type liveReader struct {
 	live map[string]*unstructured.Unstructured
 }
 
+// Get answers from the objects read in this run when it holds key at the
+// version asked for, and from the API server otherwise.
 func (l liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
