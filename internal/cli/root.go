@@ -22,7 +22,7 @@ unchanged.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newControllerCommand(), newVersionCommand())
+	root.AddCommand(newControllerCommand(), newVersionCommand(), newGetCommand())
 	return root
 }
 

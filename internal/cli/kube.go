@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// defaultNamespace is where the toolkit's objects live unless -n says
+// otherwise, as in the reference command line.
+const defaultNamespace = "flux-system"
+
+// kubeFlags are the flags that say which cluster, as whom and in which
+// namespace a command works.
+type kubeFlags struct {
+	kubeconfig string
+	context    string
+	namespace  string
+}
+
+// bind adds the flags to cmd and its subcommands.
+func (k *kubeFlags) bind(cmd *cobra.Command) {
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to $KUBECONFIG, then ~/.kube/config")
+	fs.StringVar(&k.context, "context", "", "the kubeconfig context to use")
+	fs.StringVarP(&k.namespace, "namespace", "n", defaultNamespace, "the namespace of the objects")
+}
+
+// client returns a client of the cluster the flags name.
+func (k *kubeFlags) client() (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
