@@ -11,12 +11,24 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/controller/kustomize"
+	"github.com/windlass-dev/windlass/internal/controller/source"
+	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -35,7 +47,44 @@ func TestMain(m *testing.M) {
 		}
 		kubeconfig, err = e.KubeconfigFile(dir)
 		return err
-	}))
+	}, startControllers))
+}
+
+// controlledLabel marks the objects that the tests' controllers reconcile.
+const controlledLabel = "windlass.test/controlled"
+
+// startControllers runs the GitRepository and Kustomization controllers
+// against the test control plane, for the verbs that wait for them.
+func startControllers(ctx context.Context, e *testenv.Environment) error {
+	storage, err := testutil.StartStorage()
+	if err != nil {
+		return err
+	}
+	// The controllers see only the objects labelled for them, so that the
+	// objects of the get tests keep the status the tests give them.
+	selector := labels.SelectorFromSet(labels.Set{controlledLabel: "true"})
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&sourcev1.GitRepository{}: {Label: selector}, &kustomizev1.Kustomization{}: {Label: selector},
+		}}})
+	if err != nil {
+		return err
+	}
+	opts := reconcile.ControllerOptions{MaxConcurrentReconciles: 2,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, time.Second)}
+	git := &source.GitRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, DependencyRequeue: time.Second, AllowInsecureHTTP: true}
+	if err := git.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	ks := &kustomize.KustomizationReconciler{
+		Client: mgr.GetClient(), Fetcher: &fetch.Local{Storage: storage}, DependencyRequeue: time.Second,
+		Applier: &impersonation.Factory{Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
+	}
+	if err := ks.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
 }
 
 // run runs the windlass command line with args against the test control

@@ -22,7 +22,8 @@ unchanged.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newControllerCommand(), newVersionCommand(), newGetCommand())
+	root.AddCommand(newControllerCommand(), newVersionCommand(), newGetCommand(),
+		newReconcileCommand(), newSuspendCommand(), newResumeCommand())
 	return root
 }
 

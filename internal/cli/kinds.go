@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+)
+
+// reconcilable is a Windlass object as the verbs see it.
+type reconcilable interface {
+	statusObject
+	GetObservedGeneration() int64
+	IsSuspended() bool
+}
+
+// objectKind is a kind the verbs work on: how the command line names it
+// and how to make an object and a list of it.
+type objectKind struct {
+	// words name the kind on the command line ("source git",
+	// "kustomization").
+	words []string
+	// aliases are other names of its last word.
+	aliases []string
+	// kind is its Kubernetes kind.
+	kind string
+	// new returns an empty object of the kind.
+	new func() reconcilable
+	// newList returns an empty list of the kind, and the function that
+	// returns its items.
+	newList func() (client.ObjectList, func() []reconcilable)
+	// lastHandled returns the reconcile request token the controller last
+	// handled.
+	lastHandled func(reconcilable) string
+	// revision returns what the object reports it is at.
+	revision func(reconcilable) string
+}
+
+// objectKinds are the kinds the verbs know, in dependency order (sources
+// before what applies them).
+var objectKinds = []objectKind{
+	{
+		words: []string{"source", "git"}, aliases: []string{"gitrepository"}, kind: sourcev1.GitRepositoryKind,
+		new: func() reconcilable { return &sourcev1.GitRepository{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &sourcev1.GitRepositoryList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*sourcev1.GitRepository).Status.LastHandledReconcileAt },
+		revision: func(o reconcilable) string {
+			if a := o.(*sourcev1.GitRepository).Status.Artifact; a != nil {
+				return a.Revision
+			}
+			return ""
+		},
+	},
+	{
+		words: []string{"kustomization"}, aliases: []string{"ks", "kustomizations"}, kind: kustomizev1.KustomizationKind,
+		new: func() reconcilable { return &kustomizev1.Kustomization{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &kustomizev1.KustomizationList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastHandledReconcileAt },
+		revision:    func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
+	},
+}
+
+// items returns pointers to the items of a typed list.
+func items[T any, PT interface {
+	*T
+	reconcilable
+}](list []T) []reconcilable {
+	out := make([]reconcilable, 0, len(list))
+	for i := range list {
+		out = append(out, PT(&list[i]))
+	}
+	return out
+}
+
+// describe names obj as "Kind namespace/name".
+func (k objectKind) describe(obj client.Object) string {
+	return fmt.Sprintf("%s %s/%s", k.kind, obj.GetNamespace(), obj.GetName())
+}
+
+// use returns the last word of the kind with its placeholder argument.
+func (k objectKind) use(arg string) string {
+	return strings.TrimSpace(k.words[len(k.words)-1] + " " + arg)
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// createFromYAML creates the object manifest declares, for the tests'
+// controllers to reconcile.
+func createFromYAML(g *WithT, obj client.Object, manifest string) {
+	g.Expect(yaml.UnmarshalStrict([]byte(manifest), obj)).To(Succeed(), manifest)
+	obj.SetLabels(map[string]string{controlledLabel: "true"})
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+}
+
+// TestReconcileSuspendResume drives a GitRepository and a Kustomization
+// with the verbs, against running controllers: reconcile waits for the
+// outcome (and says when it is not Ready, with a non-zero exit), suspend
+// stops the object, reconcile refuses a suspended one with the command that
+// resumes it, and resume waits until it is Ready again.
+func TestReconcileSuspendResume(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  v: \"1\"\n", ns)}, "one")
+	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
+`, ns, base))
+	createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: %s}
+spec: {interval: 1h, path: ./deploy, prune: true, sourceRef: {kind: GitRepository, name: app}}
+`, ns))
+
+	sha := repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  v: \"2\"\n", ns)}, "two")
+	out, _, err := run(t, "reconcile", "ks", "app", "-n", ns, "--with-source", "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("✔ GitRepository " + ns + "/app reconciled: stored artifact for revision 'main@sha1:" + sha + "'"))
+	g.Expect(out).To(ContainSubstring("✔ Kustomization " + ns + "/app reconciled: Applied revision: main@sha1:" + sha))
+	var cm corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
+	g.Expect(cm.Data["v"]).To(Equal("2"), "--with-source applied the new commit")
+
+	out, _, err = run(t, "suspend", "kustomization", "app", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("✔ Kustomization " + ns + "/app suspended\n"))
+	ks := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, ks)).To(Succeed())
+	g.Expect(ks.Spec.Suspend).To(BeTrue())
+	_, _, err = run(t, "reconcile", "kustomization", "app", "-n", ns)
+	g.Expect(err).To(MatchError(ContainSubstring("is suspended: resume it with `windlass resume kustomization app`")))
+
+	out, _, err = run(t, "resume", "ks", "--all", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("✔ Kustomization " + ns + "/app reconciled"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, ks)).To(Succeed())
+	g.Expect(ks.Spec.Suspend).To(BeFalse())
+
+	// A revision that does not build: reconcile says why, and fails.
+	repo.MustCommit(t, "main", map[string]string{"deploy/kustomization.yaml": "resources: [missing.yaml]\n"}, "broken")
+	out, _, err = run(t, "reconcile", "ks", "app", "-n", ns, "--with-source")
+	g.Expect(err).To(MatchError(ContainSubstring("Kustomization "+ns+"/app is not Ready")), out)
+}
+
+func TestVerbsBadInput(t *testing.T) {
+	ns := env.CreateNamespace(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "an object that does not exist", args: []string{"reconcile", "source", "git", "nothing", "-n", ns}, wantErr: "reading GitRepository " + ns + "/nothing"},
+		{name: "neither a name nor --all", args: []string{"suspend", "ks", "-n", ns}, wantErr: "name one object, or pass --all"},
+		{name: "a name and --all", args: []string{"resume", "ks", "app", "--all", "-n", ns}, wantErr: "name one object, or pass --all"},
+		{name: "a timeout out of range", args: []string{"reconcile", "ks", "app", "--timeout", "0s", "-n", ns}, wantErr: "--timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := run(t, tt.args...)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+		})
+	}
+}
