@@ -8,9 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 // now is the clock of `get`'s AGE column; tests fix it.
@@ -22,9 +19,6 @@ type getFlags struct {
 	allNamespaces bool
 	noHeader      bool
 }
-
-// lister lists the objects of one kind as rows.
-type lister func(ctx context.Context, c client.Client, opts []client.ListOption, at time.Time) ([]statusRow, error)
 
 func newGetCommand() *cobra.Command {
 	f := &getFlags{}
@@ -41,15 +35,19 @@ are Ready and why not, and their age.`,
 	fs.BoolVar(&f.noHeader, "no-header", false, "leave the header line out")
 
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show sources"}
-	sources.AddCommand(f.command("git", []string{"gitrepository", "gitrepositories"}, "Show GitRepositories", false, listGitRepositories))
-	cmd.AddCommand(sources,
-		f.command("kustomizations", []string{"kustomization", "ks"}, "Show Kustomizations", false, listKustomizations),
-		f.command("all", nil, "Show every Windlass object", true, listGitRepositories, listKustomizations))
+	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object", true, objectKinds...))
+	for _, k := range objectKinds {
+		parent := cmd
+		if k.words[0] == "source" {
+			parent = sources
+		}
+		parent.AddCommand(f.command(k.words[len(k.words)-1], k.aliases, "Show "+k.kind+"s", false, k))
+	}
 	return cmd
 }
 
-// command returns the subcommand that prints the rows of listers.
-func (f *getFlags) command(use string, aliases []string, short string, kinds bool, listers ...lister) *cobra.Command {
+// command returns the subcommand that prints the objects of kinds.
+func (f *getFlags) command(use string, aliases []string, short string, showKind bool, kinds ...objectKind) *cobra.Command {
 	return &cobra.Command{
 		Use:     use,
 		Aliases: aliases,
@@ -66,8 +64,8 @@ func (f *getFlags) command(use string, aliases []string, short string, kinds boo
 			}
 			var rows []statusRow
 			at := now()
-			for _, list := range listers {
-				r, err := list(cmd.Context(), c, opts, at)
+			for _, k := range kinds {
+				r, err := listRows(cmd.Context(), c, k, opts, at)
 				if err != nil {
 					return err
 				}
@@ -81,37 +79,21 @@ func (f *getFlags) command(use string, aliases []string, short string, kinds boo
 				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", where)
 				return err
 			}
-			return printTable(cmd.OutOrStdout(), rows, tableOptions{allNamespaces: f.allNamespaces, kinds: kinds, noHeader: f.noHeader})
+			return printTable(cmd.OutOrStdout(), rows, tableOptions{allNamespaces: f.allNamespaces, kinds: showKind, noHeader: f.noHeader})
 		},
 	}
 }
 
-func listGitRepositories(ctx context.Context, c client.Client, opts []client.ListOption, at time.Time) ([]statusRow, error) {
-	var list sourcev1.GitRepositoryList
-	if err := c.List(ctx, &list, opts...); err != nil {
-		return nil, listError("GitRepositories", err)
+// listRows returns the objects of kind k as rows, by namespace and name.
+func listRows(ctx context.Context, c client.Client, k objectKind, opts []client.ListOption, at time.Time) ([]statusRow, error) {
+	list, all := k.newList()
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, listError(k.kind+"s", err)
 	}
-	rows := make([]statusRow, 0, len(list.Items))
-	for i := range list.Items {
-		o := &list.Items[i]
-		revision := ""
-		if a := o.Status.Artifact; a != nil {
-			revision = a.Revision
-		}
-		rows = append(rows, rowOf("GitRepository", o, revision, o.Spec.Suspend, at))
-	}
-	return sorted(rows), nil
-}
-
-func listKustomizations(ctx context.Context, c client.Client, opts []client.ListOption, at time.Time) ([]statusRow, error) {
-	var list kustomizev1.KustomizationList
-	if err := c.List(ctx, &list, opts...); err != nil {
-		return nil, listError("Kustomizations", err)
-	}
-	rows := make([]statusRow, 0, len(list.Items))
-	for i := range list.Items {
-		o := &list.Items[i]
-		rows = append(rows, rowOf("Kustomization", o, o.Status.LastAppliedRevision, o.Spec.Suspend, at))
+	objs := all()
+	rows := make([]statusRow, 0, len(objs))
+	for _, o := range objs {
+		rows = append(rows, rowOf(k.kind, o, k.revision(o), o.IsSuspended(), at))
 	}
 	return sorted(rows), nil
 }

@@ -43,7 +43,7 @@ type objectKind struct {
 // before what applies them).
 var objectKinds = []objectKind{
 	{
-		words: []string{"source", "git"}, aliases: []string{"gitrepository"}, kind: sourcev1.GitRepositoryKind,
+		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
 		new: func() reconcilable { return &sourcev1.GitRepository{} },
 		newList: func() (client.ObjectList, func() []reconcilable) {
 			l := &sourcev1.GitRepositoryList{}
