@@ -36,7 +36,7 @@ const bulkObjects = 300
 func TestKustomization_KilledMidApplyConverges(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	st := startCrashStory(t, g)
+	st := startCrashStory(t, g, "crash-", oneObject)
 	ns, repo, ks := st.ns, st.repo, st.ks
 
 	// Revision 2 adds the bulk; the controller dies at its first write.
@@ -71,7 +71,7 @@ func TestKustomization_KilledMidApplyConverges(t *testing.T) {
 // shutdown grace, and the next replica applies the revision whole.
 func TestKustomization_TerminatedMidApplyExitsAndConverges(t *testing.T) {
 	g := NewWithT(t)
-	st := startCrashStory(t, g)
+	st := startCrashStory(t, g, "crash-", oneObject)
 	var terminated error
 	var took time.Duration
 	rev2 := st.addBulk(t, g, func() {
@@ -88,34 +88,30 @@ func TestKustomization_TerminatedMidApplyExitsAndConverges(t *testing.T) {
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(bulkObjects + 1))
 }
 
-// crashStory is a sharded controller of its own that applied revision 1
-// (one object) of a Kustomization with prune.
+// crashStory is a sharded controller of its own, and a Kustomization with
+// prune that it applied at revision 1.
 type crashStory struct {
 	ns, shard, storage string
 	proc               *controller
 	repo               *gitserver.Repo
 	src                *sourcev1.GitRepository
 	ks                 *kustomizev1.Kustomization
+	// rev1 is revision 1, as main@sha1:<hex>.
+	rev1 string
 }
 
-// startCrashStory starts a crashStory.
-func startCrashStory(t *testing.T, g *WithT) *crashStory {
+// startCrashStory starts a controller for a new namespace and the shard
+// prefix+namespace, and waits until a Kustomization with prune applied
+// files (given the namespace) as revision 1.
+func startCrashStory(t *testing.T, g *WithT, prefix string, files func(ns string) map[string]string) *crashStory {
 	st := &crashStory{ns: env.CreateNamespace(t), storage: t.TempDir()}
-	st.shard = "crash-" + st.ns
+	st.shard = prefix + st.ns
 	st.proc = startShardController(t, g, st.shard, st.storage)
 	srv := gitserver.NewForTest(t)
 	base := srv.MustStartHTTP(t)
 	st.repo = srv.MustInitRepo(t, "app.git", "main")
-	rev1 := st.repo.MustCommit(t, "main", map[string]string{"deploy/keep.yaml": configMapYAML(st.ns, "keep")}, "one object")
-	st.src = createSharded(g, st.shard, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec:
-  interval: 10m
-  url: %s/app.git
-  ref: {branch: main}
-`, st.ns, base))
+	st.rev1 = "main@sha1:" + st.repo.MustCommit(t, "main", files(st.ns), "revision 1")
+	st.src = createSharded(g, st.shard, &sourcev1.GitRepository{}, gitRepositoryYAML(st.ns, "app", base+"/app.git"))
 	st.ks = createSharded(g, st.shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -127,8 +123,13 @@ spec:
   prune: true
   sourceRef: {kind: GitRepository, name: app}
 `, st.ns))
-	waitApplied(g, client.ObjectKeyFromObject(st.ks), "main@sha1:"+rev1)
+	waitApplied(g, client.ObjectKeyFromObject(st.ks), st.rev1)
 	return st
+}
+
+// oneObject is a revision 1 of one ConfigMap, keep.
+func oneObject(ns string) map[string]string {
+	return map[string]string{"deploy/keep.yaml": configMapYAML(ns, "keep")}
 }
 
 // addBulk commits revision 2, which adds bulkObjects ConfigMaps, requests

@@ -26,7 +26,6 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // killPointBulk is how many ConfigMaps (bulk-000, ...) the first revision
@@ -102,44 +101,24 @@ func TestKillPoint(t *testing.T) {
 // its own, and a Kustomization that applied keep and the bulk from a
 // GitRepository at rev1.
 type killScene struct {
-	ns, shard, storage string
-	proc               *controller
-	repo               *gitserver.Repo
-	src                *sourcev1.GitRepository
-	ks                 *kustomizev1.Kustomization
-	// rev1 and rev2 are the revisions (main@sha1:...) before and after
-	// the change.
-	rev1, rev2 string
+	*crashStory
+	// rev2 is the revision (main@sha1:...) after the change.
+	rev2 string
 }
 
 // newKillScene starts a controller for a new namespace and shard, and
 // waits until a Kustomization with prune applied keep and the bulk.
 func newKillScene(t *testing.T, g *WithT) *killScene {
-	sc := &killScene{ns: env.CreateNamespace(t), storage: t.TempDir()}
-	sc.shard = "killpoint-" + sc.ns
-	sc.proc = startShardController(t, g, sc.shard, sc.storage)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	sc.repo = srv.MustInitRepo(t, "app.git", "main")
-	sc.rev1 = "main@sha1:" + sc.repo.MustCommit(t, "main", map[string]string{
-		"deploy/keep.yaml": configMapYAML(sc.ns, "keep"),
-		"deploy/bulk.yaml": configMapsYAML(sc.ns, "bulk-", killPointBulk),
-	}, "keep and the bulk")
-	sc.src = createSharded(g, sc.shard, &sourcev1.GitRepository{}, gitRepositoryYAML(sc.ns, "app", base+"/app.git"))
-	sc.ks = createSharded(g, sc.shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: app, namespace: %s}
-spec:
-  interval: 10m
-  retryInterval: 1s
-  path: ./deploy
-  prune: true
-  sourceRef: {kind: GitRepository, name: app}
-`, sc.ns))
-	got := waitApplied(g, client.ObjectKeyFromObject(sc.ks), sc.rev1)
-	g.Expect(inventoryIDs(got)).To(ConsistOf(configMapIDs(sc.ns, append(numberedNames("bulk-", killPointBulk), "keep")...)))
-	return sc
+	st := startCrashStory(t, g, "killpoint-", func(ns string) map[string]string {
+		return map[string]string{
+			"deploy/keep.yaml": configMapYAML(ns, "keep"),
+			"deploy/bulk.yaml": configMapsYAML(ns, "bulk-", killPointBulk),
+		}
+	})
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(st.ks), got)).To(Succeed())
+	g.Expect(inventoryIDs(got)).To(ConsistOf(configMapIDs(st.ns, append(numberedNames("bulk-", killPointBulk), "keep")...)))
+	return &killScene{crashStory: st}
 }
 
 // kustomization reads the scene's Kustomization.
