@@ -146,7 +146,7 @@ func (f *verbFlags) reconcile(ctx context.Context, c client.Client, w io.Writer,
 		return err
 	}
 	if obj.IsSuspended() {
-		return fmt.Errorf("%s is suspended: resume it with `windlass resume %s %s`", k.describe(obj), joinWords(k), name)
+		return fmt.Errorf("%s is suspended: resume it with `windlass resume %s %s`", k.describe(obj), strings.Join(k.words, " "), name)
 	}
 	if ks, ok := obj.(*kustomizev1.Kustomization); ok && f.withSource {
 		if err := f.reconcileSourceOf(ctx, c, w, ks); err != nil {
@@ -282,13 +282,4 @@ func (f *verbFlags) get(ctx context.Context, c client.Client, k objectKind, name
 		return nil, fmt.Errorf("reading %s %s/%s: %w", k.kind, f.kube.namespace, name, err)
 	}
 	return obj, nil
-}
-
-// joinWords returns the kind's words as typed on the command line.
-func joinWords(k objectKind) string {
-	s := k.words[0]
-	for _, w := range k.words[1:] {
-		s += " " + w
-	}
-	return s
 }
