@@ -22,8 +22,17 @@ unchanged.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newControllerCommand(), newVersionCommand(), newGetCommand(),
-		newReconcileCommand(), newSuspendCommand(), newResumeCommand())
+	// One verb per line, in the order `windlass --help` lists them.
+	for _, verb := range []*cobra.Command{
+		newControllerCommand(),
+		newVersionCommand(),
+		newGetCommand(),
+		newReconcileCommand(),
+		newSuspendCommand(),
+		newResumeCommand(),
+	} {
+		root.AddCommand(verb)
+	}
 	return root
 }
 
