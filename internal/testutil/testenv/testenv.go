@@ -1,21 +1,17 @@
 // Package testenv starts the test control plane for a package's tests: a
 // real etcd and kube-apiserver (and, when asked, kube-controller-manager)
-// built from Go modules by hack/controlplane.sh, with the Windlass CRDs
+// built from Go modules by internal/controlplane, with the Windlass CRDs
 // installed. One control plane serves a whole package; each test works in a
 // namespace of its own.
 package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/windlass-dev/windlass/internal/controlplane"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -118,24 +115,16 @@ func (e *Environment) CreateNamespace(t testing.TB) string {
 	return ns.Name
 }
 
-// AssetsDir returns the folder of the control-plane binaries: the
-// KUBEBUILDER_ASSETS variable when set, else the cache folder that
-// hack/controlplane.sh builds into.
+// AssetsDir returns the folder of the control-plane binaries (see
+// controlplane.AssetsDir: $KUBEBUILDER_ASSETS, else the cache folder that
+// `make controlplane` builds into), and fails when they are not built.
 func AssetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "controlplane.sh"), "--print").Output()
-		if err != nil {
-			return "", fmt.Errorf("locating the test control plane: %w", err)
-		}
-		dir = strings.TrimSpace(string(out))
+	dir, err := controlplane.AssetsDir()
+	if err != nil {
+		return "", err
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", errors.New("the test control plane is not built: run 'make controlplane' (or hack/controlplane.sh) first")
-		}
+	if missing := controlplane.Missing(dir); len(missing) > 0 {
+		return "", fmt.Errorf("the test control plane is not built in %s (%s missing): run 'make controlplane' first", dir, missing[0].Name)
 	}
 	return dir, nil
 }
