@@ -24,6 +24,7 @@ unchanged.`,
 	root.SetErr(errOut)
 	// One verb per line, in the order `windlass --help` lists them.
 	for _, verb := range []*cobra.Command{
+		newDevCommand(),
 		newControllerCommand(),
 		newVersionCommand(),
 		newGetCommand(),

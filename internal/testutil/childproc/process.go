@@ -72,6 +72,9 @@ func (p *Process) Err() error {
 // Output returns what the process has written so far.
 func (p *Process) Output() string { return p.out.String() }
 
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Terminate sends SIGTERM and waits up to grace for the process to exit; it
 // reports an error unless the process exited with status 0 in time. The
 // process is killed if it is still running after grace.

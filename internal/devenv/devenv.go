@@ -1,0 +1,274 @@
+// Package devenv runs `windlass dev`: a local control plane (etcd,
+// kube-apiserver and kube-controller-manager, built from Go modules on first
+// use), every Windlass controller in this process, a git server on loopback
+// serving a demo repository or the user's folder, and the GitRepository and
+// Kustomizations that deploy it. Everything listens on 127.0.0.1 only, and
+// everything stops when the context ends.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/windlass-dev/windlass/config/crd"
+	"github.com/windlass-dev/windlass/internal/controlplane"
+	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// Options configure a dev session.
+type Options struct {
+	// Out receives the progress and the summary.
+	Out io.Writer
+	// Terminal redraws progress lines in place; otherwise each is a line.
+	Terminal bool
+	// KubeconfigOut is where the administrator's kubeconfig is written
+	// (default: kubeconfig in the dev folder of the cache).
+	KubeconfigOut string
+	// Path is the user's folder to serve; empty serves the demo.
+	Path string
+	// Timeout bounds the wait for the objects to become Ready.
+	Timeout time.Duration
+	// SyncInterval is how often Path is checked for changes.
+	SyncInterval time.Duration
+	// Command is how the user runs windlass, for the hints printed.
+	Command string
+}
+
+// ErrNoGit says that git is needed to serve the repository.
+var ErrNoGit = errors.New("windlass dev needs git on the PATH to serve its repository: install git (https://git-scm.com/downloads)")
+
+// Run runs a dev session until ctx ends, then stops everything it started.
+func Run(ctx context.Context, o Options) (err error) {
+	cache, err := controlplane.CacheDir()
+	if err != nil {
+		return err
+	}
+	s := &session{opts: o, dir: filepath.Join(cache, "dev"), p: newPrinter(o.Out, o.Terminal)}
+	if s.opts.KubeconfigOut == "" {
+		s.opts.KubeconfigOut = filepath.Join(s.dir, "kubeconfig")
+	}
+	if s.opts.KubeconfigOut, err = filepath.Abs(s.opts.KubeconfigOut); err != nil {
+		return err
+	}
+	if err := s.checkPath(); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return ErrNoGit
+	}
+	l, err := acquireLock(s.dir, s.opts.KubeconfigOut)
+	if err != nil {
+		return err
+	}
+	defer l.release()
+	defer s.stop()
+	s.p.line("windlass dev: kubeconfig %s", s.opts.KubeconfigOut)
+	for _, step := range []func(context.Context) error{
+		s.buildControlPlane, s.startControlPlane, s.startControllers, s.serveRepository, s.applySync,
+	} {
+		if err := step(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: stopping is all that is left
+			}
+			return err
+		}
+	}
+	s.waitReady(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	s.printHowToLook()
+	if s.mirror != nil {
+		s.followFolder(ctx)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// session is what a dev run started, to stop it in reverse order.
+type session struct {
+	opts Options
+	// dir is the dev folder of the cache: lock, logs, storage.
+	dir string
+	p   *printer
+
+	env        *envtest.Environment
+	config     *rest.Config
+	client     client.Client
+	kcm        *controlplane.ControllerManager
+	stopMgr    func()
+	gitServer  *gitserver.Server
+	repo       *gitserver.Repo
+	mirror     *folderMirror
+	syncObjs   []client.Object
+	logFiles   []*os.File
+	kubeconfig bool
+}
+
+// runDir holds the files of one run, removed when it stops.
+func (s *session) runDir() string { return filepath.Join(s.dir, "run") }
+
+// checkPath fails early on a --path that cannot be served.
+func (s *session) checkPath() error {
+	if s.opts.Path == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(s.opts.Path)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(abs)
+	if err != nil || !info.IsDir() {
+		return fmt.Errorf("--path %s is not a folder: point it at the folder of your manifests", s.opts.Path)
+	}
+	s.opts.Path = abs
+	_, err = newFolderMirror(abs, nil).stamp()
+	return err
+}
+
+// buildControlPlane builds the control plane when it is not built yet.
+func (s *session) buildControlPlane(ctx context.Context) error {
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		return err
+	}
+	if missing := controlplane.Missing(assets); len(missing) > 0 {
+		s.p.line("The control plane is built once from Go modules into %s; later runs start in seconds.", assets)
+		return controlplane.Build(ctx, assets, s.p.buildProgress())
+	}
+	return nil
+}
+
+// startControlPlane starts etcd and kube-apiserver with the CRDs
+// installed, writes the kubeconfig, and starts kube-controller-manager.
+func (s *session) startControlPlane(ctx context.Context) error {
+	done := s.p.phase("starting the control plane")
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		return done(err)
+	}
+	crds, err := crd.Objects()
+	if err != nil {
+		return done(err)
+	}
+	if err := os.RemoveAll(s.runDir()); err != nil {
+		return done(err)
+	}
+	s.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme.New()}
+	s.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
+	if s.config, err = s.env.Start(); err != nil {
+		return done(fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err))
+	}
+	if s.client, err = client.New(s.config, client.Options{Scheme: s.env.Scheme}); err != nil {
+		return done(err)
+	}
+	if err := s.writeKubeconfig("windlass-dev", s.opts.KubeconfigOut); err != nil {
+		return done(err)
+	}
+	s.kubeconfig = true
+	kcmConfig := filepath.Join(s.runDir(), "kube-controller-manager.kubeconfig")
+	if err := s.writeKubeconfig("kube-controller-manager", kcmConfig); err != nil {
+		return done(err)
+	}
+	log, err := s.logFile("kube-controller-manager.log")
+	if err != nil {
+		return done(err)
+	}
+	s.kcm, err = controlplane.StartControllerManager(ctx, controlplane.ControllerManagerOptions{
+		Binary: filepath.Join(assets, "kube-controller-manager"), Kubeconfig: kcmConfig, Output: log, Client: s.client,
+	})
+	if err != nil {
+		return done(fmt.Errorf("%w (its log: %s)", err, log.Name()))
+	}
+	return done(nil, "kube-apiserver at %s", s.config.Host)
+}
+
+// writeKubeconfig issues the system:masters user name and writes its
+// kubeconfig, with a context named windlass-dev, to path.
+func (s *session) writeKubeconfig(name, path string) error {
+	user, err := s.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the %s user: %w", name, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return err
+	}
+	for old, c := range cfg.Contexts {
+		delete(cfg.Contexts, old)
+		cfg.Contexts["windlass-dev"] = c
+	}
+	cfg.CurrentContext = "windlass-dev"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// logFile creates a log file in the dev folder, closed when the run stops.
+func (s *session) logFile(name string) (*os.File, error) {
+	f, err := os.Create(filepath.Join(s.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	s.logFiles = append(s.logFiles, f)
+	return f, nil
+}
+
+// controllerLogger writes the controllers' logs to windlass.log.
+func (s *session) controllerLogger() (logr.Logger, error) {
+	f, err := s.logFile("windlass.log")
+	if err != nil {
+		return logr.Logger{}, err
+	}
+	return zap.New(zap.WriteTo(f), zap.ConsoleEncoder()), nil
+}
+
+// stop stops what the run started, in reverse order, and removes the
+// kubeconfig of a control plane that is gone.
+func (s *session) stop() {
+	if s.env == nil {
+		return
+	}
+	done := s.p.phase("stopping")
+	if s.stopMgr != nil {
+		s.stopMgr()
+	}
+	if s.gitServer != nil {
+		s.gitServer.Stop()
+	}
+	if s.kcm != nil {
+		s.kcm.Stop()
+	}
+	err := s.env.Stop()
+	for _, f := range s.logFiles {
+		_ = f.Close()
+	}
+	_ = os.RemoveAll(s.runDir())
+	if s.kubeconfig {
+		_ = os.Remove(s.opts.KubeconfigOut)
+	}
+	_ = done(err, "nothing left running")
+}
+
+// setLogger sends controller-runtime's own logs to the controllers' log.
+func setLogger(l logr.Logger) { ctrl.SetLogger(l) }

@@ -1,0 +1,269 @@
+package devenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+)
+
+// startControllers runs every Windlass controller in this process against
+// the control plane, their artifacts served on a loopback port.
+func (s *session) startControllers(ctx context.Context) error {
+	done := s.p.phase("starting the controllers")
+	logger, err := s.controllerLogger()
+	if err != nil {
+		return done(err)
+	}
+	setLogger(logger)
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return done(err)
+	}
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.Namespace = Namespace
+	opts.RequeueDependency = 2 * time.Second
+	opts.Source.StoragePath = filepath.Join(s.runDir(), "storage")
+	opts.Source.StorageAddr = addr
+	// The manager gets its own context, so that stop ends it before the
+	// control plane rather than at the same time.
+	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	mgr, err := manager.New(mgrCtx, s.config, opts)
+	if err != nil {
+		cancel()
+		return done(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- mgr.Start(mgrCtx) }()
+	s.stopMgr = func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return done(fmt.Errorf("the controllers' cache did not sync (see %s)", filepath.Join(s.dir, "windlass.log")))
+	}
+	return done(nil, "artifacts served at http://%s; logs in %s", addr, filepath.Join(s.dir, "windlass.log"))
+}
+
+// freeLoopbackAddr returns an address on 127.0.0.1 with a port free now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// serveRepository serves the dev repository over HTTP on loopback, with
+// the demo or the user's folder committed.
+func (s *session) serveRepository(context.Context) error {
+	done := s.p.phase("serving the git repository")
+	srv, err := gitserver.New(filepath.Join(s.runDir(), "git"))
+	if err != nil {
+		return done(err)
+	}
+	s.gitServer = srv
+	base, err := srv.StartHTTP()
+	if err != nil {
+		return done(err)
+	}
+	if s.repo, err = srv.InitRepo(repoName+".git", branch); err != nil {
+		return done(err)
+	}
+	what, sha := "the demo", ""
+	if s.opts.Path != "" {
+		what = s.opts.Path
+		s.mirror = newFolderMirror(s.opts.Path, s.repo)
+		sha, err = s.mirror.sync()
+	} else {
+		sha, err = s.repo.Commit(branch, demoFiles, "The windlass dev demo")
+	}
+	if err != nil {
+		return done(err)
+	}
+	url := base + "/" + repoName + ".git"
+	s.syncObjs = syncObjects(url, s.opts.Path == "")
+	return done(nil, "%s at %s, commit %s", what, url, short(sha))
+}
+
+// applySync creates the namespace, the GitRepository and the
+// Kustomizations.
+func (s *session) applySync(ctx context.Context) error {
+	done := s.p.phase("creating the GitRepository and Kustomizations")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if err := s.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return done(err)
+	}
+	names := make([]string, 0, len(s.syncObjs))
+	for _, obj := range s.syncObjs {
+		if err := s.client.Create(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
+			return done(fmt.Errorf("creating %s: %w", describe(obj), err))
+		}
+		names = append(names, describe(obj))
+	}
+	return done(nil, "%s", strings.Join(names, ", "))
+}
+
+// waitReady waits until every sync object is Ready, saying so of each, or
+// until the timeout, saying why those left are not.
+func (s *session) waitReady(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	done := s.p.phase("waiting until they are Ready")
+	pending := slices.Clone(s.syncObjs)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for len(pending) > 0 {
+		select {
+		case <-ctx.Done():
+			for _, obj := range pending {
+				s.p.line("✗ %s is not Ready: %s", describe(obj), s.readyMessage(obj))
+			}
+			_ = done(fmt.Errorf("not Ready after %s; they keep being retried (see %s get all)", s.opts.Timeout, s.opts.Command))
+			return
+		case <-tick.C:
+		}
+		pending = slices.DeleteFunc(pending, func(obj client.Object) bool {
+			ready, message := s.ready(ctx, obj)
+			if ready {
+				s.p.line("✔ %s: %s", describe(obj), message)
+			}
+			return ready
+		})
+	}
+	_ = done(nil, "")
+}
+
+// statusObject is a sync object's status as waitReady reads it.
+type statusObject interface {
+	client.Object
+	conditions.Getter
+	GetObservedGeneration() int64
+}
+
+// ready reads obj and returns whether it is Ready at its generation, and
+// its Ready message.
+func (s *session) ready(ctx context.Context, obj client.Object) (bool, string) {
+	got := obj.DeepCopyObject().(statusObject)
+	if err := s.client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		return false, err.Error()
+	}
+	c := conditions.Get(got, meta.ReadyCondition)
+	if c == nil {
+		return false, "not reconciled yet"
+	}
+	return c.Status == metav1.ConditionTrue && got.GetObservedGeneration() == got.GetGeneration(), c.Message
+}
+
+// readyMessage returns the Ready message of obj now.
+func (s *session) readyMessage(obj client.Object) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, message := s.ready(ctx, obj)
+	return message
+}
+
+// printHowToLook says how to look at what runs.
+func (s *session) printHowToLook() {
+	cmd := s.opts.Command
+	s.p.line("")
+	s.p.line("Windlass dev is running. In another terminal:")
+	s.p.line("  export KUBECONFIG=%s", s.opts.KubeconfigOut)
+	s.p.line("  %s get all                # the sources and Kustomizations", cmd)
+	if s.mirror == nil {
+		s.p.line("  kubectl get deployments,configmaps -n demo")
+		s.p.line("  %s reconcile ks demo-app --with-source", cmd)
+	} else {
+		s.p.line("  %s reconcile ks %s --with-source", cmd, repoName)
+		s.p.line("Edit the files under %s: each change is committed and applied within seconds.", s.opts.Path)
+	}
+	s.p.line("Logs: %s (controllers), %s", filepath.Join(s.dir, "windlass.log"), filepath.Join(s.dir, "kube-controller-manager.log"))
+	s.p.line("Press Ctrl-C to stop everything.")
+}
+
+// followFolder commits the user's folder whenever it changes, asks for the
+// GitRepository to be reconciled at once, and says how the apply went.
+func (s *session) followFolder(ctx context.Context) {
+	tick := time.NewTicker(s.opts.SyncInterval)
+	defer tick.Stop()
+	lastErr := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sha, err := s.mirror.sync()
+		if err != nil {
+			if err.Error() != lastErr {
+				s.p.line("✗ %v", err)
+			}
+			lastErr = err.Error()
+			continue
+		}
+		lastErr = ""
+		if sha == "" {
+			continue
+		}
+		s.p.line("▸ committed the change in %s as %s@sha1:%s", s.opts.Path, branch, short(sha))
+		if err := s.client.Patch(ctx, s.syncObjs[0].DeepCopyObject().(client.Object), requestReconcile()); err != nil {
+			s.p.line("✗ asking for a reconciliation: %v", err)
+		}
+		s.waitApplied(ctx, sha)
+	}
+}
+
+// waitApplied waits until the dev Kustomization has attempted commit sha,
+// and says whether it applied it.
+func (s *session) waitApplied(ctx context.Context, sha string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	key := client.ObjectKeyFromObject(s.syncObjs[1])
+	for {
+		var ks kustomizev1.Kustomization
+		if err := s.client.Get(ctx, key, &ks); err == nil && strings.HasSuffix(ks.Status.LastAttemptedRevision, sha) &&
+			!conditions.IsTrue(&ks, meta.ReconcilingCondition) && ks.Status.ObservedGeneration == ks.Generation {
+			if c := conditions.Get(&ks, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+				s.p.line("✔ applied %s", ks.Status.LastAppliedRevision)
+			} else if c != nil {
+				s.p.line("✗ %s did not apply %s@sha1:%s: %s", describe(s.syncObjs[1]), branch, short(sha), c.Message)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				s.p.line("✗ %s has not attempted %s@sha1:%s after %s", describe(s.syncObjs[1]), branch, short(sha), s.opts.Timeout)
+			}
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// short returns the first 12 characters of a commit hash.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
