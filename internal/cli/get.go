@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -15,9 +17,13 @@ var now = time.Now
 
 // getFlags are the flags of `windlass get`.
 type getFlags struct {
-	kube          kubeFlags
-	allNamespaces bool
-	noHeader      bool
+	kube           kubeFlags
+	allNamespaces  bool
+	noHeader       bool
+	output         string
+	labelSelector  string
+	statusSelector string
+	watch          bool
 }
 
 func newGetCommand() *cobra.Command {
@@ -27,12 +33,20 @@ func newGetCommand() *cobra.Command {
 		Short: "Show the state of sources and Kustomizations",
 		Long: `Show the Windlass objects of a namespace (-n, default flux-system) or of all
 (-A) as a table: their revision, whether they are suspended, whether they
-are Ready and why not, and their age.`,
+are Ready and why not, and their age; or as YAML or JSON (-o). --watch goes on
+printing a row whenever an object changes.`,
+		Example: `  windlass get all -A
+  windlass get ks --status-selector ready=false
+  windlass get sources git -l team=web -o yaml`,
 	}
 	f.kube.bind(cmd)
 	fs := cmd.PersistentFlags()
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	fs.BoolVar(&f.noHeader, "no-header", false, "leave the header line out")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: table, yaml or json")
+	fs.StringVarP(&f.labelSelector, "label-selector", "l", "", "only the objects whose labels match, e.g. team=web")
+	fs.StringVar(&f.statusSelector, "status-selector", "", "only the objects whose condition has this status, e.g. ready=false")
+	fs.BoolVarP(&f.watch, "watch", "w", false, "after listing, print a row whenever an object changes, until interrupted")
 
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show sources"}
 	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object", true, objectKinds...))
@@ -54,58 +68,152 @@ func (f *getFlags) command(use string, aliases []string, short string, showKind 
 		Short:   short,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.kube.client()
-			if err != nil {
-				return err
-			}
-			var opts []client.ListOption
-			if !f.allNamespaces {
-				opts = append(opts, client.InNamespace(f.kube.namespace))
-			}
-			var rows []statusRow
-			at := now()
-			for _, k := range kinds {
-				r, err := listRows(cmd.Context(), c, k, opts, at)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, r...)
-			}
-			if len(rows) == 0 {
-				where := "namespace " + f.kube.namespace
-				if f.allNamespaces {
-					where = "any namespace"
-				}
-				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", where)
-				return err
-			}
-			return printTable(cmd.OutOrStdout(), rows, tableOptions{allNamespaces: f.allNamespaces, kinds: showKind, noHeader: f.noHeader})
+			return f.run(cmd, showKind, kinds)
 		},
 	}
 }
 
-// listRows returns the objects of kind k as rows, by namespace and name.
-func listRows(ctx context.Context, c client.Client, k objectKind, opts []client.ListOption, at time.Time) ([]statusRow, error) {
-	list, all := k.newList()
-	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, listError(k.kind+"s", err)
+// run lists the objects of kinds and prints them, then watches them when
+// asked.
+func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind) error {
+	match, err := f.filter()
+	if err != nil {
+		return err
 	}
-	objs := all()
-	rows := make([]statusRow, 0, len(objs))
-	for _, o := range objs {
-		rows = append(rows, rowOf(k.kind, o, k.revision(o), o.IsSuspended(), at))
+	if f.output != "table" && f.output != "yaml" && f.output != "json" {
+		return fmt.Errorf("invalid --output %q: choose table, yaml or json", f.output)
 	}
-	return sorted(rows), nil
+	if f.watch && f.output != "table" {
+		return fmt.Errorf("--watch prints table rows: leave -o %s out", f.output)
+	}
+	c, err := f.kube.watchClient()
+	if err != nil {
+		return err
+	}
+	opts := f.listOptions(match)
+	var objs []listed
+	versions := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		l, version, err := listObjects(cmd.Context(), c, k, opts, match)
+		if err != nil {
+			return err
+		}
+		objs, versions = append(objs, l...), append(versions, version)
+	}
+	if f.output != "table" {
+		return printObjects(cmd.OutOrStdout(), f.output, objs)
+	}
+	table := tableOptions{allNamespaces: f.allNamespaces, kinds: showKind, noHeader: f.noHeader}
+	if len(objs) == 0 && !f.watch {
+		_, err := fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", f.where())
+		return err
+	}
+	if err := printTable(cmd.OutOrStdout(), rowsOf(objs, now()), table); err != nil {
+		return err
+	}
+	if f.watch {
+		return watchRows(cmd.Context(), c, cmd.OutOrStdout(), kinds, versions, opts, match, table)
+	}
+	return nil
 }
 
-// sorted orders rows by namespace and name.
-func sorted(rows []statusRow) []statusRow {
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Namespace != rows[j].Namespace {
-			return rows[i].Namespace < rows[j].Namespace
+// where names the namespaces the command looks in.
+func (f *getFlags) where() string {
+	if f.allNamespaces {
+		return "any namespace"
+	}
+	return "namespace " + f.kube.namespace
+}
+
+// listOptions are the namespace and label selector of the listing.
+func (f *getFlags) listOptions(m matcher) []client.ListOption {
+	var opts []client.ListOption
+	if !f.allNamespaces {
+		opts = append(opts, client.InNamespace(f.kube.namespace))
+	}
+	if m.labels != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: m.labels})
+	}
+	return opts
+}
+
+// matcher selects objects by label and by condition status.
+type matcher struct {
+	labels labels.Selector
+	// condition and status, from --status-selector: the condition type
+	// (matched ignoring case) and its status.
+	condition, status string
+}
+
+// filter parses the selectors.
+func (f *getFlags) filter() (matcher, error) {
+	var m matcher
+	if f.labelSelector != "" {
+		sel, err := labels.Parse(f.labelSelector)
+		if err != nil {
+			return m, fmt.Errorf("invalid --label-selector %q: %w", f.labelSelector, err)
 		}
-		return rows[i].Name < rows[j].Name
+		m.labels = sel
+	}
+	if f.statusSelector != "" {
+		cond, status, ok := strings.Cut(f.statusSelector, "=")
+		if !ok || cond == "" || status == "" {
+			return m, fmt.Errorf("invalid --status-selector %q: write CONDITION=STATUS, e.g. ready=false", f.statusSelector)
+		}
+		m.condition, m.status = cond, status
+	}
+	return m, nil
+}
+
+// matches says whether obj passes the status selector (labels are
+// selected by the API server).
+func (m matcher) matches(obj reconcilable) bool {
+	if m.condition == "" {
+		return true
+	}
+	for _, c := range obj.GetConditions() {
+		if strings.EqualFold(c.Type, m.condition) {
+			return strings.EqualFold(string(c.Status), m.status)
+		}
+	}
+	return strings.EqualFold(m.status, "unknown")
+}
+
+// listed is an object with its kind.
+type listed struct {
+	kind objectKind
+	obj  reconcilable
+}
+
+// listObjects returns the objects of kind k that match, by namespace and
+// name, and the resource version of the list.
+func listObjects(ctx context.Context, c client.Client, k objectKind, opts []client.ListOption, m matcher) ([]listed, string, error) {
+	list, all := k.newList()
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, "", listError(k.kind+"s", err)
+	}
+	var out []listed
+	for _, o := range all() {
+		if m.matches(o) {
+			out = append(out, listed{kind: k, obj: o})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].obj, out[j].obj
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
 	})
+	return out, list.GetResourceVersion(), nil
+}
+
+// rowsOf returns the table rows of objs, their ages counted up to at.
+func rowsOf(objs []listed, at time.Time) []statusRow {
+	rows := make([]statusRow, 0, len(objs))
+	for _, l := range objs {
+		rows = append(rows, rowOf(l.kind.kind, l.obj, l.kind.revision(l.obj), l.obj.IsSuspended(), at))
+	}
 	return rows
 }
 

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -143,7 +147,7 @@ func seedObjects(t *testing.T, g *WithT) (ns1, ns2 string) {
 		applied.Status.LastAppliedRevision = "main@sha1:0123456789abcdef"
 		conditions.MarkTrue(applied, meta.ReadyCondition, kustomizev1.ReconciliationSucceededReason, "Applied revision: main@sha1:0123456789abcdef")
 	})
-	failed := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns1, Name: "db"},
+	failed := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns1, Name: "db", Labels: map[string]string{"tier": "data"}},
 		Spec: kustomizev1.KustomizationSpec{Interval: interval, SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "app"}}}
 	createWithStatus(g, failed, func() {
 		conditions.MarkFalse(failed, meta.ReadyCondition, kustomizev1.BuildFailedReason, "kustomize build failed: missing resource\nsecond line")
@@ -164,6 +168,8 @@ func TestGet(t *testing.T) {
 		{name: "kustomizations without a header", args: []string{"get", "kustomizations", "-n", ns1, "--no-header"}, golden: "get-kustomizations-no-header"},
 		{name: "all of a namespace", args: []string{"get", "all", "-n", ns1}, golden: "get-all"},
 		{name: "a suspended source without an artifact", args: []string{"get", "sources", "git", "-n", ns2}, golden: "get-sources-git-suspended"},
+		{name: "only the failing ones", args: []string{"get", "all", "-n", ns1, "--status-selector", "ready=false"}, golden: "get-all-not-ready"},
+		{name: "by label", args: []string{"get", "ks", "-n", ns1, "-l", "tier=data"}, golden: "get-kustomizations-by-label"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +180,46 @@ func TestGet(t *testing.T) {
 		})
 	}
 
+	t.Run("as YAML, a List without managed fields", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "get", "ks", "-n", ns1, "-o", "yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		var list struct {
+			APIVersion, Kind string
+			Items            []kustomizev1.Kustomization
+		}
+		g.Expect(yaml.UnmarshalStrict([]byte(out), &list)).To(Succeed(), out)
+		g.Expect(list.Kind).To(Equal("List"))
+		g.Expect(list.Items).To(HaveLen(2))
+		g.Expect(list.Items[0].APIVersion).To(Equal(kustomizev1.GroupVersion.String()))
+		g.Expect(list.Items[0].Kind).To(Equal(kustomizev1.KustomizationKind))
+		g.Expect(list.Items[0].Name).To(Equal("app"))
+		g.Expect(list.Items[0].Status.LastAppliedRevision).To(Equal("main@sha1:0123456789abcdef"))
+		g.Expect(list.Items[1].ManagedFields).To(BeEmpty())
+		g.Expect(out).NotTo(ContainSubstring("managedFields"))
+	})
+	t.Run("as JSON", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "get", "sources", "git", "-n", ns1, "-o", "json", "--status-selector", "ready=true")
+		g.Expect(err).NotTo(HaveOccurred())
+		var list struct{ Items []sourcev1.GitRepository }
+		g.Expect(json.Unmarshal([]byte(out), &list)).To(Succeed(), out)
+		g.Expect(list.Items).To(HaveLen(1))
+		g.Expect(list.Items[0].Spec.URL).To(Equal("https://example.com/app.git"))
+	})
+	t.Run("bad flags are one-line errors", func(t *testing.T) {
+		for args, want := range map[string]string{
+			"-o wide":                 `invalid --output "wide": choose table, yaml or json`,
+			"--status-selector ready": `invalid --status-selector "ready": write CONDITION=STATUS, e.g. ready=false`,
+			"-l a=b=c":                `invalid --label-selector "a=b=c"`,
+			"--watch -o yaml":         "--watch prints table rows: leave -o yaml out",
+		} {
+			g := NewWithT(t)
+			_, _, err := run(t, append([]string{"get", "ks", "-n", ns1}, strings.Fields(args)...)...)
+			g.Expect(err).To(MatchError(ContainSubstring(want)), args)
+			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
+		}
+	})
 	t.Run("every namespace", func(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run(t, "get", "all", "-A")
@@ -197,4 +243,50 @@ func TestGet(t *testing.T) {
 		err := root.Execute()
 		g.Expect(err).To(MatchError(ContainSubstring("no cluster to talk to")))
 	})
+}
+
+// TestGetWatch: --watch prints the table, then a row for each change, and
+// ends without an error when its context does.
+func TestGetWatch(t *testing.T) {
+	g := NewWithT(t)
+	ns1, _ := seedObjects(t, g)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	root := NewRootCommand(&out, &errOut)
+	root.SetArgs([]string{"get", "ks", "-n", ns1, "--watch", "--kubeconfig", kubeconfig})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	g.Eventually(out.String).Should(HavePrefix("NAME"))
+	g.Consistently(out.String, time.Second).Should(HaveLen(len(out.String())), "nothing printed twice while nothing changes")
+
+	var ks kustomizev1.Kustomization
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns1, Name: "db"}, &ks)).To(Succeed())
+	conditions.MarkTrue(&ks, meta.ReadyCondition, kustomizev1.ReconciliationSucceededReason, "Applied revision: main@sha1:fedcba")
+	ks.Status.LastAppliedRevision = "main@sha1:fedcba"
+	g.Expect(env.Client.Status().Update(ctx, &ks)).To(Succeed())
+	g.Eventually(out.String).Should(MatchRegexp(`\ndb\s+main@sha1:fedcba\s+false\s+True\s+Applied revision: main@sha1:fedcba`))
+
+	g.Expect(env.Client.Delete(ctx, &ks)).To(Succeed())
+	g.Eventually(out.String).Should(MatchRegexp(`\ndb\s+main@sha1:fedcba\s+false\s+Deleted`))
+	cancel()
+	g.Eventually(done).Should(Receive(BeNil()))
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

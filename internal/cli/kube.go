@@ -32,6 +32,12 @@ func (k *kubeFlags) bind(cmd *cobra.Command) {
 
 // client returns a client of the cluster the flags name.
 func (k *kubeFlags) client() (client.Client, error) {
+	return k.watchClient()
+}
+
+// watchClient returns a client of the cluster the flags name that can also
+// watch.
+func (k *kubeFlags) watchClient() (client.WithWatch, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -39,7 +45,7 @@ func (k *kubeFlags) client() (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}

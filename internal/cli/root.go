@@ -31,6 +31,9 @@ unchanged.`,
 		newReconcileCommand(),
 		newSuspendCommand(),
 		newResumeCommand(),
+		newCreateCommand(),
+		newExportCommand(),
+		newDeleteCommand(),
 	} {
 		root.AddCommand(verb)
 	}

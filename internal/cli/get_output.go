@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// printObjects prints objs as a v1 List, as kubectl does, in YAML or JSON,
+// without their managed fields.
+func printObjects(w io.Writer, format string, objs []listed) error {
+	s := scheme.New()
+	items := make([]client.Object, 0, len(objs))
+	for _, l := range objs {
+		obj := l.obj.DeepCopyObject().(client.Object)
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		obj.SetManagedFields(nil)
+		items = append(items, obj)
+	}
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+	var data []byte
+	var err error
+	if format == "json" {
+		data, err = json.MarshalIndent(list, "", "  ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(list)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// watchRows prints a row for every change to the objects of kinds that
+// match, from the resource versions listed, until ctx ends.
+func watchRows(ctx context.Context, c client.WithWatch, w io.Writer, kinds []objectKind, versions []string,
+	opts []client.ListOption, m matcher, table tableOptions) error {
+	table.noHeader = true
+	type change struct {
+		kind objectKind
+		obj  reconcilable
+		gone bool
+	}
+	changes := make(chan change)
+	for i, k := range kinds {
+		list, _ := k.newList()
+		watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: versions[i]}})...)
+		if err != nil {
+			return fmt.Errorf("watching %ss: %w", k.kind, err)
+		}
+		defer watcher.Stop()
+		go func() {
+			for ev := range watcher.ResultChan() {
+				obj, ok := ev.Object.(reconcilable)
+				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
+					continue
+				}
+				select {
+				case changes <- change{kind: k, obj: obj, gone: ev.Type == watch.Deleted}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ch := <-changes:
+			if !m.matches(ch.obj) {
+				continue
+			}
+			row := rowOf(ch.kind.kind, ch.obj, ch.kind.revision(ch.obj), ch.obj.IsSuspended(), now())
+			if ch.gone {
+				row.Ready, row.Message = "Deleted", ""
+			}
+			if err := printTable(w, []statusRow{row}, table); err != nil {
+				return err
+			}
+		}
+	}
+}
