@@ -52,6 +52,8 @@ type item struct {
 	recreate bool
 	live     *unstructured.Unstructured
 	toApply  *unstructured.Unstructured
+	// planned is the dry run's answer, for Plan.
+	planned *unstructured.Unstructured
 
 	// Set by applyItem: the object as the run left it (the live one when
 	// nothing was written), for its fingerprint.
@@ -325,7 +327,7 @@ func forEach(ctx context.Context, items []*item, f func(*item) *ObjectError) []*
 // so a new object costs no read. The other policies need the live object
 // to shape what they apply, and read it first.
 func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOptions, final bool) *ObjectError {
-	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result = false, false, nil, nil, "", nil
+	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result, it.planned = false, false, nil, nil, "", nil, nil
 	if it.policy == PolicyIgnore {
 		it.action = ActionSkipped
 		return nil
@@ -369,6 +371,7 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 		}
 		return newObjectError(it.id, it.given, dryRunErr)
 	}
+	it.planned = dryRun
 	switch {
 	case it.live == nil:
 		it.action = ActionCreated

@@ -1,0 +1,462 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/build"
+	"github.com/windlass-dev/windlass/internal/sops"
+	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/substitute"
+)
+
+// secretMask replaces every value of a Secret in what build and diff
+// print.
+const secretMask = "***"
+
+// localBuild are the flags that say how to build a Kustomization from a
+// local folder, shared by build and diff.
+type localBuild struct {
+	path             string
+	file             string
+	strictSubstitute bool
+	timeout          time.Duration
+}
+
+// bind adds the flags to fs.
+func (b *localBuild) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&b.path, "path", "", "the local folder of the Kustomization's manifests (its spec.path is not used)")
+	fs.StringVar(&b.file, "kustomization-file", "", "a file holding the Kustomization manifest to use in place of the one in the cluster")
+	fs.BoolVar(&b.strictSubstitute, "strict-substitute", false,
+		"fail when a ${var} has no value and no default, as the controller always does (otherwise it becomes empty)")
+	fs.DurationVar(&b.timeout, "timeout", 5*time.Minute, "how long the command may take")
+}
+
+// buildFlags are the flags of `windlass build`.
+type buildFlags struct {
+	kube   kubeFlags
+	local  localBuild
+	dryRun bool
+}
+
+func newBuildCommand() *cobra.Command {
+	f := &buildFlags{}
+	cmd := &cobra.Command{Use: "build", Short: "Build what a Kustomization would apply, from a local folder"}
+	f.kube.bind(cmd)
+	leaf := &cobra.Command{
+		Use:     "kustomization NAME --path DIR",
+		Aliases: []string{"ks", "kustomizations"},
+		Short:   "Print the objects the Kustomization NAME would apply, built from the folder --path",
+		Long: `Build the folder --path as the controller builds the Kustomization NAME: the
+same kustomize build (confined to the enclosing git repository, or to the
+folder when it is in none), with the overlays of the Kustomization's spec
+(targetNamespace, namePrefix, patches, images, components...), its post-build
+substitution (substitute, and substituteFrom ConfigMaps and Secrets read
+from the cluster) and its ignore rules. The spec comes from the cluster, or
+from --kustomization-file; with --dry-run no cluster is used at all: the
+spec comes from --kustomization-file or is empty, and substituteFrom is
+skipped.
+
+The objects are printed as YAML documents separated by "---", in the order
+of the build (kustomize's: namespaces and definitions first, then by kind
+and name), with the owner labels the controller applies. The value of every
+key of a Secret's data and stringData is printed as "***", unless the Secret
+is SOPS-encrypted (its values are then ciphertext, printed as they are).`,
+		Example: `  windlass build kustomization apps --path ./clusters/prod/apps
+  windlass build ks apps --path ./apps --dry-run --kustomization-file ./clusters/prod/apps.yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, args[0])
+		},
+	}
+	f.local.bind(leaf.Flags())
+	leaf.Flags().BoolVar(&f.dryRun, "dry-run", false, "use no cluster: the spec comes from --kustomization-file or is empty, and substituteFrom is skipped")
+	cmd.AddCommand(leaf)
+	return cmd
+}
+
+// run builds the Kustomization name and prints its objects.
+func (f *buildFlags) run(cmd *cobra.Command, name string) error {
+	if err := f.local.check(); err != nil {
+		return err
+	}
+	var c client.Client
+	if !f.dryRun {
+		var err error
+		if c, err = f.kube.client(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.local.timeout)
+	defer cancel()
+	ks, err := f.local.kustomization(ctx, c, f.kube.namespace, name)
+	if err != nil {
+		return err
+	}
+	objs, err := f.local.objects(ctx, c, ks, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	owner := ownerOf(ks).Labels()
+	for _, o := range objs {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range owner {
+			labels[k] = v
+		}
+		o.SetLabels(labels)
+		maskSecret(o)
+	}
+	return printYAML(cmd.OutOrStdout(), objs)
+}
+
+// check refuses flags out of range and a --path that is not a folder.
+func (b *localBuild) check() error {
+	if b.timeout <= 0 {
+		return errors.New("--timeout must be positive")
+	}
+	if b.path == "" {
+		return errors.New("--path is required: pass the local folder of the Kustomization's manifests")
+	}
+	info, err := os.Stat(b.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("the folder %q does not exist: pass --path the local folder of the Kustomization's manifests", b.path)
+	case err != nil:
+		return fmt.Errorf("reading the folder %q: %w", b.path, err)
+	case !info.IsDir():
+		return fmt.Errorf("%q is not a folder: pass --path the folder that holds the manifests, not a file", b.path)
+	}
+	return nil
+}
+
+// ownerOf returns the owner whose labels the controller puts on the
+// objects that ks applies.
+func ownerOf(ks *kustomizev1.Kustomization) ssa.Owner {
+	return ssa.Owner{Group: kustomizev1.GroupVersion.Group, Name: ks.Name, Namespace: ks.Namespace}
+}
+
+// kustomization returns the Kustomization name of namespace: its spec from
+// --kustomization-file when set, else from the cluster (empty without a
+// cluster, c nil), and its status from the cluster.
+func (b *localBuild) kustomization(ctx context.Context, c client.Client, namespace, name string) (*kustomizev1.Kustomization, error) {
+	ks := &kustomizev1.Kustomization{}
+	ks.Name, ks.Namespace = name, namespace
+	if b.file != "" {
+		var err error
+		if ks, err = readKustomizationFile(b.file, namespace, name); err != nil {
+			return nil, err
+		}
+	}
+	if c == nil {
+		return ks, nil
+	}
+	live := &kustomizev1.Kustomization{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(ks), live)
+	switch {
+	case apierrors.IsNotFound(err) && b.file != "":
+		return ks, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("Kustomization %s/%s not found: check its name and -n, or pass --kustomization-file", ks.Namespace, ks.Name)
+	case err != nil:
+		return nil, fmt.Errorf("reading Kustomization %s/%s: %w", ks.Namespace, ks.Name, err)
+	}
+	if b.file != "" {
+		live.Spec = ks.Spec
+	}
+	return live, nil
+}
+
+// kustomizationGroupKind is the group and kind of Kustomizations.
+var kustomizationGroupKind = schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: kustomizev1.KustomizationKind}
+
+// readKustomizationFile returns the Kustomization called name among the
+// YAML documents of path (namespace when it names none).
+func readKustomizationFile(path, namespace, name string) (*kustomizev1.Kustomization, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --kustomization-file: %w", err)
+	}
+	var found []string
+	for _, doc := range splitYAML(data) {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("--kustomization-file %s is not valid YAML: %w", path, err)
+		}
+		if u.GroupVersionKind().GroupKind() != kustomizationGroupKind {
+			continue
+		}
+		if u.GetName() != name {
+			found = append(found, u.GetName())
+			continue
+		}
+		ks := &kustomizev1.Kustomization{}
+		if err := yaml.Unmarshal(doc, ks); err != nil {
+			return nil, fmt.Errorf("--kustomization-file %s: Kustomization %s: %w", path, name, err)
+		}
+		if ks.Namespace == "" {
+			ks.Namespace = namespace
+		}
+		return ks, nil
+	}
+	if len(found) > 0 {
+		return nil, fmt.Errorf("--kustomization-file %s holds no Kustomization %q (it holds %s): check the name", path, name, strings.Join(found, ", "))
+	}
+	return nil, fmt.Errorf("--kustomization-file %s holds no Kustomization: pass a file with a %s manifest", path, kustomizev1.GroupVersion)
+}
+
+// splitYAML returns the documents of a YAML stream.
+func splitYAML(data []byte) [][]byte {
+	var docs [][]byte
+	for _, doc := range bytes.Split(append([]byte("\n"), data...), []byte("\n---")) {
+		if len(bytes.TrimSpace(doc)) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+	return docs
+}
+
+// objects builds the folder as the controller builds ks: generate a
+// kustomization when the folder has none, build with the spec's overlays,
+// substitute, decode, apply the ignore rules. SOPS-encrypted Secrets stay
+// encrypted. Without a cluster (c nil) substituteFrom is skipped, with a
+// note on errOut.
+func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, errOut io.Writer) ([]*unstructured.Unstructured, error) {
+	root, path, err := buildRoot(b.path)
+	if err != nil {
+		return nil, err
+	}
+	files, err := build.Generate(root, path)
+	if err != nil {
+		return nil, fmt.Errorf("generating a kustomization for %s: %w", b.path, err)
+	}
+	opts := buildOptions(ks)
+	opts.Files = files
+	docs, err := build.BuildYAML(root, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := substituteVars(ctx, c, ks, errOut)
+	if err != nil {
+		return nil, err
+	}
+	if docs, err = substituteDocs(ks, docs, vars, b.strictSubstitute); err != nil {
+		return nil, err
+	}
+	objs, err := build.Decode(docs)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := ignoreRules(ks.Spec.Ignore)
+	if err != nil {
+		return nil, err
+	}
+	rules.Apply(objs)
+	return objs, nil
+}
+
+// buildRoot returns the root the build of dir is confined to, as an
+// artifact confines the controller's: the git repository dir is in, or dir
+// itself; and the path of dir below it.
+func buildRoot(dir string) (root, path string, err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", "", fmt.Errorf("reading the folder %q: %w", dir, err)
+	}
+	root = abs
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			root = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	path, err = filepath.Rel(root, abs)
+	return root, path, err
+}
+
+// buildOptions maps the spec's overlays onto the build's options, as the
+// controller does.
+func buildOptions(ks *kustomizev1.Kustomization) build.Options {
+	spec := ks.Spec
+	opts := build.Options{
+		Components: spec.Components, IgnoreMissingComponents: spec.IgnoreMissingComponents,
+		NamePrefix: spec.NamePrefix, NameSuffix: spec.NameSuffix, TargetNamespace: spec.TargetNamespace,
+		BuildMetadata: spec.BuildMetadata,
+	}
+	for _, p := range spec.Patches {
+		kp := build.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			kp.Target = &build.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		opts.Patches = append(opts.Patches, kp)
+	}
+	for _, i := range spec.Images {
+		opts.Images = append(opts.Images, build.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
+	}
+	if m := spec.CommonMetadata; m != nil {
+		opts.CommonMetadata = &build.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
+	}
+	return opts
+}
+
+// substituteVars returns the variables of ks's postBuild: those of
+// substituteFrom, read from the cluster (skipped without one, c nil), then
+// substitute.
+func substituteVars(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, errOut io.Writer) (map[string]string, error) {
+	pb := ks.Spec.PostBuild
+	if pb == nil {
+		return nil, nil
+	}
+	var sources []map[string]string
+	for _, ref := range pb.SubstituteFrom {
+		if c == nil {
+			fmt.Fprintf(errOut, "note: without a cluster (--dry-run), the variables of %s %s/%s (substituteFrom) are not read\n",
+				ref.Kind, ks.Namespace, ref.Name)
+			continue
+		}
+		vars, err := readSubstituteFrom(ctx, c, ks.Namespace, ref)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, vars)
+	}
+	return substitute.Vars(append(sources, pb.Substitute)...), nil
+}
+
+// readSubstituteFrom reads the variables of one substituteFrom entry; an
+// optional one that does not exist has none.
+func readSubstituteFrom(ctx context.Context, c client.Client, namespace string, ref kustomizev1.SubstituteReference) (map[string]string, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	vars := map[string]string{}
+	var err error
+	switch ref.Kind {
+	case "ConfigMap":
+		var cm corev1.ConfigMap
+		if err = c.Get(ctx, key, &cm); err == nil {
+			for k, v := range cm.Data {
+				vars[k] = v
+			}
+		}
+	case "Secret":
+		var s corev1.Secret
+		if err = c.Get(ctx, key, &s); err == nil {
+			for k, v := range s.Data {
+				vars[k] = string(v)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("substituteFrom kind %q is neither ConfigMap nor Secret: fix the Kustomization", ref.Kind)
+	}
+	switch {
+	case apierrors.IsNotFound(err) && ref.Optional:
+		return nil, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("substituteFrom %s %s not found: create it, or mark it optional", ref.Kind, key)
+	case err != nil:
+		return nil, fmt.Errorf("reading substituteFrom %s %s: %w", ref.Kind, key, err)
+	}
+	return vars, nil
+}
+
+// substituteDocs runs the post-build substitution on the built documents,
+// when the controller would.
+func substituteDocs(ks *kustomizev1.Kustomization, docs [][]byte, vars map[string]string, strict bool) ([][]byte, error) {
+	pb := ks.Spec.PostBuild
+	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != "Always") {
+		return docs, nil
+	}
+	out := make([][]byte, len(docs))
+	for i, doc := range docs {
+		var err error
+		if out[i], err = substitute.SubstituteYAML(doc, vars, strict); err != nil {
+			return nil, fmt.Errorf("post-build substitution failed: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ignoreRules compiles spec.ignore.
+func ignoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
+	in := make([]ssa.IgnoreRule, 0, len(rules))
+	for _, r := range rules {
+		rule := ssa.IgnoreRule{Paths: r.Paths}
+		if t := r.Target; t != nil {
+			rule.Target = &ssa.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		in = append(in, rule)
+	}
+	compiled, err := ssa.CompileIgnoreRules(in)
+	if err != nil {
+		return nil, fmt.Errorf("the Kustomization's spec.%w", err)
+	}
+	return compiled, nil
+}
+
+// isSecret reports whether obj is a core Secret.
+func isSecret(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "Secret"
+}
+
+// maskSecret replaces, in place, every value of a Secret's data and
+// stringData with secretMask, unless the Secret is SOPS-encrypted.
+func maskSecret(obj *unstructured.Unstructured) {
+	if !isSecret(obj) || sops.IsEncryptedSecret(obj) {
+		return
+	}
+	for _, field := range []string{"data", "stringData"} {
+		values, ok := obj.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range values {
+			values[k] = secretMask
+		}
+	}
+}
+
+// printYAML writes objs as YAML documents separated by "---".
+func printYAML(w io.Writer, objs []*unstructured.Unstructured) error {
+	for i, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return fmt.Errorf("printing %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

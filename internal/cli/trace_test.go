@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestTrace traces a ConfigMap that a Kustomization, itself applied by
+// another, applied from a real git source; and an object no Kustomization
+// applied.
+func TestTrace(t *testing.T) {
+	g := NewWithT(t)
+	ns, base, sha := appliedScenario(t, g)
+	normalize := strings.NewReplacer(ns, "NS", sha, "SHA", base, "http://GIT").Replace
+
+	for _, args := range [][]string{
+		{"trace", "configmap", "db-settings", "-n", ns},
+		{"trace", "ConfigMap/db-settings", "-n", ns},
+		{"trace", "cm", "db-settings", "--api-version", "v1", "-n", ns},
+	} {
+		t.Run(strings.Join(args[:len(args)-2], " "), func(t *testing.T) {
+			g := NewWithT(t)
+			out, _, err := run(t, args...)
+			g.Expect(err).NotTo(HaveOccurred())
+			expectGolden(t, g, "trace-configmap", normalize(out))
+		})
+	}
+
+	t.Run("a Kustomization applied by another", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "trace", "kustomization", "db", "-n", ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(HavePrefix("Object:         Kustomization/db\n"))
+		g.Expect(out).To(ContainSubstring("Kustomization:  apps\n"))
+	})
+
+	t.Run("an object not managed by Windlass", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(env.Client.Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand"}})).To(Succeed())
+		out, _, err := run(t, "trace", "configmaps", "by-hand", "-n", ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		expectGolden(t, g, "trace-unmanaged", normalize(out))
+	})
+
+	t.Run("a cluster-scoped object", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "trace", "namespace", ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(Equal("Object:         Namespace/" + ns + "\nStatus:         Not managed by Windlass (it has no kustomize.toolkit.fluxcd.io/name label)\n"))
+	})
+}
+
+func TestTraceBadInput(t *testing.T) {
+	ns := env.CreateNamespace(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "an unknown kind", args: []string{"trace", "frobnicator", "x", "-n", ns},
+			wantErr: `the cluster serves no kind "frobnicator": check the spelling`},
+		{name: "a kind in the wrong API version", args: []string{"trace", "configmap", "x", "--api-version", "apps/v1", "-n", ns},
+			wantErr: `the cluster serves no kind "configmap" in apps/v1`},
+		{name: "a bad API version", args: []string{"trace", "configmap", "x", "--api-version", "a/b/c", "-n", ns},
+			wantErr: `--api-version "a/b/c": want group/version`},
+		{name: "an object that does not exist", args: []string{"trace", "configmap", "nothing", "-n", ns},
+			wantErr: "ConfigMap nothing not found in namespace " + ns + ": check the name and -n"},
+		{name: "no name", args: []string{"trace", "configmap", "-n", ns},
+			wantErr: "name the object as KIND NAME or KIND/NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, _, err := run(t, tt.args...)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
+		})
+	}
+}
