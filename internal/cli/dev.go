@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/devenv"
 )
 
@@ -34,7 +34,7 @@ the control plane once) and git.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o.Out = cmd.OutOrStdout()
-			o.Terminal = isTerminal(o.Out)
+			o.Terminal = term.IsTerminal(o.Out)
 			o.Command = commandName()
 			return devenv.Run(ctx, o)
 		},
@@ -45,13 +45,6 @@ the control plane once) and git.`,
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the objects to become Ready")
 	fs.DurationVar(&o.SyncInterval, "sync-interval", time.Second, "how often --path is checked for changes")
 	return cmd
-}
-
-// isTerminal says whether w is a terminal, for progress lines redrawn in
-// place.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // commandName is how the user ran windlass, for the hints the commands
@@ -66,4 +59,3 @@ func commandName() string {
 	}
 	return name
 }
-

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
@@ -37,6 +38,9 @@ type objectKind struct {
 	lastHandled func(reconcilable) string
 	// revision returns what the object reports it is at.
 	revision func(reconcilable) string
+	// dependsOn returns the objects of the kind an object depends on; nil
+	// for kinds without dependsOn.
+	dependsOn func(reconcilable) []meta.DependencyReference
 }
 
 // objectKinds are the kinds the verbs know, in dependency order (sources
@@ -66,6 +70,7 @@ var objectKinds = []objectKind{
 		},
 		lastHandled: func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastHandledReconcileAt },
 		revision:    func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
+		dependsOn:   func(o reconcilable) []meta.DependencyReference { return o.(*kustomizev1.Kustomization).Spec.DependsOn },
 	},
 }
 

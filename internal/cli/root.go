@@ -41,6 +41,7 @@ unchanged.`,
 	} {
 		root.AddCommand(verb)
 	}
+	completeObjectNames(root)
 	return root
 }
 

@@ -15,7 +15,9 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/dependency"
 )
 
 // verbFlags are the flags of reconcile, suspend and resume.
@@ -190,7 +192,9 @@ func (f *verbFlags) requestAndWait(ctx context.Context, c client.Client, w io.Wr
 	if err := c.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("requesting the reconciliation of %s: %w", k.describe(obj), err)
 	}
-	fmt.Fprintf(w, "◎ waiting for %s to be reconciled\n", k.describe(obj))
+	if !term.IsTerminal(w) {
+		fmt.Fprintf(w, "◎ waiting for %s to be reconciled\n", k.describe(obj))
+	}
 	return f.waitOutcome(ctx, c, w, k, obj, func(o reconcilable) bool { return k.lastHandled(o) == token })
 }
 
@@ -201,12 +205,15 @@ func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Write
 	handled func(reconcilable) bool) error {
 	key := client.ObjectKeyFromObject(obj)
 	latest := k.new()
+	progress := newProgress(w, k.describe(obj))
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, latest); err != nil {
 			return false, nil //nolint:nilerr // a transient error is polled again
 		}
+		progress.observe(latest)
 		return handled(latest) && readyDecided(latest), nil
 	})
+	progress.stop()
 	if err != nil {
 		return fmt.Errorf("%s was not reconciled within %s (ready: %s)", k.describe(obj), f.timeout, conditions.Message(latest, meta.ReadyCondition))
 	}
@@ -241,6 +248,11 @@ func (f *verbFlags) setSuspended(ctx context.Context, c client.Client, w io.Writ
 	objs, err := f.selected(ctx, c, k, names)
 	if err != nil {
 		return err
+	}
+	if !suspend && k.dependsOn != nil {
+		// A dependency resumed later would hold back, and fail, the wait
+		// for what depends on it.
+		objs = dependency.Order(objs, k.dependsOn)
 	}
 	for _, obj := range objs {
 		patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)))

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -100,4 +102,64 @@ func TestVerbsBadInput(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 		})
 	}
+}
+
+// TestResumeAllFollowsDependencies: `resume --all` resumes what others
+// depend on first, so that each one it waits for can become Ready ("app"
+// comes before "db" by name, but depends on it).
+func TestResumeAllFollowsDependencies(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	repo.MustCommit(t, "main", map[string]string{
+		"app/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\n", ns),
+		"db/cm.yaml":  fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\n  namespace: %s\n", ns),
+	}, "one")
+	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
+`, ns, base))
+	for _, manifest := range []string{
+		`{name: app, namespace: %s}
+spec: {suspend: true, interval: 1h, path: ./app, sourceRef: {kind: GitRepository, name: app}, dependsOn: [{name: db}]}`,
+		`{name: db, namespace: %s}
+spec: {suspend: true, interval: 1h, path: ./db, sourceRef: {kind: GitRepository, name: app}}`,
+	} {
+		createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: "+manifest, ns))
+	}
+
+	out, _, err := run(t, "resume", "ks", "--all", "-n", ns, "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	db := strings.Index(out, "✔ Kustomization "+ns+"/db reconciled")
+	app := strings.Index(out, "✔ Kustomization "+ns+"/app reconciled")
+	g.Expect(db).To(BeNumerically(">=", 0), out)
+	g.Expect(app).To(BeNumerically(">", db), out)
+}
+
+// TestCompletionNamesObjects: shell completion offers the names of the
+// objects of the kind in the namespace.
+func TestCompletionNamesObjects(t *testing.T) {
+	g := NewWithT(t)
+	ns1, _ := seedObjects(t, g)
+	complete := func(args ...string) []string {
+		var out, errOut bytes.Buffer
+		root := NewRootCommand(&out, &errOut)
+		root.SetArgs(append([]string{"__complete"}, args...))
+		g.Expect(root.Execute()).To(Succeed())
+		return strings.Split(strings.TrimSpace(out.String()), "\n")
+	}
+	g.Expect(complete("reconcile", "ks", "--kubeconfig", kubeconfig, "-n", ns1, "")).To(HaveExactElements("app", "db", ":4"))
+	g.Expect(complete("suspend", "source", "git", "--kubeconfig", kubeconfig, "-n", ns1, "a")).To(HaveExactElements("app", ":4"))
+	g.Expect(complete("delete", "kustomization", "--kubeconfig", kubeconfig, "-n", ns1, "d")).To(HaveExactElements("db", ":4"))
+	g.Expect(complete("reconcile", "ks", "app", "--kubeconfig", kubeconfig, "-n", ns1, "")).To(HaveExactElements(":4"), "one name only")
+
+	var script bytes.Buffer
+	root := NewRootCommand(&script, &script)
+	root.SetArgs([]string{"completion", "bash"})
+	g.Expect(root.Execute()).To(Succeed())
+	g.Expect(script.String()).To(ContainSubstring("__start_windlass"))
 }

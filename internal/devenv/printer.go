@@ -6,105 +6,72 @@ import (
 	"sync"
 	"time"
 
+	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/controlplane"
 )
 
-// spinnerFrames animate the phase line on a terminal.
-var spinnerFrames = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
-
 // printer writes what a dev run does: phases with their outcome, and lines.
-// On a terminal the phase under way is one line redrawn with a spinner and
-// its elapsed time; elsewhere every message is a plain line.
+// On a terminal the phase under way is a spinner line with its elapsed
+// time; elsewhere every message is a plain line.
 type printer struct {
-	mu       sync.Mutex
-	w        io.Writer
-	terminal bool
-	// current is the phase under way ("" when none), since start.
-	current string
-	start   time.Time
-	frame   int
-	stop    chan struct{}
+	mu sync.Mutex
+	w  io.Writer
+	// spinner shows the phase on a terminal; nil elsewhere.
+	spinner *term.Spinner
 }
 
 func newPrinter(w io.Writer, terminal bool) *printer {
-	return &printer{w: w, terminal: terminal}
+	p := &printer{w: w}
+	if terminal {
+		p.spinner = term.NewSpinner(w)
+	}
+	return p
 }
 
-// line prints one line, keeping the phase line under it on a terminal.
+// line prints one line (above the phase line on a terminal).
 func (p *printer) line(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clear()
-	fmt.Fprintf(p.w, format+"\n", args...)
-	p.draw()
+	p.println(fmt.Sprintf(format, args...))
+}
+
+func (p *printer) println(line string) {
+	if p.spinner != nil {
+		p.spinner.Println(line)
+		return
+	}
+	fmt.Fprintln(p.w, line)
 }
 
 // phase starts a phase and returns the function that ends it: with an
 // error, or with a detail (a format and its arguments). The function
 // returns the error it was given.
 func (p *printer) phase(format string, args ...any) func(err error, detail ...any) error {
-	p.mu.Lock()
 	name := fmt.Sprintf(format, args...)
-	p.current, p.start = name, time.Now()
-	if p.terminal {
-		p.stop = make(chan struct{})
-		go p.animate(p.stop)
+	start := time.Now()
+	p.mu.Lock()
+	if p.spinner != nil {
+		p.spinner.Start(name + "…")
 	} else {
 		fmt.Fprintf(p.w, "… %s\n", name)
 	}
-	p.draw()
 	p.mu.Unlock()
 	return func(err error, detail ...any) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.stop != nil {
-			close(p.stop)
-			p.stop = nil
+		if p.spinner != nil {
+			p.spinner.Stop()
 		}
-		p.clear()
-		took := time.Since(p.start).Round(100 * time.Millisecond)
-		p.current = ""
+		took := time.Since(start).Round(100 * time.Millisecond)
 		switch {
 		case err != nil:
-			fmt.Fprintf(p.w, "✗ %s failed after %s: %v\n", name, took, err)
+			p.println(fmt.Sprintf("✗ %s failed after %s: %v", name, took, err))
 		case len(detail) > 0 && detail[0] != "":
-			fmt.Fprintf(p.w, "✔ %s (%s): %s\n", name, took, fmt.Sprintf(detail[0].(string), detail[1:]...))
+			p.println(fmt.Sprintf("✔ %s (%s): %s", name, took, fmt.Sprintf(detail[0].(string), detail[1:]...)))
 		default:
-			fmt.Fprintf(p.w, "✔ %s (%s)\n", name, took)
+			p.println(fmt.Sprintf("✔ %s (%s)", name, took))
 		}
 		return err
-	}
-}
-
-// animate redraws the phase line until stop is closed.
-func (p *printer) animate(stop chan struct{}) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		p.mu.Lock()
-		p.frame++
-		p.clear()
-		p.draw()
-		p.mu.Unlock()
-	}
-}
-
-// clear erases the phase line on a terminal.
-func (p *printer) clear() {
-	if p.terminal && p.current != "" {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-// draw writes the phase line on a terminal.
-func (p *printer) draw() {
-	if p.terminal && p.current != "" {
-		fmt.Fprintf(p.w, "%c %s… %s", spinnerFrames[p.frame%len(spinnerFrames)], p.current, time.Since(p.start).Round(time.Second))
 	}
 }
 

@@ -43,4 +43,5 @@ func TestPrinterTerminal(t *testing.T) {
 	g.Expect(s).To(ContainSubstring("building… 0s"))
 	g.Expect(s).To(ContainSubstring("\r\033[Knote\n"))
 	g.Expect(s).To(MatchRegexp(`\r\033\[K✔ building \(.*\)\n$`))
+	g.Expect(strings.Count(s, "✔ building")).To(Equal(1))
 }
