@@ -226,8 +226,9 @@ func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Write
 }
 
 // readyDecided reports whether obj's Ready condition is decided for its
-// current generation: True with the reconciliation over, or False (a
-// failure the controller retries is decided too).
+// current generation and no run is under way: True with the reconciliation
+// over, or False (a failure the controller retries is decided too; the
+// False of a previous run, while a new run reports its progress, is not).
 func readyDecided(obj reconcilable) bool {
 	ready := conditions.Get(obj, meta.ReadyCondition)
 	if ready == nil || ready.ObservedGeneration != obj.GetGeneration() {
@@ -237,7 +238,7 @@ func readyDecided(obj reconcilable) bool {
 	case metav1.ConditionTrue:
 		return !conditions.IsTrue(obj, meta.ReconcilingCondition)
 	case metav1.ConditionFalse:
-		return true
+		return !conditions.IsTrue(obj, meta.ReconcilingCondition) || conditions.Reason(obj, meta.ReconcilingCondition) != meta.ProgressingReason
 	}
 	return false
 }
