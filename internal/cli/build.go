@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,9 +21,8 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
+	"github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/sops"
-	"github.com/windlass-dev/windlass/internal/ssa"
-	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
 // secretMask replaces every value of a Secret in what build and diff
@@ -49,21 +47,23 @@ func (b *localBuild) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&b.timeout, "timeout", 5*time.Minute, "how long the command may take")
 }
 
+// localVerb are the flags of a verb that builds a Kustomization from a
+// local folder (build, diff): those of the cluster and of the build.
+type localVerb struct {
+	kube  kubeFlags
+	local localBuild
+}
+
 // buildFlags are the flags of `windlass build`.
 type buildFlags struct {
-	kube   kubeFlags
-	local  localBuild
+	localVerb
 	dryRun bool
 }
 
 func newBuildCommand() *cobra.Command {
 	f := &buildFlags{}
-	cmd := &cobra.Command{Use: "build", Short: "Build what a Kustomization would apply, from a local folder"}
-	f.kube.bind(cmd)
 	leaf := &cobra.Command{
-		Use:     "kustomization NAME --path DIR",
-		Aliases: []string{"ks", "kustomizations"},
-		Short:   "Print the objects the Kustomization NAME would apply, built from the folder --path",
+		Short: "Print the objects the Kustomization NAME would apply, built from the folder --path",
 		Long: `Build the folder --path as the controller builds the Kustomization NAME: the
 same kustomize build (confined to the enclosing git repository, or to the
 folder when it is in none), with the overlays of the Kustomization's spec
@@ -81,13 +81,24 @@ key of a Secret's data and stringData is printed as "***", unless the Secret
 is SOPS-encrypted (its values are then ciphertext, printed as they are).`,
 		Example: `  windlass build kustomization apps --path ./clusters/prod/apps
   windlass build ks apps --path ./apps --dry-run --kustomization-file ./clusters/prod/apps.yaml`,
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, args[0])
 		},
 	}
-	f.local.bind(leaf.Flags())
 	leaf.Flags().BoolVar(&f.dryRun, "dry-run", false, "use no cluster: the spec comes from --kustomization-file or is empty, and substituteFrom is skipped")
+	return f.command("build", "Build what a Kustomization would apply, from a local folder", leaf)
+}
+
+// command returns the command verb, whose one subcommand leaf is
+// `verb kustomization NAME --path DIR` (aliases ks, kustomizations): the
+// cluster flags go on verb, the flags of the local build on leaf.
+func (f *localVerb) command(verb, short string, leaf *cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: verb, Short: short}
+	f.kube.bind(cmd)
+	leaf.Use = "kustomization NAME --path DIR"
+	leaf.Aliases = []string{"ks", "kustomizations"}
+	leaf.Args = cobra.ExactArgs(1)
+	f.local.bind(leaf.Flags())
 	cmd.AddCommand(leaf)
 	return cmd
 }
@@ -114,7 +125,7 @@ func (f *buildFlags) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	owner := ownerOf(ks).Labels()
+	owner := kustomization.Owner(ks).Labels()
 	for _, o := range objs {
 		labels := o.GetLabels()
 		if labels == nil {
@@ -147,12 +158,6 @@ func (b *localBuild) check() error {
 		return fmt.Errorf("%q is not a folder: pass --path the folder that holds the manifests, not a file", b.path)
 	}
 	return nil
-}
-
-// ownerOf returns the owner whose labels the controller puts on the
-// objects that ks applies.
-func ownerOf(ks *kustomizev1.Kustomization) ssa.Owner {
-	return ssa.Owner{Group: kustomizev1.GroupVersion.Group, Name: ks.Name, Namespace: ks.Namespace}
 }
 
 // kustomization returns the Kustomization name of namespace: its spec from
@@ -249,7 +254,7 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	if err != nil {
 		return nil, fmt.Errorf("generating a kustomization for %s: %w", b.path, err)
 	}
-	opts := buildOptions(ks)
+	opts := kustomization.BuildOptions(&ks.Spec)
 	opts.Files = files
 	docs, err := build.BuildYAML(root, path, opts)
 	if err != nil {
@@ -259,16 +264,16 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	if err != nil {
 		return nil, err
 	}
-	if docs, err = substituteDocs(ks, docs, vars, b.strictSubstitute); err != nil {
+	if docs, err = kustomization.Substitute(&ks.Spec, docs, vars, b.strictSubstitute); err != nil {
 		return nil, err
 	}
 	objs, err := build.Decode(docs)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := ignoreRules(ks.Spec.Ignore)
+	rules, err := kustomization.IgnoreRules(ks.Spec.Ignore)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the Kustomization's %w", err)
 	}
 	rules.Apply(objs)
 	return objs, nil
@@ -299,124 +304,17 @@ func buildRoot(dir string) (root, path string, err error) {
 	return root, path, err
 }
 
-// buildOptions maps the spec's overlays onto the build's options, as the
-// controller does.
-func buildOptions(ks *kustomizev1.Kustomization) build.Options {
-	spec := ks.Spec
-	opts := build.Options{
-		Components: spec.Components, IgnoreMissingComponents: spec.IgnoreMissingComponents,
-		NamePrefix: spec.NamePrefix, NameSuffix: spec.NameSuffix, TargetNamespace: spec.TargetNamespace,
-		BuildMetadata: spec.BuildMetadata,
-	}
-	for _, p := range spec.Patches {
-		kp := build.Patch{Patch: p.Patch}
-		if t := p.Target; t != nil {
-			kp.Target = &build.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
-				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		opts.Patches = append(opts.Patches, kp)
-	}
-	for _, i := range spec.Images {
-		opts.Images = append(opts.Images, build.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
-	}
-	if m := spec.CommonMetadata; m != nil {
-		opts.CommonMetadata = &build.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
-	}
-	return opts
-}
-
-// substituteVars returns the variables of ks's postBuild: those of
-// substituteFrom, read from the cluster (skipped without one, c nil), then
-// substitute.
+// substituteVars returns the variables of ks's postBuild, as the
+// controller reads them (see kustomization.SubstituteVars). Without a
+// cluster (c nil) substituteFrom is skipped, with a note on errOut.
 func substituteVars(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, errOut io.Writer) (map[string]string, error) {
-	pb := ks.Spec.PostBuild
-	if pb == nil {
-		return nil, nil
-	}
-	var sources []map[string]string
-	for _, ref := range pb.SubstituteFrom {
-		if c == nil {
+	if pb := ks.Spec.PostBuild; pb != nil && c == nil {
+		for _, ref := range pb.SubstituteFrom {
 			fmt.Fprintf(errOut, "note: without a cluster (--dry-run), the variables of %s %s/%s (substituteFrom) are not read\n",
 				ref.Kind, ks.Namespace, ref.Name)
-			continue
-		}
-		vars, err := readSubstituteFrom(ctx, c, ks.Namespace, ref)
-		if err != nil {
-			return nil, err
-		}
-		sources = append(sources, vars)
-	}
-	return substitute.Vars(append(sources, pb.Substitute)...), nil
-}
-
-// readSubstituteFrom reads the variables of one substituteFrom entry; an
-// optional one that does not exist has none.
-func readSubstituteFrom(ctx context.Context, c client.Client, namespace string, ref kustomizev1.SubstituteReference) (map[string]string, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
-	vars := map[string]string{}
-	var err error
-	switch ref.Kind {
-	case "ConfigMap":
-		var cm corev1.ConfigMap
-		if err = c.Get(ctx, key, &cm); err == nil {
-			for k, v := range cm.Data {
-				vars[k] = v
-			}
-		}
-	case "Secret":
-		var s corev1.Secret
-		if err = c.Get(ctx, key, &s); err == nil {
-			for k, v := range s.Data {
-				vars[k] = string(v)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("substituteFrom kind %q is neither ConfigMap nor Secret: fix the Kustomization", ref.Kind)
-	}
-	switch {
-	case apierrors.IsNotFound(err) && ref.Optional:
-		return nil, nil
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("substituteFrom %s %s not found: create it, or mark it optional", ref.Kind, key)
-	case err != nil:
-		return nil, fmt.Errorf("reading substituteFrom %s %s: %w", ref.Kind, key, err)
-	}
-	return vars, nil
-}
-
-// substituteDocs runs the post-build substitution on the built documents,
-// when the controller would.
-func substituteDocs(ks *kustomizev1.Kustomization, docs [][]byte, vars map[string]string, strict bool) ([][]byte, error) {
-	pb := ks.Spec.PostBuild
-	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != "Always") {
-		return docs, nil
-	}
-	out := make([][]byte, len(docs))
-	for i, doc := range docs {
-		var err error
-		if out[i], err = substitute.SubstituteYAML(doc, vars, strict); err != nil {
-			return nil, fmt.Errorf("post-build substitution failed: %w", err)
 		}
 	}
-	return out, nil
-}
-
-// ignoreRules compiles spec.ignore.
-func ignoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
-	in := make([]ssa.IgnoreRule, 0, len(rules))
-	for _, r := range rules {
-		rule := ssa.IgnoreRule{Paths: r.Paths}
-		if t := r.Target; t != nil {
-			rule.Target = &ssa.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
-				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		in = append(in, rule)
-	}
-	compiled, err := ssa.CompileIgnoreRules(in)
-	if err != nil {
-		return nil, fmt.Errorf("the Kustomization's spec.%w", err)
-	}
-	return compiled, nil
+	return kustomization.SubstituteVars(ctx, c, ks)
 }
 
 // isSecret reports whether obj is a core Secret.

@@ -16,6 +16,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
@@ -51,18 +52,13 @@ const (
 
 // diffFlags are the flags of `windlass diff`.
 type diffFlags struct {
-	kube  kubeFlags
-	local localBuild
+	localVerb
 }
 
 func newDiffCommand() *cobra.Command {
 	f := &diffFlags{}
-	cmd := &cobra.Command{Use: "diff", Short: "Show what applying a local folder would change in the cluster"}
-	f.kube.bind(cmd)
 	leaf := &cobra.Command{
-		Use:     "kustomization NAME --path DIR",
-		Aliases: []string{"ks", "kustomizations"},
-		Short:   "Compare the build of the folder --path with the cluster, for the Kustomization NAME",
+		Short: "Compare the build of the folder --path with the cluster, for the Kustomization NAME",
 		Long: `Build the folder --path as ` + "`windlass build kustomization`" + ` does, then check every
 object with a server-side dry-run apply, as the controller applies it (the
 same field manager, owner labels and policies, with your credentials), and
@@ -80,7 +76,6 @@ changed shows as "***" replaced by "*** (changed)".
 Exit code: 0 when nothing would change, 1 when something would, 2 when the
 diff could not be made.`,
 		Example: `  windlass diff kustomization apps --path ./clusters/prod/apps`,
-		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			differs, err := f.run(cmd, args[0])
 			switch {
@@ -92,9 +87,7 @@ diff could not be made.`,
 			return nil
 		},
 	}
-	f.local.bind(leaf.Flags())
-	cmd.AddCommand(leaf)
-	return cmd
+	return f.command("diff", "Show what applying a local folder would change in the cluster", leaf)
 }
 
 // run prints what applying the build of name would change, and reports
@@ -117,7 +110,7 @@ func (f *diffFlags) run(cmd *cobra.Command, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m, err := ssa.New(c, nil, ssa.Options{FieldManager: kustomize.FieldManager, Owner: ownerOf(ks)})
+	m, err := ssa.New(c, nil, ssa.Options{FieldManager: kustomize.FieldManager, Owner: kustomization.Owner(ks)})
 	if err != nil {
 		return false, err
 	}
@@ -165,16 +158,13 @@ func printPrunes(ctx context.Context, w io.Writer, c client.Client, ks *kustomiz
 	if !ks.Spec.Prune || ks.Status.Inventory == nil {
 		return false, nil
 	}
-	var old, applied []inventory.Entry
-	for _, e := range ks.Status.Inventory.Entries {
-		old = append(old, inventory.Entry{ID: e.ID, Version: e.Version})
-	}
+	var applied []inventory.Entry
 	for _, p := range plan {
 		applied = append(applied, inventory.Entry{ID: p.Object.ID(), Version: p.Version})
 	}
-	owner := ownerOf(ks).Labels()
+	owner := kustomization.Owner(ks).Labels()
 	deleted := false
-	for _, e := range inventory.Diff(old, applied) {
+	for _, e := range inventory.Diff(kustomization.Inventory(ks), applied) {
 		live, id, err := readEntry(ctx, c, e)
 		if err != nil {
 			return false, fmt.Errorf("reading %s, which the Kustomization applied: %w", e.ID, err)

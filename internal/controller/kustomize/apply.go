@@ -11,6 +11,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ssa"
@@ -35,7 +36,7 @@ func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.K
 func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa.Manager, error) {
 	return ssa.New(t.Client, t.Mapper, ssa.Options{
 		FieldManager: FieldManager,
-		Owner:        ssa.Owner{Group: kustomizev1.GroupVersion.Group, Name: obj.Name, Namespace: obj.Namespace},
+		Owner:        kspec.Owner(obj),
 	})
 }
 
@@ -60,7 +61,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 	case errors.As(err, &invalid):
 		return nil, reconcile.Fail(kustomizev1.ValidationFailedReason, err)
 	case err != nil:
-		recordInventory(obj, inventory.Merge(inventoryOf(obj), changes.Inventory()))
+		recordInventory(obj, inventory.Merge(kspec.Inventory(obj), changes.Inventory()))
 		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return changes, nil
@@ -72,7 +73,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 // the inventory cost nothing.
 func writeAhead(obj *kustomizev1.Kustomization, patcher *patch.Helper) func(context.Context, []inventory.Entry) error {
 	return func(ctx context.Context, entries []inventory.Entry) error {
-		current := inventoryOf(obj)
+		current := kspec.Inventory(obj)
 		if len(inventory.Diff(entries, current)) == 0 {
 			return nil
 		}
@@ -90,7 +91,7 @@ func writeAhead(obj *kustomizev1.Kustomization, patcher *patch.Helper) func(cont
 // again.
 func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
 	applied []inventory.Entry, revision string) error {
-	stale := inventory.Diff(inventoryOf(obj), applied)
+	stale := inventory.Diff(kspec.Inventory(obj), applied)
 	if !obj.Spec.Prune || len(stale) == 0 {
 		recordInventory(obj, applied)
 		return nil
@@ -128,7 +129,7 @@ func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kust
 	if err != nil {
 		return err
 	}
-	changes, err := m.Delete(ctx, inventoryOf(obj), ssa.DeleteOptions{
+	changes, err := m.Delete(ctx, kspec.Inventory(obj), ssa.DeleteOptions{
 		Policy: ssa.DeletionPolicy(obj.GetDeletionPolicy()), Prune: obj.Spec.Prune, WaitTimeout: obj.GetTimeout(),
 	})
 	if changes != nil && changes.Changed() {

@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
@@ -100,7 +101,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	live map[string]*unstructured.Unstructured) error {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	revision := obj.Status.LastAttemptedRevision
-	refs := healthRefs(obj, inventoryOf(obj))
+	refs := healthRefs(obj, kspec.Inventory(obj))
 	w, waiting := r.waits.get(key, revision)
 	if waiting {
 		refs = w.pending

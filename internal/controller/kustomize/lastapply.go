@@ -20,7 +20,6 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ssa"
-	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
 // A run whose inputs are those of the last complete apply, and whose
@@ -107,18 +106,11 @@ type buildInputs struct {
 // readInputs reads the substitution variables and decryption keys of obj
 // and digests them with the artifact and the spec.
 func (r *KustomizationReconciler) readInputs(ctx context.Context, obj *kustomizev1.Kustomization, artifact *meta.Artifact) (*buildInputs, error) {
-	in := &buildInputs{}
-	if pb := obj.Spec.PostBuild; pb != nil {
-		var sources []map[string]string
-		for _, ref := range pb.SubstituteFrom {
-			vars, err := r.substituteVars(ctx, obj.Namespace, ref)
-			if err != nil {
-				return nil, err
-			}
-			sources = append(sources, vars)
-		}
-		in.vars = substitute.Vars(append(sources, pb.Substitute)...)
+	vars, err := r.substituteVars(ctx, obj)
+	if err != nil {
+		return nil, err
 	}
+	in := &buildInputs{vars: vars}
 	if d := obj.Spec.Decryption; d != nil && d.SecretRef != nil {
 		var secret corev1.Secret
 		key := types.NamespacedName{Namespace: obj.Namespace, Name: d.SecretRef.Name}

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/sops"
@@ -182,7 +181,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 // objects are applied, unless the Kustomization allows it: an emptied
 // branch is more often a mistake than a wish to delete everything.
 func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Unstructured, revision string) error {
-	applied := len(inventoryOf(obj))
+	applied := len(kspec.Inventory(obj))
 	if len(objs) > 0 || applied == 0 || obj.GetAnnotations()[kustomizev1.AllowEmptyAnnotation] == "true" {
 		return nil
 	}
@@ -215,7 +214,8 @@ func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomi
 		}
 		files = mergeFiles(files, decrypted)
 	}
-	opts := r.buildOptions(obj)
+	opts := kspec.BuildOptions(&obj.Spec)
+	opts.NoRemoteBases = r.NoRemoteBases
 	opts.Files = files
 	docs, err := build.BuildYAML(dir, path, opts)
 	if err != nil {
@@ -262,34 +262,6 @@ func decryptionFailed(err error) error {
 	return reconcile.Fail(kustomizev1.DecryptionFailedReason, fmt.Errorf("decryption failed: %w", err))
 }
 
-// buildOptions maps the spec's overlays onto the build's options.
-func (r *KustomizationReconciler) buildOptions(obj *kustomizev1.Kustomization) build.Options {
-	opts := build.Options{
-		Components:              obj.Spec.Components,
-		IgnoreMissingComponents: obj.Spec.IgnoreMissingComponents,
-		NamePrefix:              obj.Spec.NamePrefix,
-		NameSuffix:              obj.Spec.NameSuffix,
-		TargetNamespace:         obj.Spec.TargetNamespace,
-		BuildMetadata:           obj.Spec.BuildMetadata,
-		NoRemoteBases:           r.NoRemoteBases,
-	}
-	for _, p := range obj.Spec.Patches {
-		kp := build.Patch{Patch: p.Patch}
-		if t := p.Target; t != nil {
-			kp.Target = &build.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
-				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		opts.Patches = append(opts.Patches, kp)
-	}
-	for _, i := range obj.Spec.Images {
-		opts.Images = append(opts.Images, build.Image{Name: i.Name, NewName: i.NewName, NewTag: i.NewTag, Digest: i.Digest})
-	}
-	if m := obj.Spec.CommonMetadata; m != nil {
-		opts.CommonMetadata = &build.CommonMetadata{Labels: m.Labels, Annotations: m.Annotations}
-	}
-	return opts
-}
-
 // newDecryptor returns the SOPS decryptor of spec.decryption with keys,
 // or nil.
 func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops.Decryptor, error) {
@@ -303,67 +275,33 @@ func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops
 	return dec, nil
 }
 
-// maxSubstitutionGrowth bounds what post-build substitution may add to a
-// whole build, over all its documents: the substitute package bounds each
-// value and each document, and a build of many documents must not add up
-// to more than a shared controller can hold.
-const maxSubstitutionGrowth = 16 << 20
-
 // substituteDocs runs the post-build substitution of spec.postBuild with
 // vars on the built YAML documents, before they are decoded, so that quoted
-// values stay strings. Output past the size limits is a build error.
+// values stay strings (see kspec.Substitute). Output past the size
+// limits is a build error; any other failure a substitution error.
 func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[string]string) ([][]byte, error) {
-	pb := obj.Spec.PostBuild
-	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != "Always") {
-		return docs, nil
-	}
-	out := make([][]byte, len(docs))
-	growth := 0
-	for i, doc := range docs {
-		var err error
-		out[i], err = substitute.SubstituteYAML(doc, vars, true)
-		if err == nil {
-			if growth += max(len(out[i])-len(doc), 0); growth > maxSubstitutionGrowth {
-				err = fmt.Errorf("%w: the documents would grow by more than %d bytes in all", substitute.ErrOutputTooLarge, maxSubstitutionGrowth)
-			}
-		}
-		switch {
-		case errors.Is(err, substitute.ErrOutputTooLarge):
-			return nil, buildFailed(fmt.Errorf("post-build substitution failed: %w", err))
-		case err != nil:
-			return nil, reconcile.Fail(kustomizev1.SubstitutionFailedReason, fmt.Errorf("post-build substitution failed: %w", err))
-		}
+	out, err := kspec.Substitute(&obj.Spec, docs, vars, true)
+	switch {
+	case errors.Is(err, substitute.ErrOutputTooLarge):
+		return nil, buildFailed(err)
+	case err != nil:
+		return nil, reconcile.Fail(kustomizev1.SubstitutionFailedReason, err)
 	}
 	return out, nil
 }
 
-// substituteVars reads the variables of one substituteFrom entry.
-func (r *KustomizationReconciler) substituteVars(ctx context.Context, ns string, ref kustomizev1.SubstituteReference) (map[string]string, error) {
-	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
-	vars := map[string]string{}
-	var err error
-	switch ref.Kind {
-	case "ConfigMap":
-		var cm corev1.ConfigMap
-		if err = r.Get(ctx, key, &cm); err == nil {
-			for k, v := range cm.Data {
-				vars[k] = v
-			}
-		}
-	case "Secret":
-		var s corev1.Secret
-		if err = r.Get(ctx, key, &s); err == nil {
-			for k, v := range s.Data {
-				vars[k] = string(v)
-			}
-		}
-	}
+// substituteVars reads the variables of spec.postBuild (see
+// kspec.SubstituteVars). A substituteFrom object that does not
+// exist, and is not optional, is waited for.
+func (r *KustomizationReconciler) substituteVars(ctx context.Context, obj *kustomizev1.Kustomization) (map[string]string, error) {
+	vars, err := kspec.SubstituteVars(ctx, r.Client, obj)
+	var from *kspec.SubstituteFromError
 	switch {
-	case apierrors.IsNotFound(err) && ref.Optional:
-		return nil, nil
-	case apierrors.IsNotFound(err):
+	case errors.As(err, &from) && from.NotFound():
 		return nil, reconcile.Wait(kustomizev1.SubstitutionFailedReason,
-			fmt.Errorf("substitute from %s '%s' not found", ref.Kind, key), r.DependencyRequeue)
+			fmt.Errorf("substitute from %s '%s' not found", from.Kind, from.Key), r.DependencyRequeue)
+	case errors.As(err, &from):
+		return nil, from.Err
 	case err != nil:
 		return nil, err
 	}
@@ -384,32 +322,11 @@ func recordInventory(obj *kustomizev1.Kustomization, entries []inventory.Entry) 
 	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: refs}
 }
 
-// inventoryOf returns the entries of the status inventory.
-func inventoryOf(obj *kustomizev1.Kustomization) []inventory.Entry {
-	if obj.Status.Inventory == nil {
-		return nil
-	}
-	entries := make([]inventory.Entry, 0, len(obj.Status.Inventory.Entries))
-	for _, e := range obj.Status.Inventory.Entries {
-		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
-	}
-	return entries
-}
-
 // compileIgnoreRules compiles spec.ignore; an invalid rule stalls.
 func compileIgnoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
-	in := make([]ssa.IgnoreRule, 0, len(rules))
-	for _, r := range rules {
-		rule := ssa.IgnoreRule{Paths: r.Paths}
-		if t := r.Target; t != nil {
-			rule.Target = &ssa.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
-				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
-		}
-		in = append(in, rule)
-	}
-	compiled, err := ssa.CompileIgnoreRules(in)
+	compiled, err := kspec.IgnoreRules(rules)
 	if err != nil {
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, fmt.Errorf("spec.%w", err))
+		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return compiled, nil
 }

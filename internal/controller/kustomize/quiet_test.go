@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -125,7 +126,7 @@ func TestQuietRunWritesThePrunedInventory(t *testing.T) {
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	got := &kustomizev1.Kustomization{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-	g.Expect(inventoryOf(got)).To(Equal([]inventory.Entry{{ID: web, Version: "v1"}}), "the pruned object left the stored inventory")
+	g.Expect(kspec.Inventory(got)).To(Equal([]inventory.Entry{{ID: web, Version: "v1"}}), "the pruned object left the stored inventory")
 	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:2"))
 }
 

@@ -2,8 +2,10 @@ package kustomize
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -90,4 +92,46 @@ func TestSubstituteDocsBoundsTheWholeBuild(t *testing.T) {
 	_, err = substituteDocs(obj, docs, obj.Spec.PostBuild.Substitute)
 	g.Expect(err).To(MatchError(ContainSubstring("in all")))
 	g.Expect(reconcile.ReasonOf(err, "")).To(Equal(kustomizev1.BuildFailedReason))
+}
+
+// TestSubstitutionErrorReasons: the errors of the shared post-build
+// functions keep the controller's reasons and messages. A missing
+// substituteFrom object is waited for, an optional one is not; an unset
+// variable fails the substitution; output past the limits fails the build.
+func TestSubstitutionErrorReasons(t *testing.T) {
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	r := &KustomizationReconciler{Client: env.Client, DependencyRequeue: 7 * time.Second}
+	ks := func(pb *kustomizev1.PostBuild) *kustomizev1.Kustomization {
+		return &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app"), Spec: kustomizev1.KustomizationSpec{PostBuild: pb}}
+	}
+	from := func(optional bool) *kustomizev1.PostBuild {
+		return &kustomizev1.PostBuild{Substitute: map[string]string{"a": "1"},
+			SubstituteFrom: []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "missing", Optional: optional}}}
+	}
+
+	t.Run("a required substituteFrom is waited for", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := r.substituteVars(ctx, ks(from(false)))
+		var waiting *reconcile.Waiting
+		g.Expect(errors.As(err, &waiting)).To(BeTrue(), "%v", err)
+		g.Expect(waiting.Reason).To(Equal(kustomizev1.SubstitutionFailedReason))
+		g.Expect(waiting.RequeueAfter).To(Equal(7 * time.Second))
+		g.Expect(err).To(MatchError("substitute from ConfigMap '" + ns + "/missing' not found"))
+	})
+	t.Run("an optional substituteFrom is not", func(t *testing.T) {
+		g := NewWithT(t)
+		vars, err := r.substituteVars(ctx, ks(from(true)))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(vars).To(Equal(map[string]string{"a": "1"}))
+	})
+	t.Run("an unset variable fails the substitution", func(t *testing.T) {
+		g := NewWithT(t)
+		doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: ${unset}\n")
+		_, err := substituteDocs(ks(&kustomizev1.PostBuild{}), [][]byte{doc}, map[string]string{"a": "1"})
+		var failure *reconcile.Failure
+		g.Expect(errors.As(err, &failure)).To(BeTrue(), "%v", err)
+		g.Expect(failure.Reason).To(Equal(kustomizev1.SubstitutionFailedReason))
+		g.Expect(err).To(MatchError(HavePrefix("post-build substitution failed: ConfigMap/a: ")))
+	})
 }
