@@ -234,13 +234,15 @@ func (s *session) logFile(name string) (*os.File, error) {
 	return f, nil
 }
 
-// controllerLogger writes the controllers' logs to windlass.log.
+// controllerLogger writes the controllers' logs to windlass.log, in the
+// JSON that `windlass controller` writes, so that `windlass logs
+// --from-file` reads both alike.
 func (s *session) controllerLogger() (logr.Logger, error) {
 	f, err := s.logFile("windlass.log")
 	if err != nil {
 		return logr.Logger{}, err
 	}
-	return zap.New(zap.WriteTo(f), zap.ConsoleEncoder()), nil
+	return zap.New(zap.WriteTo(f), zap.JSONEncoder()), nil
 }
 
 // stop stops what the run started, in reverse order, and removes the
