@@ -33,6 +33,22 @@ verify-generated: generate ## Fail when the generated files are stale.
 dev: build ## Run Windlass locally: a control plane, the controllers and a demo, no cluster needed.
 	$(BIN)/windlass dev $(DEV_FLAGS)
 
+.PHONY: image
+image: ## Build the container image into an OCI layout in bin/image (IMAGE_PLATFORMS=linux/amd64,linux/arm64; IMAGE_PUSH=registry/repo:tag pushes it instead).
+	@set -euo pipefail; \
+	version="$(or $(VERSION),$$(git describe --tags --always --dirty 2>/dev/null || echo dev))"; \
+	revision="$$(git rev-parse HEAD 2>/dev/null || true)"; \
+	platforms=""; \
+	for p in $$(echo "$(or $(IMAGE_PLATFORMS),linux/amd64)" | tr ',' ' '); do \
+		os="$${p%%/*}"; arch="$${p#*/}"; arch="$${arch%%/*}"; out="$(BIN)/image-build/windlass-$$os-$$arch"; \
+		echo "building $$out ($$version)"; \
+		CGO_ENABLED=0 GOOS="$$os" GOARCH="$$arch" go build -trimpath \
+			-ldflags "-s -w -X github.com/windlass-dev/windlass/internal/cli.Version=$$version" -o "$$out" ./cmd/windlass; \
+		platforms="$$platforms -platform $$p=$$out"; \
+	done; \
+	go run ./hack/image $$platforms -version "$$version" -revision "$$revision" \
+		-out "$(or $(IMAGE_DIR),$(BIN)/image)" $(if $(IMAGE_PUSH),-push "$(IMAGE_PUSH)")
+
 .PHONY: run
 run: build ## Install the CRDs in the current kubectl context and run the controllers against it.
 	kubectl apply --server-side -f config/crd/bases

@@ -31,8 +31,12 @@ unchanged.`,
 		newReconcileCommand(),
 		newSuspendCommand(),
 		newResumeCommand(),
+		newBootstrapCommand(),
 		newEventsCommand(),
 		newLogsCommand(),
+		newInstallCommand(),
+		newUninstallCommand(),
+		newCheckCommand(),
 		newBuildCommand(),
 		newDiffCommand(),
 		newTreeCommand(),
@@ -49,15 +53,3 @@ unchanged.`,
 
 // Version is the version of this build, set by the linker.
 var Version = "dev"
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of windlass",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := io.WriteString(cmd.OutOrStdout(), "windlass "+Version+"\n")
-			return err
-		},
-	}
-}

@@ -116,7 +116,9 @@ func TestDev_PathIsFollowedAndCtrlCLeavesNothing(t *testing.T) {
 
 	g.Expect(os.Remove(filepath.Join(dir, "one.yaml"))).To(Succeed())
 	writeConfigMap(g, dir, "two", "1")
-	g.Eventually(func() string { return configMapValue(ctx, d.client, client.ObjectKey{Namespace: "default", Name: "two"}) },
+	g.Eventually(func() string {
+		return configMapValue(ctx, d.client, client.ObjectKey{Namespace: "default", Name: "two"})
+	},
 		timeout, interval).Should(Equal("1"))
 	g.Eventually(func() string { return configMapValue(ctx, d.client, key) }, timeout, interval).Should(Equal("<gone>"))
 

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/windlass-dev/windlass/internal/install"
+)
+
+// checkFlags are the flags of `windlass check`.
+type checkFlags struct {
+	kube    kubeFlags
+	pre     bool
+	timeout time.Duration
+}
+
+func newCheckCommand() *cobra.Command {
+	f := &checkFlags{}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check that a cluster can run Windlass, or that Windlass runs",
+		Long: `Check the cluster, one line per check, ✔ or ✗ with what to do; the exit code
+is not zero when a check fails.
+
+With --pre, before an install: the Kubernetes version (at least ` + install.MinKubernetesVersion + `), and
+whether you may create CRDs, ClusterRoles and Deployments. Without it, after
+an install: the Kubernetes version, the CRDs (there, Established, serving
+the versions this client knows) and the controllers' Deployments (Available).`,
+		Example: `  windlass check --pre
+  windlass check -n flux-system`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd)
+		},
+	}
+	f.kube.bind(cmd)
+	cmd.Flags().BoolVar(&f.pre, "pre", false, "check the prerequisites of an install only")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", time.Minute, "how long the checks may take")
+	return cmd
+}
+
+func (f *checkFlags) run(cmd *cobra.Command) error {
+	cfg, err := clusterConfig(&f.kube)
+	if err != nil {
+		return err
+	}
+	c, err := f.kube.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	w := cmd.OutOrStdout()
+	fmt.Fprintln(w, "► checking the cluster")
+	failed := writeChecks(w, []install.Check{versionCheck(cfg)})
+	if f.pre {
+		fmt.Fprintln(w, "► checking your permissions")
+		failed += writeChecks(w, install.AccessChecks(ctx, c, f.kube.namespace))
+	} else {
+		fmt.Fprintln(w, "► checking the CRDs")
+		crds, err := install.CRDChecks(ctx, c, f.kube.namespace)
+		if err != nil {
+			return err
+		}
+		failed += writeChecks(w, crds)
+		fmt.Fprintln(w, "► checking the controllers")
+		failed += writeChecks(w, install.DeploymentChecks(ctx, c, f.kube.namespace))
+	}
+	switch failed {
+	case 0:
+		fmt.Fprintln(w, "✔ all checks passed")
+		return nil
+	case 1:
+		return fmt.Errorf("1 check failed")
+	}
+	return fmt.Errorf("%d checks failed", failed)
+}
+
+// versionCheck checks the Kubernetes version of the cluster behind cfg.
+func versionCheck(cfg *rest.Config) install.Check {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return install.Check{Message: "cannot reach the cluster", Fix: err.Error()}
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return install.Check{Message: "cannot read the Kubernetes version", Fix: err.Error()}
+	}
+	return install.VersionCheck(info)
+}
+
+// clusterConfig returns the client configuration of the cluster the flags
+// name, as client does.
+func clusterConfig(k *kubeFlags) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
+	}
+	return cfg, nil
+}
+
+// writeChecks prints each check on its own line and returns how many
+// failed.
+func writeChecks(w io.Writer, checks []install.Check) (failed int) {
+	for _, c := range checks {
+		fmt.Fprintln(w, c.String())
+		if !c.OK {
+			failed++
+		}
+	}
+	return failed
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/windlass-dev/windlass/internal/install"
+	"github.com/windlass-dev/windlass/internal/manager"
+)
+
+// installFlags are the flags of `windlass install`.
+type installFlags struct {
+	kube          kubeFlags
+	export        bool
+	components    []string
+	registry      string
+	version       string
+	networkPolicy bool
+	split         bool
+	timeout       time.Duration
+}
+
+func newInstallCommand() *cobra.Command {
+	f := &installFlags{}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install Windlass into a cluster, or print its manifests",
+		Long: `Install the Windlass CRDs and controllers into the cluster: the namespace, a
+service account and its RBAC, a Deployment that runs the controllers (or one
+per controller with --split), the source-controller Service that serves the
+artifacts and a NetworkPolicy. The objects are applied with server-side apply
+(field manager "windlass"), the CRDs first; then install waits until the
+Deployments are Available. Running it again updates what changed and nothing
+else. --export prints the manifests instead, and needs no cluster.`,
+		Example: `  windlass install
+  windlass install --export > windlass.yaml
+  windlass install --components source --registry registry.example.com/mirror --version v0.1.0
+  windlass install -n gitops --split --network-policy=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd)
+		},
+	}
+	f.kube.bind(cmd)
+	fs := cmd.Flags()
+	fs.BoolVar(&f.export, "export", false, "print the manifests as YAML instead of applying them (needs no cluster)")
+	fs.StringSliceVar(&f.components, "components", manager.AllControllers, "the controllers to install, comma-separated")
+	fs.StringVar(&f.registry, "registry", install.DefaultRegistry, "the registry and path of the windlass image")
+	fs.StringVar(&f.version, "version", "", "the image tag (default: this client's version, or latest for a development build)")
+	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact port")
+	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the CRDs and for the Deployments to be Available")
+	return cmd
+}
+
+// options returns the rendering options of the flags.
+func (f *installFlags) options() install.Options {
+	version := f.version
+	if version == "" {
+		version = install.DefaultVersion(Version)
+	}
+	return install.Options{
+		Components: f.components, Registry: f.registry, Version: version, Namespace: f.kube.namespace,
+		NetworkPolicy: f.networkPolicy, Split: f.split,
+	}
+}
+
+func (f *installFlags) run(cmd *cobra.Command) error {
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive")
+	}
+	m, err := install.Render(f.options())
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if f.export {
+		data, err := m.YAML()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	c, err := f.kube.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	ns := m.Options.Namespace
+	fmt.Fprintf(w, "► installing Windlass %s (%s) in namespace %s\n", m.Options.Version, strings.Join(m.Options.Components, ", "), ns)
+	cs, err := install.Apply(ctx, c, m, f.timeout)
+	if cs != nil {
+		for _, change := range cs.Entries {
+			fmt.Fprintf(w, "✔ %s\n", change)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "◎ waiting for the Deployments to be Available: %s\n", strings.Join(m.DeploymentNames(), ", "))
+	err = install.WaitAvailable(ctx, c, ns, m.DeploymentNames(), f.timeout, func(name string) {
+		fmt.Fprintf(w, "✔ Deployment %s/%s Available\n", ns, name)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "✔ Windlass %s installed in %s\n", m.Options.Version, ns)
+	return nil
+}

@@ -1,0 +1,427 @@
+package install
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	"sigs.k8s.io/yaml"
+
+	"github.com/windlass-dev/windlass/config"
+	"github.com/windlass-dev/windlass/internal/manager"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRegistry is where the released images are.
+	DefaultRegistry = "ghcr.io/windlass-dev"
+	// DefaultNamespace is the namespace of the reference implementation.
+	DefaultNamespace = "flux-system"
+	// ImageName is the image's name within the registry.
+	ImageName = "windlass"
+	// FieldManager is the server-side apply field manager of install.
+	FieldManager = "windlass"
+	// ServiceName is the artifact Service, named as in the reference so
+	// that manifests written for it (http://source-controller.<ns>.svc)
+	// work unchanged.
+	ServiceName = "source-controller"
+	// AllInOneDeployment is the Deployment that runs every controller.
+	AllInOneDeployment = "windlass"
+)
+
+// Labels of every installed object.
+const (
+	// PartOfLabel says the object belongs to Windlass.
+	PartOfLabel = "app.kubernetes.io/part-of"
+	// VersionLabel is the installed version.
+	VersionLabel = "app.kubernetes.io/version"
+	// ownerGroup prefixes the owner labels: NameLabel and NamespaceLabel.
+	ownerGroup = "install.windlass.dev"
+	// NameLabel marks what `windlass install` applied.
+	NameLabel = ownerGroup + "/name"
+	// NamespaceLabel is the namespace of the installation an object belongs
+	// to; uninstall deletes the objects that carry it.
+	NamespaceLabel = ownerGroup + "/namespace"
+)
+
+// baseImage is the image name written in config/manager/deployment.yaml.
+const baseImage = "ghcr.io/windlass-dev/windlass"
+
+// Options say what to install.
+type Options struct {
+	// Components are the controllers to run (manager.AllControllers when
+	// empty).
+	Components []string
+	// Registry holds the image (DefaultRegistry when empty).
+	Registry string
+	// Version is the image tag (required).
+	Version string
+	// Namespace is where the controllers run (DefaultNamespace when empty).
+	Namespace string
+	// NetworkPolicy adds the NetworkPolicy of the controllers' pods.
+	NetworkPolicy bool
+	// Split runs one Deployment per controller rather than one for all.
+	Split bool
+}
+
+// DefaultVersion is the image tag that matches a client of version
+// clientVersion: the same, or "latest" for a development build.
+func DefaultVersion(clientVersion string) string {
+	if clientVersion == "" || clientVersion == "dev" {
+		return "latest"
+	}
+	return clientVersion
+}
+
+// tagPattern is what an image tag may be.
+var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// complete validates o and fills in its defaults.
+func (o Options) complete() (Options, error) {
+	if o.Registry == "" {
+		o.Registry = DefaultRegistry
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	o.Registry = strings.TrimSuffix(o.Registry, "/")
+	if o.Registry == "" || strings.Contains(o.Registry, "://") || strings.ContainsAny(o.Registry, " @") {
+		return o, fmt.Errorf("invalid --registry %q: give a registry and path such as ghcr.io/windlass-dev, without a scheme", o.Registry)
+	}
+	if !tagPattern.MatchString(o.Version) || len(validation.IsValidLabelValue(o.Version)) > 0 {
+		return o, fmt.Errorf("invalid --version %q: give an image tag such as v0.1.0 (letters, digits, '.', '_' and '-', at most 63)", o.Version)
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return o, fmt.Errorf("invalid namespace %q: %s", o.Namespace, errs[0])
+	}
+	components, err := selectComponents(o.Components)
+	if err != nil {
+		return o, err
+	}
+	o.Components = components
+	return o, nil
+}
+
+// selectComponents validates the controllers named (with or without the
+// reference's "-controller" suffix) and returns them in setup order; none
+// means all.
+func selectComponents(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return slices.Clone(manager.AllControllers), nil
+	}
+	wanted := map[string]bool{}
+	for _, name := range names {
+		name = strings.TrimSuffix(strings.TrimSpace(name), "-controller")
+		if !slices.Contains(manager.AllControllers, name) {
+			return nil, fmt.Errorf("unknown component %q: choose from %s", name, strings.Join(manager.AllControllers, ", "))
+		}
+		wanted[name] = true
+	}
+	var out []string
+	for _, name := range manager.AllControllers {
+		if wanted[name] {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// Image returns the controllers' image reference.
+func (o Options) Image() string {
+	return o.Registry + "/" + ImageName + ":" + o.Version
+}
+
+// Manifests are the rendered objects of an installation, in the order they
+// are printed and applied: CRDs, the Namespace, then the rest in
+// kustomize's order.
+type Manifests struct {
+	resources []*resource.Resource
+	// Options are the options the manifests were rendered with, defaults
+	// filled in.
+	Options Options
+}
+
+// Objects returns the objects as unstructured, to apply them.
+func (m *Manifests) Objects() ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(m.resources))
+	for _, r := range m.resources {
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", r.CurId(), err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", r.CurId(), err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+// YAML returns the objects as a multi-document YAML stream.
+func (m *Manifests) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	for _, r := range m.resources {
+		data, err := r.AsYAML()
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", r.CurId(), err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	return buf.Bytes(), nil
+}
+
+// DeploymentNames returns the names of the Deployments the manifests hold.
+func (m *Manifests) DeploymentNames() []string {
+	var names []string
+	for _, r := range m.resources {
+		if r.GetKind() == "Deployment" {
+			names = append(names, r.GetName())
+		}
+	}
+	return names
+}
+
+// renderMu serialises kustomize runs, which share process-wide state.
+var renderMu sync.Mutex
+
+// Render builds the manifests of an installation from the kustomizations
+// embedded in package config, through the kustomize API on an in-memory
+// file system.
+func Render(opts Options) (*Manifests, error) {
+	opts, err := opts.complete()
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOverlay(fsys, opts); err != nil {
+		return nil, err
+	}
+	resources, err := runKustomize(fsys)
+	if err != nil {
+		return nil, err
+	}
+	return &Manifests{resources: sortResources(resources), Options: opts}, nil
+}
+
+// configRoot and overlayRoot are where the embedded kustomizations and the
+// overlay that Render writes live in the in-memory file system.
+const (
+	configRoot  = "/config"
+	overlayRoot = "/install"
+)
+
+// loadConfig copies the embedded manifests into an in-memory file system.
+func loadConfig() (filesys.FileSystem, error) {
+	fsys := filesys.MakeFsInMemory()
+	err := fs.WalkDir(config.Manifests, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := config.Manifests.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return fsys.WriteFile(path.Join(configRoot, p), data)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded manifests: %w", err)
+	}
+	return fsys, nil
+}
+
+// runKustomize builds the overlay.
+func runKustomize(fsys filesys.FileSystem) (out []*resource.Resource, err error) {
+	renderMu.Lock()
+	defer renderMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("kustomize panicked while rendering the manifests: %v", r)
+		}
+	}()
+	k := krusty.MakeKustomizer(&krusty.Options{
+		Reorder:          krusty.ReorderOptionLegacy,
+		LoadRestrictions: types.LoadRestrictionsRootOnly,
+		PluginConfig:     types.DisabledPluginConfig(),
+	})
+	m, err := k.Run(fsys, overlayRoot)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the manifests: %w", err)
+	}
+	return m.Resources(), nil
+}
+
+// sortResources puts the CRDs first, then the Namespace, then the rest in
+// the order kustomize gave them.
+func sortResources(rs []*resource.Resource) []*resource.Resource {
+	rank := func(r *resource.Resource) int {
+		switch r.GetKind() {
+		case "CustomResourceDefinition":
+			return 0
+		case "Namespace":
+			return 1
+		}
+		return 2
+	}
+	out := slices.Clone(rs)
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out
+}
+
+// deployment is one Deployment of an installation.
+type deployment struct {
+	name        string
+	controllers []string
+}
+
+// deployments returns the Deployments of o: one for all, or one per
+// controller named as in the reference ("source-controller").
+func (o Options) deployments() []deployment {
+	if !o.Split {
+		return []deployment{{name: AllInOneDeployment, controllers: o.Components}}
+	}
+	out := make([]deployment, 0, len(o.Components))
+	for _, c := range o.Components {
+		out = append(out, deployment{name: c + "-controller", controllers: []string{c}})
+	}
+	return out
+}
+
+// servesArtifacts reports whether d runs the source controller.
+func (d deployment) servesArtifacts() bool {
+	return slices.Contains(d.controllers, manager.SourceController)
+}
+
+// args are the arguments of d's container.
+func (d deployment) args() []string {
+	args := []string{"controller", "--controllers=" + strings.Join(d.controllers, ","), "--enable-leader-election", "--log-encoding=json"}
+	if d.servesArtifacts() {
+		args = append(args, "--storage-path=/data", "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
+	}
+	return args
+}
+
+// jsonPatch is one RFC 6902 operation.
+type jsonPatch struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// writeOverlay writes the kustomization that renders o: the embedded
+// kustomizations, one overlay per Deployment, the namespace, labels, image
+// and the names of the cluster-scoped objects.
+func writeOverlay(fsys filesys.FileSystem, o Options) error {
+	k := types.Kustomization{
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Namespace: o.Namespace,
+		Resources: []string{"../config/crd", "../config/namespace", "../config/rbac"},
+		Labels: []types.Label{{Pairs: map[string]string{
+			PartOfLabel: "windlass", VersionLabel: o.Version, NameLabel: "windlass", NamespaceLabel: o.Namespace,
+		}, IncludeTemplates: true}},
+		Images:       []types.Image{{Name: baseImage, NewName: o.Registry + "/" + ImageName, NewTag: o.Version}},
+		Transformers: []string{"cluster-names.yaml"},
+	}
+	var artifactPods string
+	for _, d := range o.deployments() {
+		dir := "deployments/" + d.name
+		k.Resources = append(k.Resources, dir)
+		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d); err != nil {
+			return err
+		}
+		if d.servesArtifacts() {
+			artifactPods = d.name
+		}
+	}
+	if artifactPods != "" {
+		k.Resources = append(k.Resources, "../config/service")
+		k.Patches = append(k.Patches, mustPatch("Service", ServiceName, false,
+			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: artifactPods}))
+	}
+	if o.NetworkPolicy {
+		k.Resources = append(k.Resources, "../config/networkpolicy")
+	}
+	files := map[string]any{
+		"kustomization.yaml": k,
+		"cluster-names.yaml": clusterNames(o.Namespace),
+	}
+	for name, v := range files {
+		if err := writeYAML(fsys, path.Join(overlayRoot, name), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeDeployment writes the overlay of one Deployment into dir.
+func writeDeployment(fsys filesys.FileSystem, dir string, d deployment) error {
+	ops := []jsonPatch{
+		{Op: "replace", Path: "/metadata/name", Value: d.name},
+		{Op: "replace", Path: "/spec/selector/matchLabels/app", Value: d.name},
+		{Op: "replace", Path: "/spec/template/metadata/labels/app", Value: d.name},
+		{Op: "replace", Path: "/spec/template/spec/containers/0/args", Value: d.args()},
+	}
+	k := types.Kustomization{
+		Resources: []string{"../../../config/manager"},
+		Patches:   []types.Patch{mustPatch("Deployment", AllInOneDeployment, true, ops...)},
+	}
+	return writeYAML(fsys, path.Join(dir, "kustomization.yaml"), k)
+}
+
+// mustPatch returns a JSON 6902 patch of the object kind/name.
+func mustPatch(kind, name string, rename bool, ops ...jsonPatch) types.Patch {
+	data, err := yaml.Marshal(ops)
+	if err != nil {
+		panic(err) // plain values always marshal
+	}
+	p := types.Patch{Patch: string(data), Target: &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Kind: kind}, Name: name}}}
+	if rename {
+		p.Options = &types.PatchArgs{AllowNameChange: true}
+	}
+	return p
+}
+
+// clusterNames is the transformer that suffixes the names of the
+// cluster-scoped RBAC objects with the namespace, so that two
+// installations do not share them.
+func clusterNames(namespace string) map[string]any {
+	spec := func(kind string) map[string]any {
+		return map[string]any{"group": "rbac.authorization.k8s.io", "kind": kind, "path": "metadata/name"}
+	}
+	return map[string]any{
+		"apiVersion": "builtin",
+		"kind":       "PrefixSuffixTransformer",
+		"metadata":   map[string]any{"name": "cluster-names"},
+		"suffix":     "-" + namespace,
+		"fieldSpecs": []any{spec("ClusterRole"), spec("ClusterRoleBinding")},
+	}
+}
+
+// writeYAML writes v as YAML to name.
+func writeYAML(fsys filesys.FileSystem, name string, v any) error {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", name, err)
+	}
+	if err := fsys.WriteFile(name, data); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package install
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+)
+
+// render renders opts and returns the objects.
+func render(g *WithT, opts Options) []*unstructured.Unstructured {
+	m, err := Render(opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := m.Objects()
+	g.Expect(err).NotTo(HaveOccurred())
+	return objs
+}
+
+// find returns the object kind/name of objs, or nil.
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// kinds returns the kinds of objs, in order.
+func kinds(objs []*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.GetKind())
+	}
+	return out
+}
+
+// containerArgs returns the arguments of the first container of the
+// Deployment d.
+func containerArgs(g *WithT, d *unstructured.Unstructured) []string {
+	g.Expect(d).NotTo(BeNil())
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	g.Expect(containers).NotTo(BeEmpty())
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
+}
+
+func TestRenderDefault(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1.2.3"})
+	ks := kinds(objs)
+	g.Expect(ks[:3]).To(Equal([]string{"CustomResourceDefinition", "CustomResourceDefinition", "Namespace"}))
+	g.Expect(objs[2].GetName()).To(Equal(DefaultNamespace))
+
+	d := find(objs, "Deployment", AllInOneDeployment)
+	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize",
+		"--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("ghcr.io/windlass-dev/windlass:v1.2.3"))
+
+	svc := find(objs, "Service", ServiceName)
+	g.Expect(svc).NotTo(BeNil())
+	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	g.Expect(selector).To(Equal(map[string]string{"app": AllInOneDeployment}))
+	g.Expect(find(objs, "NetworkPolicy", "windlass")).To(BeNil(), "no NetworkPolicy unless asked")
+
+	for _, o := range objs {
+		g.Expect(o.GetLabels()).To(HaveKeyWithValue(NamespaceLabel, DefaultNamespace), o.GetKind())
+		g.Expect(o.GetLabels()).To(HaveKeyWithValue(VersionLabel, "v1.2.3"), o.GetKind())
+	}
+	g.Expect(find(objs, "ClusterRole", "windlass-controller-flux-system")).NotTo(BeNil())
+	binding := find(objs, "ClusterRoleBinding", "windlass-controller-flux-system")
+	g.Expect(binding).NotTo(BeNil())
+	roleRef, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+	g.Expect(roleRef).To(Equal("windlass-controller-flux-system"))
+}
+
+func TestRenderSplitNamespaceRegistry(t *testing.T) {
+	g := NewWithT(t)
+	m, err := Render(Options{Version: "v2", Namespace: "gitops", Registry: "registry.example.com/team/", Split: true, NetworkPolicy: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller"))
+	objs, err := m.Objects()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	src := find(objs, "Deployment", "source-controller")
+	g.Expect(containerArgs(g, src)).To(ContainElements("--controllers=source", "--storage-path=/data"))
+	ks := find(objs, "Deployment", "kustomize-controller")
+	g.Expect(containerArgs(g, ks)).To(ContainElement("--controllers=kustomize"))
+	g.Expect(strings.Join(containerArgs(g, ks), " ")).NotTo(ContainSubstring("--storage"), "only the source controller serves artifacts")
+	containers, _, _ := unstructured.NestedSlice(ks.Object, "spec", "template", "spec", "containers")
+	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("registry.example.com/team/windlass:v2"))
+
+	selector, _, _ := unstructured.NestedStringMap(find(objs, "Service", ServiceName).Object, "spec", "selector")
+	g.Expect(selector).To(Equal(map[string]string{"app": "source-controller"}))
+	g.Expect(find(objs, "NetworkPolicy", "windlass")).NotTo(BeNil())
+
+	binding := find(objs, "ClusterRoleBinding", "windlass-controller-gitops")
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	g.Expect(subjects).To(ConsistOf(HaveKeyWithValue("namespace", "gitops")))
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace" && !strings.HasPrefix(o.GetKind(), "Cluster") {
+			g.Expect(o.GetNamespace()).To(Equal("gitops"), o.GetKind())
+		}
+	}
+}
+
+func TestRenderComponents(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1", Components: []string{"kustomize-controller"}})
+	d := find(objs, "Deployment", AllInOneDeployment)
+	g.Expect(containerArgs(g, d)).To(ContainElement("--controllers=kustomize"))
+	g.Expect(find(objs, "Service", ServiceName)).To(BeNil(), "no artifact Service without the source controller")
+}
+
+func TestRenderRefusesBadOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Version: "v1", Components: []string{"helm"}}, `unknown component "helm": choose from source, kustomize`},
+		{Options{Version: "not a tag"}, `invalid --version "not a tag"`},
+		{Options{Version: ""}, `invalid --version ""`},
+		{Options{Version: "v1", Registry: "https://ghcr.io/x"}, `invalid --registry "https://ghcr.io/x"`},
+		{Options{Version: "v1", Namespace: "Flux_System"}, `invalid namespace "Flux_System"`},
+	} {
+		g := NewWithT(t)
+		_, err := Render(tt.opts)
+		g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
+	}
+}
+
+// TestCRDKustomizationListsEveryBase: a CRD that `make generate` adds must
+// be listed in config/crd/kustomization.yaml, or install would miss it.
+func TestCRDKustomizationListsEveryBase(t *testing.T) {
+	g := NewWithT(t)
+	root := filepath.Join(testenv.RepoRoot(), "config", "crd")
+	files, err := filepath.Glob(filepath.Join(root, "bases", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(BeEmpty())
+	data, err := os.ReadFile(filepath.Join(root, "kustomization.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	g.Expect(yaml.Unmarshal(data, &k)).To(Succeed())
+	want := make([]string, 0, len(files))
+	for _, f := range files {
+		want = append(want, "bases/"+filepath.Base(f))
+	}
+	g.Expect(k.Resources).To(ConsistOf(want))
+}
+
+// TestCRDsAreTheGeneratedOnes: install applies the CRDs of
+// config/crd/bases as they are, labels aside.
+func TestCRDsAreTheGeneratedOnes(t *testing.T) {
+	g := NewWithT(t)
+	crds, err := CRDs()
+	g.Expect(err).NotTo(HaveOccurred())
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(crds).To(HaveLen(len(files)))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		want := map[string]any{}
+		g.Expect(yaml.Unmarshal(data, &want)).To(Succeed())
+		name := want["metadata"].(map[string]any)["name"].(string)
+		i := slices.IndexFunc(crds, func(c *unstructured.Unstructured) bool { return c.GetName() == name })
+		g.Expect(i).NotTo(Equal(-1), name)
+		got, err := json.Marshal(crds[i].Object["spec"])
+		g.Expect(err).NotTo(HaveOccurred())
+		wantJSON, err := json.Marshal(want["spec"])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(got)).To(Equal(string(wantJSON)), name)
+	}
+}
+
+// TestUninstallKnowsEveryKind: every kind that install renders is one
+// that uninstall deletes.
+func TestUninstallKnowsEveryKind(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1", Split: true, NetworkPolicy: true})
+	known := []string{"CustomResourceDefinition", "Namespace", deploymentKind.Kind}
+	for _, gvk := range installedKinds {
+		known = append(known, gvk.Kind)
+	}
+	for _, o := range objs {
+		g.Expect(known).To(ContainElement(o.GetKind()))
+	}
+}
+
+func TestImageTag(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ImageTag("ghcr.io/windlass-dev/windlass:v1.2.0")).To(Equal("v1.2.0"))
+	g.Expect(ImageTag("localhost:5000/windlass")).To(Equal("latest"))
+	g.Expect(ImageTag("localhost:5000/windlass@sha256:abc")).To(Equal("sha256:abc"))
+	g.Expect(DefaultVersion("dev")).To(Equal("latest"))
+	g.Expect(DefaultVersion("v0.3.0")).To(Equal("v0.3.0"))
+}
