@@ -16,7 +16,6 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // runAnswering runs the windlass command line with args against the test
@@ -110,17 +109,8 @@ func TestDeleteRunsFinalizers(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": fmt.Sprintf(
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pruned\n  namespace: %s\n", ns)}, "one")
-	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
-`, ns, base))
+	servedSource(t, g, ns, map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pruned\n  namespace: %s\n", ns)})
 	ks := &kustomizev1.Kustomization{}
 	createFromYAML(g, ks, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1

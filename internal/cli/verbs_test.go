@@ -25,6 +25,23 @@ func createFromYAML(g *WithT, obj client.Object, manifest string) {
 	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 }
 
+// servedSource serves a repository with files committed on main over HTTP,
+// and creates the GitRepository "app" of it in ns, for the tests'
+// controllers. It returns the repository and the commit.
+func servedSource(t *testing.T, g *WithT, ns string, files map[string]string) (*gitserver.Repo, string) {
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	sha := repo.MustCommit(t, "main", files, "one")
+	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
+`, ns, base))
+	return repo, sha
+}
+
 // TestReconcileSuspendResume drives a GitRepository and a Kustomization
 // with the verbs, against running controllers: reconcile waits for the
 // outcome (and says when it is not Ready, with a non-zero exit), suspend
@@ -34,17 +51,8 @@ func TestReconcileSuspendResume(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": fmt.Sprintf(
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  v: \"1\"\n", ns)}, "one")
-	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
-`, ns, base))
+	repo, _ := servedSource(t, g, ns, map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  v: \"1\"\n", ns)})
 	createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -110,19 +118,10 @@ func TestVerbsBadInput(t *testing.T) {
 func TestResumeAllFollowsDependencies(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	repo.MustCommit(t, "main", map[string]string{
+	servedSource(t, g, ns, map[string]string{
 		"app/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\n", ns),
 		"db/cm.yaml":  fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\n  namespace: %s\n", ns),
-	}, "one")
-	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
-`, ns, base))
+	})
 	for _, manifest := range []string{
 		`{name: app, namespace: %s}
 spec: {suspend: true, interval: 1h, path: ./app, sourceRef: {kind: GitRepository, name: app}, dependsOn: [{name: db}]}`,
