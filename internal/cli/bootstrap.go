@@ -47,6 +47,9 @@ again to upgrade: it commits only what changed.`,
   windlass bootstrap git --url ssh://git@git.example.com/fleet.git --private-key-file ./id_ed25519 --path clusters/prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.secret.readPasswordStdin(cmd.InOrStdin()); err != nil {
+				return err
+			}
 			return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
 				return f.bootstrap(ctx, c, cmd.ErrOrStderr(), w)
 			})
@@ -62,6 +65,7 @@ again to upgrade: it commits only what changed.`,
 	fs.StringVar(&f.secret.privateKeyFile, "private-key-file", "", "the SSH private key, for ssh")
 	fs.StringVar(&f.secret.knownHostsFile, "known-hosts-file", "", "the known_hosts of the SSH server (default: scanned from the URL's host)")
 	fs.StringVar(&f.secret.caFile, "ca-file", "", "a PEM bundle of the CAs to trust, for https")
+	f.secret.bindPasswordStdin(fs)
 	fs.StringSliceVar(&f.install.Components, "components", nil, "the controllers to install (default all)")
 	fs.StringVar(&f.install.Registry, "registry", install.DefaultRegistry, "the registry of the windlass image")
 	fs.StringVar(&f.install.Version, "version", "", "the image tag (default: this client's version)")

@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,38 @@ type gitSecretFlags struct {
 	privateKeyFile     string
 	knownHostsFile     string
 	caFile             string
+	// passwordStdin reads the password from standard input, so that it is
+	// not in the command line that other users of the machine can see.
+	passwordStdin bool
+}
+
+// bindPasswordStdin adds --password-stdin to fs.
+func (s *gitSecretFlags) bindPasswordStdin(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.passwordStdin, "password-stdin", false, "read the password (or the key's passphrase) from standard input, not from the command line")
+}
+
+// maxPasswordBytes bounds what --password-stdin reads.
+const maxPasswordBytes = 64 << 10
+
+// readPasswordStdin sets the password from in when --password-stdin is set:
+// its first line, without the line ending.
+func (s *gitSecretFlags) readPasswordStdin(in io.Reader) error {
+	if !s.passwordStdin {
+		return nil
+	}
+	if s.password != "" {
+		return errors.New("--password and --password-stdin: choose one")
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxPasswordBytes))
+	if err != nil {
+		return fmt.Errorf("reading the password from standard input: %w", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	s.password = strings.TrimSuffix(line, "\r")
+	if s.password == "" {
+		return errors.New("--password-stdin: standard input holds no password")
+	}
+	return nil
 }
 
 func newCreateSecretCommand(f *createFlags) *cobra.Command {
@@ -53,6 +87,9 @@ host publishes. The Secret is printed only with --export.`,
     --private-key-file ./id_ed25519 --known-hosts-file ./known_hosts --export > fleet-auth.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := s.readPasswordStdin(cmd.InOrStdin()); err != nil {
+				return err
+			}
 			obj, err := s.object(cmd.Context(), cmd.ErrOrStderr(), args[0], f)
 			if err != nil {
 				return err
@@ -76,6 +113,7 @@ host publishes. The Secret is printed only with --export.`,
 	fs.StringVar(&s.knownHostsFile, "known-hosts-file", "", "the known_hosts of the SSH server (default: scanned from the URL's host)")
 	fs.StringVar(&s.caFile, "ca-file", "", "a PEM bundle of the CAs to trust, for https")
 	fs.StringVar(&s.caFile, "ca-crt-file", "", "the same as --ca-file")
+	s.bindPasswordStdin(fs)
 	secret.AddCommand(cmd)
 	return secret
 }

@@ -256,3 +256,27 @@ func secretNames(secrets []corev1.Secret) []string {
 	}
 	return names
 }
+
+// TestCreateSecretPasswordStdin: --password-stdin reads the password from
+// standard input (so that it is not in the process list) and writes the
+// same Secret as --password does.
+func TestCreateSecretPasswordStdin(t *testing.T) {
+	exec := func(stdin string, extra ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		root := NewRootCommand(&out, &errOut)
+		root.SetIn(strings.NewReader(stdin))
+		root.SetArgs(append([]string{"create", "secret", "git", "podinfo-auth", "--url", "https://github.com/stefanprodan/podinfo",
+			"--username", "git", "--export", "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, extra...))
+		err := root.Execute()
+		return out.String(), err
+	}
+	g := NewWithT(t)
+	out, err := exec("s3cr3t-token\n", "--password-stdin")
+	g.Expect(err).NotTo(HaveOccurred())
+	expectGolden(t, g, "create-secret-git-basic-auth", out)
+
+	_, err = exec("s3cr3t-token\n", "--password-stdin", "--password", "other")
+	g.Expect(err).To(MatchError("--password and --password-stdin: choose one"))
+	_, err = exec("", "--password-stdin")
+	g.Expect(err).To(MatchError("--password-stdin: standard input holds no password"))
+}

@@ -48,6 +48,7 @@ unchanged.`,
 		root.AddCommand(verb)
 	}
 	completeObjectNames(root)
+	rejectUnknownWords(root)
 	return root
 }
 
