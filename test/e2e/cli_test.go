@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
+)
+
+// runCLI runs the windlass binary with args against the test control plane
+// and returns its output and exit code.
+func runCLI(g *WithT, args ...string) (stdout, stderr string, code int) {
+	cmd := exec.Command(windlassBin, append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = childproc.CleanEnv()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return out.String(), errOut.String(), 0
+}
+
+// TestCLI_ExitCodes: the binary's exit codes are scriptable: `diff` exits 0
+// when nothing would change, 1 (and no error line) when something would,
+// 2 when it cannot tell; a bad command is a one-line error with exit 1.
+func TestCLI_ExitCodes(t *testing.T) {
+	logControllerOnFailure(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	config := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: %s\n"
+	url, sha := servedRepo(t, "app.git", map[string]string{"deploy/config.yaml": fmt.Sprintf(config, "hello")})
+	applyGitRepository(g, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec: {interval: 1m, url: %s, ref: {branch: main}}
+`, ns, url))
+	ks := &kustomizev1.Kustomization{}
+	g.Expect(yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: %s}
+spec: {interval: 5m, path: ./deploy, prune: true, targetNamespace: %s, sourceRef: {kind: GitRepository, name: app}}
+`, ns, ns)), ks)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, ks)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue())
+		g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:" + sha))
+	}, timeout, interval).Should(Succeed())
+
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, "config.yaml"), fmt.Appendf(nil, config, "hello"), 0o644)).To(Succeed())
+	out, errOut, code := runCLI(g, "diff", "kustomization", "app", "-n", ns, "--path", dir)
+	g.Expect(code).To(Equal(0), out+errOut)
+	g.Expect(out + errOut).To(BeEmpty())
+
+	g.Expect(os.WriteFile(filepath.Join(dir, "config.yaml"), fmt.Appendf(nil, config, "bonjour"), 0o644)).To(Succeed())
+	out, errOut, code = runCLI(g, "diff", "kustomization", "app", "-n", ns, "--path", dir)
+	g.Expect(code).To(Equal(1), out+errOut)
+	g.Expect(out).To(ContainSubstring("► ConfigMap/" + ns + "/settings drifted"))
+	g.Expect(out).To(ContainSubstring("+  greeting: bonjour"))
+	g.Expect(errOut).To(BeEmpty())
+
+	_, errOut, code = runCLI(g, "diff", "kustomization", "missing", "-n", ns, "--path", dir)
+	g.Expect(code).To(Equal(2), errOut)
+	g.Expect(strings.Count(errOut, "\n")).To(Equal(1), errOut)
+	g.Expect(errOut).To(HavePrefix("error: "))
+
+	_, errOut, code = runCLI(g, "get", "widgets")
+	g.Expect(code).To(Equal(1))
+	g.Expect(errOut).To(Equal("error: unknown kind \"widgets\" for \"windlass get\": choose one of all, kustomization, sources (see windlass get --help)\n"))
+}
