@@ -12,6 +12,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
@@ -75,4 +76,38 @@ func TestPush(t *testing.T) {
 	_, _, err = Push(ctx, url, "main", &http.BasicAuth{Username: "bot", Password: "wrong"}, files, commit)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).NotTo(ContainSubstring("wrong"))
+}
+
+// TestPushOverSSH: the keys of a GitRepository's SSH Secret (identity and
+// known_hosts) give the credentials to push with; a host key that is not in
+// known_hosts is refused.
+func TestPushOverSSH(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := gitserver.NewForTest(t)
+	_, identity := srv.AuthorizedSSHKeyForTest(t)
+	base := srv.MustStartSSH(t)
+	repo := srv.MustInitRepo(t, "fleet.git", "main")
+	url := base + "/fleet.git"
+	files := map[string][]byte{"clusters/dev/flux-system/gotk-components.yaml": []byte("# components\n")}
+	commit := Commit{AuthorName: "windlass", AuthorEmail: "windlass@localhost", Message: "Add Windlass"}
+
+	auth, err := git.Credentials(url, map[string][]byte{git.SecretKeyIdentity: identity, git.SecretKeyKnownHosts: srv.KnownHosts()})
+	g.Expect(err).NotTo(HaveOccurred())
+	sha, changed, err := Push(ctx, url, "main", auth, files, commit)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(changed).To(BeTrue())
+	head, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(head).To(Equal(sha))
+
+	other := gitserver.NewForTest(t)
+	other.MustStartSSH(t)
+	auth, err = git.Credentials(url, map[string][]byte{git.SecretKeyIdentity: identity, git.SecretKeyKnownHosts: other.KnownHosts()})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, _, err = Push(ctx, url, "main", auth, map[string][]byte{"x.yaml": []byte("x: 1\n")}, commit)
+	g.Expect(err).To(HaveOccurred(), "a host key that is not in known_hosts")
+	again, err := repo.Head("main")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(Equal(sha), "nothing pushed")
 }

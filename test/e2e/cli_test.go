@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -24,7 +27,13 @@ import (
 // runCLI runs the windlass binary with args against the test control plane
 // and returns its output and exit code.
 func runCLI(g *WithT, args ...string) (stdout, stderr string, code int) {
-	cmd := exec.Command(windlassBin, append(args, "--kubeconfig", kubeconfig)...)
+	return runCLIAgainst(g, kubeconfig, args...)
+}
+
+// runCLIAgainst runs the windlass binary with args against the cluster of
+// the kubeconfig kc.
+func runCLIAgainst(g *WithT, kc string, args ...string) (stdout, stderr string, code int) {
+	cmd := exec.Command(windlassBin, append(args, "--kubeconfig", kc)...)
 	cmd.Env = childproc.CleanEnv()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -89,4 +98,26 @@ spec: {interval: 5m, path: ./deploy, prune: true, targetNamespace: %s, sourceRef
 	_, errOut, code = runCLI(g, "get", "widgets")
 	g.Expect(code).To(Equal(1))
 	g.Expect(errOut).To(Equal("error: unknown kind \"widgets\" for \"windlass get\": choose one of all, kustomization, sources (see windlass get --help)\n"))
+}
+
+// TestCLI_MissingCRDs: in a cluster without the Windlass CRDs, `get` says
+// so in one line and what to check, and `check` fails on the CRD.
+func TestCLI_MissingCRDs(t *testing.T) {
+	g := NewWithT(t)
+	cp, kc := privateControlPlane(t, g)
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kustomizations.kustomize.toolkit.fluxcd.io"}}
+	g.Expect(cp.Client.Delete(context.Background(), crd)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(cp.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), crd))
+	}, timeout, interval).Should(BeTrue())
+
+	_, errOut, code := runCLIAgainst(g, kc, "get", "kustomizations")
+	g.Expect(code).To(Equal(1))
+	g.Expect(strings.Count(errOut, "\n")).To(Equal(1), errOut)
+	g.Expect(errOut).To(ContainSubstring("listing Kustomizations"))
+	g.Expect(errOut).To(ContainSubstring("are the Windlass CRDs installed in this cluster?"))
+
+	out, _, code := runCLIAgainst(g, kc, "check")
+	g.Expect(code).NotTo(Equal(0))
+	g.Expect(out).To(MatchRegexp(`✗ .*kustomizations\.kustomize\.toolkit\.fluxcd\.io`))
 }
