@@ -22,28 +22,29 @@ unchanged.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	// One verb per line, in the order `windlass --help` lists them.
+	// One verb per line, grouped as the README presents them; --help lists
+	// them alphabetically.
 	for _, verb := range []*cobra.Command{
 		newDevCommand(),
 		newControllerCommand(),
 		newVersionCommand(),
-		newGetCommand(),
-		newReconcileCommand(),
-		newSuspendCommand(),
-		newResumeCommand(),
-		newBootstrapCommand(),
-		newEventsCommand(),
-		newLogsCommand(),
 		newInstallCommand(),
 		newUninstallCommand(),
 		newCheckCommand(),
-		newBuildCommand(),
-		newDiffCommand(),
+		newBootstrapCommand(),
+		newGetCommand(),
+		newEventsCommand(),
+		newLogsCommand(),
 		newTreeCommand(),
 		newTraceCommand(),
+		newReconcileCommand(),
+		newSuspendCommand(),
+		newResumeCommand(),
 		newCreateCommand(),
 		newExportCommand(),
 		newDeleteCommand(),
+		newBuildCommand(),
+		newDiffCommand(),
 	} {
 		root.AddCommand(verb)
 	}
