@@ -50,8 +50,15 @@ again to upgrade: it commits only what changed.`,
 			if err := f.secret.readPasswordStdin(cmd.InOrStdin()); err != nil {
 				return err
 			}
+			if err := f.check(); err != nil {
+				return err
+			}
+			data, err := f.secretData(cmd.Context(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
-				return f.bootstrap(ctx, c, cmd.ErrOrStderr(), w)
+				return f.bootstrap(ctx, c, w, data)
 			})
 		},
 	}
@@ -76,20 +83,17 @@ again to upgrade: it commits only what changed.`,
 	return cmd
 }
 
-// bootstrap pushes, applies and waits.
-func (f *bootstrapFlags) bootstrap(ctx context.Context, c client.Client, errOut, w io.Writer) error {
-	if err := f.check(); err != nil {
-		return err
-	}
-	data, err := f.secretData(ctx, errOut)
-	if err != nil {
-		return err
-	}
+// bootstrap pushes, applies and waits, with the credentials in data (the
+// keys of the Secret it creates).
+func (f *bootstrapFlags) bootstrap(ctx context.Context, c client.Client, w io.Writer, data map[string][]byte) error {
 	auth, err := git.Credentials(f.secret.url, data)
 	if err != nil {
 		return fmt.Errorf("the credentials of --url: %w", err)
 	}
 	f.install.Namespace = f.kube.namespace
+	if f.install.Version == "" {
+		f.install.Version = install.DefaultVersion(Version)
+	}
 	manifests, err := install.Render(f.install)
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestBootstrapGit(t *testing.T) {
 
 	bootstrap := func() string {
 		cmd := exec.Command(windlassBin, "bootstrap", "git", "--url", base+"/fleet.git", "-u", "bot", "-p", "b00tstrap-s3cret",
-			"--path", "clusters/test", "--version", "e2e", "--kubeconfig", kc, "--timeout", "2m")
+			"--path", "clusters/test", "--kubeconfig", kc, "--timeout", "2m")
 		cmd.Env = childproc.CleanEnv()
 		out, err := cmd.CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), string(out))
@@ -59,6 +59,9 @@ func TestBootstrapGit(t *testing.T) {
 	g.Expect(ks.Status.LastAppliedRevision).To(Equal("main@sha1:" + head))
 	g.Expect(ks.Status.Inventory.Entries).To(ContainElement(HaveField("ID", "flux-system_windlass_apps_Deployment")),
 		"the sync applies the controller's own Deployment")
+	components, err := srv.GitCommand(repo.Path(), "show", "main:clusters/test/flux-system/gotk-components.yaml").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(components)).To(ContainSubstring("image: ghcr.io/windlass-dev/windlass:latest"), "a development client installs latest")
 
 	out = bootstrap()
 	g.Expect(out).To(ContainSubstring("✔ main/clusters/test/flux-system is up to date at " + head[:12]))
