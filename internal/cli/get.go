@@ -50,6 +50,13 @@ printing a row whenever an object changes.`,
 
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show sources"}
 	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object", true, objectKinds...))
+	var sourceKinds []objectKind
+	for _, k := range objectKinds {
+		if k.words[0] == "source" {
+			sourceKinds = append(sourceKinds, k)
+		}
+	}
+	sources.AddCommand(f.command("all", nil, "Show every source", true, sourceKinds...))
 	for _, k := range objectKinds {
 		parent := cmd
 		if k.words[0] == "source" {

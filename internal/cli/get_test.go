@@ -168,6 +168,7 @@ func TestGet(t *testing.T) {
 		{name: "kustomizations without a header", args: []string{"get", "kustomizations", "-n", ns1, "--no-header"}, golden: "get-kustomizations-no-header"},
 		{name: "all of a namespace", args: []string{"get", "all", "-n", ns1}, golden: "get-all"},
 		{name: "a suspended source without an artifact", args: []string{"get", "sources", "git", "-n", ns2}, golden: "get-sources-git-suspended"},
+		{name: "every source", args: []string{"get", "sources", "all", "-n", ns1}, golden: "get-sources-all"},
 		{name: "only the failing ones", args: []string{"get", "all", "-n", ns1, "--status-selector", "ready=false"}, golden: "get-all-not-ready"},
 		{name: "by label", args: []string{"get", "ks", "-n", ns1, "-l", "tier=data"}, golden: "get-kustomizations-by-label"},
 	}
