@@ -18,6 +18,15 @@ import (
 // (openapi schema, plugin registries) that races when builds overlap.
 var buildMu sync.Mutex
 
+// Exclusively runs f while no other kustomize run of this process runs.
+// Build does; any other caller of the kustomize API (the install renderer)
+// must too, since kustomize keeps process-wide state.
+func Exclusively(f func()) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	f()
+}
+
 // Build builds the kustomization at path (relative to root, the extracted
 // artifact; a leading "/" is also taken relative to root), applies opts on
 // top of it, and returns the objects in a deterministic order.

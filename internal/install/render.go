@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/windlass-dev/windlass/config"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/manager"
 )
 
@@ -196,9 +196,6 @@ func (m *Manifests) DeploymentNames() []string {
 	return names
 }
 
-// renderMu serialises kustomize runs, which share process-wide state.
-var renderMu sync.Mutex
-
 // Render builds the manifests of an installation from the kustomizations
 // embedded in package config, through the kustomize API on an in-memory
 // file system.
@@ -247,10 +244,16 @@ func loadConfig() (filesys.FileSystem, error) {
 	return fsys, nil
 }
 
-// runKustomize builds the overlay.
+// runKustomize builds the overlay, exclusive of the controllers' builds
+// in the same process (kustomize keeps process-wide state).
 func runKustomize(fsys filesys.FileSystem) (out []*resource.Resource, err error) {
-	renderMu.Lock()
-	defer renderMu.Unlock()
+	build.Exclusively(func() { out, err = kustomizeOverlay(fsys) })
+	return out, err
+}
+
+// kustomizeOverlay runs kustomize on the overlay, a panic turned into an
+// error.
+func kustomizeOverlay(fsys filesys.FileSystem) (out []*resource.Resource, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("kustomize panicked while rendering the manifests: %v", r)
