@@ -15,9 +15,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // appsFiles are the files of the git repository of the applied scenario:
@@ -62,16 +60,7 @@ data: {engine: postgres}
 // it.
 func appliedScenario(t *testing.T, g *WithT) (ns, base, sha string) {
 	ns = env.CreateNamespace(t)
-	srv := gitserver.NewForTest(t)
-	base = srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha = repo.MustCommit(t, "main", appsFiles(ns), "apps and db")
-	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %s}
-spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
-`, ns, base))
+	_, base, sha = servedSource(t, g, ns, appsFiles(ns))
 	createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization

@@ -27,19 +27,20 @@ func createFromYAML(g *WithT, obj client.Object, manifest string) {
 
 // servedSource serves a repository with files committed on main over HTTP,
 // and creates the GitRepository "app" of it in ns, for the tests'
-// controllers. It returns the repository and the commit.
-func servedSource(t *testing.T, g *WithT, ns string, files map[string]string) (*gitserver.Repo, string) {
+// controllers. It returns the repository, the server's address and the
+// commit.
+func servedSource(t *testing.T, g *WithT, ns string, files map[string]string) (repo *gitserver.Repo, base, sha string) {
 	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha := repo.MustCommit(t, "main", files, "one")
+	base = srv.MustStartHTTP(t)
+	repo = srv.MustInitRepo(t, "app.git", "main")
+	sha = repo.MustCommit(t, "main", files, "one")
 	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: app, namespace: %s}
 spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
 `, ns, base))
-	return repo, sha
+	return repo, base, sha
 }
 
 // TestReconcileSuspendResume drives a GitRepository and a Kustomization
@@ -51,7 +52,7 @@ func TestReconcileSuspendResume(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	repo, _ := servedSource(t, g, ns, map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+	repo, _, _ := servedSource(t, g, ns, map[string]string{"deploy/cm.yaml": fmt.Sprintf(
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  v: \"1\"\n", ns)})
 	createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
