@@ -17,10 +17,25 @@ const (
 
 	// HealthyCondition tells whether the objects an applier manages are healthy.
 	HealthyCondition string = "Healthy"
+
+	// ApprovedCondition tells whether the gates of an applier (spec.gates)
+	// let it reconcile: False while one is closed.
+	ApprovedCondition string = "Approved"
+
+	// BlockedCondition is True while a gate of a source (spec.gates) is
+	// closed: the source fetches nothing new and keeps its last artifact.
+	BlockedCondition string = "Blocked"
 )
 
 // Condition reasons shared by every kind.
 const (
+	// GateClosedReason: a gate the object names in spec.gates is closed (or
+	// missing).
+	GateClosedReason string = "GateClosed"
+
+	// GatesOpenedReason: every gate the object names is open.
+	GatesOpenedReason string = "GatesOpened"
+
 	// SucceededReason: the reconciliation succeeded.
 	SucceededReason string = "Succeeded"
 

@@ -9,6 +9,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -24,5 +25,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(sourcev1beta1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1beta1.AddToScheme(s))
+	utilruntime.Must(gatingv1alpha1.AddToScheme(s))
 	return s
 }

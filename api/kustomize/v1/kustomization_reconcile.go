@@ -1,6 +1,10 @@
 package v1
 
-import "time"
+import (
+	"time"
+
+	"github.com/windlass-dev/windlass/api/meta"
+)
 
 // IsSuspended reports whether reconciliation is suspended (spec.suspend).
 func (in *Kustomization) IsSuspended() bool {
@@ -10,4 +14,9 @@ func (in *Kustomization) IsSuspended() bool {
 // GetRequeueAfter returns the interval at which to reconcile the object.
 func (in *Kustomization) GetRequeueAfter() time.Duration {
 	return in.Spec.Interval.Duration
+}
+
+// GetGates returns the gates the object waits behind (spec.gates).
+func (in *Kustomization) GetGates() []meta.NamespacedObjectReference {
+	return in.Spec.Gates
 }

@@ -86,6 +86,12 @@ type KustomizationSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// Gates are the gates (gating.toolkit.fluxcd.io) that must all be open
+	// for this object to reconcile: it applies, prunes and corrects nothing while one is closed. A missing gate counts
+	// as closed. The namespace defaults to this object's.
+	// +optional
+	Gates []meta.NamespacedObjectReference `json:"gates,omitempty"`
+
 	// TargetNamespace sets the namespace of all namespaced objects.
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`

@@ -138,6 +138,11 @@ func (in *KustomizationSpec) DeepCopyInto(out *KustomizationSpec) {
 		copy(*out, *in)
 	}
 	out.SourceRef = in.SourceRef
+	if in.Gates != nil {
+		in, out := &in.Gates, &out.Gates
+		*out = make([]meta.NamespacedObjectReference, len(*in))
+		copy(*out, *in)
+	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
 		*out = new(metav1.Duration)

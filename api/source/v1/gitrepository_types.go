@@ -149,6 +149,12 @@ type GitRepositorySpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// Gates are the gates (gating.toolkit.fluxcd.io) that must all be open
+	// for this object to reconcile: it fetches no new revision while one is closed (it keeps serving its last artifact). A missing gate counts
+	// as closed. The namespace defaults to this object's.
+	// +optional
+	Gates []meta.NamespacedObjectReference `json:"gates,omitempty"`
+
 	// RecurseSubmodules clones the repository's submodules too.
 	// +optional
 	RecurseSubmodules bool `json:"recurseSubmodules,omitempty"`

@@ -106,6 +106,11 @@ func (in *GitRepositorySpec) DeepCopyInto(out *GitRepositorySpec) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.Gates != nil {
+		in, out := &in.Gates, &out.Gates
+		*out = make([]meta.NamespacedObjectReference, len(*in))
+		copy(*out, *in)
+	}
 	if in.Include != nil {
 		in, out := &in.Include, &out.Include
 		*out = make([]sourcev1.GitRepositoryInclude, len(*in))
