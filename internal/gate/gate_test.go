@@ -29,7 +29,9 @@ func gateOf(def gatingv1alpha1.GateState, window time.Duration, annotations map[
 	}
 }
 
-func opens(t string) map[string]string { return map[string]string{gatingv1alpha1.OpenRequestAnnotation: t} }
+func opens(t string) map[string]string {
+	return map[string]string{gatingv1alpha1.OpenRequestAnnotation: t}
+}
 
 func closes(t string) map[string]string {
 	return map[string]string{gatingv1alpha1.CloseRequestAnnotation: t}
