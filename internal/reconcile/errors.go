@@ -60,6 +60,30 @@ func (e *Progressing) Error() string { return e.Err.Error() }
 // Unwrap returns the cause.
 func (e *Progressing) Unwrap() error { return e.Err }
 
+// Holding is a run that did nothing on purpose: a gate (spec.gates) holds
+// the object back. The step that holds has written its own condition
+// (Approved, Blocked); Ready, Stalled and the observed generation keep
+// describing the last run that did work, and the object is looked at again
+// after RequeueAfter (or when the gate opens).
+type Holding struct {
+	// Reason is the reason of the holding condition, in UpperCamelCase.
+	Reason string
+	// Err says what holds the object back.
+	Err error
+	// RequeueAfter is when to look again.
+	RequeueAfter time.Duration
+}
+
+func (e *Holding) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Holding) Unwrap() error { return e.Err }
+
+// Hold returns a Holding error.
+func Hold(reason string, err error, after time.Duration) error {
+	return &Holding{Reason: reason, Err: err, RequeueAfter: after}
+}
+
 // Failure is a failure that a retry may mend, such as a host that is down. It
 // is retried with exponential backoff.
 type Failure struct {
@@ -109,9 +133,12 @@ func ReasonOf(err error, fallback string) string {
 		s *Stalling
 		w *Waiting
 		p *Progressing
+		h *Holding
 		f *Failure
 	)
 	switch {
+	case errors.As(err, &h) && h.Reason != "":
+		return h.Reason
 	case errors.As(err, &s) && s.Reason != "":
 		return s.Reason
 	case errors.As(err, &w) && w.Reason != "":

@@ -46,6 +46,10 @@ type Summary struct {
 //   - Waiting: Ready=False and Reconciling=True; requeue after the wait.
 //   - Progressing: Ready=Unknown and Reconciling=True; requeue after the
 //     delay it gives.
+//   - Holding: Ready, Stalled and the observed generation are left as the
+//     last run that worked wrote them (Ready=False with the hold's reason
+//     when there was none); Reconciling goes when Ready is True, so that
+//     they never contradict; requeue after the hold's delay, jittered.
 //   - any other error: Ready=False and Reconciling=True; retry with backoff.
 //   - success: Ready=True (or False when a negative condition still holds)
 //     and the next run after the jittered interval.
@@ -54,8 +58,17 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		stalling    *Stalling
 		waiting     *Waiting
 		progressing *Progressing
+		holding     *Holding
 	)
 	switch {
+	case errors.As(s.Err, &holding):
+		if conditions.Get(obj, meta.ReadyCondition) == nil {
+			conditions.MarkFalse(obj, meta.ReadyCondition, holding.Reason, "%s", holding.Err.Error())
+		}
+		if conditions.IsTrue(obj, meta.ReadyCondition) {
+			conditions.Delete(obj, meta.ReconcilingCondition)
+		}
+		return ctrl.Result{RequeueAfter: Jitter(holding.RequeueAfter, jitterPercent(s.JitterPercent))}, nil
 	case errors.As(s.Err, &stalling):
 		conditions.MarkTrue(obj, meta.StalledCondition, stalling.Reason, "%s", stalling.Err.Error())
 		conditions.Delete(obj, meta.ReconcilingCondition)
@@ -91,11 +104,15 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 	if s.Result == ResultRequeue {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	percent := s.JitterPercent
+	return ctrl.Result{RequeueAfter: Jitter(s.Interval, jitterPercent(s.JitterPercent))}, nil
+}
+
+// jitterPercent returns percent, or DefaultJitterPercent for zero.
+func jitterPercent(percent int) int {
 	if percent == 0 {
-		percent = DefaultJitterPercent
+		return DefaultJitterPercent
 	}
-	return ctrl.Result{RequeueAfter: Jitter(s.Interval, percent)}, nil
+	return percent
 }
 
 func firstTrue(obj conditions.Getter, types []string) string {

@@ -91,6 +91,36 @@ func TestSummarize(t *testing.T) {
 			wantErr:    true,
 		},
 		{
+			name: "a hold keeps the last Ready and drops Reconciling beside it",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "stored artifact")
+				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "new generation")
+			},
+			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), 10*time.Second)},
+			wantReady:     "True",
+			wantReason:    meta.SucceededReason,
+			wantRequeueIn: [2]time.Duration{10*time.Second - 10*time.Second*DefaultJitterPercent/100, 10*time.Second + 10*time.Second*DefaultJitterPercent/100},
+		},
+		{
+			name: "a hold keeps a failed Ready with its retry",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkFalse(obj, meta.ReadyCondition, meta.FailedReason, "host down")
+				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying")
+			},
+			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute), JitterPercent: -1},
+			wantReady:     "False",
+			wantReason:    meta.FailedReason,
+			wantRecon:     true,
+			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
+		},
+		{
+			name:          "a hold of an object never reconciled says so in Ready",
+			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), time.Minute), JitterPercent: -1},
+			wantReady:     "False",
+			wantReason:    meta.GateClosedReason,
+			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
+		},
+		{
 			name: "success with a negative condition left is not Ready",
 			before: func(obj *sourcev1.GitRepository) {
 				conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason, "new")
