@@ -114,7 +114,7 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 
 // compile checks and parses the spec and the annotations of g.
 func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
-	c := compiled{defaultOpen: g.Spec.Default == gatingv1alpha1.GateOpened, window: g.Spec.Window.Duration}
+	c := compiled{defaultOpen: g.Spec.Default == gatingv1alpha1.GateOpened, window: g.GetWindow()}
 	var problems []Problem
 	for _, a := range []struct {
 		key  string
@@ -147,7 +147,7 @@ func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
 	})
 	if c.window <= 0 {
 		return c, problems, &SpecError{Reason: gatingv1alpha1.InvalidWindowReason,
-			Err: fmt.Errorf("spec.window must be a positive duration, not %s", g.Spec.Window.Duration)}
+			Err: fmt.Errorf("spec.window must be a positive duration, not %s", c.window)}
 	}
 	for i, s := range g.Spec.Schedules {
 		compiledSchedule, err := compileSchedule(s)

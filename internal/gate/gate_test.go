@@ -24,8 +24,8 @@ func at(s string) time.Time {
 func gateOf(def gatingv1alpha1.GateState, window time.Duration, annotations map[string]string, schedules ...gatingv1alpha1.GateSchedule) *gatingv1alpha1.Gate {
 	return &gatingv1alpha1.Gate{
 		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "flux-system", Annotations: annotations},
-		Spec: gatingv1alpha1.GateSpec{Default: def, Window: metav1.Duration{Duration: window},
-			Interval: metav1.Duration{Duration: 30 * time.Second}, Schedules: schedules},
+		Spec: gatingv1alpha1.GateSpec{Default: def, Window: &metav1.Duration{Duration: window},
+			Interval: &metav1.Duration{Duration: 30 * time.Second}, Schedules: schedules},
 	}
 }
 

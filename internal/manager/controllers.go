@@ -10,6 +10,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
@@ -25,6 +26,8 @@ const (
 	SourceController = "source"
 	// KustomizeController reconciles Kustomizations.
 	KustomizeController = "kustomize"
+	// GatingController reconciles Gates.
+	GatingController = "gating"
 )
 
 // controller is one controller the manager can run: adding a controller
@@ -114,6 +117,15 @@ var controllers = []controller{
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Kustomize.bindFlags(fs) },
 		setup: (*Manager).setupKustomize,
 	},
+	{
+		name: GatingController,
+		// Gates are not sharded: a consumer in any shard reads every gate
+		// from its cache, and a gate it cannot see would count as closed.
+		// Run the gating controller in one process only.
+		kinds: func() []client.Object { return nil },
+		flags: func(*pflag.FlagSet, *Options) {},
+		setup: (*Manager).setupGating,
+	},
 }
 
 // AllControllers lists the names of every controller of this build, in
@@ -177,6 +189,15 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	}
 	if m.Storage != nil {
 		r.Changes = m.Storage
+	}
+	return r.SetupWithManager(ctx, m, opts.controllerOptions())
+}
+
+func (m *Manager) setupGating(ctx context.Context, opts Options) error {
+	r := &gatingctrl.GateReconciler{
+		Client:        m.GetClient(),
+		Events:        m.events(GatingController),
+		JitterPercent: opts.IntervalJitterPercentage,
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

@@ -22,7 +22,7 @@ func TestSelectedControllers(t *testing.T) {
 		{name: "by name", in: []string{"source"}, want: []string{"source"}},
 		{name: "reference names", in: []string{"source-controller", " source "}, want: []string{"source"}},
 		{name: "set-up order", in: []string{"kustomize", "source"}, want: []string{"source", "kustomize"}},
-		{name: "unknown", in: []string{"helm"}, wantErr: `unknown controller "helm": choose from source, kustomize`},
+		{name: "unknown", in: []string{"helm"}, wantErr: `unknown controller "helm": choose from source, kustomize, gating`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,17 +169,20 @@ func TestCheckProxyEnvironment(t *testing.T) {
 }
 
 // TestControllersTable checks that every controller of the table is whole:
-// a name, kinds for the sharding selector, flags and a setup.
+// a name, kinds for the sharding selector (none for gating: gates are
+// read by every shard), flags and a setup.
 func TestControllersTable(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController}), "sources are set up first")
+	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController, GatingController}), "sources are set up first")
 	for _, c := range controllers {
 		g.Expect(c.name).NotTo(BeEmpty())
-		g.Expect(c.kinds()).NotTo(BeEmpty(), c.name)
+		if c.name != GatingController {
+			g.Expect(c.kinds()).NotTo(BeEmpty(), c.name)
+		}
 		g.Expect(c.flags).NotTo(BeNil(), c.name)
 		g.Expect(c.setup).NotTo(BeNil(), c.name)
 	}
 	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cache.ByObject).To(HaveLen(2), "every kind of every controller is sharded")
+	g.Expect(cache.ByObject).To(HaveLen(2), "every kind of every controller is sharded, but Gates, which every shard reads")
 }

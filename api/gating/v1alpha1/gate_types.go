@@ -41,6 +41,10 @@ const (
 // OpenedCondition is True while the gate is open.
 const OpenedCondition = "Opened"
 
+// RequestInvalidCondition is True while an open or close annotation cannot
+// be parsed: the request is ignored (abnormal-true; Ready is False).
+const RequestInvalidCondition = "RequestInvalid"
+
 // Reasons of a Gate's conditions.
 const (
 	// InvalidRequestReason: an open or close annotation does not hold an
@@ -66,7 +70,7 @@ type GateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +kubebuilder:default="30s"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Default is the state of the gate when no request and no schedule
 	// applies.
@@ -81,7 +85,7 @@ type GateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"
 	// +kubebuilder:default="1h"
 	// +optional
-	Window metav1.Duration `json:"window,omitempty"`
+	Window *metav1.Duration `json:"window,omitempty"`
 
 	// Schedules are recurring windows in which the gate is opened or
 	// closed, unless a request is in force.
@@ -172,12 +176,26 @@ func (in *Gate) SetConditions(conditions []metav1.Condition) {
 	in.Status.Conditions = conditions
 }
 
+// Defaults of a Gate's spec, as the CRD sets them.
+const (
+	DefaultInterval = 30 * time.Second
+	DefaultWindow   = time.Hour
+)
+
 // GetRequeueAfter returns the interval at which to evaluate the gate.
 func (in *Gate) GetRequeueAfter() time.Duration {
-	if in.Spec.Interval.Duration <= 0 {
-		return 30 * time.Second
+	if in.Spec.Interval == nil || in.Spec.Interval.Duration <= 0 {
+		return DefaultInterval
 	}
 	return in.Spec.Interval.Duration
+}
+
+// GetWindow returns how long a request lasts.
+func (in *Gate) GetWindow() time.Duration {
+	if in.Spec.Window == nil {
+		return DefaultWindow
+	}
+	return in.Spec.Window.Duration
 }
 
 // IsSuspended reports whether evaluation is suspended (spec.suspend).
@@ -212,4 +230,14 @@ type GateList struct {
 
 func init() {
 	SchemeBuilder.Register(&Gate{}, &GateList{})
+}
+
+// SetObservedGeneration records the generation the controller acted on.
+func (in *Gate) SetObservedGeneration(generation int64) {
+	in.Status.ObservedGeneration = generation
+}
+
+// SetLastHandledReconcileRequest records the reconcile request handled.
+func (in *Gate) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
 }
