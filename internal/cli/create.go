@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/gate"
 )
 
 // fieldOwner is the field manager of the objects that `create` applies.
@@ -36,7 +40,7 @@ func newCreateCommand() *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Create or update sources, Kustomizations and their secrets",
+		Short: "Create or update sources, Kustomizations, their secrets and Gates",
 		Long: `Create an object, or update it when it exists (server-side apply, field
 owner "windlass"), then wait until its controller has reconciled it and print
 the outcome; the exit code is not zero when it is not Ready.
@@ -50,7 +54,7 @@ and no cluster is needed.`,
 	fs.StringSliceVar(&f.labels, "label", nil, "set a label, as key=value (repeat the flag or separate with commas)")
 	source := &cobra.Command{Use: "source", Short: "Create or update sources"}
 	source.AddCommand(newCreateSourceGitCommand(f))
-	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateSecretCommand(f))
+	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateSecretCommand(f), newCreateGateCommand(f))
 	return cmd
 }
 
@@ -377,6 +381,133 @@ func checkName(flag, name string) error {
 	return nil
 }
 
+// createGateFlags are the flags of `create gate`.
+type createGateFlags struct {
+	defaultState     string
+	window, interval time.Duration
+	schedules        []string
+}
+
+func newCreateGateCommand(f *createFlags) *cobra.Command {
+	g := &createGateFlags{}
+	cmd := &cobra.Command{
+		Use:   "gate NAME",
+		Short: "Create or update a Gate",
+		Long: `Create or update a Gate (gating.toolkit.fluxcd.io/v1alpha1), which sources and
+Kustomizations name in spec.gates to wait while it is closed; then wait until
+the gating controller has decided its state, and print it.
+
+A gate is in its --default state unless a request (windlass gate open, windlass
+gate close) is in force, for --window from its time, or a schedule is active.
+A --schedule is "open|close CRON for DURATION [in ZONE]": from every time the
+five-field CRON names, in the IANA time ZONE (UTC by default), the gate is
+opened or closed for DURATION; when schedules overlap, closing wins.`,
+		Example: `  windlass create gate sre-approval --window 2h
+  windlass create gate no-deploy-friday --default opened --schedule "close 0 0 * * FRI for 24h in Europe/Berlin"
+  windlass create gate releases --schedule "open 0 9 * * MON-THU for 8h in America/New_York" --export`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			obj, err := g.object(args[0], f)
+			if err != nil {
+				return err
+			}
+			return f.apply(cmd, obj, true)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&g.defaultState, "default", string(gatingv1alpha1.GateClosed), "the state when no request and no schedule applies: opened or closed")
+	fs.DurationVar(&g.window, "window", time.Hour, "how long an open or close request lasts before the gate returns to its default")
+	fs.DurationVar(&g.interval, "interval", 30*time.Second, "how often the gate is evaluated again (transitions are evaluated on time)")
+	fs.StringArrayVar(&g.schedules, "schedule", nil, `a recurring window, "open|close CRON for DURATION [in ZONE]" (repeat the flag)`)
+	return cmd
+}
+
+// object returns the Gate the flags declare, or the first flag that is
+// wrong; the gate is decided once, as the controller will, to check it.
+func (g *createGateFlags) object(name string, f *createFlags) (*gatingv1alpha1.Gate, error) {
+	om, err := f.objectMeta(name)
+	if err != nil {
+		return nil, err
+	}
+	state := gatingv1alpha1.GateState(g.defaultState)
+	if state != gatingv1alpha1.GateOpened && state != gatingv1alpha1.GateClosed {
+		return nil, fmt.Errorf("--default %q is not a state: choose opened or closed", g.defaultState)
+	}
+	interval, err := positiveDuration("--interval", g.interval)
+	if err != nil {
+		return nil, err
+	}
+	window, err := positiveDuration("--window", g.window)
+	if err != nil {
+		return nil, err
+	}
+	obj := &gatingv1alpha1.Gate{ObjectMeta: om, Spec: gatingv1alpha1.GateSpec{Interval: &interval, Default: state, Window: &window}}
+	for _, raw := range g.schedules {
+		s, err := parseSchedule(raw)
+		if err != nil {
+			return nil, err
+		}
+		// Each schedule alone, so that the error names its flag.
+		one := &gatingv1alpha1.Gate{Spec: gatingv1alpha1.GateSpec{Default: state, Window: &window, Schedules: []gatingv1alpha1.GateSchedule{s}}}
+		if err := checkGate(one); err != nil {
+			return nil, fmt.Errorf("--schedule %q: %w", raw, err)
+		}
+		obj.Spec.Schedules = append(obj.Spec.Schedules, s)
+	}
+	if err := checkGate(obj); err != nil {
+		return nil, fmt.Errorf("invalid gate: %w", err)
+	}
+	return obj, nil
+}
+
+// checkGate decides g as the controller will, and returns what makes its
+// spec invalid, without the field's path.
+func checkGate(g *gatingv1alpha1.Gate) error {
+	_, _, err := gate.Evaluate(g, time.Now())
+	var specErr *gate.SpecError
+	if !errors.As(err, &specErr) {
+		return err
+	}
+	if inner := errors.Unwrap(specErr.Err); inner != nil {
+		return inner
+	}
+	return specErr
+}
+
+// scheduleSyntax says how to write a --schedule.
+const scheduleSyntax = `write "open|close CRON for DURATION [in ZONE]", like "close 0 0 * * FRI for 24h in Europe/Berlin"`
+
+// parseSchedule parses a --schedule: "open|close CRON for DURATION [in
+// ZONE]".
+func parseSchedule(raw string) (gatingv1alpha1.GateSchedule, error) {
+	var s gatingv1alpha1.GateSchedule
+	fields := strings.Fields(raw)
+	forAt := slices.Index(fields, "for")
+	withZone := forAt >= 2 && forAt+4 == len(fields) && fields[forAt+2] == "in"
+	if forAt < 2 || forAt+2 != len(fields) && !withZone {
+		return s, fmt.Errorf("--schedule %q: %s", raw, scheduleSyntax)
+	}
+	s.Action = gatingv1alpha1.ScheduleAction(fields[0])
+	if s.Action != gatingv1alpha1.ScheduleOpen && s.Action != gatingv1alpha1.ScheduleClose {
+		return s, fmt.Errorf("--schedule %q: %q is not an action: choose open or close", raw, fields[0])
+	}
+	s.Cron = strings.Join(fields[1:forAt], " ")
+	if strings.HasPrefix(s.Cron, "TZ=") || strings.HasPrefix(s.Cron, "CRON_TZ=") {
+		return s, fmt.Errorf("--schedule %q: name the time zone at the end, \"in ZONE\", not in the cron", raw)
+	}
+	d, err := time.ParseDuration(fields[forAt+1])
+	if err != nil {
+		return s, fmt.Errorf("--schedule %q: %q is not a duration such as 24h or 90m", raw, fields[forAt+1])
+	}
+	if s.Duration, err = positiveDuration("the DURATION of --schedule "+strconv.Quote(raw), d); err != nil {
+		return s, err
+	}
+	if withZone {
+		s.TimeZone = fields[forAt+3]
+	}
+	return s, nil
+}
+
 // objectMeta returns the name, namespace and labels the flags give an
 // object.
 func (f *createFlags) objectMeta(name string) (metav1.ObjectMeta, error) {
@@ -452,6 +583,11 @@ func (f *createFlags) waitCreated(ctx context.Context, c client.Client, w io.Wri
 			fmt.Fprintf(w, "⚠ %s is suspended, so it is not reconciled: resume it with `windlass resume %s %s -n %s`\n",
 				k.describe(obj), strings.Join(k.words, " "), obj.GetName(), obj.GetNamespace())
 			return nil
+		}
+		if g, ok := latest.(*gatingv1alpha1.Gate); ok {
+			// A gate has no outcome to wait for, but its state.
+			fmt.Fprintf(w, "◎ waiting for %s to be evaluated\n", k.describe(obj))
+			return f.waitGateEvaluated(ctx, c, w, g)
 		}
 		fmt.Fprintf(w, "◎ waiting for %s to be reconciled\n", k.describe(obj))
 		return f.waitOutcome(ctx, c, w, k, latest, func(reconcilable) bool { return true })

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -71,6 +72,10 @@ func TestCreateExport(t *testing.T) {
 			"--url", "https://github.com/stefanprodan/podinfo", "--username", "git", "--password", "s3cr3t-token"}},
 		{golden: "create-secret-git-ssh", args: []string{"create", "secret", "git", "app-auth", "-n", "apps",
 			"--url", "ssh://git@git.example.com/org/app", "--private-key-file", keyFile, "--known-hosts-file", hostsFile}},
+		{golden: "create-gate", args: []string{"create", "gate", "sre-approval", "--window", "2h", "--interval", "1m", "--label", "team=sre"}},
+		{golden: "create-gate-schedules", args: []string{"create", "gate", "no-deploy-friday", "-n", "apps", "--default", "opened",
+			"--schedule", "close 0 0 * * FRI for 24h in Europe/Berlin", "--schedule", "open  0 9 * * MON,TUE  for 90m",
+			"--schedule", "close @daily for 1h in America/New_York"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -187,6 +192,7 @@ func TestCreateBadFlags(t *testing.T) {
 	git := []string{"create", "source", "git", "app", "-n", ns}
 	ks := []string{"create", "ks", "app", "-n", ns}
 	secret := []string{"create", "secret", "git", "app-auth", "-n", ns}
+	gate := []string{"create", "gate", "freeze", "-n", ns}
 	tests := []struct {
 		name    string
 		args    []string
@@ -222,6 +228,18 @@ func TestCreateBadFlags(t *testing.T) {
 		{"a host that cannot be scanned", append(secret, "--url", "ssh://git@127.0.0.1:1/app", "--private-key-file", keyFile), "scanning the SSH host keys of 127.0.0.1:1"},
 		{"a CA file that is missing", append(secret, "--url", "https://example.com/app", "--ca-file", filepath.Join(t.TempDir(), "ca.crt")), "reading --ca-file"},
 		{"a CA file that holds no certificate", append(secret, "--url", "https://example.com/app", "--ca-file", notAKey), "holds no PEM certificate"},
+		{"a gate's default that is no state", append(gate, "--default", "ajar"), `--default "ajar" is not a state: choose opened or closed`},
+		{"a zero window", append(gate, "--window", "0s"), "--window must be a positive duration"},
+		{"a negative interval", append(gate, "--interval=-30s"), "--interval must be a positive duration"},
+		{"a schedule without its duration", append(gate, "--schedule", "close 0 0 * * FRI"), `--schedule "close 0 0 * * FRI": write "open|close CRON for DURATION [in ZONE]"`},
+		{"a schedule with words after its zone", append(gate, "--schedule", "close 0 0 * * FRI for 1h in UTC now"), `write "open|close CRON for DURATION [in ZONE]"`},
+		{"a schedule of another action", append(gate, "--schedule", "shut 0 0 * * FRI for 1h"), `"shut" is not an action: choose open or close`},
+		{"a schedule with four cron fields", append(gate, "--schedule", "close 0 0 * * for 1h"), `--schedule "close 0 0 * * for 1h": cron "0 0 * *": expected exactly 5 fields`},
+		{"a schedule with a minute out of range", append(gate, "--schedule", "close 61 0 * * FRI for 1h"), `cron "61 0 * * FRI": end of range (61) above maximum (59)`},
+		{"a schedule in an unknown zone", append(gate, "--schedule", "close 0 0 * * FRI for 1h in Mars/Olympus"), `timeZone "Mars/Olympus" is not an IANA time zone`},
+		{"a schedule with the zone in its cron", append(gate, "--schedule", "close TZ=UTC 0 0 * * FRI for 1h"), `name the time zone at the end, "in ZONE"`},
+		{"a schedule of days", append(gate, "--schedule", "close 0 0 * * FRI for 1d"), `"1d" is not a duration such as 24h or 90m`},
+		{"a schedule of no time", append(gate, "--schedule", "close 0 0 * * FRI for 0s"), `the DURATION of --schedule "close 0 0 * * FRI for 0s" must be a positive duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,6 +263,9 @@ func TestCreateBadFlags(t *testing.T) {
 		var secrets corev1.SecretList
 		g.Expect(env.Client.List(ctx, &secrets, client.InNamespace(ns))).To(Succeed())
 		g.Expect(strings.Join(secretNames(secrets.Items), ",")).NotTo(ContainSubstring("app-auth"))
+		var gates gatingv1alpha1.GateList
+		g.Expect(env.Client.List(ctx, &gates, client.InNamespace(ns))).To(Succeed())
+		g.Expect(gates.Items).To(BeEmpty())
 	})
 }
 

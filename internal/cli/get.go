@@ -3,12 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,11 +34,12 @@ func newGetCommand() *cobra.Command {
 	f := &getFlags{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "Show the state of sources and Kustomizations",
+		Short: "Show the state of sources, Kustomizations and Gates",
 		Long: `Show the Windlass objects of a namespace (-n, default flux-system) or of all
 (-A) as a table: their revision, whether they are suspended, whether they
 are Ready and why not, and their age; or as YAML or JSON (-o). --watch goes on
-printing a row whenever an object changes.`,
+printing a row whenever an object changes. ` + "`get gates`" + ` shows whether each gate
+is opened and why, and when that next changes.`,
 		Example: `  windlass get all -A
   windlass get ks --status-selector ready=false
   windlass get sources git -l team=web -o yaml`,
@@ -115,6 +120,9 @@ func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind) er
 		_, err := fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", f.where())
 		return err
 	}
+	if len(kinds) == 1 && !showKind && kinds[0].columns != nil {
+		return f.runColumns(cmd, c, kinds[0], objs, versions[0], opts, match, table)
+	}
 	if err := printTable(cmd.OutOrStdout(), rowsOf(objs, now()), table); err != nil {
 		return err
 	}
@@ -122,6 +130,92 @@ func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind) er
 		return watchRows(cmd.Context(), c, cmd.OutOrStdout(), kinds, versions, opts, match, table)
 	}
 	return nil
+}
+
+// runColumns prints the objects of k, a kind with its own columns, then
+// watches them when asked.
+func (f *getFlags) runColumns(cmd *cobra.Command, c client.WithWatch, k objectKind, objs []listed, version string,
+	opts []client.ListOption, match matcher, table tableOptions) error {
+	rows := make([][]string, 0, len(objs))
+	for _, l := range objs {
+		rows = append(rows, columnRow(k, l.obj, false, table, now()))
+	}
+	if err := printColumns(cmd.OutOrStdout(), k, rows, table); err != nil {
+		return err
+	}
+	if f.watch {
+		return watchColumns(cmd.Context(), c, cmd.OutOrStdout(), k, version, opts, match, table)
+	}
+	return nil
+}
+
+// columnRow returns the cells of obj in the table of its kind k, its age
+// counted up to at; gone marks an object deleted while watched.
+func columnRow(k objectKind, obj reconcilable, gone bool, o tableOptions, at time.Time) []string {
+	var row []string
+	if o.allNamespaces {
+		row = append(row, obj.GetNamespace())
+	}
+	cells := k.columns.cells(obj)
+	if gone {
+		for i := range cells {
+			cells[i] = ""
+		}
+		cells[0] = "Deleted"
+	}
+	row = append(append(row, obj.GetName()), cells...)
+	return append(row, age(obj.GetCreationTimestamp(), at))
+}
+
+// printColumns prints rows as an aligned table of the columns of k.
+func printColumns(w io.Writer, k objectKind, rows [][]string, o tableOptions) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	if !o.noHeader {
+		var header []string
+		if o.allNamespaces {
+			header = append(header, "NAMESPACE")
+		}
+		header = append(append(append(header, "NAME"), k.columns.header...), "AGE")
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// watchColumns prints a row of the columns of k for every change to its
+// objects that match, from the resource version listed, until ctx ends.
+func watchColumns(ctx context.Context, c client.WithWatch, w io.Writer, k objectKind, version string,
+	opts []client.ListOption, m matcher, table tableOptions) error {
+	table.noHeader = true
+	list, _ := k.newList()
+	watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: version}})...)
+	if err != nil {
+		return fmt.Errorf("watching %ss: %w", k.kind, err)
+	}
+	defer watcher.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, open := <-watcher.ResultChan():
+			if !open {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("the API server ended the watch of %ss: run the command again", k.kind)
+			}
+			obj, ok := ev.Object.(reconcilable)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) || !m.matches(obj) {
+				continue
+			}
+			row := columnRow(k, obj, ev.Type == watch.Deleted, table, now())
+			if err := printColumns(w, k, [][]string{row}, table); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // where names the namespaces the command looks in.

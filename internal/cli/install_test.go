@@ -70,7 +70,7 @@ func TestInstallExport(t *testing.T) {
 		deps   []string
 	}{
 		{golden: "install-export-default", deps: []string{"windlass"}},
-		{golden: "install-export-split", args: []string{"--split"}, deps: []string{"kustomize-controller", "source-controller"}},
+		{golden: "install-export-split", args: []string{"--split"}, deps: []string{"gating-controller", "kustomize-controller", "source-controller"}},
 		{golden: "install-export-source", args: []string{"--components", "source", "--network-policy=false", "--version", "v0.1.0"}, deps: []string{"windlass"}},
 	}
 	for _, tt := range tests {
@@ -79,9 +79,10 @@ func TestInstallExport(t *testing.T) {
 			out, _, err := run(t, append([]string{"install", "--export"}, tt.args...)...)
 			g.Expect(err).NotTo(HaveOccurred())
 			objs := installedObjects(g, out)
-			g.Expect(objs[0].GetKind()).To(Equal("CustomResourceDefinition"))
-			g.Expect(objs[1].GetKind()).To(Equal("CustomResourceDefinition"))
-			g.Expect(objs[2].GetKind()).To(Equal("Namespace"))
+			for _, o := range objs[:3] {
+				g.Expect(o.GetKind()).To(Equal("CustomResourceDefinition"))
+			}
+			g.Expect(objs[3].GetKind()).To(Equal("Namespace"))
 			var names []string
 			for _, d := range installDeployments(g, out) {
 				names = append(names, d.Name)
@@ -166,7 +167,7 @@ func TestInstallExportPassesServerDryRun(t *testing.T) {
 func TestInstallRefusesBadFlags(t *testing.T) {
 	g := NewWithT(t)
 	_, _, err := run(t, "install", "--export", "--components", "helm")
-	g.Expect(err).To(MatchError(`unknown component "helm": choose from source, kustomize`))
+	g.Expect(err).To(MatchError(`unknown component "helm": choose from source, kustomize, gating`))
 	_, _, err = run(t, "install", "--export", "--version", "v1 beta")
 	g.Expect(err).To(MatchError(ContainSubstring(`invalid --version "v1 beta"`)))
 }
@@ -190,7 +191,7 @@ func TestInstallIntoTheCluster(t *testing.T) {
 	ns, out, err := installForTest(t, g)
 	g.Expect(err.Error()).To(HavePrefix("after 3s, Deployment " + ns + "/windlass is not Available: "))
 	g.Expect(err.Error()).To(ContainSubstring("(see kubectl -n " + ns + " describe deployment windlass)"))
-	g.Expect(out).To(HavePrefix("► installing Windlass latest (source, kustomize) in namespace " + ns + "\n"))
+	g.Expect(out).To(HavePrefix("► installing Windlass latest (source, kustomize, gating) in namespace " + ns + "\n"))
 	g.Expect(out).To(ContainSubstring("✔ Deployment/" + ns + "/windlass created\n"))
 	g.Expect(out).To(ContainSubstring("✔ Service/" + ns + "/source-controller created\n"))
 	g.Expect(out).To(ContainSubstring("✔ NetworkPolicy/" + ns + "/windlass created\n"))

@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -41,10 +42,23 @@ type objectKind struct {
 	// dependsOn returns the objects of the kind an object depends on; nil
 	// for kinds without dependsOn.
 	dependsOn func(reconcilable) []meta.DependencyReference
+	// columns, when set, are the kind's own columns in `get` of this kind
+	// alone, in place of REVISION, SUSPENDED, READY and MESSAGE.
+	columns *kindColumns
+}
+
+// kindColumns are the columns of a kind's own table, between NAME and
+// AGE.
+type kindColumns struct {
+	// header names the columns.
+	header []string
+	// cells returns the cells of an object, one per column.
+	cells func(reconcilable) []string
 }
 
 // objectKinds are the kinds the verbs know, in dependency order (sources
-// before what applies them).
+// before what applies them); Gates, which sources and appliers wait
+// behind, come last.
 var objectKinds = []objectKind{
 	{
 		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
@@ -71,6 +85,17 @@ var objectKinds = []objectKind{
 		lastHandled: func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastHandledReconcileAt },
 		revision:    func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
 		dependsOn:   func(o reconcilable) []meta.DependencyReference { return o.(*kustomizev1.Kustomization).Spec.DependsOn },
+	},
+	{
+		words: []string{"gate"}, aliases: []string{"gates"}, kind: gatingv1alpha1.GateKind,
+		new: func() reconcilable { return &gatingv1alpha1.Gate{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &gatingv1alpha1.GateList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*gatingv1alpha1.Gate).Status.LastHandledReconcileAt },
+		revision:    gateRevision,
+		columns:     gateColumns,
 	},
 }
 

@@ -97,13 +97,13 @@ func TestChecks(t *testing.T) {
 	crds, err := CRDChecks(ctx, env.Client, ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(Passed(crds)).To(BeTrue())
-	g.Expect(crds[0].String()).To(MatchRegexp(`^✔ CustomResourceDefinition \S+ Established, serving v1, v1beta1$`))
+	g.Expect(crds[0].String()).To(MatchRegexp(`^✔ CustomResourceDefinition \S+ Established, serving (v1, v1beta1|v1alpha1)$`))
 
 	deployments := DeploymentChecks(ctx, env.Client, ns)
-	g.Expect(deployments).To(HaveLen(2))
+	g.Expect(deployments).To(HaveLen(3))
 	g.Expect(Passed(deployments)).To(BeFalse())
-	g.Expect(deployments[0].String()).To(HavePrefix("✗ Deployment " + ns + "/kustomize-controller is not Available: "))
-	g.Expect(deployments[0].String()).To(HaveSuffix(": see kubectl -n " + ns + " describe deployment kustomize-controller"))
+	g.Expect(deployments[0].String()).To(HavePrefix("✗ Deployment " + ns + "/gating-controller is not Available: "))
+	g.Expect(deployments[0].String()).To(HaveSuffix(": see kubectl -n " + ns + " describe deployment gating-controller"))
 
 	empty := DeploymentChecks(ctx, env.Client, env.CreateNamespace(t))
 	g.Expect(empty).To(HaveLen(1))

@@ -57,11 +57,11 @@ func TestRenderDefault(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(g, Options{Version: "v1.2.3"})
 	ks := kinds(objs)
-	g.Expect(ks[:3]).To(Equal([]string{"CustomResourceDefinition", "CustomResourceDefinition", "Namespace"}))
-	g.Expect(objs[2].GetName()).To(Equal(DefaultNamespace))
+	g.Expect(ks[:4]).To(Equal([]string{"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Namespace"}))
+	g.Expect(objs[3].GetName()).To(Equal(DefaultNamespace))
 
 	d := find(objs, "Deployment", AllInOneDeployment)
-	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize",
+	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,gating",
 		"--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("ghcr.io/windlass-dev/windlass:v1.2.3"))
@@ -87,7 +87,7 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 	g := NewWithT(t)
 	m, err := Render(Options{Version: "v2", Namespace: "gitops", Registry: "registry.example.com/team/", Split: true, NetworkPolicy: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller"))
+	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "gating-controller"))
 	objs, err := m.Objects()
 	g.Expect(err).NotTo(HaveOccurred())
 

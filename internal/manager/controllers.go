@@ -152,13 +152,14 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 	}
 	git.SetMaxMemoryBytes(opts.Source.GitClonesMaxMemory)
 	r := &sourcectrl.GitRepositoryReconciler{
-		Client:            m.GetClient(),
-		Events:            m.events(SourceController),
-		Storage:           m.Storage,
-		JitterPercent:     opts.IntervalJitterPercentage,
-		DependencyRequeue: opts.RequeueDependency,
-		MaxCloneSize:      opts.Source.GitCloneMaxSize,
-		AllowInsecureHTTP: opts.InsecureAllowHTTP,
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		JitterPercent:        opts.IntervalJitterPercentage,
+		DependencyRequeue:    opts.RequeueDependency,
+		MaxCloneSize:         opts.Source.GitCloneMaxSize,
+		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

@@ -15,10 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/dependency"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -29,6 +31,7 @@ import (
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations/finalizers,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="*",resources="*",verbs="*"
 
 // FieldManager is the server-side apply field manager of applied objects:
@@ -100,8 +103,9 @@ func (r *KustomizationReconciler) runner() *reconcile.Runner[*kustomizev1.Kustom
 
 // SetupWithManager registers the reconciler with mgr: it watches
 // Kustomizations, the sources they use (a new artifact reconciles them at
-// once) and their dependencies (a dependency that becomes ready reconciles
-// its dependents at once).
+// once), their dependencies (a dependency that becomes ready reconciles
+// its dependents at once) and their gates (a gate that opens or closes
+// reconciles the Kustomizations behind it at once).
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
@@ -119,6 +123,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return err
+	}
 	// Extracted artifacts are removed when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -130,7 +137,8 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	b := reconcile.NewControllerManagedBy(mgr, &kustomizev1.Kustomization{}, opts).
 		Watches(&kustomizev1.Kustomization{},
 			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents),
-			builder.WithPredicates(predicates.BecameReady{}))
+			builder.WithPredicates(predicates.BecameReady{})).
+		Watches(&gatingv1alpha1.Gate{}, r.gateEvents(), builder.WithPredicates(gate.OpenedChanged()))
 	for kind, newSource := range sourceref.Served() {
 		b = b.Watches(newSource(), r.sourceEvents(kind), builder.WithPredicates(predicates.ArtifactChanged{}))
 	}
@@ -162,9 +170,17 @@ func (r *KustomizationReconciler) list(ctx context.Context, match client.Matchin
 }
 
 // summarized records the outcome of a run in the history, and sends a
-// health recheck soon after an apply ahead of other work.
+// health recheck soon after an apply ahead of other work. A run held by a
+// gate is not recorded.
 func summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.Outcome) {
-	var progressing *reconcile.Progressing
+	var (
+		progressing *reconcile.Progressing
+		holding     *reconcile.Holding
+	)
+	if errors.As(o.Err, &holding) {
+		// A run that a gate held back did nothing: no outcome either.
+		return
+	}
 	if !errors.As(o.Err, &progressing) {
 		// A health check in progress is no outcome for the history.
 		recordHistory(obj, time.Since(o.Started))

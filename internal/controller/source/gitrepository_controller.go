@@ -13,10 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/predicates"
@@ -26,12 +28,14 @@ import (
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories/finalizers,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="events.k8s.io",resources=events,verbs=create;patch
 
 // gitRepositoryNegativeConditions are the GitRepository conditions that
-// explain a Ready=False, most important first.
+// explain a Ready=False, most important first. Blocked is not one: a
+// source behind a closed gate still serves its last artifact, Ready.
 var gitRepositoryNegativeConditions = []string{
 	sourcev1.FetchFailedCondition,
 	sourcev1.IncludeUnavailableCondition,
@@ -63,6 +67,8 @@ type GitRepositoryReconciler struct {
 	MaxCloneSize int64
 	// AllowInsecureHTTP allows http:// URLs; without it they stall.
 	AllowInsecureHTTP bool
+	// NoCrossNamespaceRefs refuses gates in other namespaces.
+	NoCrossNamespaceRefs bool
 }
 
 // gitRepositoryKind is the GitRepository kind for the runner.
@@ -87,7 +93,10 @@ func (r *GitRepositoryReconciler) gitRepositoryKind() reconcile.Kind[*sourcev1.G
 	}
 }
 
-// SetupWithManager registers the reconciler with mgr.
+// SetupWithManager registers the reconciler with mgr: it watches
+// GitRepositories, those they include (a new artifact rebuilds the
+// includers at once) and their gates (a gate that opens or closes
+// reconciles the GitRepositories behind it at once).
 func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.GitRepository{}, includeIndexKey, func(o client.Object) []string {
 		repo := o.(*sourcev1.GitRepository)
@@ -100,6 +109,9 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return fmt.Errorf("indexing GitRepository includes: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.GitRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return fmt.Errorf("indexing GitRepository gates: %w", err)
+	}
 	runner := &reconcile.Runner[*sourcev1.GitRepository]{
 		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.gitRepositoryKind(),
 	}
@@ -108,6 +120,7 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 			handler.EnqueueRequestsFromMapFunc(r.includersOf),
 			builder.WithPredicates(predicates.ArtifactChanged{}),
 		).
+		Watches(&gatingv1alpha1.Gate{}, r.gateEvents(), builder.WithPredicates(gate.OpenedChanged())).
 		Complete(runner)
 }
 
@@ -126,13 +139,14 @@ func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Obje
 	return reqs
 }
 
-// run brings one GitRepository's artifact up to date.
+// run brings one GitRepository's artifact up to date, unless a gate holds
+// it back.
 func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, patcher *patch.Helper) (reconcile.Result, error) {
 	sc := &gitScope{announce: func(ctx context.Context) error {
 		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
 	}}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 }
 
 // storedMessage is the message of a Ready GitRepository.
