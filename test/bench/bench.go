@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/manager"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
@@ -59,6 +61,14 @@ type Config struct {
 	// while without the flag controller-runtime's loader turns the
 	// client-side limit off.
 	KubeconfigViaEnv bool
+	// Gate puts every Kustomization behind one closed Gate: the ready
+	// phase then measures the applications held, the controller's API
+	// requests while they are, and the time from the gate's opening until
+	// every one is Ready (see gatedRun).
+	Gate bool
+	// GateQuiet is the window over which the held phase's API requests
+	// are counted; 10s when zero.
+	GateQuiet time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -71,7 +81,8 @@ type Result struct {
 	// Layout is the source layout.
 	Layout string `json:"layout"`
 	// ReadySeconds runs from the creation of the first GitRepository until
-	// every Kustomization is Ready.
+	// every Kustomization is Ready; with -gate, from the request that opens
+	// the gate.
 	ReadySeconds float64 `json:"ready_seconds"`
 	// PeakRSSBytes is the controller's VmHWM at the end of the run.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
@@ -90,6 +101,10 @@ type Result struct {
 	// NoopTickWrites is the number of clones plus the number of artifact
 	// files written during the no-op tick; it must be 0.
 	NoopTickWrites int64 `json:"noop_tick_writes"`
+	// Gate holds the figures of a -gate run, nil otherwise. In such a run
+	// ReadySeconds and the applied and ready timelines count from the
+	// gate's opening.
+	Gate *GateResult `json:"gate,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -262,7 +277,8 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
 	logf("%s n=%d: set up in %.1fs (namespace %s)", cfg.Layout, cfg.N, res.Details.SetupSeconds, ns)
 
-	// Phase 1: every application Ready.
+	// Phase 1: every application Ready; with -gate, first held behind the
+	// closed gate, then released by opening it.
 	var sources []client.Object
 	for name := range repos {
 		sources = append(sources, gitRepository(ns, name, proxy.URL+"/"+name+".git"))
@@ -270,48 +286,36 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	sort.Slice(sources, func(i, j int) bool { return sources[i].GetName() < sources[j].GetName() })
 	var kss []client.Object
 	for i := range cfg.N {
-		kss = append(kss, kustomization(ns, cfg.Layout, i))
+		k := kustomization(ns, cfg.Layout, i)
+		if cfg.Gate {
+			k.Spec.Gates = []meta.NamespacedObjectReference{{Name: gateName}}
+		}
+		kss = append(kss, k)
 	}
-	const workers = 16
+	all := append(append([]client.Object{}, sources...), kss...)
 	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
 	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, restCfg)
 	profiled := startProfiles(ctx, cfg, restCfg, logf)
 	defer profiled()
-	// The waits watch from before the first object is created, so that
-	// the timeline holds the objects done while others are being created.
-	start := time.Now()
-	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
-	sourcesDone := make(chan struct{})
-	go func() {
-		defer close(sourcesDone)
-		// Only a timeline: the Kustomizations' wait below reports failures.
-		_ = waitAll(readyCtx, c, ns, &sourcev1.GitRepositoryList{}, len(sources),
-			sourceAt.record(func(obj client.Object) bool { return obj.(*sourcev1.GitRepository).Status.Artifact != nil }), describeGit)
-	}()
-	firstReady := func(obj client.Object) bool {
-		appliedAt.record(func(obj client.Object) bool { return obj.(*kustomizev1.Kustomization).Status.LastAppliedRevision != "" })(obj)
-		return readyAt.record(ksReady)(obj)
+	var tl timeline
+	if cfg.Gate {
+		heads, err := repoHeads(repos)
+		if err != nil {
+			return nil, err
+		}
+		gr := &gatedRun{c: c, ns: ns, n: cfg.N, ctrl: ctrl, restCfg: restCfg, quiet: cfg.GateQuiet, logf: logf}
+		tl, res.Gate, err = gr.run(readyCtx, sources, kss, heads)
+		if err != nil {
+			return nil, withOutput(err)
+		}
+	} else if tl, err = createAndWaitReady(readyCtx, c, ns, len(sources), cfg.N, all, logf); err != nil {
+		return nil, withOutput(err)
 	}
-	ready := make(chan error, 1)
-	go func() {
-		ready <- waitAll(readyCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, firstReady, describeKs)
-	}()
-	all := append(append([]client.Object{}, sources...), kss...)
-	if err := parallel(readyCtx, len(all), workers, func(i int) error {
-		return c.Create(readyCtx, all[i].DeepCopyObject().(client.Object))
-	}); err != nil {
-		return nil, fmt.Errorf("creating the objects: %w", err)
-	}
-	logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
-	if err := <-ready; err != nil {
-		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to be Ready: %w", err))
-	}
-	res.ReadySeconds = time.Since(start).Seconds()
-	<-sourcesDone
-	res.Details.SourceQuantiles = sourceAt.quantiles()
-	res.Details.AppliedQuantiles = appliedAt.quantiles()
-	res.Details.ReadyQuantiles = readyAt.quantiles()
+	res.ReadySeconds = tl.seconds
+	res.Details.SourceQuantiles = tl.source
+	res.Details.AppliedQuantiles = tl.applied
+	res.Details.ReadyQuantiles = tl.ready
 	st, err := ctrl.stats()
 	if err != nil {
 		return nil, err
@@ -330,7 +334,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	changeCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
 	repo := repos[sourceName(cfg.Layout, 0)]
-	start = time.Now()
+	start := time.Now()
 	sha, err := repo.Commit(branch, map[string]string{appPath(cfg.Layout, 0) + "/app.yaml": appManifests(2)}, "change app-0")
 	if err != nil {
 		return nil, err
@@ -347,11 +351,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	logf("change applied in %.2fs", res.ChangeToAppliedSeconds)
 	// Let every Kustomization settle on its source's head (in the monorepo
 	// layout, every one of them applies the new revision).
-	heads := map[string]string{}
-	for name, r := range repos {
-		if heads[name], err = r.Head(branch); err != nil {
-			return nil, err
-		}
+	heads, err := repoHeads(repos)
+	if err != nil {
+		return nil, err
 	}
 	settled := func(obj client.Object) bool {
 		k := obj.(*kustomizev1.Kustomization)
@@ -440,9 +442,73 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// workers is how many objects the benchmark creates or annotates at once.
+const workers = 16
+
+// timeline is what the ready phase measures: the seconds until every
+// Kustomization was Ready, and the 10%, 50%, 90% and 99% quantiles of the
+// times the sources got their first artifact and the Kustomizations first
+// applied and were Ready.
+type timeline struct {
+	seconds                float64
+	source, applied, ready []float64
+}
+
+// createAndWaitReady creates all (nSources GitRepositories, then n
+// Kustomizations), workers at a time, and waits until every Kustomization
+// is Ready, recording the timeline from the first creation.
+func createAndWaitReady(ctx context.Context, c client.WithWatch, ns string, nSources, n int, all []client.Object,
+	logf func(string, ...any)) (timeline, error) {
+	// The waits watch from before the first object is created, so that
+	// the timeline holds the objects done while others are being created.
+	start := time.Now()
+	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
+	sourcesDone := make(chan struct{})
+	go func() {
+		defer close(sourcesDone)
+		// Only a timeline: the Kustomizations' wait below reports failures.
+		_ = waitAll(ctx, c, ns, &sourcev1.GitRepositoryList{}, nSources, sourceAt.record(hasArtifact), describeGit)
+	}()
+	firstReady := func(obj client.Object) bool {
+		appliedAt.record(hasApplied)(obj)
+		return readyAt.record(ksReady)(obj)
+	}
+	ready := make(chan error, 1)
+	go func() {
+		ready <- waitAll(ctx, c, ns, &kustomizev1.KustomizationList{}, n, firstReady, describeKs)
+	}()
+	if err := parallel(ctx, len(all), workers, func(i int) error {
+		return c.Create(ctx, all[i].DeepCopyObject().(client.Object))
+	}); err != nil {
+		return timeline{}, fmt.Errorf("creating the objects: %w", err)
+	}
+	logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
+	if err := <-ready; err != nil {
+		return timeline{}, fmt.Errorf("waiting for every Kustomization to be Ready: %w", err)
+	}
+	tl := timeline{seconds: time.Since(start).Seconds()}
+	<-sourcesDone
+	tl.source, tl.applied, tl.ready = sourceAt.quantiles(), appliedAt.quantiles(), readyAt.quantiles()
+	return tl, nil
+}
+
+// repoHeads returns the commit at the head of branch of every repository,
+// by name.
+func repoHeads(repos map[string]*gitserver.Repo) (map[string]string, error) {
+	heads := map[string]string{}
+	for name, r := range repos {
+		var err error
+		if heads[name], err = r.Head(branch); err != nil {
+			return nil, err
+		}
+	}
+	return heads, nil
+}
+
 // cleanup deletes the Kustomizations (which prune their workloads) and the
 // GitRepositories of namespace ns, waits until the controller has let them
-// go, and deletes the namespace.
+// go, deletes the Gates (after their consumers, which they must not hold)
+// and the namespace.
 func cleanup(ctx context.Context, c client.WithWatch, ns string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -465,6 +531,9 @@ func cleanup(ctx context.Context, c client.WithWatch, ns string) error {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+	}
+	if err := c.DeleteAllOf(ctx, &gatingv1alpha1.Gate{}, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
 	}
 	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }

@@ -16,10 +16,14 @@ import (
 // benchmark issue asks: small enough for `go test ./...` on two cores.
 const smokeN = 20
 
+// smokeGateN is the number of applications of the smoke test's -gate run.
+const smokeGateN = 5
+
 // TestSmoke runs the benchmark with smokeN applications in both layouts,
-// on one control plane, and checks that every application becomes Ready,
-// that the no-op tick clones and writes nothing, and that the JSON file
-// holds every figure.
+// and with smokeGateN behind a gate, on one control plane, and checks that
+// every application becomes Ready, that the no-op tick clones and writes
+// nothing, that the JSON file holds every figure, and that the gate held
+// every application without applying anything, cheaply.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and the controller")
@@ -29,14 +33,24 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Stop(t.Output())
-	for _, layout := range []string{LayoutRepoPerApp, LayoutMonorepo} {
-		t.Run(layout, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, layout string
+		n            int
+		gate         bool
+	}{
+		{LayoutRepoPerApp, LayoutRepoPerApp, smokeN, false},
+		{LayoutMonorepo, LayoutMonorepo, smokeN, false},
+		{"gate", LayoutMonorepo, smokeGateN, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := Run(ctx, cl, Config{
-				N:            smokeN,
-				Layout:       layout,
+				N:            tc.n,
+				Layout:       tc.layout,
+				Gate:         tc.gate,
+				GateQuiet:    3 * time.Second,
 				ReadyTimeout: 90 * time.Second,
 				Log:          t.Output(),
 				Cleanup:      true,
@@ -46,7 +60,7 @@ func TestSmoke(t *testing.T) {
 
 			// Run returns only once every Kustomization is Ready; check
 			// the figures that prove it.
-			g.Expect(res.N).To(Equal(smokeN))
+			g.Expect(res.N).To(Equal(tc.n))
 			g.Expect(res.ReadySeconds).To(BeNumerically(">", 0))
 			g.Expect(res.ChangeToAppliedSeconds).To(BeNumerically(">", 0))
 			g.Expect(res.NoopTickSeconds).To(BeNumerically(">", 0))
@@ -63,9 +77,16 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			g.Expect(got).To(HaveLen(9))
-			g.Expect(got).To(HaveKeyWithValue("n", BeNumerically("==", smokeN)))
-			g.Expect(got).To(HaveKeyWithValue("layout", layout))
+			keys := 9
+			if tc.gate {
+				keys++
+				checkGate(t, res, got)
+			} else {
+				g.Expect(res.Gate).To(BeNil())
+			}
+			g.Expect(got).To(HaveLen(keys))
+			g.Expect(got).To(HaveKeyWithValue("n", BeNumerically("==", tc.n)))
+			g.Expect(got).To(HaveKeyWithValue("layout", tc.layout))
 			for _, key := range []string{"ready_seconds", "peak_rss_bytes", "cpu_seconds", "api_requests",
 				"change_to_applied_seconds", "noop_tick_seconds", "noop_tick_writes"} {
 				g.Expect(got).To(HaveKeyWithValue(key, BeNumerically(">=", 0)))
@@ -76,6 +97,42 @@ func TestSmoke(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkGate checks the figures of a -gate run, and their JSON form in got.
+func checkGate(t *testing.T, res *Result, got map[string]any) {
+	g := NewWithT(t)
+	gr := res.Gate
+	g.Expect(gr).NotTo(BeNil())
+	g.Expect(gr.Held).To(Equal(res.N), "Kustomizations held by the closed gate")
+	g.Expect(gr.AppliedWhileHeld).To(BeZero(), "objects applied behind the closed gate")
+	g.Expect(gr.AppliedAfterOpen).To(Equal(appObjects*res.N), "the object count sees the applied objects")
+	g.Expect(gr.HeldSeconds).To(BeNumerically(">", 0))
+	g.Expect(gr.QuietSeconds).To(BeNumerically(">=", 3))
+	// Holding costs no request per consumer while nothing changes.
+	g.Expect(gr.HeldAPIRequests).To(BeNumerically("<", res.N), "requests while held: %v", gr.HeldAPIRequestsByMethod)
+	g.Expect(gr.OpenToReadySeconds).To(BeNumerically(">", 0))
+	g.Expect(gr.OpenToReadySeconds).To(Equal(res.ReadySeconds))
+	g.Expect(gr.GateOpenedSeconds).To(BeNumerically(">", 0))
+	g.Expect(gr.GateOpenedSeconds).To(BeNumerically("<", gr.OpenToReadySeconds))
+	q := gr.OpenToReady
+	g.Expect([]float64{q.P10, q.P50, q.P90, q.P99}).To(Equal(res.Details.ReadyQuantiles))
+	g.Expect(q.P10).To(BeNumerically(">", 0))
+	g.Expect(q.P99).To(BeNumerically("<=", gr.OpenToReadySeconds))
+
+	g.Expect(got).To(HaveKey("gate"))
+	gate, ok := got["gate"].(map[string]any)
+	g.Expect(ok).To(BeTrue(), "gate is an object: %v", got["gate"])
+	g.Expect(gate).To(HaveLen(8))
+	g.Expect(gate).To(HaveKeyWithValue("held", BeNumerically("==", res.N)))
+	g.Expect(gate).To(HaveKeyWithValue("applied_while_held", BeNumerically("==", 0)))
+	for _, key := range []string{"held_seconds", "held_quiet_seconds", "open_to_ready_seconds"} {
+		g.Expect(gate).To(HaveKeyWithValue(key, BeNumerically(">", 0)))
+	}
+	for _, key := range []string{"held_api_requests", "held_api_requests_per_second"} {
+		g.Expect(gate).To(HaveKeyWithValue(key, BeNumerically(">=", 0)))
+	}
+	g.Expect(gate).To(HaveKeyWithValue("open_to_ready_quantiles", HaveLen(4)))
 }
 
 // TestSumRESTRequests checks the parsing of the Prometheus exposition.
@@ -130,4 +187,20 @@ func TestQuantiles(t *testing.T) {
 	}
 	g.Expect(quantiles(ds, 0.1, 0.5, 0.9, 1)).To(Equal([]float64{1, 5, 9, 10}))
 	g.Expect(quantiles(nil, 0.5)).To(BeNil())
+}
+
+func TestGateRows(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(quantilesOf([]float64{1, 2, 3, 4})).To(Equal(Quantiles{P10: 1, P50: 2, P90: 3, P99: 4}))
+	g.Expect(quantilesOf(nil)).To(Equal(Quantiles{}))
+	rows := gateRows(&GateResult{
+		Held: 100, HeldSeconds: 1.5, OpenToReadySeconds: 5.25, OpenToReady: Quantiles{P10: 1, P50: 2.5, P90: 4, P99: 5},
+		HeldAPIRequests: 1, QuietSeconds: 10, HeldAPIRequestsPerSecond: 0.1, SettleSeconds: 1,
+		HeldAPIRequestsByMethod: map[string]int64{"PATCH": 1}, AppliedAfterOpen: 400,
+	})
+	g.Expect(rows[0]).To(Equal([2]string{"gate",
+		"held 100 in 1.50s, opened → all Ready in 5.25s (p10 1.00s p50 2.50s p90 4.00s p99 5.00s), held-phase API requests/s 0.10"}))
+	g.Expect(rows[1][1]).To(Equal("0 objects (400 once Ready)"))
+	g.Expect(rows[2][1]).To(Equal("1 in 10.0s (after 1.0s settling) PATCH=1"))
+	g.Expect(rows[3][1]).To(Equal("none"))
 }

@@ -136,6 +136,14 @@ func ksReady(obj client.Object) bool {
 		apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition)
 }
 
+// hasArtifact reports whether a GitRepository has an artifact.
+func hasArtifact(obj client.Object) bool { return obj.(*sourcev1.GitRepository).Status.Artifact != nil }
+
+// hasApplied reports whether a Kustomization has applied a revision.
+func hasApplied(obj client.Object) bool {
+	return obj.(*kustomizev1.Kustomization).Status.LastAppliedRevision != ""
+}
+
 // describeKs summarises a Kustomization's Ready condition and revision.
 func describeKs(obj client.Object) string {
 	k := obj.(*kustomizev1.Kustomization)
