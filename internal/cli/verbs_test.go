@@ -9,9 +9,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
@@ -158,6 +160,10 @@ func TestCompletionNamesObjects(t *testing.T) {
 	g.Expect(complete("suspend", "source", "git", "--kubeconfig", kubeconfig, "-n", ns1, "a")).To(HaveExactElements("app", ":4"))
 	g.Expect(complete("delete", "kustomization", "--kubeconfig", kubeconfig, "-n", ns1, "d")).To(HaveExactElements("db", ":4"))
 	g.Expect(complete("reconcile", "ks", "app", "--kubeconfig", kubeconfig, "-n", ns1, "")).To(HaveExactElements(":4"), "one name only")
+	gates := env.CreateNamespace(t)
+	g.Expect(env.Client.Create(context.Background(), &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: gates, Name: "freeze"}})).To(Succeed())
+	g.Expect(complete("gate", "open", "--kubeconfig", kubeconfig, "-n", gates, "f")).To(HaveExactElements("freeze", ":4"))
+	g.Expect(complete("reconcile", "gate", "--kubeconfig", kubeconfig, "-n", gates, "")).To(HaveExactElements("freeze", ":4"))
 
 	var script bytes.Buffer
 	root := NewRootCommand(&script, &script)
