@@ -178,6 +178,11 @@ type gitScope struct {
 	// upToDate is set when the stored artifact already reflects the upstream
 	// revision and the spec, so that nothing needs building.
 	upToDate bool
+	// heldRevision, when set, is the revision of the artifact that a
+	// closed gate holds and that is rebuilt (see rebuildHeldArtifact): the
+	// reference is pinned to its commit, and the artifact keeps it as its
+	// revision.
+	heldRevision string
 	// announce patches the status of a new generation, for a clone that
 	// takes long (see reconcile.AnnounceIfSlow).
 	announce func(context.Context) error

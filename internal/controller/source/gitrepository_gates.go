@@ -18,9 +18,10 @@ import (
 // reconcileGates holds the run while a gate of spec.gates is closed or
 // missing: nothing is fetched, and the last artifact stays in status and in
 // storage, served, so that appliers go on reconciling it (and correcting
-// drift). Blocked=True says so; it is deleted when every gate is open or
-// there is none. Blocked is not a negative condition: Ready keeps
-// describing the last artifact.
+// drift): an artifact lost from storage meanwhile is rebuilt at the held
+// revision (see rebuildHeldArtifact). Blocked=True says so; it is deleted
+// when every gate is open or there is none. Blocked is not a negative
+// condition: Ready keeps describing the last artifact.
 func (r *GitRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
 	if len(obj.GetGates()) == 0 {
 		conditions.Delete(obj, meta.BlockedCondition)
@@ -41,6 +42,9 @@ func (r *GitRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourc
 			r.Events.Normal(ctx, obj, meta.GateClosedReason, "", msg)
 		}
 		conditions.MarkTrue(obj, meta.BlockedCondition, meta.GateClosedReason, "%s", msg)
+		if err := r.rebuildHeldArtifact(ctx, obj); err != nil {
+			return reconcile.ResultEmpty, err
+		}
 		return reconcile.ResultEmpty, reconcile.Hold(meta.GateClosedReason, errors.New(msg), obj.GetRequeueAfter())
 	case errors.As(err, &cross):
 		conditions.MarkTrue(obj, meta.BlockedCondition, meta.AccessDeniedReason, "%s", err.Error())

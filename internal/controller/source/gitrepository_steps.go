@@ -35,15 +35,7 @@ func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sou
 		reconcile.MarkProgress(obj, "building artifact")
 		return reconcile.ResultSuccess, nil
 	}
-	if err := r.Storage.Verify(*a); err != nil {
-		why := "disappeared from storage"
-		if r.Storage.ArtifactExists(*a) {
-			why = "does not match its digest"
-			_ = os.Remove(r.Storage.LocalPath(*a))
-		}
-		ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
-		r.Events.Warning(ctx, obj, sourcev1.StorageOperationFailedReason, a.Revision,
-			fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
+	if why := r.checkStoredArtifact(ctx, obj, *a); why != "" {
 		obj.Status.Artifact = nil
 		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 			"artifact %s", why)
@@ -55,6 +47,26 @@ func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sou
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
 		"stored artifact for revision '%s'", a.Revision)
 	return reconcile.ResultSuccess, nil
+}
+
+// checkStoredArtifact verifies that a is in storage with the digest it
+// claims. When it is not, it removes an altered file, logs and records a
+// Warning event, and returns why the artifact is unusable; it returns ""
+// for an artifact that is fine.
+func (r *GitRepositoryReconciler) checkStoredArtifact(ctx context.Context, obj *sourcev1.GitRepository, a meta.Artifact) string {
+	err := r.Storage.Verify(a)
+	if err == nil {
+		return ""
+	}
+	why := "disappeared from storage"
+	if r.Storage.ArtifactExists(a) {
+		why = "does not match its digest"
+		_ = os.Remove(r.Storage.LocalPath(a))
+	}
+	ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
+	r.Events.Warning(ctx, obj, sourcev1.StorageOperationFailedReason, a.Revision,
+		fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
+	return why
 }
 
 // reconcileSource resolves the included artifacts, then checks the
@@ -80,10 +92,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("the proxy of secret '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", obj.Spec.ProxySecretRef.Name))
 	}
-	if sc.includes, err = r.resolveIncludes(ctx, obj); err != nil {
+	if sc.includes, err = r.includedArtifacts(ctx, obj, sc); err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	if a := obj.GetArtifact(); a != nil && !gitContentConfigChanged(obj, sc.includes) {
+	if a := obj.GetArtifact(); a != nil && sc.heldRevision == "" && !gitContentConfigChanged(obj, sc.includes) {
 		checkout.LastObservedCommit = a.Revision
 	}
 
@@ -106,6 +118,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	sc.commit = commit
+	if sc.heldRevision != "" {
+		// The held commit was verified when its artifact was first built.
+		return reconcile.ResultSuccess, nil
+	}
 
 	if !git.IsConcreteCommit(*commit) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", commit.String())
@@ -354,6 +370,9 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		return reconcile.ResultSuccess, nil
 	}
 	revision := sc.commit.String()
+	if sc.heldRevision != "" {
+		revision = sc.heldRevision
+	}
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
 	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
 	if err != nil {
@@ -379,7 +398,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
 	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", revision)
-	if changed {
+	if changed && sc.heldRevision == "" {
 		r.Events.Normal(ctx, obj, "NewArtifact", revision,
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
