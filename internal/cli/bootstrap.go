@@ -195,14 +195,7 @@ func (f *bootstrapFlags) applySync(ctx context.Context, c client.Client, sync bo
 }
 
 // kustomizationKind returns the Kustomization entry of objectKinds.
-func kustomizationKind() objectKind {
-	for _, k := range objectKinds {
-		if k.kind == kustomizev1.KustomizationKind {
-			return k
-		}
-	}
-	panic("objectKinds has no Kustomization")
-}
+func kustomizationKind() objectKind { return kindNamed(kustomizev1.KustomizationKind) }
 
 // short returns the first 12 characters of a commit hash.
 func short(sha string) string {

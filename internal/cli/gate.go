@@ -441,14 +441,7 @@ func heldBack(obj reconcilable) bool {
 }
 
 // gateKind returns the Gate entry of objectKinds.
-func gateKind() objectKind {
-	for _, k := range objectKinds {
-		if k.kind == gatingv1alpha1.GateKind {
-			return k
-		}
-	}
-	panic("objectKinds has no Gate")
-}
+func gateKind() objectKind { return kindNamed(gatingv1alpha1.GateKind) }
 
 // gateColumns are the columns of `get gates`: whether the gate is open and
 // why, and when that next changes.

@@ -120,3 +120,14 @@ func (k objectKind) describe(obj client.Object) string {
 func (k objectKind) use(arg string) string {
 	return strings.TrimSpace(k.words[len(k.words)-1] + " " + arg)
 }
+
+// kindNamed returns the entry of objectKinds for the Kubernetes kind name;
+// the names are those of the table, so a miss is a programming error.
+func kindNamed(name string) objectKind {
+	for _, k := range objectKinds {
+		if k.kind == name {
+			return k
+		}
+	}
+	panic("objectKinds has no " + name)
+}
