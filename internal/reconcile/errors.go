@@ -79,6 +79,12 @@ func (e *Holding) Error() string { return e.Err.Error() }
 // Unwrap returns the cause.
 func (e *Holding) Unwrap() error { return e.Err }
 
+// IsHolding reports whether err is a Holding error.
+func IsHolding(err error) bool {
+	var h *Holding
+	return errors.As(err, &h)
+}
+
 // Hold returns a Holding error.
 func Hold(reason string, err error, after time.Duration) error {
 	return &Holding{Reason: reason, Err: err, RequeueAfter: after}

@@ -2,15 +2,11 @@ package source
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
@@ -23,44 +19,16 @@ import (
 // when every gate is open or there is none. Blocked is not a negative
 // condition: Ready keeps describing the last artifact.
 func (r *GitRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
-	if len(obj.GetGates()) == 0 {
-		conditions.Delete(obj, meta.BlockedCondition)
-		return reconcile.ResultSuccess, nil
-	}
-	err := gate.Check(ctx, r.Client, obj, r.NoCrossNamespaceRefs)
-	var (
-		closed *gate.ClosedError
-		cross  *gate.CrossNamespaceError
-	)
-	switch {
-	case err == nil:
-		conditions.Delete(obj, meta.BlockedCondition)
-		return reconcile.ResultSuccess, nil
-	case errors.As(err, &closed):
-		msg := blockedMessage(closed)
-		if !conditions.IsTrue(obj, meta.BlockedCondition) || conditions.Message(obj, meta.BlockedCondition) != msg {
-			r.Events.Normal(ctx, obj, meta.GateClosedReason, "", msg)
+	err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter())
+	if reconcile.IsHolding(err) {
+		if rebuildErr := r.rebuildHeldArtifact(ctx, obj); rebuildErr != nil {
+			return reconcile.ResultEmpty, rebuildErr
 		}
-		conditions.MarkTrue(obj, meta.BlockedCondition, meta.GateClosedReason, "%s", msg)
-		if err := r.rebuildHeldArtifact(ctx, obj); err != nil {
-			return reconcile.ResultEmpty, err
-		}
-		return reconcile.ResultEmpty, reconcile.Hold(meta.GateClosedReason, errors.New(msg), obj.GetRequeueAfter())
-	case errors.As(err, &cross):
-		conditions.MarkTrue(obj, meta.BlockedCondition, meta.AccessDeniedReason, "%s", err.Error())
-		return reconcile.ResultEmpty, reconcile.Stall(meta.AccessDeniedReason, err)
 	}
-	return reconcile.ResultEmpty, err
-}
-
-// blockedMessage is the message of Blocked=True for the gate that holds
-// the object back.
-func blockedMessage(closed *gate.ClosedError) string {
-	state := "closed"
-	if closed.Missing {
-		state = "missing"
+	if err != nil {
+		return reconcile.ResultEmpty, err
 	}
-	return fmt.Sprintf("Fetching new revisions is blocked, gate '%s' is %s.", closed.Gate, state)
+	return reconcile.ResultSuccess, nil
 }
 
 // gateEvents returns the handler of the watch on Gates: a gate that opens,
