@@ -52,7 +52,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.EnableLeaderElection,
-		LeaderElectionID:              "windlass-" + strings.Join(controllers, "-") + "-leader-election",
+		LeaderElectionID:              opts.leaderElectionID(controllers),
 		LeaderElectionNamespace:       opts.leaderElectionNamespace(),
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &opts.LeaseDuration,
@@ -75,6 +75,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		}
 	}
 	return m, nil
+}
+
+// leaderElectionID names the lease of a process running controllers: one
+// name for all of them (so that a new controller in a later build does not
+// rename the lease of a running installation), else one per subset, so
+// that split deployments elect their leaders apart.
+func (o Options) leaderElectionID(controllers []string) string {
+	if len(o.Controllers) == 0 {
+		return "windlass-leader-election"
+	}
+	return "windlass-" + strings.Join(controllers, "-") + "-leader-election"
 }
 
 // cacheOptions restricts the shared cache to the watched namespace and, for

@@ -186,3 +186,13 @@ func TestControllersTable(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cache.ByObject).To(HaveLen(2), "every kind of every controller is sharded, but Gates, which every shard reads")
 }
+
+// TestLeaderElectionID: all controllers share one lease whatever this build
+// holds (a new controller does not rename it); a subset has its own.
+func TestLeaderElectionID(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Options{}.leaderElectionID(AllControllers)).To(Equal("windlass-leader-election"))
+	g.Expect(Options{Controllers: []string{"source"}}.leaderElectionID([]string{"source"})).To(Equal("windlass-source-leader-election"))
+	g.Expect(Options{Controllers: []string{"kustomize", "gating"}}.leaderElectionID([]string{"kustomize", "gating"})).
+		To(Equal("windlass-kustomize-gating-leader-election"))
+}

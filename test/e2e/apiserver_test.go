@@ -94,7 +94,7 @@ func TestController_RecoversFromAPIServerRestart(t *testing.T) {
 		"--leader-election-renew-deadline", "2m",
 		"--leader-election-retry-period", "2s",
 	)
-	leaseKey := client.ObjectKey{Namespace: ns, Name: "windlass-source-kustomize-gating-leader-election"}
+	leaseKey := client.ObjectKey{Namespace: ns, Name: "windlass-leader-election"}
 	holder := waitLeaseHolder(g, cp, leaseKey, proc)
 
 	srv := gitserver.NewForTest(t)
