@@ -46,6 +46,10 @@ unchanged.`,
 		newDeleteCommand(),
 		newBuildCommand(),
 		newDiffCommand(),
+		newPushCommand(),
+		newPullCommand(),
+		newTagCommand(),
+		newListCommand(),
 	} {
 		root.AddCommand(verb)
 	}
