@@ -58,13 +58,17 @@ run: build ## Install the CRDs in the current kubectl context and run the contro
 controlplane: ## Build the test control plane from Go modules (once, cached).
 	hack/controlplane.sh
 
+.PHONY: testservers
+testservers: ## Build the test servers (OCI registry, S3 gateway, cosign) from Go modules (once, cached).
+	hack/testservers.sh
+
 .PHONY: vet
 vet: ## Run go vet over both modules.
 	go vet ./...
 	cd api && go vet ./...
 
 .PHONY: test
-test: verify-generated vet controlplane ## Run every test: unit, envtest and end to end.
+test: verify-generated vet controlplane testservers ## Run every test: unit, envtest and end to end.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/')
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test ./test/...
 	cd api && go test ./...

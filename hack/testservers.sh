@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the test servers (the distribution registry, the versitygw S3 gateway
+# and the cosign CLI) from the Go module in hack/testservers, once, into a cache
+# outside the checkout, and prints the folder that holds them. The tests find
+# them there through internal/testutil/testservers (WINDLASS_TESTSERVERS
+# overrides the folder).
+#
+#   hack/testservers.sh          build what is missing, print the folder
+#   hack/testservers.sh --print  print the folder only
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+print_only=false
+case "${1:-}" in
+	"") ;;
+	--print) print_only=true ;;
+	*) echo "usage: hack/testservers.sh [--print]" >&2; exit 2 ;;
+esac
+
+# The program name, its package and its module, in build order.
+servers=(
+	"registry github.com/distribution/distribution/v3/cmd/registry github.com/distribution/distribution/v3"
+	"versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw"
+	"cosign github.com/sigstore/cosign/v3/cmd/cosign github.com/sigstore/cosign/v3"
+)
+
+# version MODULE prints the version hack/testservers/go.mod requires.
+version() {
+	awk -v m="$1" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' hack/testservers/go.mod
+}
+
+dir="${WINDLASS_TESTSERVERS:-}"
+if [[ -z "$dir" ]]; then
+	cache="${WINDLASS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/windlass}"
+	key=""
+	for s in "${servers[@]}"; do
+		read -r name _ module <<<"$s"
+		v="$(version "$module")"
+		[[ -n "$v" ]] || { echo "testservers: $module is not in hack/testservers/go.mod" >&2; exit 1; }
+		key+="$name-$v-"
+	done
+	dir="$cache/testservers/${key}$(go env GOOS)-$(go env GOARCH)"
+fi
+
+if ! $print_only; then
+	command -v go >/dev/null || { echo "testservers: building the test servers needs Go (https://go.dev/dl/) on the PATH" >&2; exit 1; }
+	missing=()
+	for s in "${servers[@]}"; do
+		read -r name _ <<<"$s"
+		[[ -x "$dir/$name" ]] || missing+=("$s")
+	done
+	if ((${#missing[@]} > 0)); then
+		mkdir -p "$dir"
+		echo "testservers: building ${#missing[@]} test server(s) into $dir; the first build takes about 10 minutes" >&2
+		i=0
+		for s in "${missing[@]}"; do
+			read -r name pkg _ <<<"$s"
+			i=$((i + 1))
+			echo "testservers: building $name ($i/${#missing[@]}) from $pkg" >&2
+			start=$SECONDS
+			# Through a temporary file, so that a build cut short leaves no broken binary.
+			if ! CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly \
+				go build -C hack/testservers -trimpath -ldflags='-s -w' -o "$dir/$name.tmp" "$pkg"; then
+				rm -f "$dir/$name.tmp"
+				echo "testservers: building $name failed" >&2
+				exit 1
+			fi
+			mv "$dir/$name.tmp" "$dir/$name"
+			echo "testservers: built $name in $((SECONDS - start))s" >&2
+		done
+	fi
+fi
+echo "$dir"
