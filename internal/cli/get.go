@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -189,33 +187,9 @@ func printColumns(w io.Writer, k objectKind, rows [][]string, o tableOptions) er
 func watchColumns(ctx context.Context, c client.WithWatch, w io.Writer, k objectKind, version string,
 	opts []client.ListOption, m matcher, table tableOptions) error {
 	table.noHeader = true
-	list, _ := k.newList()
-	watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: version}})...)
-	if err != nil {
-		return fmt.Errorf("watching %ss: %w", k.kind, err)
-	}
-	defer watcher.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, open := <-watcher.ResultChan():
-			if !open {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("the API server ended the watch of %ss: run the command again", k.kind)
-			}
-			obj, ok := ev.Object.(reconcilable)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) || !m.matches(obj) {
-				continue
-			}
-			row := columnRow(k, obj, ev.Type == watch.Deleted, table, now())
-			if err := printColumns(w, k, [][]string{row}, table); err != nil {
-				return err
-			}
-		}
-	}
+	return watchChanges(ctx, c, []objectKind{k}, []string{version}, opts, m, func(k objectKind, obj reconcilable, gone bool) error {
+		return printColumns(w, k, [][]string{columnRow(k, obj, gone, table, now())}, table)
+	})
 }
 
 // where names the namespaces the command looks in.

@@ -51,12 +51,27 @@ func printObjects(w io.Writer, format string, objs []listed) error {
 func watchRows(ctx context.Context, c client.WithWatch, w io.Writer, kinds []objectKind, versions []string,
 	opts []client.ListOption, m matcher, table tableOptions) error {
 	table.noHeader = true
+	return watchChanges(ctx, c, kinds, versions, opts, m, func(k objectKind, obj reconcilable, gone bool) error {
+		row := rowOf(k.kind, obj, k.revision(obj), obj.IsSuspended(), now())
+		if gone {
+			row.Ready, row.Message = "Deleted", ""
+		}
+		return printTable(w, []statusRow{row}, table)
+	})
+}
+
+// watchChanges calls print for every change to the objects of kinds that
+// match, from the resource versions listed, until ctx ends (nil then); a
+// watch the API server ends is an error that says to run the command again.
+func watchChanges(ctx context.Context, c client.WithWatch, kinds []objectKind, versions []string,
+	opts []client.ListOption, m matcher, print func(k objectKind, obj reconcilable, gone bool) error) error {
 	type change struct {
 		kind objectKind
 		obj  reconcilable
 		gone bool
 	}
 	changes := make(chan change)
+	ended := make(chan string, len(kinds))
 	for i, k := range kinds {
 		list, _ := k.newList()
 		watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: versions[i]}})...)
@@ -65,6 +80,7 @@ func watchRows(ctx context.Context, c client.WithWatch, w io.Writer, kinds []obj
 		}
 		defer watcher.Stop()
 		go func() {
+			defer func() { ended <- k.kind }()
 			for ev := range watcher.ResultChan() {
 				obj, ok := ev.Object.(reconcilable)
 				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
@@ -82,15 +98,16 @@ func watchRows(ctx context.Context, c client.WithWatch, w io.Writer, kinds []obj
 		select {
 		case <-ctx.Done():
 			return nil
+		case kind := <-ended:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the API server ended the watch of %ss: run the command again", kind)
 		case ch := <-changes:
 			if !m.matches(ch.obj) {
 				continue
 			}
-			row := rowOf(ch.kind.kind, ch.obj, ch.kind.revision(ch.obj), ch.obj.IsSuspended(), now())
-			if ch.gone {
-				row.Ready, row.Message = "Deleted", ""
-			}
-			if err := printTable(w, []statusRow{row}, table); err != nil {
+			if err := print(ch.kind, ch.obj, ch.gone); err != nil {
 				return err
 			}
 		}
