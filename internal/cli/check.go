@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/windlass-dev/windlass/internal/install"
 )
@@ -47,7 +46,7 @@ the versions this client knows) and the controllers' Deployments (Available).`,
 }
 
 func (f *checkFlags) run(cmd *cobra.Command) error {
-	cfg, err := clusterConfig(&f.kube)
+	cfg, err := f.kube.restConfig()
 	if err != nil {
 		return err
 	}
@@ -94,19 +93,6 @@ func versionCheck(cfg *rest.Config) install.Check {
 		return install.Check{Message: "cannot read the Kubernetes version", Fix: err.Error()}
 	}
 	return install.VersionCheck(info)
-}
-
-// clusterConfig returns the client configuration of the cluster the flags
-// name, as client does.
-func clusterConfig(k *kubeFlags) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
-	}
-	return cfg, nil
 }
 
 // writeChecks prints each check on its own line and returns how many

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,20 @@ func (k *kubeFlags) client() (client.Client, error) {
 // watchClient returns a client of the cluster the flags name that can also
 // watch.
 func (k *kubeFlags) watchClient() (client.WithWatch, error) {
+	cfg, err := k.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// restConfig returns the client configuration of the cluster the flags
+// name: --kubeconfig, else $KUBECONFIG, else ~/.kube/config, at --context.
+func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -45,9 +60,5 @@ func (k *kubeFlags) watchClient() (client.WithWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
-	}
-	return c, nil
+	return cfg, nil
 }

@@ -160,7 +160,7 @@ func (f *logsFlags) readPods(ctx context.Context, p *logPrinter, errOut io.Write
 // openPodLogs finds the controller pods and opens the stream of each one's
 // log, in the order of their names.
 func (f *logsFlags) openPodLogs(ctx context.Context, errOut io.Writer) ([]corev1.Pod, []io.ReadCloser, error) {
-	cfg, err := restConfigOf(&f.kube)
+	cfg, err := f.kube.restConfig()
 	if err != nil {
 		return nil, nil, err
 	}

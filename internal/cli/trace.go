@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
@@ -83,7 +82,7 @@ func traceTarget(args []string) (kind, name string, err error) {
 
 // run prints the trace of the object kind name.
 func (f *traceFlags) run(ctx context.Context, w io.Writer, kind, name string) error {
-	cfg, err := restConfigOf(&f.kube)
+	cfg, err := f.kube.restConfig()
 	if err != nil {
 		return err
 	}
@@ -226,18 +225,6 @@ func inNamespace(ns string) string {
 		return ""
 	}
 	return " in namespace " + ns
-}
-
-// restConfigOf returns the client configuration the flags name.
-func restConfigOf(k *kubeFlags) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
-	}
-	return cfg, nil
 }
 
 // report writes the aligned "Label: value" lines of a trace.
