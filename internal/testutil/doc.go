@@ -3,6 +3,7 @@
 // reading the events about an object, downloading and unpacking an
 // artifact, serving an artifact storage on loopback and capturing the
 // controllers' logs. Its sub-packages start the control plane (testenv),
-// serve git (gitserver), encrypt with SOPS (sopsfixture) and run child
-// processes (childproc).
+// serve git (gitserver), run the OCI registry, S3 and cosign test servers
+// (testservers), encrypt with SOPS (sopsfixture) and run child processes
+// (childproc).
 package testutil
