@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -18,6 +19,10 @@ const Namespace = "flux-system"
 // repoName is the name of the served repository and of its GitRepository.
 const repoName = "dev"
 
+// demoGate is the Gate the demo app waits behind: open by default, so that
+// `windlass gate close` shows a change held back.
+const demoGate = "demo-approval"
+
 // demoFiles are the demo repository: two Kustomizations' worth of
 // manifests, the app depending on its settings.
 var demoFiles = map[string]string{
@@ -26,7 +31,9 @@ var demoFiles = map[string]string{
 - infrastructure/: the demo namespace and a ConfigMap whose greeting is
   substituted by the demo-infrastructure Kustomization (postBuild.substitute).
 - app/: a Deployment and its ConfigMap, applied by the demo-app
-  Kustomization once demo-infrastructure is Ready (dependsOn).
+  Kustomization once demo-infrastructure is Ready (dependsOn), and while
+  the Gate demo-approval is open (it is, by default: close it with
+  windlass gate close demo-approval and a change to app/ waits).
 
 The local control plane has no kubelet, so no pod can run: the Deployment is
 scaled to zero, which kube-controller-manager reports as Available, and the
@@ -115,12 +122,18 @@ func syncObjects(url string, demo bool) []client.Object {
 	infra := kustomization("demo-infrastructure", "./infrastructure", func(spec *kustomizev1.KustomizationSpec) {
 		spec.PostBuild = &kustomizev1.PostBuild{Substitute: map[string]string{"greeting": "hello from windlass dev"}}
 	})
+	approval := &gatingv1alpha1.Gate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gatingv1alpha1.GroupVersion.String(), Kind: gatingv1alpha1.GateKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: demoGate},
+		Spec:       gatingv1alpha1.GateSpec{Default: gatingv1alpha1.GateOpened, Window: &metav1.Duration{Duration: 10 * time.Minute}},
+	}
 	app := kustomization("demo-app", "./app", func(spec *kustomizev1.KustomizationSpec) {
 		spec.DependsOn = []meta.DependencyReference{{Name: infra.GetName()}}
 		spec.Wait = true
 		spec.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
+		spec.Gates = []meta.NamespacedObjectReference{{Name: demoGate}}
 	})
-	return []client.Object{repo, infra, app}
+	return []client.Object{approval, repo, infra, app}
 }
 
 // kustomization returns a pruning Kustomization of the dev repository's

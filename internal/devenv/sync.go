@@ -108,7 +108,7 @@ func (s *session) serveRepository(context.Context) error {
 // applySync creates the namespace, the GitRepository and the
 // Kustomizations.
 func (s *session) applySync(ctx context.Context) error {
-	done := s.p.phase("creating the GitRepository and Kustomizations")
+	done := s.p.phase("creating the objects that deploy it")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := s.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return done(err)
@@ -192,6 +192,7 @@ func (s *session) printHowToLook() {
 	if s.mirror == nil {
 		s.p.line("  kubectl get deployments,configmaps -n demo")
 		s.p.line("  %s reconcile ks demo-app --with-source", cmd)
+		s.p.line("  %s gate close %s       # demo-app then waits for approval", cmd, demoGate)
 	} else {
 		s.p.line("  %s reconcile ks %s --with-source", cmd, repoName)
 		s.p.line("Edit the files under %s: each change is committed and applied within seconds.", s.opts.Path)

@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
@@ -81,12 +83,13 @@ func TestDev_Demo(t *testing.T) {
 	d := startDev(t, g)
 	ctx := context.Background()
 	out := d.Output()
-	for _, name := range []string{"GitRepository flux-system/dev", "Kustomization flux-system/demo-infrastructure", "Kustomization flux-system/demo-app"} {
+	for _, name := range []string{"Gate flux-system/demo-approval", "GitRepository flux-system/dev", "Kustomization flux-system/demo-infrastructure", "Kustomization flux-system/demo-app"} {
 		g.Expect(out).To(ContainSubstring("✔ "+name+": "), out)
 	}
 	var app kustomizev1.Kustomization
 	g.Expect(d.client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "demo-app"}, &app)).To(Succeed())
 	g.Expect(app.Spec.DependsOn).To(HaveLen(1))
+	g.Expect(conditions.IsTrue(&app, meta.ApprovedCondition)).To(BeTrue(), "the demo gate is open by default")
 	var settings corev1.ConfigMap
 	g.Expect(d.client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "settings"}, &settings)).To(Succeed())
 	g.Expect(settings.Data).To(HaveKeyWithValue("greeting", "hello from windlass dev"))
