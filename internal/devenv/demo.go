@@ -106,9 +106,10 @@ spec:
 `,
 }
 
-// syncObjects are the GitRepository and Kustomizations that deploy the
-// repository at url: the demo's two, or one for the whole of a user's
-// folder.
+// syncObjects are the objects that deploy the repository at url: for the
+// demo, its Gate, the GitRepository and two Kustomizations; for a user's
+// folder, the GitRepository (first) and one Kustomization (second) of the
+// whole of it.
 func syncObjects(url string, demo bool) []client.Object {
 	repo := &sourcev1.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},

@@ -105,8 +105,8 @@ func (s *session) serveRepository(context.Context) error {
 	return done(nil, "%s at %s, commit %s", what, url, short(sha))
 }
 
-// applySync creates the namespace, the GitRepository and the
-// Kustomizations.
+// applySync creates the namespace and the objects that deploy the
+// repository: the demo's Gate, the GitRepository and the Kustomizations.
 func (s *session) applySync(ctx context.Context) error {
 	done := s.p.phase("creating the objects that deploy it")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
