@@ -6,10 +6,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -26,29 +21,16 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/oci"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
-// startArtifactRegistry starts an in-process registry on loopback and
-// returns its host:port; with user set, it asks for basic auth. The docker
-// config is pointed at an empty folder, so that the user's is not read.
+// startArtifactRegistry starts an in-process registry (see
+// testutil.StartRegistry), with the docker config pointed at an empty
+// folder, so that the user's is not read.
 func startArtifactRegistry(t *testing.T, user, pass string) string {
 	t.Helper()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
-	if user != "" {
-		next := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
-				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return testutil.StartRegistry(t, user, pass)
 }
 
 // runArtifact runs the root command with args; the artifact commands need
@@ -60,41 +42,6 @@ func runArtifact(t *testing.T, args ...string) (stdout, stderr string, err error
 	root.SetArgs(args)
 	err = root.Execute()
 	return out.String(), errOut.String(), err
-}
-
-// artifactTree writes files (path → content) under a new folder.
-func artifactTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// readArtifactTree returns the regular files under dir, path → content.
-func readArtifactTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
 
 // digestPattern matches a sha256 digest.
@@ -119,7 +66,7 @@ func TestArtifactPushListPullTag(t *testing.T) {
 	host := startArtifactRegistry(t, "", "")
 	files := map[string]string{"apps/deploy.yaml": "kind: Deployment\n", "kustomization.yaml": "resources: [apps]\n",
 		"docs/notes.md": "left out\n", ".git/HEAD": "ref: refs/heads/main\n"}
-	src := artifactTree(t, files)
+	src := testutil.WriteTree(t, files)
 	url := "oci://" + host + "/org/app"
 
 	out, _, err := runArtifact(t, "push", "artifact", url+":v1", "--path", src, "--source", "https://git.example/app",
@@ -171,14 +118,14 @@ func TestArtifactPushListPullTag(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal(fmt.Sprintf("✔ pulled %s:production@%s into %s\n  revision main@sha1:0123abc from https://git.example/app\n",
 		url, digest, dest)))
-	g.Expect(readArtifactTree(t, dest)).To(Equal(map[string]string{
+	g.Expect(testutil.ReadTree(t, dest)).To(Equal(map[string]string{
 		"apps/deploy.yaml": "kind: Deployment\n", "kustomization.yaml": "resources: [apps]\n"}))
 }
 
 func TestArtifactCredentials(t *testing.T) {
 	g := NewWithT(t)
 	host := startArtifactRegistry(t, "alice", "s3cret-pass")
-	src := artifactTree(t, map[string]string{"a.yaml": "a: 1\n"})
+	src := testutil.WriteTree(t, map[string]string{"a.yaml": "a: 1\n"})
 	push := []string{"push", "artifact", "oci://" + host + "/app:v1", "--path", src, "--source", "s", "--revision", "r"}
 
 	_, _, err := runArtifact(t, push...)
@@ -276,7 +223,7 @@ func TestArtifactPullRefusesMaliciousLayers(t *testing.T) {
 
 func TestArtifactBadFlags(t *testing.T) {
 	host := startArtifactRegistry(t, "", "")
-	src := artifactTree(t, map[string]string{"a.yaml": "a: 1\n"})
+	src := testutil.WriteTree(t, map[string]string{"a.yaml": "a: 1\n"})
 	full := t.TempDir()
 	g := NewWithT(t)
 	g.Expect(os.WriteFile(filepath.Join(full, "keep"), nil, 0o644)).To(Succeed())

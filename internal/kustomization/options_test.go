@@ -11,6 +11,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 func TestBuildOptions(t *testing.T) {
@@ -77,11 +78,10 @@ func TestBuildOptionsMapsEveryOverlay(t *testing.T) {
 // mapping is what the build applies.
 func TestBuildOptionsBuild(t *testing.T) {
 	g := NewWithT(t)
-	root := t.TempDir()
-	g.Expect(writeFiles(root, map[string]string{
+	root := testutil.WriteTree(t, map[string]string{
 		"app/kustomization.yaml": "resources: [cm.yaml]\n",
 		"app/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  k: v\n",
-	})).To(Succeed())
+	})
 	spec := kustomizev1.KustomizationSpec{
 		NamePrefix: "prod-", TargetNamespace: "prod",
 		Patches: []kustomizev1.Patch{{Patch: `[{"op": "replace", "path": "/data/k", "value": "patched"}]`,

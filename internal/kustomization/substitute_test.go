@@ -3,8 +3,6 @@ package kustomization
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,20 +17,6 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
-
-// writeFiles writes files (by path relative to root) below root.
-func writeFiles(root string, files map[string]string) error {
-	for name, data := range files {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // TestSubstituteVars reads substituteFrom from the test control plane: the
 // sources merge in order, substitute last; an optional missing object has

@@ -5,10 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +13,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -27,77 +22,17 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
-
-// startRegistry starts an in-process registry on loopback and returns its
-// host:port; with user set, it asks for basic auth.
-func startRegistry(t *testing.T, user, pass string) string {
-	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
-	if user != "" {
-		h = basicAuth(h, user, pass)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
-// basicAuth wraps h with a basic-auth check.
-func basicAuth(h http.Handler, user, pass string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
 
 // anonymous are options that send no credentials.
 var anonymous = Options{Keychain: authn.NewMultiKeychain()}
 
-// writeTree writes files (path → content) under a new folder.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// readTree returns the regular files under dir, path → content.
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 func TestPushPullRoundtrip(t *testing.T) {
 	g := NewWithT(t)
-	host := startRegistry(t, "", "")
+	host := testutil.StartRegistry(t, "", "")
 	files := map[string]string{"apps/deploy.yaml": "kind: Deployment\n", "kustomization.yaml": "resources: [apps]\n"}
-	src := writeTree(t, files)
+	src := testutil.WriteTree(t, files)
 	ref, err := ParseTag("oci://"+host+"/org/app:v1", anonymous)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
@@ -125,7 +60,7 @@ func TestPushPullRoundtrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pulled.Digest).To(Equal(pushed.Digest))
 	g.Expect(pulled.Annotations).To(HaveKeyWithValue(AnnotationRevision, "main@sha1:abc"))
-	g.Expect(readTree(t, out)).To(Equal(files))
+	g.Expect(testutil.ReadTree(t, out)).To(Equal(files))
 
 	// By digest too, and into an existing empty folder.
 	byDigest, err := ParseReference("oci://"+host+"/org/app@"+pushed.Digest.String(), anonymous)
@@ -134,7 +69,7 @@ func TestPushPullRoundtrip(t *testing.T) {
 	pulled, err = Pull(ctx, byDigest, empty, 0, anonymous)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pulled.DigestURL()).To(Equal("oci://" + host + "/org/app@" + pushed.Digest.String()))
-	g.Expect(readTree(t, empty)).To(Equal(files))
+	g.Expect(testutil.ReadTree(t, empty)).To(Equal(files))
 
 	// A folder that is not empty is refused.
 	_, err = Pull(ctx, ref, out, 0, anonymous)
@@ -143,8 +78,8 @@ func TestPushPullRoundtrip(t *testing.T) {
 
 func TestPushReproducible(t *testing.T) {
 	g := NewWithT(t)
-	host := startRegistry(t, "", "")
-	src := writeTree(t, map[string]string{"a.yaml": "a: 1\n", "b/c.yaml": "c: 1\n"})
+	host := testutil.StartRegistry(t, "", "")
+	src := testutil.WriteTree(t, map[string]string{"a.yaml": "a: 1\n", "b/c.yaml": "c: 1\n"})
 	ctx := context.Background()
 	req := PushRequest{Dir: src, Source: "s", Revision: "r", Created: ReproducibleCreated,
 		Annotations: map[string]string{"team": "platform"}}
@@ -175,7 +110,7 @@ func TestPushReproducible(t *testing.T) {
 
 func TestPushRefusesAnnotations(t *testing.T) {
 	g := NewWithT(t)
-	src := writeTree(t, map[string]string{"a": "a"})
+	src := testutil.WriteTree(t, map[string]string{"a": "a"})
 	for key, want := range map[string]string{AnnotationSource: "use --source", AnnotationRevision: "use --revision", "a b": "not valid"} {
 		_, err := Image(PushRequest{Dir: src, Annotations: map[string]string{key: "x"}})
 		g.Expect(err).To(MatchError(ContainSubstring(want)))
@@ -186,9 +121,9 @@ func TestPushRefusesAnnotations(t *testing.T) {
 
 func TestListAndTag(t *testing.T) {
 	g := NewWithT(t)
-	host := startRegistry(t, "", "")
+	host := testutil.StartRegistry(t, "", "")
 	ctx := context.Background()
-	src := writeTree(t, map[string]string{"a.yaml": "a: 1\n"})
+	src := testutil.WriteTree(t, map[string]string{"a.yaml": "a: 1\n"})
 	ref, _ := ParseTag("oci://"+host+"/app:v1", anonymous)
 	pushed, err := Push(ctx, ref, PushRequest{Dir: src, Source: "https://git.example/app", Revision: "v1@sha1:abc",
 		Created: ReproducibleCreated}, anonymous)
@@ -229,9 +164,9 @@ func TestParse(t *testing.T) {
 
 func TestCredentials(t *testing.T) {
 	g := NewWithT(t)
-	host := startRegistry(t, "alice", "s3cret-pass")
+	host := testutil.StartRegistry(t, "alice", "s3cret-pass")
 	ctx := context.Background()
-	src := writeTree(t, map[string]string{"a.yaml": "a: 1\n"})
+	src := testutil.WriteTree(t, map[string]string{"a.yaml": "a: 1\n"})
 	ref, _ := ParseTag("oci://"+host+"/app:v1", anonymous)
 
 	_, err := Push(ctx, ref, PushRequest{Dir: src}, anonymous)
@@ -320,7 +255,7 @@ func file(name, content string) tarEntry {
 }
 
 func TestPullRefusesMaliciousLayers(t *testing.T) {
-	host := startRegistry(t, "", "")
+	host := testutil.StartRegistry(t, "", "")
 	good := file("ok.yaml", "ok: true\n")
 	cases := map[string]struct {
 		layer   []tarEntry
@@ -364,7 +299,7 @@ func TestPullRefusesMaliciousLayers(t *testing.T) {
 
 func TestPullLayerLargerThanLimit(t *testing.T) {
 	g := NewWithT(t)
-	host := startRegistry(t, "", "")
+	host := testutil.StartRegistry(t, "", "")
 	ref, _ := ParseTag("oci://"+host+"/big:v1", anonymous)
 	pushRaw(t, ref, craftLayer(t, file("a", strings.Repeat("x", 4096))))
 	_, err := Pull(context.Background(), ref, t.TempDir(), 10, anonymous)
