@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
@@ -364,21 +362,4 @@ func orNone(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// printStructured prints v as json or yaml.
-func printStructured(w io.Writer, format string, v any) error {
-	var data []byte
-	var err error
-	if format == "json" {
-		data, err = json.MarshalIndent(v, "", "  ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(v)
-	}
-	if err != nil {
-		return fmt.Errorf("encoding the output: %w", err)
-	}
-	_, err = w.Write(data)
-	return err
 }

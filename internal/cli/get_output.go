@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/yaml"
 
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -30,20 +28,7 @@ func printObjects(w io.Writer, format string, objs []listed) error {
 		obj.SetManagedFields(nil)
 		items = append(items, obj)
 	}
-	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
-	var data []byte
-	var err error
-	if format == "json" {
-		data, err = json.MarshalIndent(list, "", "  ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(list)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
+	return printStructured(w, format, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 // watchRows prints a row for every change to the objects of kinds that

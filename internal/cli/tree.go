@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -90,12 +89,7 @@ func (f *treeFlags) run(cmd *cobra.Command, name string) error {
 	w := cmd.OutOrStdout()
 	switch f.output {
 	case "json":
-		data, err := json.MarshalIndent(root, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
+		return printStructured(w, "json", root)
 	case "yaml":
 		enc := yaml.NewEncoder(w)
 		enc.SetIndent(2)
