@@ -155,17 +155,8 @@ func blockedBy(message string) func(*sourcev1.GitRepository) bool {
 // (the interval is ten minutes: the watch on Gates does it).
 func TestGitRepository_ClosedGateBlocksFetching(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	setGate(g, ns, "freeze", true)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha1 := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	obj.Spec.Gates = []meta.NamespacedObjectReference{{Name: "freeze"}}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	srv, repo, obj, sha1 := gatedRepository(t, g, ns)
 	ready := waitFor(g, obj, readyAt("main@sha1:"+sha1))
 	g.Expect(conditions.Has(ready, meta.BlockedCondition)).To(BeFalse())
 
@@ -228,4 +219,20 @@ func TestGitRepository_MissingGateThenRemoved(t *testing.T) {
 		return readyAt("")(o) && !conditions.Has(o, meta.BlockedCondition)
 	})
 	g.Expect(got.Spec.Gates).To(BeEmpty())
+}
+
+// gatedRepository serves a repository with one commit on main and creates
+// the GitRepository "app" of it in ns, behind the gate "freeze", created
+// open. It returns the server, the repository, the object and the commit.
+func gatedRepository(t *testing.T, g *WithT, ns string) (*gitserver.Server, *gitserver.Repo, *sourcev1.GitRepository, string) {
+	setGate(g, ns, "freeze", true)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	sha := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
+	obj := newGitRepository(ns, "app", base+"/app.git")
+	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	obj.Spec.Gates = []meta.NamespacedObjectReference{{Name: "freeze"}}
+	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	return srv, repo, obj, sha
 }

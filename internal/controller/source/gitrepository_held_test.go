@@ -16,7 +16,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 func TestParseRevision(t *testing.T) {
@@ -129,17 +128,8 @@ func TestRebuildHeldArtifact_UnparsableRevision(t *testing.T) {
 // the gate fetches the new commit.
 func TestGitRepository_ClosedGateRebuildsLostArtifact(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	setGate(g, ns, "freeze", true)
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	sha1 := repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-	obj := newGitRepository(ns, "app", base+"/app.git")
-	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
-	obj.Spec.Gates = []meta.NamespacedObjectReference{{Name: "freeze"}}
-	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	srv, repo, obj, sha1 := gatedRepository(t, g, ns)
 	ready := waitFor(g, obj, readyAt("main@sha1:"+sha1))
 	held := ready.Status.Artifact
 
