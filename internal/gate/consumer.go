@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -102,17 +103,23 @@ func IndexValues(obj client.Object) []string {
 
 // EnqueueConsumers returns the handler of a watch on Gates that requests
 // the reconciliation of every consumer of the changed gate, listed from the
-// cache through IndexKey with list, a function that returns an empty list
-// of the consumers' kind and its objects' keys once listed.
-func EnqueueConsumers(c client.Reader, list func() (client.ObjectList, func() []client.Object)) handler.EventHandler {
+// cache through IndexKey into newList(), an empty list of the consumers'
+// kind.
+func EnqueueConsumers(c client.Reader, newList func() client.ObjectList) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, gate client.Object) []ctrlreconcile.Request {
-		objs, items := list()
-		if err := c.List(ctx, objs, client.MatchingFields{IndexKey: client.ObjectKeyFromObject(gate).String()}); err != nil {
+		list := newList()
+		if err := c.List(ctx, list, client.MatchingFields{IndexKey: client.ObjectKeyFromObject(gate).String()}); err != nil {
 			return nil
 		}
-		var reqs []ctrlreconcile.Request
-		for _, o := range items() {
-			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		reqs := make([]ctrlreconcile.Request, 0, len(items))
+		for _, item := range items {
+			if o, ok := item.(client.Object); ok {
+				reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
 		}
 		return reqs
 	})

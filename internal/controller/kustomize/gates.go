@@ -27,14 +27,5 @@ func (r *KustomizationReconciler) reconcileGates(ctx context.Context, obj *kusto
 // gateEvents returns the handler of the watch on Gates: a gate that opens,
 // closes, appears or goes reconciles the Kustomizations behind it at once.
 func (r *KustomizationReconciler) gateEvents() handler.EventHandler {
-	return gate.EnqueueConsumers(r.Client, func() (client.ObjectList, func() []client.Object) {
-		list := &kustomizev1.KustomizationList{}
-		return list, func() []client.Object {
-			objs := make([]client.Object, 0, len(list.Items))
-			for i := range list.Items {
-				objs = append(objs, &list.Items[i])
-			}
-			return objs
-		}
-	})
+	return gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} })
 }

@@ -34,14 +34,5 @@ func (r *GitRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourc
 // gateEvents returns the handler of the watch on Gates: a gate that opens,
 // closes, appears or goes reconciles the GitRepositories behind it at once.
 func (r *GitRepositoryReconciler) gateEvents() handler.EventHandler {
-	return gate.EnqueueConsumers(r.Client, func() (client.ObjectList, func() []client.Object) {
-		list := &sourcev1.GitRepositoryList{}
-		return list, func() []client.Object {
-			objs := make([]client.Object, 0, len(list.Items))
-			for i := range list.Items {
-				objs = append(objs, &list.Items[i])
-			}
-			return objs
-		}
-	})
+	return gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} })
 }
