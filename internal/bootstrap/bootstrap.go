@@ -22,6 +22,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -82,12 +84,12 @@ func (s Sync) Objects() []client.Object {
 func Files(s Sync, components []byte) (map[string][]byte, error) {
 	var sync bytes.Buffer
 	for _, obj := range s.Objects() {
-		data, err := yaml.Marshal(obj)
+		data, err := manifest(obj)
 		if err != nil {
 			return nil, err
 		}
 		sync.WriteString("---\n")
-		sync.Write(withoutEmptyStatus(data))
+		sync.Write(data)
 	}
 	dir := path.Join(path.Clean(s.Path), SyncName)
 	return map[string][]byte{
@@ -98,18 +100,16 @@ func Files(s Sync, components []byte) (map[string][]byte, error) {
 	}, nil
 }
 
-// withoutEmptyStatus drops the lines an empty status and creation
-// timestamp marshal to, which do not belong in Git.
-func withoutEmptyStatus(data []byte) []byte {
-	var out bytes.Buffer
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		switch string(bytes.TrimRight(line, "\n")) {
-		case "status: {}", "  creationTimestamp: null":
-			continue
-		}
-		out.Write(line)
+// manifest returns obj as YAML for Git: without its status and the empty
+// creation timestamp, which the cluster writes.
+func manifest(obj client.Object) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
 	}
-	return out.Bytes()
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	return yaml.Marshal(u)
 }
 
 // Commit says who commits.
