@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/windlass-dev/windlass/config/crd"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -57,8 +58,12 @@ func TestRenderDefault(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(g, Options{Version: "v1.2.3"})
 	ks := kinds(objs)
-	g.Expect(ks[:4]).To(Equal([]string{"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Namespace"}))
-	g.Expect(objs[3].GetName()).To(Equal(DefaultNamespace))
+	crds, err := crd.Objects()
+	g.Expect(err).NotTo(HaveOccurred())
+	n := len(crds)
+	g.Expect(ks[:n]).To(HaveEach("CustomResourceDefinition"), "the CRDs come first")
+	g.Expect(ks[n]).To(Equal("Namespace"))
+	g.Expect(objs[n].GetName()).To(Equal(DefaultNamespace))
 
 	d := find(objs, "Deployment", AllInOneDeployment)
 	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,gating",

@@ -14,6 +14,7 @@ import (
 	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	sourcev1beta1 "github.com/windlass-dev/windlass/api/source/v1beta1"
+	sourcev1beta2 "github.com/windlass-dev/windlass/api/source/v1beta2"
 )
 
 // New returns a scheme with the built-in and the Windlass types.
@@ -23,6 +24,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(sourcev1beta1.AddToScheme(s))
+	utilruntime.Must(sourcev1beta2.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1beta1.AddToScheme(s))
 	utilruntime.Must(gatingv1alpha1.AddToScheme(s))

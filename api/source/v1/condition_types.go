@@ -78,3 +78,26 @@ const (
 	// cannot express.
 	InvalidSpecReason string = "InvalidSpec"
 )
+
+// Condition reasons of OCIRepository and Bucket.
+const (
+	// OCIPullFailedReason: the artifact could not be pulled from the
+	// registry.
+	OCIPullFailedReason string = "OCIArtifactPullFailed"
+
+	// OCILayerOperationFailedReason: the selected layer could not be
+	// extracted or copied.
+	OCILayerOperationFailedReason string = "OCIArtifactLayerOperationFailed"
+
+	// BucketOperationSucceededReason: the bucket was listed and its objects
+	// downloaded.
+	BucketOperationSucceededReason string = "BucketOperationSucceeded"
+
+	// BucketOperationFailedReason: the bucket could not be listed or an
+	// object downloaded.
+	BucketOperationFailedReason string = "BucketOperationFailed"
+
+	// InvalidProviderConfigurationReason: the provider needs something this
+	// controller does not have, such as a cloud identity.
+	InvalidProviderConfigurationReason string = "InvalidProviderConfiguration"
+)
