@@ -60,3 +60,22 @@ func (in *Artifact) FileName() string {
 	}
 	return in.Path[strings.LastIndex(in.Path, "/")+1:]
 }
+
+// Metadata keys of an artifact pulled from an OCI registry: the manifest
+// annotations that name what the artifact was made from.
+const (
+	// OriginRevisionKey is the revision of the origin, such as the Git
+	// commit the artifact was built from.
+	OriginRevisionKey = "org.opencontainers.image.revision"
+	// OriginSourceKey is the URL of the origin.
+	OriginSourceKey = "org.opencontainers.image.source"
+)
+
+// OriginRevision returns the revision of what the artifact was made from,
+// when its metadata says; else "".
+func (in *Artifact) OriginRevision() string {
+	if in == nil {
+		return ""
+	}
+	return in.Metadata[OriginRevisionKey]
+}

@@ -53,7 +53,7 @@ and no cluster is needed.`,
 	fs.BoolVar(&f.export, "export", false, "print the object as YAML instead of applying it (no cluster needed)")
 	fs.StringSliceVar(&f.labels, "label", nil, "set a label, as key=value (repeat the flag or separate with commas)")
 	source := &cobra.Command{Use: "source", Short: "Create or update sources"}
-	source.AddCommand(newCreateSourceGitCommand(f))
+	source.AddCommand(newCreateSourceGitCommand(f), newCreateSourceOCICommand(f), newCreateSourceBucketCommand(f))
 	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateSecretCommand(f), newCreateGateCommand(f))
 	return cmd
 }

@@ -55,16 +55,26 @@ func (s *gitSecretFlags) readPasswordStdin(in io.Reader) error {
 	if s.password != "" {
 		return errors.New("--password and --password-stdin: choose one")
 	}
+	password, err := readStdinLine(in, "--password-stdin", "password")
+	s.password = password
+	return err
+}
+
+// readStdinLine returns the first line of in, without its line ending: a
+// secret that flag says to read from standard input, so that it is not in
+// the command line. what names the secret in the errors, which never hold
+// it.
+func readStdinLine(in io.Reader, flag, what string) (string, error) {
 	data, err := io.ReadAll(io.LimitReader(in, maxPasswordBytes))
 	if err != nil {
-		return fmt.Errorf("reading the password from standard input: %w", err)
+		return "", fmt.Errorf("reading the %s from standard input: %w", what, err)
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
-	s.password = strings.TrimSuffix(line, "\r")
-	if s.password == "" {
-		return errors.New("--password-stdin: standard input holds no password")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("%s: standard input holds no %s", flag, what)
 	}
-	return nil
+	return line, nil
 }
 
 func newCreateSecretCommand(f *createFlags) *cobra.Command {
@@ -114,7 +124,7 @@ host publishes. The Secret is printed only with --export.`,
 	fs.StringVar(&s.caFile, "ca-file", "", "a PEM bundle of the CAs to trust, for https")
 	fs.StringVar(&s.caFile, "ca-crt-file", "", "the same as --ca-file")
 	s.bindPasswordStdin(fs)
-	secret.AddCommand(cmd)
+	secret.AddCommand(cmd, newCreateSecretOCICommand(f))
 	return secret
 }
 

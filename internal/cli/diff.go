@@ -87,7 +87,7 @@ diff could not be made.`,
 			return nil
 		},
 	}
-	return f.command("diff", "Show what applying a local folder would change in the cluster", leaf)
+	return addSubcommands(f.command("diff", "Show what applying a local folder would change in the cluster", leaf), newDiffArtifactCommand())
 }
 
 // run prints what applying the build of name would change, and reports

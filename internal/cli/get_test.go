@@ -57,7 +57,8 @@ func TestMain(m *testing.M) {
 // controlledLabel marks the objects that the tests' controllers reconcile.
 const controlledLabel = "windlass.test/controlled"
 
-// startControllers runs the GitRepository and Kustomization controllers
+// startControllers runs the GitRepository, OCIRepository, Bucket and
+// Kustomization controllers
 // against the test control plane, for the verbs that wait for them.
 func startControllers(ctx context.Context, e *testenv.Environment) error {
 	storage, err := testutil.StartStorage()
@@ -70,6 +71,7 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&sourcev1.GitRepository{}: {Label: selector}, &kustomizev1.Kustomization{}: {Label: selector},
+			&sourcev1.OCIRepository{}: {Label: selector}, &sourcev1.Bucket{}: {Label: selector},
 		}}})
 	if err != nil {
 		return err
@@ -78,6 +80,14 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, time.Second)}
 	git := &source.GitRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, DependencyRequeue: time.Second, AllowInsecureHTTP: true}
 	if err := git.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	ociRepos := &source.OCIRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, AllowInsecureHTTP: true}
+	if err := ociRepos.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	buckets := &source.BucketReconciler{Client: mgr.GetClient(), Storage: storage, AllowInsecureHTTP: true}
+	if err := buckets.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
 	ks := &kustomize.KustomizationReconciler{

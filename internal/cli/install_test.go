@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windlass-dev/windlass/config/crd"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,10 +81,12 @@ func TestInstallExport(t *testing.T) {
 			out, _, err := run(t, append([]string{"install", "--export"}, tt.args...)...)
 			g.Expect(err).NotTo(HaveOccurred())
 			objs := installedObjects(g, out)
-			for _, o := range objs[:3] {
+			crds, err := crd.Objects()
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, o := range objs[:len(crds)] {
 				g.Expect(o.GetKind()).To(Equal("CustomResourceDefinition"))
 			}
-			g.Expect(objs[3].GetKind()).To(Equal("Namespace"))
+			g.Expect(objs[len(crds)].GetKind()).To(Equal("Namespace"))
 			var names []string
 			for _, d := range installDeployments(g, out) {
 				names = append(names, d.Name)

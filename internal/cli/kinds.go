@@ -76,6 +76,26 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
+		words: []string{"source", "oci"}, aliases: []string{"ocirepository", "ocirepositories", "ocirepo"}, kind: sourcev1.OCIRepositoryKind,
+		new: func() reconcilable { return &sourcev1.OCIRepository{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &sourcev1.OCIRepositoryList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*sourcev1.OCIRepository).Status.LastHandledReconcileAt },
+		revision:    artifactRevision,
+	},
+	{
+		words: []string{"source", "bucket"}, aliases: []string{"bucket", "buckets"}, kind: sourcev1.BucketKind,
+		new: func() reconcilable { return &sourcev1.Bucket{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &sourcev1.BucketList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*sourcev1.Bucket).Status.LastHandledReconcileAt },
+		revision:    artifactRevision,
+	},
+	{
 		words: []string{"kustomization"}, aliases: []string{"ks", "kustomizations"}, kind: kustomizev1.KustomizationKind,
 		new: func() reconcilable { return &kustomizev1.Kustomization{} },
 		newList: func() (client.ObjectList, func() []reconcilable) {
@@ -97,6 +117,15 @@ var objectKinds = []objectKind{
 		revision:    gateRevision,
 		columns:     gateColumns,
 	},
+}
+
+// artifactRevision returns the revision of a source's last artifact
+// (status.artifact.revision), or "" when it has none yet.
+func artifactRevision(o reconcilable) string {
+	if a := o.(interface{ GetArtifact() *meta.Artifact }).GetArtifact(); a != nil {
+		return a.Revision
+	}
+	return ""
 }
 
 // items returns pointers to the items of a typed list.

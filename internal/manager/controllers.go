@@ -59,6 +59,9 @@ type SourceOptions struct {
 	// GitClonesMaxMemory, when positive, bounds what all git clones hold
 	// in memory together; zero keeps the git package's default.
 	GitClonesMaxMemory int64
+	// FetchMaxSize, when positive, bounds an OCI layer and the objects of
+	// a bucket, downloaded and extracted; zero means 100 MiB.
+	FetchMaxSize int64
 }
 
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
@@ -68,6 +71,7 @@ func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ArtifactRetentionTTL, "artifact-retention-ttl", o.ArtifactRetentionTTL, "how long superseded artifacts are kept")
 	fs.IntVar(&o.ArtifactRetentionRecords, "artifact-retention-records", o.ArtifactRetentionRecords, "how many artifacts are kept per object")
 	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
+	fs.Int64Var(&o.FetchMaxSize, "fetch-max-size", 0, "bytes an OCI artifact's layer or a bucket's objects may hold, downloaded and extracted (0: 100 MiB)")
 	fs.Int64Var(&o.GitClonesMaxMemory, "git-clones-max-memory", 0, "bytes all git clones in progress may hold in memory together; a clone past it is retried (0: 2 GiB)")
 }
 
@@ -107,7 +111,9 @@ func BindControllerFlags(fs *pflag.FlagSet, o *Options) {
 var controllers = []controller{
 	{
 		name:  SourceController,
-		kinds: func() []client.Object { return []client.Object{&sourcev1.GitRepository{}} },
+		kinds: func() []client.Object {
+			return []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}}
+		},
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Source.bindFlags(fs) },
 		setup: (*Manager).setupSource,
 	},
@@ -161,7 +167,31 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
-	return r.SetupWithManager(ctx, m, opts.controllerOptions())
+	if err := r.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	oci := &sourcectrl.OCIRepositoryReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		JitterPercent:        opts.IntervalJitterPercentage,
+		MaxLayerSize:         opts.Source.FetchMaxSize,
+		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+	}
+	if err := oci.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	b := &sourcectrl.BucketReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		JitterPercent:        opts.IntervalJitterPercentage,
+		MaxSize:              opts.Source.FetchMaxSize,
+		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+	}
+	return b.SetupWithManager(ctx, m, opts.controllerOptions())
 }
 
 func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {

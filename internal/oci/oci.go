@@ -5,6 +5,14 @@
 // archive.Extract, Tag adds a tag to an artifact and List describes the
 // artifacts of a repository.
 //
+// For the OCIRepository source controller, the steps of a pull are also
+// exported one by one, so that nothing is downloaded when the digest has
+// not changed: Resolve (a HEAD request for a tag's digest), LatestSemverTag
+// and SelectSemverTag (a tag by semver range), GetManifest (a size-limited
+// image manifest), SelectLayer and OpenLayer (a streamed blob, checked
+// against its size and digest). KeychainFromDockerConfigs reads the
+// credentials of kubernetes.io/dockerconfigjson Secrets.
+//
 // The wire format is the one of the GitOps Toolkit CLI (RFC-0003), so that
 // artifacts pushed by either tool are read by the other: an OCI image
 // manifest whose config has the media type ConfigMediaType, one layer of
@@ -16,7 +24,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+
+	"github.com/windlass-dev/windlass/api/meta"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -40,10 +51,10 @@ const (
 	AnnotationCreated = "org.opencontainers.image.created"
 	// AnnotationSource is the URL of the source the artifact was made
 	// from, a Git repository for instance.
-	AnnotationSource = "org.opencontainers.image.source"
+	AnnotationSource = meta.OriginSourceKey
 	// AnnotationRevision is the revision of the source, such as
 	// "main@sha1:<hex>".
-	AnnotationRevision = "org.opencontainers.image.revision"
+	AnnotationRevision = meta.OriginRevisionKey
 )
 
 // Scheme is the prefix of artifact URLs.
@@ -56,11 +67,25 @@ type Options struct {
 	Username, Password string
 	// Keychain gives credentials when Username is empty; nil means
 	// authn.DefaultKeychain (the docker config of the user).
+	// KeychainFromDockerConfigs makes one from Kubernetes Secrets.
 	Keychain authn.Keychain
 	// Insecure allows plain HTTP.
 	Insecure bool
 	// UserAgent is sent with every request.
 	UserAgent string
+	// CredentialsHint says where the credentials come from, in the error
+	// of a registry that refuses them; empty means the CLI's "check --creds
+	// or run docker login".
+	CredentialsHint string
+	// Transport is the base HTTP transport of every request: the TLS
+	// configuration (a private CA, a client certificate) and the proxy.
+	// nil means go-containerregistry's remote.DefaultTransport.
+	Transport http.RoundTripper
+
+	// auth, when set, is the authenticator resolved for one repository by
+	// withAuth; secrets are the credentials it holds, hidden from errors.
+	auth    authn.Authenticator
+	secrets []string
 }
 
 // ParseCredentials splits "USER:PASSWORD" into Username and Password.
@@ -78,6 +103,12 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 	opts := []remote.Option{remote.WithContext(ctx)}
 	if o.UserAgent != "" {
 		opts = append(opts, remote.WithUserAgent(o.UserAgent))
+	}
+	if o.Transport != nil {
+		opts = append(opts, remote.WithTransport(o.Transport))
+	}
+	if o.auth != nil {
+		return append(opts, remote.WithAuth(o.auth))
 	}
 	if o.Username != "" {
 		return append(opts, remote.WithAuth(&authn.Basic{Username: o.Username, Password: o.Password}))
@@ -155,21 +186,38 @@ func URL(ref interface{ Name() string }) string {
 	return Scheme + ref.Name()
 }
 
+// ErrAccessDenied is wrapped by the errors of registry calls that the
+// registry answered with 401 Unauthorized or 403 Forbidden.
+var ErrAccessDenied = errors.New("access denied")
+
 // registryError rewrites an error of a registry call as one line that says
-// what failed and what to check, never holding the password.
+// what failed and what to check, never holding the password. It wraps
+// ErrAccessDenied when the registry refused the credentials.
 func (o Options) registryError(what string, err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && (terr.StatusCode == 401 || terr.StatusCode == 403) {
+		return &accessDeniedError{msg: what + ": " + o.describe(err)}
+	}
 	return fmt.Errorf("%s: %s", what, o.describe(err))
 }
 
+// accessDeniedError is a registry error that wraps ErrAccessDenied.
+type accessDeniedError struct{ msg string }
+
+func (e *accessDeniedError) Error() string { return e.msg }
+func (e *accessDeniedError) Unwrap() error { return ErrAccessDenied }
+
 // describe returns the first line of err's message, a hint for the HTTP
-// errors users can fix, and never the password.
+// errors users can fix, and never a credential: neither the password nor
+// any credential resolved from the keychain, nor what looks like one
+// (see redact).
 func (o Options) describe(err error) string {
 	msg := err.Error()
 	var terr *transport.Error
 	if errors.As(err, &terr) {
 		switch terr.StatusCode {
 		case 401:
-			msg = "the registry refused the credentials (401 Unauthorized): check --creds or run docker login"
+			msg = "the registry refused the credentials (401 Unauthorized): " + o.credentialsHint()
 		case 403:
 			msg = "the registry denied access (403 Forbidden): check that the credentials may do this"
 		case 404:
@@ -177,8 +225,29 @@ func (o Options) describe(err error) string {
 		}
 	}
 	line, _, _ := strings.Cut(msg, "\n")
-	if o.Password != "" {
-		line = strings.ReplaceAll(line, o.Password, "***")
+	return redact(line, o.credentials()...)
+}
+
+// credentialsHint returns what to check when the registry refuses the
+// credentials.
+func (o Options) credentialsHint() string {
+	if o.CredentialsHint != "" {
+		return o.CredentialsHint
 	}
-	return line
+	return "check --creds or run docker login"
+}
+
+// credentials returns the secrets describe hides: the password, its
+// base64 form in a basic Authorization header, those resolved from the
+// keychain by withAuth, and all those of a keychain made by
+// KeychainFromDockerConfigs.
+func (o Options) credentials() []string {
+	secrets := append([]string(nil), o.secrets...)
+	if kc, ok := o.Keychain.(*dockerConfigKeychain); ok {
+		secrets = append(secrets, kc.secrets...)
+	}
+	if o.Password != "" {
+		secrets = append(secrets, o.Password, basicAuth(o.Username, o.Password))
+	}
+	return secrets
 }

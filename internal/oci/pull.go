@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/windlass-dev/windlass/internal/archive"
 )
@@ -36,10 +35,13 @@ func (p Pulled) DigestURL() string {
 
 // Pull extracts the content layer of the artifact ref into dir, which must
 // not exist or be empty. The layer is the first of media type
-// ContentMediaType, or else the first layer. It streams through
-// archive.Extract, whose limits apply (maxSize caps the uncompressed size;
-// zero or less means archive.DefaultMaxSize): on any error, dir is left as
-// it was, and nothing is ever written outside it.
+// ContentMediaType, or else the first layer. It resolves ref to a digest
+// (Resolve), reads the manifest at that digest (GetManifest: an image
+// index is refused) and streams the layer (OpenLayer, whose size and
+// digest are checked) through archive.Extract, whose limits apply (maxSize
+// caps the uncompressed size; zero or less means archive.DefaultMaxSize):
+// on any error, dir is left as it was, and nothing is ever written outside
+// it.
 func Pull(ctx context.Context, ref name.Reference, dir string, maxSize int64, o Options) (Pulled, error) {
 	if maxSize <= 0 {
 		maxSize = archive.DefaultMaxSize
@@ -47,17 +49,17 @@ func Pull(ctx context.Context, ref name.Reference, dir string, maxSize int64, o 
 	if err := checkEmpty(dir); err != nil {
 		return Pulled{}, err
 	}
-	img, err := remote.Image(ref, o.remote(ctx)...)
+	o, err := o.withAuth(ctx, ref.Context())
 	if err != nil {
-		return Pulled{}, o.registryError("pulling "+URL(ref), err)
+		return Pulled{}, err
 	}
-	m, err := img.Manifest()
+	digest, err := digestOf(ctx, ref, o)
 	if err != nil {
-		return Pulled{}, o.registryError("reading the manifest of "+URL(ref), err)
+		return Pulled{}, err
 	}
-	digest, err := img.Digest()
+	m, err := GetManifest(ctx, ref.Context().Digest(digest.String()), o)
 	if err != nil {
-		return Pulled{}, o.registryError("reading the digest of "+URL(ref), err)
+		return Pulled{}, err
 	}
 	p := Pulled{Ref: ref, Digest: digest, Annotations: m.Annotations}
 	desc, err := contentLayer(m)
@@ -68,13 +70,9 @@ func Pull(ctx context.Context, ref name.Reference, dir string, maxSize int64, o 
 		return Pulled{}, fmt.Errorf("%s: its layer is %d bytes, more than the limit of %d: raise --max-size if you trust it",
 			p.DigestURL(), desc.Size, maxSize)
 	}
-	layer, err := img.LayerByDigest(desc.Digest)
+	rc, err := OpenLayer(ctx, ref.Context(), desc, maxSize, o)
 	if err != nil {
-		return Pulled{}, o.registryError("reading the layer of "+p.DigestURL(), err)
-	}
-	rc, err := layer.Compressed()
-	if err != nil {
-		return Pulled{}, o.registryError("downloading the layer of "+p.DigestURL(), err)
+		return Pulled{}, err
 	}
 	defer rc.Close()
 	if err := extractInto(rc, dir, maxSize); err != nil {
@@ -83,17 +81,24 @@ func Pull(ctx context.Context, ref name.Reference, dir string, maxSize int64, o 
 	return p, nil
 }
 
+// digestOf returns the digest of a digest reference, and resolves a tag.
+func digestOf(ctx context.Context, ref name.Reference, o Options) (v1.Hash, error) {
+	if d, ok := ref.(name.Digest); ok {
+		h, err := v1.NewHash(d.DigestStr())
+		if err != nil {
+			return v1.Hash{}, fmt.Errorf("%s: the digest is not valid: %w", URL(ref), err)
+		}
+		return h, nil
+	}
+	return Resolve(ctx, ref, o)
+}
+
 // contentLayer returns the descriptor of the layer Pull extracts.
 func contentLayer(m *v1.Manifest) (v1.Descriptor, error) {
-	if len(m.Layers) == 0 {
-		return v1.Descriptor{}, errors.New("the artifact has no layer")
+	if l, err := SelectLayer(m, string(ContentMediaType)); err == nil {
+		return l, nil
 	}
-	for _, l := range m.Layers {
-		if l.MediaType == ContentMediaType {
-			return l, nil
-		}
-	}
-	return m.Layers[0], nil
+	return SelectLayer(m, "")
 }
 
 // checkEmpty accepts a dir that does not exist or is an empty folder.
@@ -110,9 +115,10 @@ func checkEmpty(dir string) error {
 	return nil
 }
 
-// extractInto extracts the tar.gz r into a new folder beside dir, then
-// renames it to dir, so that a refused archive leaves nothing behind.
-func extractInto(r io.Reader, dir string, maxSize int64) (err error) {
+// extractInto extracts the tar.gz r into a new folder beside dir, closes r
+// (which verifies a layer's digest) and renames the folder to dir, so that
+// a refused archive leaves nothing behind.
+func extractInto(r io.ReadCloser, dir string, maxSize int64) (err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -131,6 +137,9 @@ func extractInto(r io.Reader, dir string, maxSize int64) (err error) {
 		}
 	}()
 	if err := archive.Extract(r, staging, archive.WithMaxSize(maxSize)); err != nil {
+		return err
+	}
+	if err := r.Close(); err != nil {
 		return err
 	}
 	if err := os.Chmod(staging, 0o755); err != nil {

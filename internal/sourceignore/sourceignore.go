@@ -86,16 +86,31 @@ type matcher struct {
 // instance) is not read, and nor are files in excluded directories. An
 // IgnoreFile larger than MaxIgnoreFileSize is an error.
 func NewFilter(root string, ignore *string) (archive.Filter, error) {
+	m := newMatcher(ignore)
+	if err := m.loadIgnoreFiles(root, nil); err != nil {
+		return nil, err
+	}
+	return m.match, nil
+}
+
+// NewKeyFilter returns a filter of object keys, slash-separated paths
+// listed before anything is downloaded (the keys of a bucket): the rules of
+// ignore, or DefaultExcludes when it is nil, without any IgnoreFile, which
+// NewFilter reads once the objects are on disk.
+func NewKeyFilter(ignore *string) archive.Filter {
+	return newMatcher(ignore).match
+}
+
+// newMatcher returns a matcher of the rules of ignore, or of
+// DefaultExcludes when it is nil.
+func newMatcher(ignore *string) *matcher {
 	m := &matcher{}
 	if ignore == nil {
 		m.defaults = ParsePatterns(DefaultExcludes, nil)
 	} else {
 		m.spec = ParsePatterns(*ignore, nil)
 	}
-	if err := m.loadIgnoreFiles(root, nil); err != nil {
-		return nil, err
-	}
-	return m.match, nil
+	return m
 }
 
 // loadIgnoreFiles reads the IgnoreFile of the directory with the given

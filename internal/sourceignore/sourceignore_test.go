@@ -353,3 +353,27 @@ func TestParsePatterns(t *testing.T) {
 	long := strings.Repeat("x", 2<<20)
 	g.Expect(ParsePatterns("a\n"+long+"\nb\n", nil)).To(HaveLen(3), "long lines do not stop parsing")
 }
+
+func TestNewKeyFilter(t *testing.T) {
+	custom := "*.md\n!keep.md\n"
+	for _, tc := range []struct {
+		name   string
+		ignore *string
+		key    string
+		want   bool
+	}{
+		{name: "default keeps yaml", key: "apps/app.yaml", want: false},
+		{name: "default drops archives", key: "apps/bundle.tar.gz", want: true},
+		{name: "default drops a CI folder's files", key: ".github/workflows/ci.yml", want: true},
+		{name: "git metadata always", ignore: &custom, key: "x/.git/config", want: true},
+		{name: "spec rule", ignore: &custom, key: "docs/readme.md", want: true},
+		{name: "spec negation", ignore: &custom, key: "keep.md", want: false},
+		{name: "spec replaces defaults", ignore: &custom, key: "bundle.tar.gz", want: false},
+		{name: "escape", key: "../x.yaml", want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(NewKeyFilter(tc.ignore)(tc.key, false)).To(Equal(tc.want))
+		})
+	}
+}

@@ -39,6 +39,8 @@ type Kinds map[string]func() Source
 func Served() Kinds {
 	return Kinds{
 		sourcev1.GitRepositoryKind: func() Source { return &sourcev1.GitRepository{} },
+		sourcev1.OCIRepositoryKind: func() Source { return &sourcev1.OCIRepository{} },
+		sourcev1.BucketKind:        func() Source { return &sourcev1.Bucket{} },
 	}
 }
 

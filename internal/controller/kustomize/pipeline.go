@@ -115,6 +115,7 @@ func (r *KustomizationReconciler) reconcileApply(ctx context.Context, obj *kusto
 		sc.live = live
 	}
 	obj.Status.LastAppliedRevision = sc.source.GetArtifact().Revision
+	obj.Status.LastAppliedOriginRevision = sc.source.GetArtifact().OriginRevision()
 	return reconcile.ResultSuccess, nil
 }
 

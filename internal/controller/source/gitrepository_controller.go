@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +77,7 @@ func (r *GitRepositoryReconciler) gitRepositoryKind() reconcile.Kind[*sourcev1.G
 		New:                func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} },
 		NegativeConditions: gitRepositoryNegativeConditions,
 		SuccessReason:      meta.SucceededReason,
-		SuccessMessage:     storedMessage,
+		SuccessMessage:     storedMessage[*sourcev1.GitRepository],
 		Revision: func(obj *sourcev1.GitRepository) string {
 			if a := obj.GetArtifact(); a != nil {
 				return a.Revision
@@ -86,10 +85,8 @@ func (r *GitRepositoryReconciler) gitRepositoryKind() reconcile.Kind[*sourcev1.G
 			return ""
 		},
 		Run:      r.run,
-		Finalize: r.removeArtifacts,
-		Forget: func(key types.NamespacedName) {
-			r.Storage.ForgetTrees(sourcev1.GitRepositoryKind, key.Namespace, key.Name)
-		},
+		Finalize: func(ctx context.Context, obj *sourcev1.GitRepository) error { return r.store().removeAll(ctx, obj) },
+		Forget:   r.store().forgetTrees,
 	}
 }
 
@@ -149,21 +146,9 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 }
 
-// storedMessage is the message of a Ready GitRepository.
-func storedMessage(obj *sourcev1.GitRepository) string {
-	if obj.Status.Artifact == nil {
-		return ""
-	}
-	return fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision)
-}
-
-// removeArtifacts removes a deleted object's artifacts from storage.
-func (r *GitRepositoryReconciler) removeArtifacts(_ context.Context, obj *sourcev1.GitRepository) error {
-	dir := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "", "*")
-	if _, err := r.Storage.RemoveAll(dir); err != nil {
-		return reconcile.Fail(sourcev1.StorageOperationFailedReason, fmt.Errorf("failed to remove the artifacts: %w", err))
-	}
-	return nil
+// store returns the storage steps shared with the other source kinds.
+func (r *GitRepositoryReconciler) store() artifactStore {
+	return artifactStore{kind: sourcev1.GitRepositoryKind, storage: r.Storage, events: r.Events}
 }
 
 // gitScope carries what the steps of one run learn.

@@ -40,7 +40,7 @@ func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *
 	if a == nil {
 		return nil
 	}
-	why := r.checkStoredArtifact(ctx, obj, *a)
+	why := r.store().checkStoredArtifact(ctx, obj, *a)
 	if why == "" {
 		return nil
 	}

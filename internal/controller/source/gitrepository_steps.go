@@ -12,7 +12,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	securejoin "github.com/cyphar/filepath-securejoin"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,47 +25,10 @@ import (
 )
 
 // reconcileStorage checks that the artifact named in status is in storage
-// with the digest it claims. A missing or altered file is removed and the
-// artifact forgotten, so that the next steps build it again.
+// (see artifactStore.reconcileStorage).
 func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
-	a := obj.GetArtifact()
-	if a == nil {
-		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
-		reconcile.MarkProgress(obj, "building artifact")
-		return reconcile.ResultSuccess, nil
-	}
-	if why := r.checkStoredArtifact(ctx, obj, *a); why != "" {
-		obj.Status.Artifact = nil
-		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
-			"artifact %s", why)
-		reconcile.MarkProgress(obj, "building artifact: %s", why)
-		return reconcile.ResultSuccess, nil
-	}
-	// The advertised address may have changed since the artifact was stored.
-	a.URL = r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, a.Revision, a.FileName()).URL
-	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
-		"stored artifact for revision '%s'", a.Revision)
+	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
 	return reconcile.ResultSuccess, nil
-}
-
-// checkStoredArtifact verifies that a is in storage with the digest it
-// claims. When it is not, it removes an altered file, logs and records a
-// Warning event, and returns why the artifact is unusable; it returns ""
-// for an artifact that is fine.
-func (r *GitRepositoryReconciler) checkStoredArtifact(ctx context.Context, obj *sourcev1.GitRepository, a meta.Artifact) string {
-	err := r.Storage.Verify(a)
-	if err == nil {
-		return ""
-	}
-	why := "disappeared from storage"
-	if r.Storage.ArtifactExists(a) {
-		why = "does not match its digest"
-		_ = os.Remove(r.Storage.LocalPath(a))
-	}
-	ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
-	r.Events.Warning(ctx, obj, sourcev1.StorageOperationFailedReason, a.Revision,
-		fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
-	return why
 }
 
 // reconcileSource resolves the included artifacts, then checks the
@@ -180,7 +142,7 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourcev1.GitRepository, u url.URL) (*git.AuthOptions, *git.ProxyOptions, error) {
 	var data map[string][]byte
 	if obj.Spec.SecretRef != nil {
-		secret, err := r.secretData(ctx, obj.Namespace, obj.Spec.SecretRef.Name)
+		secret, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.SecretRef.Name)
 		if err != nil {
 			return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
 		}
@@ -194,7 +156,7 @@ func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourc
 	if obj.Spec.ProxySecretRef == nil {
 		return auth, nil, nil
 	}
-	proxyData, err := r.secretData(ctx, obj.Namespace, obj.Spec.ProxySecretRef.Name)
+	proxyData, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.ProxySecretRef.Name)
 	if err != nil {
 		return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
 	}
@@ -211,18 +173,6 @@ func secretName(ref *meta.LocalObjectReference) string {
 		return ""
 	}
 	return ref.Name
-}
-
-// secretData returns the data of a Secret in namespace ns.
-func (r *GitRepositoryReconciler) secretData(ctx context.Context, ns, name string) (map[string][]byte, error) {
-	var secret corev1.Secret
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("secret '%s/%s' not found", ns, name)
-		}
-		return nil, fmt.Errorf("getting secret '%s/%s': %w", ns, name, err)
-	}
-	return secret.Data, nil
 }
 
 // markFetchFailed records a failure to fetch in the FetchFailed condition
@@ -264,7 +214,7 @@ func (r *GitRepositoryReconciler) verifyCommit(ctx context.Context, obj *sourcev
 		conditions.Delete(obj, sourcev1.SourceVerifiedCondition)
 		return nil
 	}
-	keys, err := r.secretData(ctx, obj.Namespace, obj.Spec.Verification.SecretRef.Name)
+	keys, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.Verification.SecretRef.Name)
 	if err != nil {
 		conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
 		return reconcile.Fail(sourcev1.VerificationErrorReason, err)
@@ -387,32 +337,18 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the checkout: %w", err))
 	}
 
-	changed := !obj.GetArtifact().HasDigest(a.Digest)
-	obj.Status.Artifact = &a
+	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.IncludedArtifacts = sc.includes
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
 	obj.Status.ObservedInclude = obj.Spec.Include
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
 	obj.Status.SourceVerificationMode = obj.GetVerificationMode()
-	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
-	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
-	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", revision)
 	if changed && sc.heldRevision == "" {
 		r.Events.Normal(ctx, obj, "NewArtifact", revision,
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
-	if deleted, err := r.Storage.GarbageCollect(ctx, a); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old artifacts failed")
-	} else if len(deleted) > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
-	}
 	return reconcile.ResultSuccess, nil
-}
-
-func storageFailed(obj *sourcev1.GitRepository, reason string, err error) error {
-	conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, reason, "%s", err.Error())
-	return reconcile.Fail(reason, err)
 }
 
 // gitContentConfigChanged reports whether the spec asks for an artifact with

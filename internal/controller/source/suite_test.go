@@ -38,6 +38,9 @@ var (
 // the tests' repositories hold but one test's.
 const maxCloneSize = 4 << 20
 
+// maxFetchSize bounds the OCI layers and buckets of the tests' controller.
+const maxFetchSize = 1 << 20
+
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
@@ -70,11 +73,31 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 		MaxCloneSize:      maxCloneSize,
 		AllowInsecureHTTP: true,
 	}
-	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
+	opts := reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
-	})
-	if err != nil {
+	}
+	if err := r.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	ociRepos := &OCIRepositoryReconciler{
+		Client:            mgr.GetClient(),
+		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
+		Storage:           storage,
+		MaxLayerSize:      maxFetchSize,
+		AllowInsecureHTTP: true,
+	}
+	if err := ociRepos.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	buckets := &BucketReconciler{
+		Client:            mgr.GetClient(),
+		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
+		Storage:           storage,
+		MaxSize:           maxFetchSize,
+		AllowInsecureHTTP: true,
+	}
+	if err := buckets.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
 	k8s = mgr.GetClient()

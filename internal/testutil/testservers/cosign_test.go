@@ -1,8 +1,6 @@
 package testservers
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,17 +78,8 @@ func cosign(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
-// cosignErr runs the cosign CLI in dir, offline: an empty key password, a
-// private HOME and TUF cache.
+// cosignErr runs the cosign CLI in dir (see RunCosign).
 func cosignErr(t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(Cosign(t), args...)
-	cmd.Dir = dir
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = serverEnv(home, "COSIGN_PASSWORD=", "TUF_ROOT="+filepath.Join(home, "tuf"))
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return RunCosign(t, dir, args...)
 }

@@ -1,0 +1,139 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// sourceObject is an object of a source kind, as the steps that the source
+// kinds share see it.
+type sourceObject interface {
+	reconcile.Object
+	GetArtifact() *meta.Artifact
+}
+
+// artifactStore is what the reconcilers of the source kinds share: the
+// storage of their artifacts and the recorder of their events.
+type artifactStore struct {
+	// kind names the source kind, the first folder of its artifacts.
+	kind    string
+	storage *artifact.Storage
+	events  *event.Recorder
+}
+
+// reconcileStorage checks that the artifact named in obj's status is in
+// storage with the digest it claims. A missing or altered file is removed
+// and the artifact forgotten (forget clears it from the status), so that
+// the next steps build it again.
+func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, forget func()) {
+	a := obj.GetArtifact()
+	if a == nil {
+		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
+		reconcile.MarkProgress(obj, "building artifact")
+		return
+	}
+	if why := s.checkStoredArtifact(ctx, obj, *a); why != "" {
+		forget()
+		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
+			"artifact %s", why)
+		reconcile.MarkProgress(obj, "building artifact: %s", why)
+		return
+	}
+	// The advertised address may have changed since the artifact was stored.
+	a.URL = s.storage.NewArtifactFor(s.kind, obj, a.Revision, a.FileName()).URL
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason,
+		"stored artifact for revision '%s'", a.Revision)
+}
+
+// checkStoredArtifact verifies that a is in storage with the digest it
+// claims. When it is not, it removes an altered file, logs and records a
+// Warning event, and returns why the artifact is unusable; it returns ""
+// for an artifact that is fine.
+func (s artifactStore) checkStoredArtifact(ctx context.Context, obj sourceObject, a meta.Artifact) string {
+	err := s.storage.Verify(a)
+	if err == nil {
+		return ""
+	}
+	why := "disappeared from storage"
+	if s.storage.ArtifactExists(a) {
+		why = "does not match its digest"
+		_ = os.Remove(s.storage.LocalPath(a))
+	}
+	ctrl.LoggerFrom(ctx).Info("Artifact "+why+", rebuilding", "path", a.Path, "error", err.Error())
+	s.events.Warning(ctx, obj, sourcev1.StorageOperationFailedReason, a.Revision,
+		fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
+	return why
+}
+
+// stored records a that was just written to storage as obj's artifact
+// (set writes it to the status), says so in the conditions, and collects
+// the object's older artifacts. It returns whether the content changed.
+func (s artifactStore) stored(ctx context.Context, obj sourceObject, a meta.Artifact, set func(*meta.Artifact)) bool {
+	changed := !obj.GetArtifact().HasDigest(a.Digest)
+	set(&a)
+	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", a.Revision)
+	if deleted, err := s.storage.GarbageCollect(ctx, a); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old artifacts failed")
+	} else if len(deleted) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
+	}
+	return changed
+}
+
+// removeAll removes the artifacts of a deleted object from storage.
+func (s artifactStore) removeAll(_ context.Context, obj sourceObject) error {
+	dir := s.storage.NewArtifactFor(s.kind, obj, "", "*")
+	if _, err := s.storage.RemoveAll(dir); err != nil {
+		return reconcile.Fail(sourcev1.StorageOperationFailedReason, fmt.Errorf("failed to remove the artifacts: %w", err))
+	}
+	return nil
+}
+
+// forgetTrees drops the fingerprints kept for a deleted object's
+// artifacts.
+func (s artifactStore) forgetTrees(key types.NamespacedName) {
+	s.storage.ForgetTrees(s.kind, key.Namespace, key.Name)
+}
+
+// secretData returns the data of the Secret name in namespace ns.
+func secretData(ctx context.Context, c client.Reader, ns, name string) (map[string][]byte, error) {
+	var secret corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("secret '%s/%s' not found", ns, name)
+		}
+		return nil, fmt.Errorf("getting secret '%s/%s': %w", ns, name, err)
+	}
+	return secret.Data, nil
+}
+
+// storedMessage is the message of a Ready source.
+func storedMessage[T sourceObject](obj T) string {
+	a := obj.GetArtifact()
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("stored artifact for revision '%s'", a.Revision)
+}
+
+// storageFailed marks a failed storage operation.
+func storageFailed(obj conditions.Setter, reason string, err error) error {
+	conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, reason, "%s", err.Error())
+	return reconcile.Fail(reason, err)
+}

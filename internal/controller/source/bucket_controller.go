@@ -1,0 +1,125 @@
+package source
+
+import (
+	"context"
+	"os"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/bucket"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=buckets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=buckets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=buckets/finalizers,verbs=get;create;update;patch;delete
+
+// bucketNegativeConditions are the Bucket conditions that explain a
+// Ready=False, most important first.
+var bucketNegativeConditions = []string{
+	sourcev1.FetchFailedCondition,
+	sourcev1.StorageOperationFailedCondition,
+	sourcev1.ArtifactOutdatedCondition,
+}
+
+// BucketReconciler reconciles Bucket objects: it lists the bucket, and
+// when the listing changed, downloads the objects and stores them as an
+// artifact.
+type BucketReconciler struct {
+	client.Client
+	// Events records events about Buckets.
+	Events *event.Recorder
+	// Storage holds the artifacts.
+	Storage *artifact.Storage
+	// JitterPercent spreads each object's interval.
+	JitterPercent int
+	// MaxSize bounds the bytes downloaded from a bucket, per object and in
+	// all; zero means archive.DefaultMaxSize.
+	MaxSize int64
+	// DownloadConcurrency bounds the objects of one bucket downloaded at
+	// once; zero means 8.
+	DownloadConcurrency int
+	// AllowInsecureHTTP allows spec.insecure (plain HTTP) and plain-HTTP
+	// proxies; without it they stall.
+	AllowInsecureHTTP bool
+	// NoCrossNamespaceRefs refuses gates in other namespaces.
+	NoCrossNamespaceRefs bool
+}
+
+// bucketKind is the Bucket kind for the runner.
+func (r *BucketReconciler) bucketKind() reconcile.Kind[*sourcev1.Bucket] {
+	return reconcile.Kind[*sourcev1.Bucket]{
+		Name:               sourcev1.BucketKind,
+		New:                func() *sourcev1.Bucket { return &sourcev1.Bucket{} },
+		NegativeConditions: bucketNegativeConditions,
+		SuccessReason:      meta.SucceededReason,
+		SuccessMessage:     storedMessage[*sourcev1.Bucket],
+		Revision:           artifactRevision[*sourcev1.Bucket],
+		Run:                r.run,
+		Finalize:           func(ctx context.Context, obj *sourcev1.Bucket) error { return r.store().removeAll(ctx, obj) },
+		Forget:             r.store().forgetTrees,
+	}
+}
+
+// SetupWithManager registers the reconciler with mgr: it watches Buckets
+// and their gates.
+func (r *BucketReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.Bucket{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return err
+	}
+	runner := &reconcile.Runner[*sourcev1.Bucket]{
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.bucketKind(),
+	}
+	return reconcile.NewControllerManagedBy(mgr, &sourcev1.Bucket{}, opts).
+		Watches(&gatingv1alpha1.Gate{},
+			gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.BucketList{} }),
+			builder.WithPredicates(gate.OpenedChanged())).
+		Complete(runner)
+}
+
+// store returns the storage steps shared with the other source kinds.
+func (r *BucketReconciler) store() artifactStore {
+	return artifactStore{kind: sourcev1.BucketKind, storage: r.Storage, events: r.Events}
+}
+
+// run brings one Bucket's artifact up to date, unless a gate holds it
+// back.
+func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (reconcile.Result, error) {
+	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout())}
+	defer sc.cleanup()
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+}
+
+// bucketScope carries what the steps of one run learn.
+type bucketScope struct {
+	// deadline ends the object storage operations of the run
+	// (spec.timeout).
+	deadline time.Time
+	// client reaches the bucket.
+	client *bucket.Client
+	// objects are the objects listed, less those the ignore rules exclude.
+	objects []bucket.Object
+	// revision is sha256:<hex> of the listing.
+	revision string
+	// upToDate is set when the stored artifact already holds the revision
+	// with the spec's ignore rules: nothing is downloaded.
+	upToDate bool
+	// workDir holds the downloaded objects; removed when the run ends.
+	workDir string
+}
+
+func (sc *bucketScope) cleanup() {
+	if sc.workDir != "" {
+		_ = os.RemoveAll(sc.workDir)
+	}
+}

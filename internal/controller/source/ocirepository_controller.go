@@ -1,0 +1,134 @@
+package source
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/oci"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories/finalizers,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch
+
+// ociRepositoryNegativeConditions are the OCIRepository conditions that
+// explain a Ready=False, most important first.
+var ociRepositoryNegativeConditions = []string{
+	sourcev1.FetchFailedCondition,
+	sourcev1.StorageOperationFailedCondition,
+	sourcev1.ArtifactOutdatedCondition,
+}
+
+// OCIRepositoryReconciler reconciles OCIRepository objects: it resolves the
+// declared reference to a digest, verifies the artifact's signature when
+// asked, and stores the selected layer as an artifact.
+type OCIRepositoryReconciler struct {
+	client.Client
+	// Events records events about OCIRepositories.
+	Events *event.Recorder
+	// Storage holds the artifacts.
+	Storage *artifact.Storage
+	// JitterPercent spreads each object's interval.
+	JitterPercent int
+	// MaxLayerSize bounds the bytes of a layer downloaded and, extracted,
+	// of its files; zero means archive.DefaultMaxSize.
+	MaxLayerSize int64
+	// AllowInsecureHTTP allows spec.insecure (plain HTTP) and plain-HTTP
+	// proxies; without it they stall.
+	AllowInsecureHTTP bool
+	// NoCrossNamespaceRefs refuses gates in other namespaces.
+	NoCrossNamespaceRefs bool
+}
+
+// ociRepositoryKind is the OCIRepository kind for the runner.
+func (r *OCIRepositoryReconciler) ociRepositoryKind() reconcile.Kind[*sourcev1.OCIRepository] {
+	return reconcile.Kind[*sourcev1.OCIRepository]{
+		Name:               sourcev1.OCIRepositoryKind,
+		New:                func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} },
+		NegativeConditions: ociRepositoryNegativeConditions,
+		SuccessReason:      meta.SucceededReason,
+		SuccessMessage:     storedMessage[*sourcev1.OCIRepository],
+		Revision:           artifactRevision[*sourcev1.OCIRepository],
+		Run:                r.run,
+		Finalize:           func(ctx context.Context, obj *sourcev1.OCIRepository) error { return r.store().removeAll(ctx, obj) },
+		Forget:             r.store().forgetTrees,
+	}
+}
+
+// SetupWithManager registers the reconciler with mgr: it watches
+// OCIRepositories and their gates.
+func (r *OCIRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.OCIRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return err
+	}
+	runner := &reconcile.Runner[*sourcev1.OCIRepository]{
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.ociRepositoryKind(),
+	}
+	return reconcile.NewControllerManagedBy(mgr, &sourcev1.OCIRepository{}, opts).
+		Watches(&gatingv1alpha1.Gate{},
+			gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }),
+			builder.WithPredicates(gate.OpenedChanged())).
+		Complete(runner)
+}
+
+// store returns the storage steps shared with the other source kinds.
+func (r *OCIRepositoryReconciler) store() artifactStore {
+	return artifactStore{kind: sourcev1.OCIRepositoryKind, storage: r.Storage, events: r.Events}
+}
+
+// run brings one OCIRepository's artifact up to date, unless a gate holds
+// it back.
+func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (reconcile.Result, error) {
+	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout())}
+	defer sc.cleanup()
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+}
+
+// ociScope carries what the steps of one run learn.
+type ociScope struct {
+	// deadline ends the registry operations of the run (spec.timeout).
+	deadline time.Time
+	// remote says how to reach the registry.
+	remote oci.Options
+	// repo is the repository of spec.url.
+	repo name.Repository
+	// digest is what the reference resolved to.
+	digest name.Digest
+	// revision is the artifact's revision: <tag>@sha256:<hex> or
+	// sha256:<hex>.
+	revision string
+	// upToDate is set when the stored artifact already holds the revision
+	// with the spec's content settings: nothing is downloaded.
+	upToDate bool
+	// workDir holds the extracted layer; removed when the run ends.
+	workDir string
+}
+
+func (sc *ociScope) cleanup() {
+	if sc.workDir != "" {
+		_ = os.RemoveAll(sc.workDir)
+	}
+}
+
+// artifactRevision returns the revision of a source's artifact, or "".
+func artifactRevision[T sourceObject](obj T) string {
+	if a := obj.GetArtifact(); a != nil {
+		return a.Revision
+	}
+	return ""
+}

@@ -1,0 +1,99 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/oci"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sourceignore"
+)
+
+// storeLayer streams the layer into storage as a: copied as it is, or
+// extracted into a working folder with the limits of archive.Extract
+// (no links, no escapes, a size cap) and packaged again with the ignore
+// rules. Nothing is held whole in memory.
+func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope, a *meta.Artifact, layer v1.Descriptor) error {
+	maxSize := r.maxLayerSize()
+	rc, err := oci.OpenLayer(ctx, sc.repo, layer, maxSize, sc.remote)
+	if err != nil {
+		return ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
+	}
+	defer rc.Close()
+	unlock, err := r.Storage.Lock(*a)
+	if err != nil {
+		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
+	}
+	defer unlock()
+	if obj.GetLayerSelector().Operation == sourcev1.OCILayerCopy {
+		if err := r.Storage.Copy(a, rc); err != nil {
+			return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("copying the layer of '%s': %w", sc.revision, err))
+		}
+		return nil
+	}
+	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+		return reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+	}
+	if err := archive.Extract(rc, sc.workDir, archive.WithMaxSize(maxSize)); err != nil {
+		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("extracting the layer of '%s': %w", sc.revision, err))
+	}
+	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
+	if err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
+	}
+	if err := r.Storage.Archive(a, sc.workDir, filter); err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the layer's files: %w", err))
+	}
+	return nil
+}
+
+// maxLayerSize returns the bound on a layer's bytes, downloaded and
+// extracted.
+func (r *OCIRepositoryReconciler) maxLayerSize() int64 {
+	if r.MaxLayerSize > 0 {
+		return r.MaxLayerSize
+	}
+	return archive.DefaultMaxSize
+}
+
+// ociFetchFailed records a failure to fetch in the FetchFailed condition
+// and returns it as a reconcile error: a reconcile error keeps its reason;
+// a registry that refuses the credentials is AuthenticationFailed; any
+// other error fails with reason and is retried.
+func ociFetchFailed(obj *sourcev1.OCIRepository, reason string, err error) error {
+	if reconcile.ReasonOf(err, "") == "" {
+		if errors.Is(err, oci.ErrAccessDenied) {
+			reason = sourcev1.AuthenticationFailedReason
+		}
+		err = reconcile.Fail(reason, err)
+	}
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reconcile.ReasonOf(err, reason), "%s", err.Error())
+	return err
+}
+
+// ociContentConfigChanged reports whether the spec asks for an artifact
+// with other content than the stored one, even at the same digest, or for
+// a verification that has not passed with the current spec.
+func ociContentConfigChanged(obj *sourcev1.OCIRepository) bool {
+	st := obj.Status
+	if !equalPtr(obj.Spec.Ignore, st.ObservedIgnore) {
+		return true
+	}
+	if st.ObservedLayerSelector == nil || *st.ObservedLayerSelector != obj.GetLayerSelector() {
+		return true
+	}
+	if obj.Spec.Verify == nil {
+		return false
+	}
+	verified := conditions.Get(obj, sourcev1.SourceVerifiedCondition)
+	return verified == nil || verified.Status != metav1.ConditionTrue || verified.ObservedGeneration != obj.Generation
+}
