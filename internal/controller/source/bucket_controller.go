@@ -6,16 +6,12 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
-	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/bucket"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
@@ -56,35 +52,16 @@ type BucketReconciler struct {
 	NoCrossNamespaceRefs bool
 }
 
-// bucketKind is the Bucket kind for the runner.
-func (r *BucketReconciler) bucketKind() reconcile.Kind[*sourcev1.Bucket] {
-	return reconcile.Kind[*sourcev1.Bucket]{
-		Name:               sourcev1.BucketKind,
-		New:                func() *sourcev1.Bucket { return &sourcev1.Bucket{} },
-		NegativeConditions: bucketNegativeConditions,
-		SuccessReason:      meta.SucceededReason,
-		SuccessMessage:     storedMessage[*sourcev1.Bucket],
-		Revision:           artifactRevision[*sourcev1.Bucket],
-		Run:                r.run,
-		Finalize:           func(ctx context.Context, obj *sourcev1.Bucket) error { return r.store().removeAll(ctx, obj) },
-		Forget:             r.store().forgetTrees,
-	}
-}
-
 // SetupWithManager registers the reconciler with mgr: it watches Buckets
 // and their gates.
 func (r *BucketReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.Bucket{}, gate.IndexKey, gate.IndexValues); err != nil {
+	kind := sourceKind(r.store(), func() *sourcev1.Bucket { return &sourcev1.Bucket{} }, bucketNegativeConditions, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
+		func() client.ObjectList { return &sourcev1.BucketList{} }, opts)
+	if err != nil {
 		return err
 	}
-	runner := &reconcile.Runner[*sourcev1.Bucket]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.bucketKind(),
-	}
-	return reconcile.NewControllerManagedBy(mgr, &sourcev1.Bucket{}, opts).
-		Watches(&gatingv1alpha1.Gate{},
-			gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.BucketList{} }),
-			builder.WithPredicates(gate.OpenedChanged())).
-		Complete(runner)
+	return b.Complete(runner)
 }
 
 // store returns the storage steps shared with the other source kinds.

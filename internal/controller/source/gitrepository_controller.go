@@ -12,12 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/predicates"
@@ -70,26 +68,6 @@ type GitRepositoryReconciler struct {
 	NoCrossNamespaceRefs bool
 }
 
-// gitRepositoryKind is the GitRepository kind for the runner.
-func (r *GitRepositoryReconciler) gitRepositoryKind() reconcile.Kind[*sourcev1.GitRepository] {
-	return reconcile.Kind[*sourcev1.GitRepository]{
-		Name:               sourcev1.GitRepositoryKind,
-		New:                func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} },
-		NegativeConditions: gitRepositoryNegativeConditions,
-		SuccessReason:      meta.SucceededReason,
-		SuccessMessage:     storedMessage[*sourcev1.GitRepository],
-		Revision: func(obj *sourcev1.GitRepository) string {
-			if a := obj.GetArtifact(); a != nil {
-				return a.Revision
-			}
-			return ""
-		},
-		Run:      r.run,
-		Finalize: func(ctx context.Context, obj *sourcev1.GitRepository) error { return r.store().removeAll(ctx, obj) },
-		Forget:   r.store().forgetTrees,
-	}
-}
-
 // SetupWithManager registers the reconciler with mgr: it watches
 // GitRepositories, those they include (a new artifact rebuilds the
 // includers at once) and their gates (a gate that opens or closes
@@ -106,19 +84,16 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return fmt.Errorf("indexing GitRepository includes: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.GitRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
-		return fmt.Errorf("indexing GitRepository gates: %w", err)
+	kind := sourceKind(r.store(), func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} }, gitRepositoryNegativeConditions, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
+		func() client.ObjectList { return &sourcev1.GitRepositoryList{} }, opts)
+	if err != nil {
+		return err
 	}
-	runner := &reconcile.Runner[*sourcev1.GitRepository]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.gitRepositoryKind(),
-	}
-	return reconcile.NewControllerManagedBy(mgr, &sourcev1.GitRepository{}, opts).
-		Watches(&sourcev1.GitRepository{},
-			handler.EnqueueRequestsFromMapFunc(r.includersOf),
-			builder.WithPredicates(predicates.ArtifactChanged{}),
-		).
-		Watches(&gatingv1alpha1.Gate{}, r.gateEvents(), builder.WithPredicates(gate.OpenedChanged())).
-		Complete(runner)
+	return b.Watches(&sourcev1.GitRepository{},
+		handler.EnqueueRequestsFromMapFunc(r.includersOf),
+		builder.WithPredicates(predicates.ArtifactChanged{}),
+	).Complete(runner)
 }
 
 // includersOf maps a GitRepository to the GitRepositories that include it.

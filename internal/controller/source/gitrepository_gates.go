@@ -3,9 +3,6 @@ package source
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -29,10 +26,4 @@ func (r *GitRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourc
 		return reconcile.ResultEmpty, err
 	}
 	return reconcile.ResultSuccess, nil
-}
-
-// gateEvents returns the handler of the watch on Gates: a gate that opens,
-// closes, appears or goes reconciles the GitRepositories behind it at once.
-func (r *GitRepositoryReconciler) gateEvents() handler.EventHandler {
-	return gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} })
 }

@@ -7,15 +7,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
-	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -55,35 +51,16 @@ type OCIRepositoryReconciler struct {
 	NoCrossNamespaceRefs bool
 }
 
-// ociRepositoryKind is the OCIRepository kind for the runner.
-func (r *OCIRepositoryReconciler) ociRepositoryKind() reconcile.Kind[*sourcev1.OCIRepository] {
-	return reconcile.Kind[*sourcev1.OCIRepository]{
-		Name:               sourcev1.OCIRepositoryKind,
-		New:                func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} },
-		NegativeConditions: ociRepositoryNegativeConditions,
-		SuccessReason:      meta.SucceededReason,
-		SuccessMessage:     storedMessage[*sourcev1.OCIRepository],
-		Revision:           artifactRevision[*sourcev1.OCIRepository],
-		Run:                r.run,
-		Finalize:           func(ctx context.Context, obj *sourcev1.OCIRepository) error { return r.store().removeAll(ctx, obj) },
-		Forget:             r.store().forgetTrees,
-	}
-}
-
 // SetupWithManager registers the reconciler with mgr: it watches
 // OCIRepositories and their gates.
 func (r *OCIRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.OCIRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
+	kind := sourceKind(r.store(), func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} }, ociRepositoryNegativeConditions, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
+		func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }, opts)
+	if err != nil {
 		return err
 	}
-	runner := &reconcile.Runner[*sourcev1.OCIRepository]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.ociRepositoryKind(),
-	}
-	return reconcile.NewControllerManagedBy(mgr, &sourcev1.OCIRepository{}, opts).
-		Watches(&gatingv1alpha1.Gate{},
-			gate.EnqueueConsumers(r.Client, func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }),
-			builder.WithPredicates(gate.OpenedChanged())).
-		Complete(runner)
+	return b.Complete(runner)
 }
 
 // store returns the storage steps shared with the other source kinds.
@@ -123,12 +100,4 @@ func (sc *ociScope) cleanup() {
 	if sc.workDir != "" {
 		_ = os.RemoveAll(sc.workDir)
 	}
-}
-
-// artifactRevision returns the revision of a source's artifact, or "".
-func artifactRevision[T sourceObject](obj T) string {
-	if a := obj.GetArtifact(); a != nil {
-		return a.Revision
-	}
-	return ""
 }
