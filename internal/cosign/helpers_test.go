@@ -7,9 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,23 +76,7 @@ func pushImage(t *testing.T, host, repo string, opts ...remote.Option) name.Dige
 // succeeds.
 func runCosign(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(testservers.Cosign(t), args...)
-	cmd.Dir = dir
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch strings.ToUpper(k) {
-		case "HOME", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = append(env, "HOME="+home, "COSIGN_PASSWORD=", "TUF_ROOT="+filepath.Join(home, "tuf"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := testservers.RunCosign(t, dir, args...); err != nil {
 		t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
@@ -103,25 +84,13 @@ func runCosign(t *testing.T, dir string, args ...string) {
 // generateKeys makes a cosign key pair in a new folder and returns the
 // folder and the PEM public key.
 func generateKeys(t *testing.T) (string, []byte) {
-	t.Helper()
-	dir := t.TempDir()
-	runCosign(t, dir, "generate-key-pair")
-	pub, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, pub
+	return testservers.GenerateKeyPair(t)
 }
 
 // signWithKey signs digest with the cosign.key of dir, offline, in
 // cosign v3's bundle format or, with legacy, cosign v2's .sig tag.
 func signWithKey(t *testing.T, dir string, digest name.Digest, legacy bool) {
-	t.Helper()
-	args := []string{"sign", "--yes", "--key", "cosign.key", "--tlog-upload=false", "--use-signing-config=false"}
-	if legacy {
-		args = append(args, "--new-bundle-format=false")
-	}
-	runCosign(t, dir, append(args, digest.Name())...)
+	testservers.SignWithKey(t, dir, digest.Name(), legacy)
 }
 
 // copySignature attaches the signature of from to to, as someone with

@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
 // sourceObject is an object of a source kind, as the steps that the source
@@ -94,6 +95,25 @@ func (s artifactStore) stored(ctx context.Context, obj sourceObject, a meta.Arti
 		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
 	}
 	return changed
+}
+
+// archive packages dir into storage as a, with the ignore rules (and the
+// .sourceignore files of dir), under the lock of a's file; what names the
+// content in errors ("the checkout").
+func (s artifactStore) archive(obj conditions.Setter, a *meta.Artifact, dir string, ignore *string, what string) error {
+	filter, err := sourceignore.NewFilter(dir, ignore)
+	if err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
+	}
+	unlock, err := s.storage.Lock(*a)
+	if err != nil {
+		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
+	}
+	defer unlock()
+	if err := s.storage.Archive(a, dir, filter); err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving %s: %w", what, err))
+	}
+	return nil
 }
 
 // removeAll removes the artifacts of a deleted object from storage.

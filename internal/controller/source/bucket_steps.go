@@ -140,17 +140,8 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	a := r.Storage.NewArtifactFor(sourcev1.BucketKind, obj, sc.revision, strings.TrimPrefix(sc.revision, "sha256:")+".tar.gz")
-	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
-	if err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
-	}
-	unlock, err := r.Storage.Lock(a)
-	if err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
-	}
-	defer unlock()
-	if err := r.Storage.Archive(&a, sc.workDir, filter); err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the objects: %w", err))
+	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the objects"); err != nil {
+		return reconcile.ResultEmpty, err
 	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL

@@ -21,7 +21,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
 // reconcileStorage checks that the artifact named in status is in storage
@@ -324,17 +323,8 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		revision = sc.heldRevision
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
-	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
-	if err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
-	}
-	unlock, err := r.Storage.Lock(a)
-	if err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
-	}
-	defer unlock()
-	if err := r.Storage.Archive(&a, sc.workDir, filter); err != nil {
-		return reconcile.ResultEmpty, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the checkout: %w", err))
+	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the checkout"); err != nil {
+		return reconcile.ResultEmpty, err
 	}
 
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -15,7 +16,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
 // storeLayer streams the layer into storage as a: copied as it is, or
@@ -29,29 +29,32 @@ func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.
 		return ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
 	}
 	defer rc.Close()
+	if obj.GetLayerSelector().Operation == sourcev1.OCILayerCopy {
+		return r.copyLayer(obj, sc, a, rc)
+	}
+	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+		return reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+	}
+	err = archive.Extract(rc, sc.workDir, archive.WithMaxSize(maxSize))
+	if err == nil {
+		err = rc.Close() // verifies the digest of what was read
+	}
+	if err != nil {
+		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("extracting the layer of '%s': %w", sc.revision, err))
+	}
+	return r.store().archive(obj, a, sc.workDir, obj.Spec.Ignore, "the layer's files")
+}
+
+// copyLayer stores the layer rc as it is, as a; a layer whose digest does
+// not match fails its last Read (see oci.OpenLayer), and is not kept.
+func (r *OCIRepositoryReconciler) copyLayer(obj *sourcev1.OCIRepository, sc *ociScope, a *meta.Artifact, rc io.ReadCloser) error {
 	unlock, err := r.Storage.Lock(*a)
 	if err != nil {
 		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
 	}
 	defer unlock()
-	if obj.GetLayerSelector().Operation == sourcev1.OCILayerCopy {
-		if err := r.Storage.Copy(a, rc); err != nil {
-			return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("copying the layer of '%s': %w", sc.revision, err))
-		}
-		return nil
-	}
-	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
-		return reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
-	}
-	if err := archive.Extract(rc, sc.workDir, archive.WithMaxSize(maxSize)); err != nil {
-		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("extracting the layer of '%s': %w", sc.revision, err))
-	}
-	filter, err := sourceignore.NewFilter(sc.workDir, obj.Spec.Ignore)
-	if err != nil {
-		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
-	}
-	if err := r.Storage.Archive(a, sc.workDir, filter); err != nil {
-		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving the layer's files: %w", err))
+	if err := r.Storage.Copy(a, rc); err != nil {
+		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("copying the layer of '%s': %w", sc.revision, err))
 	}
 	return nil
 }
