@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -61,4 +62,9 @@ spec: {interval: 1h, path: ./deploy, prune: true, sourceRef: {kind: OCIRepositor
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, ks)).To(Succeed())
 	g.Expect(ks.Status.LastAppliedOriginRevision).To(Equal("main@sha1:2222222222222222222222222222222222222222"))
 	g.Expect(ks.Status.LastAppliedRevision).To(HavePrefix("latest@sha256:"))
+
+	out, _, err = run(t, "trace", "configmap", "app", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(MatchRegexp(`(?m)^URL:\s+oci://` + regexp.QuoteMeta(host) + `/app$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^Origin:\s+main@sha1:2222222222222222222222222222222222222222$`))
 }

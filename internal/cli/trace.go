@@ -154,15 +154,28 @@ func (f *traceFlags) traceSource(ctx context.Context, c client.Client, r *report
 	r.rule()
 	r.section(source.GetName(), ref.Kind)
 	r.field("Namespace", source.GetNamespace())
-	if git, ok := source.(*sourcev1.GitRepository); ok {
-		r.field("URL", git.Spec.URL)
-		if gr := git.Spec.Reference; gr != nil {
+	switch src := source.(type) {
+	case *sourcev1.GitRepository:
+		r.field("URL", src.Spec.URL)
+		if gr := src.Spec.Reference; gr != nil {
 			r.field("Branch", gr.Branch)
 			r.field("Tag", gr.Tag)
 			r.field("SemVer", gr.SemVer)
 			r.field("Commit", gr.Commit)
 			r.field("Ref", gr.Name)
 		}
+	case *sourcev1.OCIRepository:
+		r.field("URL", src.Spec.URL)
+		if or := src.Spec.Reference; or != nil {
+			r.field("Tag", or.Tag)
+			r.field("SemVer", or.SemVer)
+			r.field("Digest", or.Digest)
+		}
+		r.field("Origin", src.Status.Artifact.OriginRevision())
+	case *sourcev1.Bucket:
+		r.field("Endpoint", src.Spec.Endpoint)
+		r.field("Bucket", src.Spec.BucketName)
+		r.field("Prefix", src.Spec.Prefix)
 	}
 	r.field("Revision", k.revision(source))
 	r.readiness(source)
