@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +18,6 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // runCLI runs the windlass binary with args against the test control plane
@@ -33,17 +29,7 @@ func runCLI(g *WithT, args ...string) (stdout, stderr string, code int) {
 // runCLIAgainst runs the windlass binary with args against the cluster of
 // the kubeconfig kc.
 func runCLIAgainst(g *WithT, kc string, args ...string) (stdout, stderr string, code int) {
-	cmd := exec.Command(windlassBin, append(args, "--kubeconfig", kc)...)
-	cmd.Env = childproc.CleanEnv()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return out.String(), errOut.String(), exit.ExitCode()
-	}
-	g.Expect(err).NotTo(HaveOccurred())
-	return out.String(), errOut.String(), 0
+	return runWindlass(g, cliEnv{}, append(args, "--kubeconfig", kc)...)
 }
 
 // TestCLI_ExitCodes: the binary's exit codes are scriptable: `diff` exits 0
