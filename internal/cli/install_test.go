@@ -176,6 +176,10 @@ func TestInstallRefusesBadFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`invalid --version "v1 beta"`)))
 }
 
+// installTestTimeout is the --timeout of the tests' installs: it bounds the
+// apply too, which takes seconds on a loaded machine.
+const installTestTimeout = "6s"
+
 // installForTest installs Windlass into a new namespace, with a timeout
 // that the Deployment cannot meet (the control plane has no kubelet), and
 // uninstalls it, CRDs kept, when the test ends. It returns the namespace
@@ -184,7 +188,7 @@ func installForTest(t *testing.T, g *WithT, args ...string) (ns, out string, err
 	t.Helper()
 	ns = env.CreateNamespace(t)
 	t.Cleanup(func() { _, _, _ = run(t, "uninstall", "--silent", "--keep-crds", "--keep-namespace", "-n", ns) })
-	out, _, err = run(t, append([]string{"install", "-n", ns, "--timeout", "3s"}, args...)...)
+	out, _, err = run(t, append([]string{"install", "-n", ns, "--timeout", installTestTimeout}, args...)...)
 	g.Expect(err).To(HaveOccurred(), "no Deployment becomes Available without a kubelet")
 	return ns, out, err
 }
@@ -193,7 +197,7 @@ func TestInstallIntoTheCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns, out, err := installForTest(t, g)
-	g.Expect(err.Error()).To(HavePrefix("after 3s, Deployment " + ns + "/windlass is not Available: "))
+	g.Expect(err.Error()).To(HavePrefix("after " + installTestTimeout + ", Deployment " + ns + "/windlass is not Available: "))
 	g.Expect(err.Error()).To(ContainSubstring("(see kubectl -n " + ns + " describe deployment windlass)"))
 	g.Expect(out).To(HavePrefix("► installing Windlass latest (source, kustomize, gating) in namespace " + ns + "\n"))
 	g.Expect(out).To(ContainSubstring("✔ Deployment/" + ns + "/windlass created\n"))
@@ -209,7 +213,7 @@ func TestInstallIntoTheCluster(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "windlass-leader-election"}, &rbacv1.Role{})).To(Succeed())
 
 	// Again: nothing to change.
-	out, _, err = run(t, "install", "-n", ns, "--timeout", "3s")
+	out, _, err = run(t, "install", "-n", ns, "--timeout", installTestTimeout)
 	g.Expect(err).To(MatchError(ContainSubstring("Deployment " + ns + "/windlass is not Available")))
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	g.Expect(len(lines)).To(BeNumerically(">", 10))
