@@ -7,24 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/manager"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -32,7 +23,11 @@ import (
 type Config struct {
 	// N is the number of applications.
 	N int
-	// Layout is LayoutRepoPerApp or LayoutMonorepo.
+	// Source is the kind of source the applications are served from:
+	// SourceGit (the default), SourceOCI or SourceBucket.
+	Source string
+	// Layout is LayoutRepoPerApp or LayoutMonorepo; the OCI and bucket
+	// sources have a source per application (LayoutRepoPerApp) only.
 	Layout string
 	// Concurrent is passed to `windlass controller --concurrent`.
 	Concurrent int
@@ -44,15 +39,15 @@ type Config struct {
 	// phase (windlass.pprof, kube-apiserver.pprof).
 	ProfileDir     string
 	ProfileSeconds int
-	// Cleanup deletes the run's Kustomizations, GitRepositories and
-	// namespace at the end, while the controller still runs, so that a
-	// later run on the same Cluster does not see them.
+	// Cleanup deletes the run's Kustomizations, sources and namespace at
+	// the end, while the controller still runs, so that a later run on
+	// the same Cluster does not see them.
 	Cleanup bool
 	// ReadyTimeout bounds the wait for every Kustomization to be Ready;
 	// the later waits are bounded by it too.
 	ReadyTimeout time.Duration
 	// GitServer is GitServerNative (the default) or GitServerHTTPBackend:
-	// which loopback git server serves the repositories.
+	// which loopback git server serves the repositories of SourceGit.
 	GitServer string
 	// KubeconfigViaEnv passes the kubeconfig in $KUBECONFIG instead of
 	// --kubeconfig. It is a diagnostic: `windlass controller --kubeconfig`
@@ -73,16 +68,59 @@ type Config struct {
 	Log io.Writer
 }
 
+// withDefaults checks cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.N < 1 {
+		return cfg, errors.New("n must be at least 1")
+	}
+	if cfg.Source == "" {
+		cfg.Source = SourceGit
+	}
+	switch cfg.Source {
+	case SourceGit, SourceOCI, SourceBucket:
+	default:
+		return cfg, fmt.Errorf("unknown source %q: choose %s, %s or %s", cfg.Source, SourceGit, SourceOCI, SourceBucket)
+	}
+	if cfg.Layout == "" {
+		cfg.Layout = LayoutRepoPerApp
+	}
+	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
+		return cfg, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
+	}
+	if cfg.Layout == LayoutMonorepo && cfg.Source != SourceGit {
+		return cfg, fmt.Errorf("layout %s needs -source %s: the %s source has one source per application", LayoutMonorepo, SourceGit, cfg.Source)
+	}
+	if cfg.GitServer == "" {
+		cfg.GitServer = GitServerNative
+	}
+	if cfg.GitServer != GitServerNative && cfg.GitServer != GitServerHTTPBackend {
+		return cfg, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
+	}
+	if cfg.Concurrent < 1 {
+		cfg.Concurrent = manager.DefaultOptions().Concurrent
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return cfg, nil
+}
+
 // Result holds the figures of one run. The JSON keys are the benchmark's
 // published format; Details are shown in the table only.
 type Result struct {
 	// N is the number of applications.
 	N int `json:"n"`
+	// Source is the kind of the sources: GitRepository, OCIRepository or
+	// Bucket.
+	Source string `json:"source"`
 	// Layout is the source layout.
 	Layout string `json:"layout"`
-	// ReadySeconds runs from the creation of the first GitRepository until
-	// every Kustomization is Ready; with -gate, from the request that opens
-	// the gate.
+	// ReadySeconds runs from the creation of the first source until every
+	// Kustomization is Ready; with -gate, from the request that opens the
+	// gate.
 	ReadySeconds float64 `json:"ready_seconds"`
 	// PeakRSSBytes is the controller's VmHWM at the end of the run.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
@@ -92,14 +130,20 @@ type Result struct {
 	// APIRequests is the sum of the controller's rest_client_requests_total
 	// at the end of the ready phase.
 	APIRequests int64 `json:"api_requests"`
-	// ChangeToAppliedSeconds runs from the commit that changes app 0 until
-	// its Kustomization reports the new revision as applied.
+	// ChangeToAppliedSeconds runs from the change to app 0 (a commit, a
+	// push or a put) until its Kustomization reports the new revision as
+	// applied.
 	ChangeToAppliedSeconds float64 `json:"change_to_applied_seconds"`
 	// NoopTickSeconds runs from the first reconcile request of the no-op
 	// tick until every object has handled it.
 	NoopTickSeconds float64 `json:"noop_tick_seconds"`
-	// NoopTickWrites is the number of clones plus the number of artifact
-	// files written during the no-op tick; it must be 0.
+	// NoopTickDownloads counts the content the source server served
+	// during the no-op tick, by what it was: git "fetches"; OCI
+	// "manifest_gets" and "blob_gets"; bucket "object_gets". Every count
+	// must be 0.
+	NoopTickDownloads map[string]int64 `json:"noop_tick_downloads"`
+	// NoopTickWrites is the number of downloads plus the number of
+	// artifact files written during the no-op tick; it must be 0.
 	NoopTickWrites int64 `json:"noop_tick_writes"`
 	// Gate holds the figures of a -gate run, nil otherwise. In such a run
 	// ReadySeconds and the applied and ready timelines count from the
@@ -112,20 +156,21 @@ type Result struct {
 // Details are secondary figures, printed but not part of the JSON.
 type Details struct {
 	Concurrent int
-	// GitServer is the git server that served the repositories.
-	GitServer string
+	// SourceServer describes the server of the sources.
+	SourceServer string
 	// KubeconfigViaEnv tells how the controller got its kubeconfig.
 	KubeconfigViaEnv bool
-	// SetupSeconds is the time spent starting the control plane, the git
-	// server and the controller and writing the repositories.
+	// SetupSeconds is the time spent starting the control plane, the
+	// source server and the controller and writing the sources.
 	SetupSeconds float64
 	// StartupCPUSeconds is the controller's CPU time once it is ready,
 	// before any object exists.
 	StartupCPUSeconds float64
-	// ReadyClones counts upload-pack requests in the ready phase.
-	ReadyClones int64
-	// NoopClones and NoopFiles split NoopTickWrites.
-	NoopClones, NoopFiles int64
+	// ReadyDownloads counts the source server's downloads in the ready
+	// phase (as NoopTickDownloads counts them).
+	ReadyDownloads map[string]int64
+	// NoopDownloads and NoopFiles split NoopTickWrites.
+	NoopDownloads, NoopFiles int64
 	// NoopWrittenFiles names the artifact files written by the tick.
 	NoopWrittenFiles []string
 	// NoopCPUSeconds is the controller's CPU time during the tick.
@@ -138,10 +183,9 @@ type Details struct {
 	// ReadyQuantiles are the seconds after which 10%, 50%, 90% and 99% of
 	// the Kustomizations were Ready.
 	ReadyQuantiles []float64
-	// SourceQuantiles and AppliedQuantiles are the same for the
-	// GitRepositories' first artifact and the Kustomizations' first
-	// applied revision: with ReadyQuantiles, where the ready phase's time
-	// went.
+	// SourceQuantiles and AppliedQuantiles are the same for the sources'
+	// first artifact and the Kustomizations' first applied revision: with
+	// ReadyQuantiles, where the ready phase's time went.
 	SourceQuantiles, AppliedQuantiles []float64
 	// ReadyCPU and NoopCPU are the CPU seconds of every process of the
 	// run (see processCPU) in the ready phase and the no-op tick.
@@ -152,452 +196,151 @@ type Details struct {
 	ReadyServerRequests, NoopServerRequests []string
 }
 
-// Run starts a control plane with kube-controller-manager, a loopback git
-// server and the windlass controller, and measures the three phases: every
-// application becoming Ready, one change applied, and a tick with nothing
-// changed.
+// Run starts a control plane with kube-controller-manager, a loopback
+// source server (git, OCI registry or S3) and the windlass controller, and
+// measures the three phases: every application becoming Ready, one change
+// applied, and a tick with nothing changed.
 //
 // When cl is nil, Run starts a Cluster of its own and stops it at the end;
 // several runs may share one Cluster if each cleans up (Config.Cleanup).
 func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
-	if cfg.N < 1 {
-		return nil, errors.New("n must be at least 1")
-	}
-	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
-		return nil, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
-	}
-	if cfg.GitServer == "" {
-		cfg.GitServer = GitServerNative
-	}
-	if cfg.GitServer != GitServerNative && cfg.GitServer != GitServerHTTPBackend {
-		return nil, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
-	}
-	if cfg.Concurrent < 1 {
-		cfg.Concurrent = manager.DefaultOptions().Concurrent
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 10 * time.Minute
-	}
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(logw, "bench: "+format+"\n", args...)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	setupStart := time.Now()
 	if cl == nil {
-		var err error
 		if cl, err = StartCluster(); err != nil {
 			return nil, err
 		}
-		defer cl.Stop(logw)
+		defer cl.Stop(cfg.Log)
 	}
 	tmp, err := os.MkdirTemp("", "windlass-bench-run-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	env, bin, kubeconfig := cl.Env, cl.Bin, cl.Kubeconfig
-
-	// The benchmark's own client is not rate limited, so that creating
-	// and annotating objects is not what is measured.
-	restCfg := rest.CopyConfig(env.Config)
-	restCfg.QPS, restCfg.Burst = 1000, 2000
-	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
+	r := &run{cfg: cfg}
+	if err := r.setUp(ctx, cl, tmp); err != nil {
 		return nil, err
 	}
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
-	if err := c.Create(ctx, nsObj); err != nil {
-		return nil, fmt.Errorf("creating the namespace: %w", err)
-	}
-	ns := nsObj.Name
-
-	// The git server, behind the clone-counting proxy.
-	srv, err := gitserver.New(filepath.Join(tmp, "git"))
-	if err != nil {
+	defer r.kit.Close()
+	if err := r.startController(ctx, cl, tmp); err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
-	gitURL, err := startGitServer(srv, cfg.GitServer)
-	if err != nil {
-		return nil, err
-	}
-	proxy, err := startCloneCounter(gitURL)
-	if err != nil {
-		return nil, err
-	}
-	defer proxy.Close()
-	repos, err := writeRepos(ctx, srv, cfg.Layout, cfg.N)
-	if err != nil {
-		return nil, err
-	}
-
-	if cfg.ProfileDir != "" && cfg.PprofAddr == "" {
-		addrs, err := childproc.FreeAddrs(1)
-		if err != nil {
-			return nil, err
-		}
-		cfg.PprofAddr = addrs[0]
-	}
-	ctrl, err := startController(bin, kubeconfig, filepath.Join(tmp, "storage"), cfg.Concurrent, cfg.PprofAddr, cfg.KubeconfigViaEnv)
-	if err != nil {
-		return nil, err
-	}
-	defer ctrl.stop(10 * time.Second)
-	withOutput := func(err error) error {
-		if err == nil {
-			return nil
-		}
-		out := ctrl.Output()
-		if len(out) > 8000 {
-			out = "…" + out[len(out)-8000:]
-		}
-		if ctrl.Exited() {
-			return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, ctrl.Err(), out)
-		}
-		return fmt.Errorf("%w\nwindlass controller output:\n%s", err, out)
-	}
-	if err := ctrl.waitReady(ctx, time.Minute); err != nil {
-		return nil, withOutput(err)
-	}
+	defer r.ctrl.stop(10 * time.Second)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	peakAnon := ctrl.sampleAnon(sampleCtx, 100*time.Millisecond)
-	startup, err := ctrl.stats()
+	peakAnon := r.ctrl.sampleAnon(sampleCtx, 100*time.Millisecond)
+	startup, err := r.ctrl.stats()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{N: cfg.N, Layout: cfg.Layout}
-	res.Details.Concurrent = cfg.Concurrent
-	res.Details.GitServer = cfg.GitServer
-	res.Details.KubeconfigViaEnv = cfg.KubeconfigViaEnv
+	res := r.newResult()
 	res.Details.StartupCPUSeconds = startup.CPUSeconds
 	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
-	logf("%s n=%d: set up in %.1fs (namespace %s)", cfg.Layout, cfg.N, res.Details.SetupSeconds, ns)
-
-	// Phase 1: every application Ready; with -gate, first held behind the
-	// closed gate, then released by opening it.
-	var sources []client.Object
-	for name := range repos {
-		sources = append(sources, gitRepository(ns, name, proxy.URL+"/"+name+".git"))
-	}
-	sort.Slice(sources, func(i, j int) bool { return sources[i].GetName() < sources[j].GetName() })
-	var kss []client.Object
-	for i := range cfg.N {
-		k := kustomization(ns, cfg.Layout, i)
-		if cfg.Gate {
-			k.Spec.Gates = []meta.NamespacedObjectReference{{Name: gateName}}
-		}
-		kss = append(kss, k)
-	}
-	all := append(append([]client.Object{}, sources...), kss...)
-	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
-	defer cancel()
-	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, restCfg)
-	profiled := startProfiles(ctx, cfg, restCfg, logf)
-	defer profiled()
-	var tl timeline
-	if cfg.Gate {
-		heads, err := repoHeads(repos)
-		if err != nil {
-			return nil, err
-		}
-		gr := &gatedRun{c: c, ns: ns, n: cfg.N, ctrl: ctrl, restCfg: restCfg, quiet: cfg.GateQuiet, logf: logf}
-		tl, res.Gate, err = gr.run(readyCtx, sources, kss, heads)
-		if err != nil {
-			return nil, withOutput(err)
-		}
-	} else if tl, err = createAndWaitReady(readyCtx, c, ns, len(sources), cfg.N, all, logf); err != nil {
-		return nil, withOutput(err)
-	}
-	res.ReadySeconds = tl.seconds
-	res.Details.SourceQuantiles = tl.source
-	res.Details.AppliedQuantiles = tl.applied
-	res.Details.ReadyQuantiles = tl.ready
-	st, err := ctrl.stats()
-	if err != nil {
+	r.logf("%s %s n=%d: set up in %.1fs (namespace %s)", cfg.Source, cfg.Layout, cfg.N, res.Details.SetupSeconds, r.ns)
+	if err := r.measure(ctx, res); err != nil {
 		return nil, err
 	}
-	res.CPUSeconds = st.CPUSeconds
-	res.Details.ReadyCPU = cpuDelta(cpu0, processCPU())
-	res.Details.ReadyServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, restCfg))
-	if res.APIRequests, _, err = ctrl.apiRequests(); err != nil {
-		return nil, err
-	}
-	res.Details.ReadyClones = proxy.Clones()
-	logf("all %d ready in %.2fs; API server requests: %s", cfg.N, res.ReadySeconds, strings.Join(res.Details.ReadyServerRequests, " "))
-
-	// Phase 2: one change to app 0, with a reconcile request on its
-	// source.
-	changeCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
-	defer cancel()
-	repo := repos[sourceName(cfg.Layout, 0)]
-	start := time.Now()
-	sha, err := repo.Commit(branch, map[string]string{appPath(cfg.Layout, 0) + "/app.yaml": appManifests(2)}, "change app-0")
-	if err != nil {
-		return nil, err
-	}
-	token := "bench-change-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	if err := requestReconcile(changeCtx, c, []client.Object{gitRepository(ns, sourceName(cfg.Layout, 0), "")}, token, 1); err != nil {
-		return nil, err
-	}
-	if err := waitAll(changeCtx, c, ns, &kustomizev1.KustomizationList{}, 1, appliedRevision(sha), describeKs,
-		client.MatchingFields{"metadata.name": appName(0)}); err != nil {
-		return nil, withOutput(fmt.Errorf("waiting for the change to be applied: %w", err))
-	}
-	res.ChangeToAppliedSeconds = time.Since(start).Seconds()
-	logf("change applied in %.2fs", res.ChangeToAppliedSeconds)
-	// Let every Kustomization settle on its source's head (in the monorepo
-	// layout, every one of them applies the new revision).
-	heads, err := repoHeads(repos)
-	if err != nil {
-		return nil, err
-	}
-	settled := func(obj client.Object) bool {
-		k := obj.(*kustomizev1.Kustomization)
-		return appliedRevision(heads[k.Spec.SourceRef.Name])(k)
-	}
-	if err := waitAll(changeCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, settled, describeKs); err != nil {
-		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
-	}
-
-	// Phase 3: a tick with nothing changed.
-	tickCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
-	defer cancel()
-	before, err := snapshotStorage(ctrl.StoragePath)
-	if err != nil {
-		return nil, err
-	}
-	clones0 := proxy.Clones()
-	st0, err := ctrl.stats()
-	if err != nil {
-		return nil, err
-	}
-	_, api0, err := ctrl.apiRequests()
-	if err != nil {
-		return nil, err
-	}
-	cpu0, served0 = processCPU(), serverRequestsOrNil(ctx, restCfg)
-	token = "bench-noop-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	start = time.Now()
-	if err := requestReconcile(tickCtx, c, all, token, workers); err != nil {
-		return nil, err
-	}
-	if err := waitAll(tickCtx, c, ns, &sourcev1.GitRepositoryList{}, len(sources), handled(token), describeGit); err != nil {
-		return nil, withOutput(fmt.Errorf("waiting for every GitRepository to handle the tick: %w", err))
-	}
-	ksHandled := func(obj client.Object) bool { return handled(token)(obj) && ksReady(obj) }
-	if err := waitAll(tickCtx, c, ns, &kustomizev1.KustomizationList{}, cfg.N, ksHandled, describeKs); err != nil {
-		return nil, withOutput(fmt.Errorf("waiting for every Kustomization to handle the tick: %w", err))
-	}
-	res.NoopTickSeconds = time.Since(start).Seconds()
-	res.Details.NoopCPU = cpuDelta(cpu0, processCPU())
-	res.Details.NoopServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, restCfg))
-	// Give writes that follow the status update a moment to land.
-	time.Sleep(time.Second)
-	after, err := snapshotStorage(ctrl.StoragePath)
-	if err != nil {
-		return nil, err
-	}
-	written := writtenFiles(before, after)
-	for i, p := range written {
-		if rel, err := filepath.Rel(ctrl.StoragePath, p); err == nil {
-			written[i] = rel
-		}
-	}
-	sort.Strings(written)
-	res.Details.NoopWrittenFiles = written
-	res.Details.NoopClones = proxy.Clones() - clones0
-	res.Details.NoopFiles = int64(len(written))
-	res.NoopTickWrites = res.Details.NoopClones + res.Details.NoopFiles
-	st1, err := ctrl.stats()
-	if err != nil {
-		return nil, err
-	}
-	res.Details.NoopCPUSeconds = st1.CPUSeconds - st0.CPUSeconds
-	_, api1, err := ctrl.apiRequests()
-	if err != nil {
-		return nil, err
-	}
-	res.Details.NoopAPIRequests = map[string]int64{}
-	for m, v := range api1 {
-		if d := v - api0[m]; d != 0 {
-			res.Details.NoopAPIRequests[m] = d
-		}
-	}
-	res.PeakRSSBytes = st1.PeakRSSBytes
 	res.Details.PeakRSSAnonBytes = peakAnon()
-	logf("no-op tick handled in %.2fs: %d clones, %d files written %s",
-		res.NoopTickSeconds, res.Details.NoopClones, res.Details.NoopFiles, strings.Join(written, " "))
-	if ctrl.Exited() {
-		return nil, withOutput(errors.New("the controller exited during the run"))
+	if r.ctrl.Exited() {
+		return nil, r.withOutput(errors.New("the controller exited during the run"))
 	}
 	if cfg.Cleanup {
-		if err := cleanup(ctx, c, ns); err != nil {
-			return nil, withOutput(err)
+		if err := cleanup(ctx, r.c, r.ns, r.kit); err != nil {
+			return nil, r.withOutput(err)
 		}
 	}
 	return res, nil
 }
 
-// workers is how many objects the benchmark creates or annotates at once.
-const workers = 16
-
-// timeline is what the ready phase measures: the seconds until every
-// Kustomization was Ready, and the 10%, 50%, 90% and 99% quantiles of the
-// times the sources got their first artifact and the Kustomizations first
-// applied and were Ready.
-type timeline struct {
-	seconds                float64
-	source, applied, ready []float64
+// run is the state of one Run: its configuration, the benchmark's client,
+// the namespace, the source server and the controller.
+type run struct {
+	cfg     Config
+	restCfg *rest.Config
+	c       client.WithWatch
+	ns      string
+	kit     sourceKit
+	ctrl    *controller
 }
 
-// createAndWaitReady creates all (nSources GitRepositories, then n
-// Kustomizations), workers at a time, and waits until every Kustomization
-// is Ready, recording the timeline from the first creation.
-func createAndWaitReady(ctx context.Context, c client.WithWatch, ns string, nSources, n int, all []client.Object,
-	logf func(string, ...any)) (timeline, error) {
-	// The waits watch from before the first object is created, so that
-	// the timeline holds the objects done while others are being created.
-	start := time.Now()
-	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
-	sourcesDone := make(chan struct{})
-	go func() {
-		defer close(sourcesDone)
-		// Only a timeline: the Kustomizations' wait below reports failures.
-		_ = waitAll(ctx, c, ns, &sourcev1.GitRepositoryList{}, nSources, sourceAt.record(hasArtifact), describeGit)
-	}()
-	firstReady := func(obj client.Object) bool {
-		appliedAt.record(hasApplied)(obj)
-		return readyAt.record(ksReady)(obj)
-	}
-	ready := make(chan error, 1)
-	go func() {
-		ready <- waitAll(ctx, c, ns, &kustomizev1.KustomizationList{}, n, firstReady, describeKs)
-	}()
-	if err := parallel(ctx, len(all), workers, func(i int) error {
-		return c.Create(ctx, all[i].DeepCopyObject().(client.Object))
-	}); err != nil {
-		return timeline{}, fmt.Errorf("creating the objects: %w", err)
-	}
-	logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
-	if err := <-ready; err != nil {
-		return timeline{}, fmt.Errorf("waiting for every Kustomization to be Ready: %w", err)
-	}
-	tl := timeline{seconds: time.Since(start).Seconds()}
-	<-sourcesDone
-	tl.source, tl.applied, tl.ready = sourceAt.quantiles(), appliedAt.quantiles(), readyAt.quantiles()
-	return tl, nil
+// logf writes a progress line.
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.cfg.Log, "bench: "+format+"\n", args...)
 }
 
-// repoHeads returns the commit at the head of branch of every repository,
-// by name.
-func repoHeads(repos map[string]*gitserver.Repo) (map[string]string, error) {
-	heads := map[string]string{}
-	for name, r := range repos {
-		var err error
-		if heads[name], err = r.Head(branch); err != nil {
-			return nil, err
-		}
+// setUp makes the benchmark's client and namespace, and starts the source
+// server with the first revision of every application.
+func (r *run) setUp(ctx context.Context, cl *Cluster, tmp string) error {
+	// The benchmark's own client is not rate limited, so that creating
+	// and annotating objects is not what is measured.
+	r.restCfg = rest.CopyConfig(cl.Env.Config)
+	r.restCfg.QPS, r.restCfg.Burst = 1000, 2000
+	var err error
+	if r.c, err = client.NewWithWatch(r.restCfg, client.Options{Scheme: cl.Env.Scheme}); err != nil {
+		return err
 	}
-	return heads, nil
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-"}}
+	if err := r.c.Create(ctx, nsObj); err != nil {
+		return fmt.Errorf("creating the namespace: %w", err)
+	}
+	r.ns = nsObj.Name
+	if r.kit, err = startSources(ctx, r.cfg, tmp); err != nil {
+		return err
+	}
+	if err := r.kit.Prepare(ctx, r.c, r.ns); err != nil {
+		r.kit.Close()
+		return err
+	}
+	return nil
 }
 
-// cleanup deletes the Kustomizations (which prune their workloads) and the
-// GitRepositories of namespace ns, waits until the controller has let them
-// go, deletes the Gates (after their consumers, which they must not hold)
-// and the namespace.
-func cleanup(ctx context.Context, c client.WithWatch, ns string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for _, obj := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.GitRepository{}} {
-		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
-			return fmt.Errorf("cleaning up: %w", err)
-		}
-	}
-	for _, list := range []client.ObjectList{&kustomizev1.KustomizationList{}, &sourcev1.GitRepositoryList{}} {
-		for {
-			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-				return fmt.Errorf("cleaning up: %w", err)
-			}
-			if apimeta.LenList(list) == 0 {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("cleaning up: %d objects left: %w", apimeta.LenList(list), ctx.Err())
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}
-	if err := c.DeleteAllOf(ctx, &gatingv1alpha1.Gate{}, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("cleaning up: %w", err)
-	}
-	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-}
-
-// The loopback git servers a run can use. Both serve the same bare
-// repositories over smart HTTP; they differ in what serving costs the
-// machine the controller runs on.
-const (
-	// GitServerNative answers upload-pack in process with go-git
-	// (gitserver.StartNativeHTTP): about a millisecond of CPU per clone.
-	GitServerNative = "native"
-	// GitServerHTTPBackend runs git-http-backend and the git processes it
-	// starts for every request: tens of milliseconds of CPU per clone,
-	// taken from the cores the controller and the control plane share.
-	GitServerHTTPBackend = "http-backend"
-)
-
-// startGitServer serves srv's repositories with the named git server and
-// returns their base URL.
-func startGitServer(srv *gitserver.Server, name string) (string, error) {
-	if name == GitServerHTTPBackend {
-		return srv.StartHTTP()
-	}
-	return srv.StartNativeHTTP()
-}
-
-// writeRepos creates the repositories of layout on srv, with the first
-// revision of every application, and returns them by name (the name of
-// the GitRepository that serves each).
-func writeRepos(ctx context.Context, srv *gitserver.Server, layout string, n int) (map[string]*gitserver.Repo, error) {
-	if layout == LayoutMonorepo {
-		repo, err := srv.InitRepo(monorepoName+".git", branch)
-		if err != nil {
-			return nil, err
-		}
-		files := map[string]string{}
-		for i := range n {
-			files[appPath(layout, i)+"/app.yaml"] = appManifests(1)
-		}
-		if _, err := repo.Commit(branch, files, "initial"); err != nil {
-			return nil, err
-		}
-		return map[string]*gitserver.Repo{monorepoName: repo}, nil
-	}
-	list := make([]*gitserver.Repo, n)
-	err := parallel(ctx, n, 8, func(i int) error {
-		repo, err := srv.InitRepo(appName(i)+".git", branch)
+// startController starts `windlass controller` with its storage in tmp
+// and waits until it is ready.
+func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) error {
+	if r.cfg.ProfileDir != "" && r.cfg.PprofAddr == "" {
+		addrs, err := childproc.FreeAddrs(1)
 		if err != nil {
 			return err
 		}
-		if _, err := repo.Commit(branch, map[string]string{appPath(layout, i) + "/app.yaml": appManifests(1)}, "initial"); err != nil {
-			return err
-		}
-		list[i] = repo
-		return nil
-	})
+		r.cfg.PprofAddr = addrs[0]
+	}
+	var err error
+	r.ctrl, err = startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage"), r.cfg.Concurrent, r.cfg.PprofAddr, r.cfg.KubeconfigViaEnv)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	repos := map[string]*gitserver.Repo{}
-	for i, r := range list {
-		repos[appName(i)] = r
+	if err := r.ctrl.waitReady(ctx, time.Minute); err != nil {
+		r.ctrl.stop(10 * time.Second)
+		return r.withOutput(err)
 	}
-	return repos, nil
+	return nil
+}
+
+// withOutput adds the end of the controller's output to err.
+func (r *run) withOutput(err error) error {
+	if err == nil {
+		return nil
+	}
+	out := r.ctrl.Output()
+	if len(out) > 8000 {
+		out = "…" + out[len(out)-8000:]
+	}
+	if r.ctrl.Exited() {
+		return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, r.ctrl.Err(), out)
+	}
+	return fmt.Errorf("%w\nwindlass controller output:\n%s", err, out)
+}
+
+// newResult returns the Result of the run with its settings filled in.
+func (r *run) newResult() *Result {
+	res := &Result{N: r.cfg.N, Source: r.kit.Kind(), Layout: r.cfg.Layout}
+	res.Details.Concurrent = r.cfg.Concurrent
+	res.Details.SourceServer = r.kit.Server()
+	res.Details.KubeconfigViaEnv = r.cfg.KubeconfigViaEnv
+	return res
 }
 
 // Cluster is what runs may share: the test control plane with

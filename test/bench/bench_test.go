@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +24,10 @@ const smokeN = 20
 // smokeGateN is the number of applications of the smoke test's -gate run.
 const smokeGateN = 5
 
-// TestSmoke runs the benchmark with smokeN applications in both layouts,
-// and with smokeGateN behind a gate, on one control plane, and checks that
-// every application becomes Ready, that the no-op tick clones and writes
+// TestSmoke runs the benchmark with smokeN applications in both git
+// layouts and from OCI artifacts and a bucket, and with smokeGateN behind a
+// gate (git and bucket), on one control plane, and checks that every
+// application becomes Ready, that the no-op tick downloads and writes
 // nothing, that the JSON file holds every figure, and that the gate held
 // every application without applying anything, cheaply.
 func TestSmoke(t *testing.T) {
@@ -34,13 +40,20 @@ func TestSmoke(t *testing.T) {
 	}
 	defer cl.Stop(t.Output())
 	for _, tc := range []struct {
-		name, layout string
-		n            int
-		gate         bool
+		name, source, layout string
+		n                    int
+		gate                 bool
+		// kind and downloads are the source kind and the download counts
+		// the run reports.
+		kind      string
+		downloads []string
 	}{
-		{LayoutRepoPerApp, LayoutRepoPerApp, smokeN, false},
-		{LayoutMonorepo, LayoutMonorepo, smokeN, false},
-		{"gate", LayoutMonorepo, smokeGateN, true},
+		{LayoutRepoPerApp, SourceGit, LayoutRepoPerApp, smokeN, false, "GitRepository", []string{gitFetches}},
+		{LayoutMonorepo, SourceGit, LayoutMonorepo, smokeN, false, "GitRepository", []string{gitFetches}},
+		{"gate", SourceGit, LayoutMonorepo, smokeGateN, true, "GitRepository", []string{gitFetches}},
+		{SourceOCI, SourceOCI, LayoutRepoPerApp, smokeN, false, "OCIRepository", []string{blobGets, manifestGets}},
+		{SourceBucket, SourceBucket, LayoutRepoPerApp, smokeN, false, "Bucket", []string{objectGets}},
+		{"gate-bucket", SourceBucket, LayoutRepoPerApp, smokeGateN, true, "Bucket", []string{objectGets}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -48,6 +61,7 @@ func TestSmoke(t *testing.T) {
 			defer cancel()
 			res, err := Run(ctx, cl, Config{
 				N:            tc.n,
+				Source:       tc.source,
 				Layout:       tc.layout,
 				Gate:         tc.gate,
 				GateQuiet:    3 * time.Second,
@@ -65,11 +79,15 @@ func TestSmoke(t *testing.T) {
 			g.Expect(res.ChangeToAppliedSeconds).To(BeNumerically(">", 0))
 			g.Expect(res.NoopTickSeconds).To(BeNumerically(">", 0))
 			g.Expect(res.APIRequests).To(BeNumerically(">", 0))
-			g.Expect(res.Details.ReadyClones).To(BeNumerically(">", 0), "the clone counter saw no fetch")
+			g.Expect(res.Source).To(Equal(tc.kind))
+			g.Expect(slices.Sorted(maps.Keys(res.Details.ReadyDownloads))).To(Equal(tc.downloads))
+			g.Expect(sum(res.Details.ReadyDownloads)).To(BeNumerically(">", 0), "the server counted no download: %v", res.Details.ReadyDownloads)
 			g.Expect(res.Details.SourceQuantiles).To(HaveLen(4), "the timeline of the sources")
 			g.Expect(res.Details.ReadyQuantiles).To(HaveLen(4), "the timeline of the Kustomizations")
 			g.Expect(res.Details.ReadyQuantiles[3]).To(BeNumerically("<=", res.ReadySeconds))
 			g.Expect(res.NoopTickWrites).To(BeZero(), "files written by the no-op tick: %v", res.Details.NoopWrittenFiles)
+			g.Expect(slices.Sorted(maps.Keys(res.NoopTickDownloads))).To(Equal(tc.downloads))
+			g.Expect(sum(res.NoopTickDownloads)).To(BeZero(), "downloads of the no-op tick: %v", res.NoopTickDownloads)
 
 			out := filepath.Join(t.TempDir(), "result.json")
 			g.Expect(writeJSON(out, res)).To(Succeed())
@@ -77,7 +95,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			keys := 9
+			keys := 11
 			if tc.gate {
 				keys++
 				checkGate(t, res, got)
@@ -87,6 +105,8 @@ func TestSmoke(t *testing.T) {
 			g.Expect(got).To(HaveLen(keys))
 			g.Expect(got).To(HaveKeyWithValue("n", BeNumerically("==", tc.n)))
 			g.Expect(got).To(HaveKeyWithValue("layout", tc.layout))
+			g.Expect(got).To(HaveKeyWithValue("source", tc.kind))
+			g.Expect(got).To(HaveKeyWithValue("noop_tick_downloads", HaveLen(len(tc.downloads))))
 			for _, key := range []string{"ready_seconds", "peak_rss_bytes", "cpu_seconds", "api_requests",
 				"change_to_applied_seconds", "noop_tick_seconds", "noop_tick_writes"} {
 				g.Expect(got).To(HaveKeyWithValue(key, BeNumerically(">=", 0)))
@@ -203,4 +223,83 @@ func TestGateRows(t *testing.T) {
 	g.Expect(rows[1][1]).To(Equal("0 objects (400 once Ready)"))
 	g.Expect(rows[2][1]).To(Equal("1 in 10.0s (after 1.0s settling) PATCH=1"))
 	g.Expect(rows[3][1]).To(Equal("none"))
+}
+
+func TestClassifyDownloads(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, target string
+		// registry and object are what classifyRegistryGet and
+		// countObjectGet say of the request.
+		registry, object string
+	}{
+		{"manifest GET", http.MethodGet, "/v2/app-0/manifests/latest", manifestGets, objectGets},
+		{"manifest HEAD", http.MethodHead, "/v2/app-0/manifests/latest", "", ""},
+		{"blob GET", http.MethodGet, "/v2/app-0/blobs/sha256:abc", blobGets, objectGets},
+		{"blob upload", http.MethodGet, "/v2/app-0/blobs/uploads/123", "", objectGets},
+		{"tag list", http.MethodGet, "/v2/app-0/tags/list", "", objectGets},
+		{"registry ping", http.MethodGet, "/v2/", "", ""},
+		{"object GET", http.MethodGet, "/bench/app-0/app.yaml", "", objectGets},
+		{"object HEAD", http.MethodHead, "/bench/app-0/app.yaml", "", ""},
+		{"bucket listing", http.MethodGet, "/bench/?list-type=2&prefix=app-0%2F", "", ""},
+		{"bucket listing without slash", http.MethodGet, "/bench?location=", "", ""},
+		{"object PUT", http.MethodPut, "/bench/app-0/app.yaml", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := httptest.NewRequest(tc.method, tc.target, nil)
+			g.Expect(classifyRegistryGet(r)).To(Equal(tc.registry))
+			g.Expect(countObjectGet(r)).To(Equal(tc.object))
+		})
+	}
+}
+
+func TestCountingProxyKeepsHost(t *testing.T) {
+	g := NewWithT(t)
+	hosts := make(chan string, 2)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer backend.Close()
+	p, err := startCountingProxy(backend.URL, countObjectGet, objectGets)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer p.Close()
+	g.Expect(p.Counts()).To(Equal(map[string]int64{objectGets: 0}))
+	for _, target := range []string{"/bench/app-0/app.yaml", "/bench/?list-type=2"} {
+		resp, err := http.Get(p.URL + target)
+		g.Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		// SigV4 signs the Host header: the backend must see the proxy's.
+		g.Expect(<-hosts).To(Equal(p.Host()))
+	}
+	g.Expect(p.Counts()).To(Equal(map[string]int64{objectGets: 1}))
+}
+
+func TestConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		// source is the source after the defaults; err the error.
+		source, err string
+	}{
+		{"git by default", Config{N: 1}, SourceGit, ""},
+		{"oci", Config{N: 1, Source: SourceOCI}, SourceOCI, ""},
+		{"unknown source", Config{N: 1, Source: "svn"}, "", `unknown source "svn"`},
+		{"bucket monorepo", Config{N: 1, Source: SourceBucket, Layout: LayoutMonorepo}, "", "layout monorepo needs -source git"},
+		{"no app", Config{Source: SourceOCI}, "", "n must be at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cfg, err := tc.cfg.withDefaults()
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cfg.Source).To(Equal(tc.source))
+			g.Expect(cfg.Layout).To(Equal(LayoutRepoPerApp))
+			g.Expect(cfg.Log).NotTo(BeNil())
+		})
+	}
 }

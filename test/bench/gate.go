@@ -19,7 +19,6 @@ import (
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 // gateName names the one Gate of a -gate run; every Kustomization lists it
@@ -40,8 +39,8 @@ type GateResult struct {
 	// reason GateClosed, at the end of the quiet window, just before the
 	// gate was opened: N when every one waited.
 	Held int `json:"held"`
-	// HeldSeconds runs from the creation of the first GitRepository until
-	// every GitRepository had an artifact and every Kustomization reported
+	// HeldSeconds runs from the creation of the first source until
+	// every source had an artifact and every Kustomization reported
 	// Approved=False, reason GateClosed.
 	HeldSeconds float64 `json:"held_seconds"`
 	// AppliedWhileHeld counts the applications' objects (ServiceAccounts,
@@ -122,8 +121,8 @@ func benchGate(ns string) *gatingv1alpha1.Gate {
 //
 //  1. the Gate is created, closed, and the run waits until the gating
 //     controller says so (not measured);
-//  2. the GitRepositories and Kustomizations are created; the run waits
-//     until every GitRepository has an artifact and every Kustomization
+//  2. the sources and Kustomizations are created; the run waits
+//     until every source has an artifact and every Kustomization
 //     reports Approved=False, reason GateClosed, and counts the
 //     applications' objects, which must not exist;
 //  3. once the controller's request count stands still, it counts the
@@ -137,6 +136,8 @@ type gatedRun struct {
 	n       int
 	ctrl    *controller
 	restCfg *rest.Config
+	// sourceList is an empty list of the sources' kind.
+	sourceList client.ObjectList
 	// quiet is the length of the quiet window (defaultGateQuiet when 0).
 	quiet time.Duration
 	logf  func(string, ...any)
@@ -204,7 +205,7 @@ func (g *gatedRun) hold(ctx context.Context, sources, kss []client.Object, res *
 		applied <- waitAll(appliedCtx, g.c, g.ns, &kustomizev1.KustomizationList{}, 1, hasApplied, describeHeld)
 	}()
 	go func() {
-		sourced <- waitAll(ctx, g.c, g.ns, &sourcev1.GitRepositoryList{}, len(sources), sourceAt.record(hasArtifact), describeGit)
+		sourced <- waitAll(ctx, g.c, g.ns, g.sourceList, len(sources), sourceAt.record(hasArtifact), describeSource)
 	}()
 	go func() {
 		held <- waitAll(ctx, g.c, g.ns, &kustomizev1.KustomizationList{}, g.n, ksHeld, describeHeld)
@@ -228,7 +229,7 @@ func (g *gatedRun) hold(ctx context.Context, sources, kss []client.Object, res *
 		return nil, fmt.Errorf("watching for Kustomizations applied behind the closed gate: %w", err)
 	}
 	if err := <-sourced; err != nil {
-		return nil, fmt.Errorf("waiting for every GitRepository to have an artifact: %w", err)
+		return nil, fmt.Errorf("waiting for every source to have an artifact: %w", err)
 	}
 	res.HeldSeconds = time.Since(start).Seconds()
 	g.logf("all %d held and %d sources fetched in %.2fs", g.n, len(sources), res.HeldSeconds)

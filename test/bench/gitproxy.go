@@ -2,6 +2,7 @@ package main
 
 import (
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -9,23 +10,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
-// cloneCounter is a reverse proxy in front of the loopback git server that
-// counts fetches. A smart-HTTP fetch or clone is one POST to
-// <repo>/git-upload-pack (the pack negotiation and transfer); merely
-// listing the remote's references (GET <repo>/info/refs) is not counted.
-type cloneCounter struct {
-	srv    *http.Server
-	URL    string
-	clones atomic.Int64
+// countingProxy is a reverse proxy in front of a loopback source server
+// that counts the requests that download content, by what they download
+// (see countGitFetch and countObjectGet). It keeps the Host header of each
+// request, so that signatures over it (S3's SigV4) still hold.
+type countingProxy struct {
+	srv *http.Server
+	// URL is the proxy's base URL, http://127.0.0.1:PORT.
+	URL string
+
+	classify func(*http.Request) string
+	mu       sync.Mutex
+	counts   map[string]int64
 }
 
-// startCloneCounter starts a proxy to the git server at target on a free
-// loopback port.
-func startCloneCounter(target string) (*cloneCounter, error) {
+// startCountingProxy starts a proxy to the server at target on a free
+// loopback port. classify names what a request downloads, one of labels,
+// or returns "" for a request that is not counted.
+func startCountingProxy(target string, classify func(*http.Request) string, labels ...string) (*countingProxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -34,14 +40,15 @@ func startCloneCounter(target string) (*cloneCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cloneCounter{URL: "http://" + ln.Addr().String()}
+	c := &countingProxy{URL: "http://" + ln.Addr().String(), classify: classify, counts: map[string]int64{}}
+	for _, l := range labels {
+		c.counts[l] = 0
+	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	c.srv = &http.Server{
 		ReadHeaderTimeout: 30 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
-				c.clones.Add(1)
-			}
+			c.count(r)
 			proxy.ServeHTTP(w, r)
 		}),
 	}
@@ -49,11 +56,27 @@ func startCloneCounter(target string) (*cloneCounter, error) {
 	return c, nil
 }
 
-// Clones returns the number of upload-pack requests proxied so far.
-func (c *cloneCounter) Clones() int64 { return c.clones.Load() }
+// count records r when classify names it.
+func (c *countingProxy) count(r *http.Request) {
+	if what := c.classify(r); what != "" {
+		c.mu.Lock()
+		c.counts[what]++
+		c.mu.Unlock()
+	}
+}
+
+// Counts returns the requests counted so far, by what they download.
+func (c *countingProxy) Counts() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+// Host returns the proxy's host:port.
+func (c *countingProxy) Host() string { return strings.TrimPrefix(c.URL, "http://") }
 
 // Close stops the proxy.
-func (c *cloneCounter) Close() { _ = c.srv.Close() }
+func (c *countingProxy) Close() { _ = c.srv.Close() }
 
 // fileState is what a storage snapshot records of one file.
 type fileState struct {

@@ -1,13 +1,16 @@
 // Command bench measures Windlass at scale: it runs the real `windlass
 // controller` binary as a child process against the test control plane
 // (etcd, kube-apiserver and kube-controller-manager, see internal/testutil/testenv)
-// and a loopback git server, with N applications, and reports how long
+// and a loopback source server (git, OCI registry or S3), with N
+// applications, and reports how long
 // they take to become Ready, the controller's peak memory, CPU time and API
 // requests, how fast one change is applied, and what a tick with nothing
 // changed costs.
 //
 //	go run ./test/bench -n 100 -layout repo-per-app -out result.json
 //	go run ./test/bench -n 100 -layout monorepo -gate -out gate.json
+//	go run ./test/bench -n 100 -source oci -out oci.json
+//	go run ./test/bench -n 100 -source bucket -out bucket.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -15,10 +18,27 @@
 // layouts are repo-per-app (N repositories and GitRepositories) and
 // monorepo (one repository with N folders, one GitRepository).
 //
+// -source picks the kind of the sources (git by default, as above):
+//
+//   - oci: each application is pushed with internal/oci.Push as an
+//     artifact of its own (repository app-N, tag latest, with source and
+//     revision annotations) to one go-containerregistry registry served
+//     in process on loopback (referrers API on); each has an
+//     OCIRepository (spec.insecure, plain HTTP) that follows the tag.
+//   - bucket: one versitygw S3 gateway (the test servers' binary, see
+//     internal/testutil/testservers; it checks SigV4 signatures) holds one
+//     bucket with the prefix app-N/ per application; each has a Bucket
+//     with that prefix, spec.insecure and a secretRef to one Secret with
+//     the accesskey and secretkey. The Buckets reach the gateway through a
+//     counting reverse proxy that keeps the Host header, which the
+//     signature covers.
+//
+// Either is repo-per-app only: a source per application.
+//
 // How the figures are measured:
 //
 //   - ready_seconds: from the creation of the first object (the
-//     GitRepositories, then the Kustomizations, 16 at a time) until a watch
+//     sources, then the Kustomizations, 16 at a time) until a watch
 //     sees every Kustomization Ready for its current generation.
 //   - peak_rss_bytes: VmHWM from /proc/<pid>/status of the controller
 //     process, read at the end of the run (so the peak over all phases).
@@ -31,28 +51,36 @@
 //   - api_requests: the sum of every rest_client_requests_total series
 //     on the controller's /metrics, scraped when every Kustomization is
 //     Ready (start-up requests included).
-//   - change_to_applied_seconds: from just before the commit that changes
-//     app 0's ConfigMap, through the reconcile.fluxcd.io/requestedAt
-//     annotation on its GitRepository, until its Kustomization is Ready
-//     with status.lastAppliedRevision at the new commit.
-//   - noop_tick_seconds: every GitRepository and Kustomization is annotated
+//   - change_to_applied_seconds: from just before the change to app 0's
+//     ConfigMap (a commit; a new artifact pushed to app-0:latest; the
+//     object app-0/app.yaml put again), through the
+//     reconcile.fluxcd.io/requestedAt annotation on its source, until its
+//     Kustomization is Ready with status.lastAppliedRevision at the new
+//     commit, digest or bucket revision.
+//   - noop_tick_seconds: every source and Kustomization is annotated
 //     with a new requestedAt token (16 patches at a time); from the first
 //     patch until every one echoes the token in
 //     status.lastHandledReconcileAt (and every Kustomization is still
 //     Ready).
-//   - noop_tick_writes: during the tick (and one second after), the number
-//     of git fetches, i.e. POST …/git-upload-pack requests counted by a
-//     reverse proxy in front of the git server (reference listings, GET
-//     …/info/refs, are not counted), plus the number of regular files in
-//     the controller's --storage-path that were created or whose
+//   - noop_tick_downloads: during the tick (and one second after), the
+//     content the source server served, by what: git "fetches", POST
+//     …/git-upload-pack requests counted by a reverse proxy in front of
+//     the git server (reference listings, GET …/info/refs, are not
+//     counted); OCI "manifest_gets" and "blob_gets", GET
+//     /v2/<name>/manifests/<ref> and /v2/<name>/blobs/<digest> counted by
+//     the registry's handler (HEAD requests, which resolve the tag, are
+//     not); bucket "object_gets", GET /<bucket>/<key> counted by the proxy
+//     (listings are not). Every count must be 0.
+//   - noop_tick_writes: the downloads, plus the number of regular files
+//     in the controller's --storage-path that were created or whose
 //     modification time or size changed. It must be 0.
 //
 // With -gate, every Kustomization lists one Gate in spec.gates, created
 // closed (window 1h) before them, and the ready phase has two parts; the
 // figures are under "gate" in the JSON:
 //
-//   - held_seconds: from the creation of the first GitRepository until
-//     every GitRepository has an artifact and every Kustomization reports
+//   - held_seconds: from the creation of the first source until every
+//     source has an artifact and every Kustomization reports
 //     Approved=False, reason GateClosed.
 //   - applied_while_held: the applications' objects found in the
 //     namespace then, and again after the quiet window. It must be 0; the
@@ -70,7 +98,7 @@
 //     ready_seconds and the table's applied and ready timelines count
 //     from the opening too; the later phases run with the gate open.
 //
-// Everything shares the machine's cores: the control plane, the git
+// Everything shares the machine's cores: the control plane, the source
 // server, the benchmark and the controller. The table shows the CPU time
 // of each process and the requests the API server served, by kind, so that
 // a run says where its time went. The controller authenticates with a
@@ -104,6 +132,7 @@ func main() {
 	var cfg Config
 	var out string
 	flag.IntVar(&cfg.N, "n", 100, "number of applications")
+	flag.StringVar(&cfg.Source, "source", SourceGit, "kind of the sources: "+SourceGit+" (GitRepositories), "+SourceOCI+" (an OCIRepository and an artifact per app, in-process registry) or "+SourceBucket+" (a Bucket per app, a prefix each of one versitygw bucket)")
 	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
 	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent` (0: its default)")
 	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
@@ -150,6 +179,7 @@ func printTable(w io.Writer, res *Result) {
 	d := res.Details
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("n", fmt.Sprint(res.N))
+	row("source", res.Source)
 	row("layout", res.Layout)
 	// With -gate, the Kustomizations' figures count from the opening.
 	readyLabel, since := "ready_seconds", ""
@@ -176,14 +206,15 @@ func printTable(w io.Writer, res *Result) {
 	row("api_requests", fmt.Sprint(res.APIRequests))
 	row("change_to_applied_seconds", fmt.Sprintf("%.2f", res.ChangeToAppliedSeconds))
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
-	row("noop_tick_writes", fmt.Sprintf("%d (%d clones, %d artifact files)", res.NoopTickWrites, d.NoopClones, d.NoopFiles))
+	row("noop_tick_downloads", formatCounts(res.NoopTickDownloads))
+	row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files)", res.NoopTickWrites, d.NoopDownloads, d.NoopFiles))
 	row("  concurrent", fmt.Sprint(d.Concurrent))
-	row("  git server", d.GitServer)
+	row("  source server", d.SourceServer)
 	if d.KubeconfigViaEnv {
 		row("  kubeconfig", "in $KUBECONFIG (diagnostic), not --kubeconfig")
 	}
 	row("  set-up seconds (not measured)", fmt.Sprintf("%.1f", d.SetupSeconds))
-	row("  clones in the ready phase", fmt.Sprint(d.ReadyClones))
+	row("  downloads in the ready phase", formatCounts(d.ReadyDownloads))
 	row("  no-op tick CPU seconds", fmt.Sprintf("%.2f", d.NoopCPUSeconds))
 	var reqs []string
 	for _, m := range slices.Sorted(maps.Keys(d.NoopAPIRequests)) {
@@ -216,6 +247,15 @@ func formatCPU(cpu map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s=%.1f", n, cpu[n]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// formatCounts lists counts by name, sorted: "blob_gets=0 manifest_gets=0".
+func formatCounts(counts map[string]int64) string {
+	parts := make([]string, 0, len(counts))
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
+	}
+	return orNone(strings.Join(parts, " "))
 }
 
 // firstN returns the first n elements of s at most.

@@ -17,7 +17,6 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 // waitAll waits until want objects of the kind of list in namespace ns
@@ -136,9 +135,6 @@ func ksReady(obj client.Object) bool {
 		apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition)
 }
 
-// hasArtifact reports whether a GitRepository has an artifact.
-func hasArtifact(obj client.Object) bool { return obj.(*sourcev1.GitRepository).Status.Artifact != nil }
-
 // hasApplied reports whether a Kustomization has applied a revision.
 func hasApplied(obj client.Object) bool {
 	return obj.(*kustomizev1.Kustomization).Status.LastAppliedRevision != ""
@@ -154,38 +150,19 @@ func describeKs(obj client.Object) string {
 	return fmt.Sprintf("Ready=%s %s: %s (applied %q)", c.Status, c.Reason, c.Message, k.Status.LastAppliedRevision)
 }
 
-// describeGit summarises a GitRepository's Ready condition and the last
-// request it handled.
-func describeGit(obj client.Object) string {
-	g := obj.(*sourcev1.GitRepository)
-	c := apimeta.FindStatusCondition(g.Status.Conditions, meta.ReadyCondition)
-	s := "no Ready condition"
-	if c != nil {
-		s = fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
-	}
-	return s + ", handled " + g.Status.LastHandledReconcileAt
-}
-
 // handled returns a predicate true once an object echoes token in
 // status.lastHandledReconcileAt.
 func handled(token string) func(client.Object) bool {
-	return func(obj client.Object) bool {
-		switch o := obj.(type) {
-		case *kustomizev1.Kustomization:
-			return o.Status.LastHandledReconcileAt == token
-		case *sourcev1.GitRepository:
-			return o.Status.LastHandledReconcileAt == token
-		}
-		return false
-	}
+	return func(obj client.Object) bool { return lastHandled(obj) == token }
 }
 
 // appliedRevision returns a predicate true once a Kustomization is Ready
-// with a last applied revision at commit sha.
-func appliedRevision(sha string) func(client.Object) bool {
+// with a last applied revision at head: a commit, or a digest (what
+// follows the last colon of the revision, see sourceKit.Heads).
+func appliedRevision(head string) func(client.Object) bool {
 	return func(obj client.Object) bool {
 		k := obj.(*kustomizev1.Kustomization)
-		return strings.HasSuffix(k.Status.LastAppliedRevision, ":"+sha) && ksReady(k)
+		return strings.HasSuffix(k.Status.LastAppliedRevision, ":"+head) && ksReady(k)
 	}
 }
 

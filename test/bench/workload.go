@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +104,21 @@ func sourceName(layout string, i int) string {
 	return appName(i)
 }
 
+// sourceInterval is the interval of every source and Kustomization: long,
+// so that no tick interferes with the measures.
+const sourceInterval = 10 * time.Minute
+
+// sortedApps returns 0 … n-1 in the order of the applications' names,
+// the order the sources are created in.
+func sortedApps(n int) []int {
+	apps := make([]int, n)
+	for i := range apps {
+		apps[i] = i
+	}
+	slices.SortFunc(apps, func(a, b int) int { return strings.Compare(appName(a), appName(b)) })
+	return apps
+}
+
 // gitRepository returns the GitRepository name in namespace ns for the
 // repository at url. Its interval is long, so that no tick interferes
 // with the measures.
@@ -110,29 +127,30 @@ func gitRepository(ns, name, url string) *sourcev1.GitRepository {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: sourcev1.GitRepositorySpec{
 			URL:       url,
-			Interval:  metav1.Duration{Duration: 10 * time.Minute},
+			Interval:  metav1.Duration{Duration: sourceInterval},
 			Reference: &sourcev1.GitRepositoryRef{Branch: branch},
 		},
 	}
 }
 
 // kustomization returns the Kustomization of application i in namespace
-// ns: prune, wait with a one-minute timeout, the app's name substituted
-// for ${app}, and a long interval so that no tick interferes.
-func kustomization(ns, layout string, i int) *kustomizev1.Kustomization {
+// ns, applied from its source of kit: prune, wait with a one-minute
+// timeout, the app's name substituted for ${app}, and a long interval so
+// that no tick interferes.
+func kustomization(ns string, kit sourceKit, i int) *kustomizev1.Kustomization {
 	return &kustomizev1.Kustomization{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: appName(i)},
 		Spec: kustomizev1.KustomizationSpec{
-			Interval:        metav1.Duration{Duration: 10 * time.Minute},
-			Path:            "./" + appPath(layout, i),
+			Interval:        metav1.Duration{Duration: sourceInterval},
+			Path:            "./" + kit.AppPath(i),
 			Prune:           true,
 			Wait:            true,
 			Timeout:         &metav1.Duration{Duration: time.Minute},
 			TargetNamespace: ns,
 			PostBuild:       &kustomizev1.PostBuild{Substitute: map[string]string{"app": appName(i)}},
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{
-				Kind: sourcev1.GitRepositoryKind,
-				Name: sourceName(layout, i),
+				Kind: kit.Kind(),
+				Name: kit.SourceName(i),
 			},
 		},
 	}

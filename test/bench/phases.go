@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+)
+
+// workers is how many objects the benchmark creates or annotates at once.
+const workers = 16
+
+// measure runs the three phases into res.
+func (r *run) measure(ctx context.Context, res *Result) error {
+	sources := r.kit.Sources(r.ns)
+	var kss []client.Object
+	for i := range r.cfg.N {
+		k := kustomization(r.ns, r.kit, i)
+		if r.cfg.Gate {
+			k.Spec.Gates = []meta.NamespacedObjectReference{{Name: gateName}}
+		}
+		kss = append(kss, k)
+	}
+	if err := r.readyPhase(ctx, res, sources, kss); err != nil {
+		return err
+	}
+	if err := r.changePhase(ctx, res); err != nil {
+		return err
+	}
+	return r.noopTick(ctx, res, append(append([]client.Object{}, sources...), kss...))
+}
+
+// readyPhase creates the sources and the Kustomizations and waits until
+// every application is Ready; with -gate, first held behind the closed
+// gate, then released by opening it.
+func (r *run) readyPhase(ctx context.Context, res *Result, sources, kss []client.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer cancel()
+	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, r.restCfg)
+	downloads0 := r.kit.Downloads()
+	profiled := startProfiles(ctx, r.cfg, r.restCfg, r.logf)
+	defer profiled()
+	var tl timeline
+	var err error
+	if r.cfg.Gate {
+		heads, err := r.kit.Heads()
+		if err != nil {
+			return err
+		}
+		gr := &gatedRun{c: r.c, ns: r.ns, n: r.cfg.N, ctrl: r.ctrl, restCfg: r.restCfg, quiet: r.cfg.GateQuiet,
+			sourceList: r.kit.NewList(), logf: r.logf}
+		if tl, res.Gate, err = gr.run(ctx, sources, kss, heads); err != nil {
+			return r.withOutput(err)
+		}
+	} else if tl, err = r.createAndWaitReady(ctx, sources, kss); err != nil {
+		return r.withOutput(err)
+	}
+	res.ReadySeconds = tl.seconds
+	res.Details.SourceQuantiles = tl.source
+	res.Details.AppliedQuantiles = tl.applied
+	res.Details.ReadyQuantiles = tl.ready
+	st, err := r.ctrl.stats()
+	if err != nil {
+		return err
+	}
+	res.CPUSeconds = st.CPUSeconds
+	res.Details.ReadyCPU = cpuDelta(cpu0, processCPU())
+	res.Details.ReadyServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
+	if res.APIRequests, _, err = r.ctrl.apiRequests(); err != nil {
+		return err
+	}
+	res.Details.ReadyDownloads = countsDelta(downloads0, r.kit.Downloads())
+	r.logf("all %d ready in %.2fs; API server requests: %s", r.cfg.N, res.ReadySeconds, strings.Join(res.Details.ReadyServerRequests, " "))
+	return nil
+}
+
+// changePhase changes app 0 in its source (a commit, a push or a put),
+// requests a reconcile of the source, and waits until the change is
+// applied; then until every Kustomization has applied its source's head.
+func (r *run) changePhase(ctx context.Context, res *Result) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer cancel()
+	start := time.Now()
+	head, err := r.kit.Change(ctx)
+	if err != nil {
+		return err
+	}
+	token := "bench-change-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	src := r.kit.NewObject()
+	src.SetNamespace(r.ns)
+	src.SetName(r.kit.SourceName(0))
+	if err := requestReconcile(ctx, r.c, []client.Object{src}, token, 1); err != nil {
+		return err
+	}
+	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, 1, appliedRevision(head), describeKs,
+		client.MatchingFields{"metadata.name": appName(0)}); err != nil {
+		return r.withOutput(fmt.Errorf("waiting for the change to be applied: %w", err))
+	}
+	res.ChangeToAppliedSeconds = time.Since(start).Seconds()
+	r.logf("change applied in %.2fs", res.ChangeToAppliedSeconds)
+	// Let every Kustomization settle on its source's head (in the monorepo
+	// layout, every one of them applies the new revision).
+	heads, err := r.kit.Heads()
+	if err != nil {
+		return err
+	}
+	settled := func(obj client.Object) bool {
+		k := obj.(*kustomizev1.Kustomization)
+		return appliedRevision(heads[k.Spec.SourceRef.Name])(k)
+	}
+	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, r.cfg.N, settled, describeKs); err != nil {
+		return r.withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
+	}
+	return nil
+}
+
+// noopTick requests a reconcile of every object in all with nothing
+// changed, waits until each has handled it, and counts what it downloaded
+// from the source server and wrote to the artifact storage.
+func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer cancel()
+	before, err := snapshotStorage(r.ctrl.StoragePath)
+	if err != nil {
+		return err
+	}
+	downloads0 := r.kit.Downloads()
+	st0, err := r.ctrl.stats()
+	if err != nil {
+		return err
+	}
+	_, api0, err := r.ctrl.apiRequests()
+	if err != nil {
+		return err
+	}
+	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, r.restCfg)
+	token := "bench-noop-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	start := time.Now()
+	if err := r.waitHandled(ctx, all, token); err != nil {
+		return err
+	}
+	res.NoopTickSeconds = time.Since(start).Seconds()
+	res.Details.NoopCPU = cpuDelta(cpu0, processCPU())
+	res.Details.NoopServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
+	// Give writes that follow the status update a moment to land.
+	time.Sleep(time.Second)
+	written, err := r.writtenSince(before)
+	if err != nil {
+		return err
+	}
+	res.Details.NoopWrittenFiles = written
+	res.NoopTickDownloads = countsDelta(downloads0, r.kit.Downloads())
+	res.Details.NoopDownloads = sum(res.NoopTickDownloads)
+	res.Details.NoopFiles = int64(len(written))
+	res.NoopTickWrites = res.Details.NoopDownloads + res.Details.NoopFiles
+	st1, err := r.ctrl.stats()
+	if err != nil {
+		return err
+	}
+	res.Details.NoopCPUSeconds = st1.CPUSeconds - st0.CPUSeconds
+	res.PeakRSSBytes = st1.PeakRSSBytes
+	_, api1, err := r.ctrl.apiRequests()
+	if err != nil {
+		return err
+	}
+	res.Details.NoopAPIRequests = map[string]int64{}
+	for m, v := range api1 {
+		if d := v - api0[m]; d != 0 {
+			res.Details.NoopAPIRequests[m] = d
+		}
+	}
+	r.logf("no-op tick handled in %.2fs: downloads %v, %d files written %s",
+		res.NoopTickSeconds, res.NoopTickDownloads, res.Details.NoopFiles, strings.Join(written, " "))
+	return nil
+}
+
+// waitHandled annotates every object of all with the reconcile request
+// token and waits until every source, then every Kustomization (still
+// Ready), echoes it.
+func (r *run) waitHandled(ctx context.Context, all []client.Object, token string) error {
+	if err := requestReconcile(ctx, r.c, all, token, workers); err != nil {
+		return err
+	}
+	nSources := len(all) - r.cfg.N
+	if err := waitAll(ctx, r.c, r.ns, r.kit.NewList(), nSources, handled(token), describeSource); err != nil {
+		return r.withOutput(fmt.Errorf("waiting for every %s to handle the tick: %w", r.kit.Kind(), err))
+	}
+	ksHandled := func(obj client.Object) bool { return handled(token)(obj) && ksReady(obj) }
+	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, r.cfg.N, ksHandled, describeKs); err != nil {
+		return r.withOutput(fmt.Errorf("waiting for every Kustomization to handle the tick: %w", err))
+	}
+	return nil
+}
+
+// writtenSince returns the artifact files, relative to the storage
+// folder and sorted, created or changed since the snapshot before.
+func (r *run) writtenSince(before map[string]fileState) ([]string, error) {
+	after, err := snapshotStorage(r.ctrl.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	written := writtenFiles(before, after)
+	for i, p := range written {
+		if rel, err := filepath.Rel(r.ctrl.StoragePath, p); err == nil {
+			written[i] = rel
+		}
+	}
+	sort.Strings(written)
+	return written, nil
+}
+
+// timeline is what the ready phase measures: the seconds until every
+// Kustomization was Ready, and the 10%, 50%, 90% and 99% quantiles of the
+// times the sources got their first artifact and the Kustomizations first
+// applied and were Ready.
+type timeline struct {
+	seconds                float64
+	source, applied, ready []float64
+}
+
+// createAndWaitReady creates the sources, then the Kustomizations,
+// workers at a time, and waits until every Kustomization is Ready,
+// recording the timeline from the first creation.
+func (r *run) createAndWaitReady(ctx context.Context, sources, kss []client.Object) (timeline, error) {
+	// The waits watch from before the first object is created, so that
+	// the timeline holds the objects done while others are being created.
+	start := time.Now()
+	sourceAt, appliedAt, readyAt := firstTimes{start: start}, firstTimes{start: start}, firstTimes{start: start}
+	sourcesDone := make(chan struct{})
+	go func() {
+		defer close(sourcesDone)
+		// Only a timeline: the Kustomizations' wait below reports failures.
+		_ = waitAll(ctx, r.c, r.ns, r.kit.NewList(), len(sources), sourceAt.record(hasArtifact), describeSource)
+	}()
+	firstReady := func(obj client.Object) bool {
+		appliedAt.record(hasApplied)(obj)
+		return readyAt.record(ksReady)(obj)
+	}
+	ready := make(chan error, 1)
+	go func() {
+		ready <- waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, len(kss), firstReady, describeKs)
+	}()
+	all := append(append([]client.Object{}, sources...), kss...)
+	if err := parallel(ctx, len(all), workers, func(i int) error {
+		return r.c.Create(ctx, all[i].DeepCopyObject().(client.Object))
+	}); err != nil {
+		return timeline{}, fmt.Errorf("creating the objects: %w", err)
+	}
+	r.logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
+	if err := <-ready; err != nil {
+		return timeline{}, fmt.Errorf("waiting for every Kustomization to be Ready: %w", err)
+	}
+	tl := timeline{seconds: time.Since(start).Seconds()}
+	<-sourcesDone
+	tl.source, tl.applied, tl.ready = sourceAt.quantiles(), appliedAt.quantiles(), readyAt.quantiles()
+	return tl, nil
+}
+
+// cleanup deletes the Kustomizations (which prune their workloads) and the
+// sources of kit's kind in namespace ns, waits until the controller has
+// let them go, deletes the Gates (after their consumers, which they must
+// not hold) and the namespace.
+func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, obj := range []client.Object{&kustomizev1.Kustomization{}, kit.NewObject()} {
+		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("cleaning up: %w", err)
+		}
+	}
+	for _, list := range []client.ObjectList{&kustomizev1.KustomizationList{}, kit.NewList()} {
+		for {
+			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return fmt.Errorf("cleaning up: %w", err)
+			}
+			if apimeta.LenList(list) == 0 {
+				break
+			}
+			if err := sleep(ctx, 200*time.Millisecond); err != nil {
+				return fmt.Errorf("cleaning up: %d objects left: %w", apimeta.LenList(list), err)
+			}
+		}
+	}
+	if err := c.DeleteAllOf(ctx, &gatingv1alpha1.Gate{}, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
+	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
