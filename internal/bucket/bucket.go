@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,6 +71,17 @@ type Client struct {
 	anonymous bool
 }
 
+// sharedTransport is the transport of every client that brings none: one
+// pool of connections for all the buckets of a process, rather than a pool
+// (and its idle connections) per client.
+var sharedTransport = sync.OnceValue(func() http.RoundTripper {
+	t, err := minio.DefaultTransport(true)
+	if err != nil {
+		return http.DefaultTransport
+	}
+	return t
+})
+
 // New returns a client for the server o describes. It makes no request.
 func New(o Options) (*Client, error) {
 	if err := checkEndpoint(o.Endpoint); err != nil {
@@ -80,11 +92,7 @@ func New(o Options) (*Client, error) {
 	}
 	transport := o.Transport
 	if transport == nil {
-		t, err := minio.DefaultTransport(!o.Insecure)
-		if err != nil {
-			return nil, fmt.Errorf("creating the S3 transport: %w", err)
-		}
-		transport = t
+		transport = sharedTransport()
 	}
 	mc, err := minio.New(o.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(o.AccessKey, o.SecretKey, ""),
