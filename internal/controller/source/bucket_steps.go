@@ -63,6 +63,7 @@ func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bu
 	if err != nil {
 		return reconcile.ResultEmpty, bucketFetchFailed(obj, err)
 	}
+	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	ignored := sourceignore.NewKeyFilter(obj.Spec.Ignore)
 	sc.objects = listed[:0]
 	for _, o := range listed {
@@ -74,7 +75,6 @@ func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bu
 	if obj.GetArtifact().HasRevision(sc.revision) && equalPtr(obj.Spec.Ignore, obj.Status.ObservedIgnore) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", sc.revision)
 		sc.upToDate = true
-		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return reconcile.ResultSuccess, nil
 	}
 	if !obj.GetArtifact().HasRevision(sc.revision) {

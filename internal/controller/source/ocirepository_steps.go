@@ -60,10 +60,10 @@ func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	if err := r.resolveReference(ctx, obj, sc); err != nil {
 		return reconcile.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
 	}
+	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	if obj.GetArtifact().HasRevision(sc.revision) && !ociContentConfigChanged(obj) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", sc.revision)
 		sc.upToDate = true
-		conditions.Delete(obj, sourcev1.FetchFailedCondition)
 		return reconcile.ResultSuccess, nil
 	}
 	if err := r.verifyArtifact(ctx, obj, sc); err != nil {
@@ -269,7 +269,6 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	if err := r.storeLayer(ctx, obj, sc, &a, layer); err != nil {
 		return reconcile.ResultEmpty, err
 	}
-	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
