@@ -39,7 +39,7 @@ func TestBufferIsSafeForConcurrentUse(t *testing.T) {
 
 func TestProcessTerminateAndOutput(t *testing.T) {
 	g := NewWithT(t)
-	p, err := Start(exec.Command("sh", "-c", `echo started; trap 'echo bye; exit 0' TERM; while true; do sleep 0.05; done`))
+	p, err := Start(exec.Command("sh", "-c", `trap 'echo bye; exit 0' TERM; echo started; while true; do sleep 0.05; done`))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(p.Output).Should(ContainSubstring("started"))
 	g.Expect(p.Exited()).To(BeFalse())
