@@ -110,7 +110,7 @@ func BindControllerFlags(fs *pflag.FlagSet, o *Options) {
 // artifacts from storage directly.
 var controllers = []controller{
 	{
-		name:  SourceController,
+		name: SourceController,
 		kinds: func() []client.Object {
 			return []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}}
 		},
