@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
@@ -167,22 +168,39 @@ func (f *pushFlags) request() (oci.PushRequest, error) {
 	if f.reproducible {
 		req.Created = oci.ReproducibleCreated
 	}
-	if fi, err := os.Stat(f.path); err != nil {
-		return oci.PushRequest{}, fmt.Errorf("--path %s cannot be read: %w", f.path, errors.Unwrap(err))
-	} else if !fi.IsDir() {
-		return oci.PushRequest{}, fmt.Errorf("--path %s is not a folder: give the folder to push", f.path)
-	}
-	var ignore *string
-	if len(f.ignorePaths) > 0 {
-		s := strings.Join(f.ignorePaths, "\n")
-		ignore = &s
-	}
-	filter, err := sourceignore.NewFilter(f.path, ignore)
+	filter, err := folderFilter(f.path, f.ignorePaths, "push")
 	if err != nil {
-		return oci.PushRequest{}, fmt.Errorf("reading the ignore rules of %s: %w", f.path, err)
+		return oci.PushRequest{}, err
 	}
 	req.Filter = filter
 	return req, nil
+}
+
+// folderFilter checks that --path is a folder and returns the filter of
+// the paths push leaves out of it: those of its .sourceignore files and of
+// ignorePaths (which replace the default rules). purpose says what the
+// folder is for, in errors ("push").
+func folderFilter(path string, ignorePaths []string, purpose string) (archive.Filter, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--path %s cannot be read: %w", path, errors.Unwrap(err))
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("--path %s is not a folder: give the folder to %s", path, purpose)
+	}
+	filter, err := sourceignore.NewFilter(path, ignoreRules(ignorePaths))
+	if err != nil {
+		return nil, fmt.Errorf("reading the ignore rules of %s: %w", path, err)
+	}
+	return filter, nil
+}
+
+// parseMaxSize parses the --max-size flag, a positive quantity such as
+// 100Mi.
+func parseMaxSize(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Value() <= 0 {
+		return 0, fmt.Errorf("--max-size %q is not a size: write e.g. 100Mi", s)
+	}
+	return q.Value(), nil
 }
 
 // pullFlags are the flags of `pull artifact`.
@@ -220,9 +238,9 @@ func (f *pullFlags) run(cmd *cobra.Command, url string) error {
 	if f.output == "" {
 		return errors.New("--output is required: the folder to extract the artifact into")
 	}
-	q, err := resource.ParseQuantity(f.maxSize)
-	if err != nil || q.Value() <= 0 {
-		return fmt.Errorf("--max-size %q is not a size: write e.g. 100Mi", f.maxSize)
+	maxSize, err := parseMaxSize(f.maxSize)
+	if err != nil {
+		return err
 	}
 	o, err := f.options()
 	if err != nil {
@@ -234,7 +252,7 @@ func (f *pullFlags) run(cmd *cobra.Command, url string) error {
 	}
 	ctx, cancel := f.context(cmd)
 	defer cancel()
-	pulled, err := oci.Pull(ctx, ref, f.output, q.Value(), o)
+	pulled, err := oci.Pull(ctx, ref, f.output, maxSize, o)
 	if err != nil {
 		return err
 	}

@@ -131,10 +131,7 @@ func (g *gitSourceFlags) object(name string, f *createFlags) (*sourcev1.GitRepos
 		}
 		obj.Spec.SecretRef = &meta.LocalObjectReference{Name: g.secretRef}
 	}
-	if len(g.ignorePaths) > 0 {
-		ignore := strings.Join(g.ignorePaths, "\n")
-		obj.Spec.Ignore = &ignore
-	}
+	obj.Spec.Ignore = ignoreRules(g.ignorePaths)
 	return obj, nil
 }
 

@@ -11,11 +11,9 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/oci"
-	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
 // diffArtifactFlags are the flags of `diff artifact`.
@@ -121,20 +119,15 @@ func (f *diffArtifactFlags) check() (archive.Filter, int64, error) {
 	if f.path == "" {
 		return nil, 0, errors.New("--path is required: the folder to compare the artifact with")
 	}
-	if fi, err := os.Stat(f.path); err != nil {
-		return nil, 0, fmt.Errorf("--path %s cannot be read: %w", f.path, errors.Unwrap(err))
-	} else if !fi.IsDir() {
-		return nil, 0, fmt.Errorf("--path %s is not a folder: give the folder to compare the artifact with", f.path)
-	}
-	q, err := resource.ParseQuantity(f.maxSize)
-	if err != nil || q.Value() <= 0 {
-		return nil, 0, fmt.Errorf("--max-size %q is not a size: write e.g. 100Mi", f.maxSize)
-	}
-	filter, err := sourceignore.NewFilter(f.path, ignoreRules(f.ignorePaths))
+	filter, err := folderFilter(f.path, f.ignorePaths, "compare the artifact with")
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the ignore rules of %s: %w", f.path, err)
+		return nil, 0, err
 	}
-	return filter, q.Value(), nil
+	maxSize, err := parseMaxSize(f.maxSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	return filter, maxSize, nil
 }
 
 // errPackStopped stops the packing of a folder whose extraction failed.
