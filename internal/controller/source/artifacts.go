@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -141,6 +142,22 @@ func secretData(ctx context.Context, c client.Reader, ns, name string) (map[stri
 		return nil, fmt.Errorf("getting secret '%s/%s': %w", ns, name, err)
 	}
 	return secret.Data, nil
+}
+
+// fetchFailed records a failure to reach a source's server in the
+// FetchFailed condition and returns it as a reconcile error: a reconcile
+// error keeps its reason; an error that wraps denied (the server refused
+// the credentials) is AuthenticationFailed; any other error fails with
+// reason and is retried.
+func fetchFailed(obj conditions.Setter, reason string, denied, err error) error {
+	if reconcile.ReasonOf(err, "") == "" {
+		if errors.Is(err, denied) {
+			reason = sourcev1.AuthenticationFailedReason
+		}
+		err = reconcile.Fail(reason, err)
+	}
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reconcile.ReasonOf(err, reason), "%s", err.Error())
+	return err
 }
 
 // storedMessage is the message of a Ready source.

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -169,18 +168,8 @@ func (r *BucketReconciler) concurrency() int {
 	return defaultBucketConcurrency
 }
 
-// bucketFetchFailed records a failure to reach the bucket in the
-// FetchFailed condition and returns it as a reconcile error: a reconcile
-// error keeps its reason; refused credentials are AuthenticationFailed;
-// any other error fails as BucketOperationFailed and is retried.
+// bucketFetchFailed records a failure to reach the bucket (see
+// fetchFailed).
 func bucketFetchFailed(obj *sourcev1.Bucket, err error) error {
-	if reconcile.ReasonOf(err, "") == "" {
-		reason := sourcev1.BucketOperationFailedReason
-		if errors.Is(err, bucket.ErrAccessDenied) {
-			reason = sourcev1.AuthenticationFailedReason
-		}
-		err = reconcile.Fail(reason, err)
-	}
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reconcile.ReasonOf(err, ""), "%s", err.Error())
-	return err
+	return fetchFailed(obj, sourcev1.BucketOperationFailedReason, bucket.ErrAccessDenied, err)
 }

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,19 +67,10 @@ func (r *OCIRepositoryReconciler) maxLayerSize() int64 {
 	return archive.DefaultMaxSize
 }
 
-// ociFetchFailed records a failure to fetch in the FetchFailed condition
-// and returns it as a reconcile error: a reconcile error keeps its reason;
-// a registry that refuses the credentials is AuthenticationFailed; any
-// other error fails with reason and is retried.
+// ociFetchFailed records a failure to reach the registry (see
+// fetchFailed).
 func ociFetchFailed(obj *sourcev1.OCIRepository, reason string, err error) error {
-	if reconcile.ReasonOf(err, "") == "" {
-		if errors.Is(err, oci.ErrAccessDenied) {
-			reason = sourcev1.AuthenticationFailedReason
-		}
-		err = reconcile.Fail(reason, err)
-	}
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reconcile.ReasonOf(err, reason), "%s", err.Error())
-	return err
+	return fetchFailed(obj, reason, oci.ErrAccessDenied, err)
 }
 
 // ociContentConfigChanged reports whether the spec asks for an artifact
