@@ -6,6 +6,18 @@ const (
 	// controller echoes in status.lastHandledReconcileAt once it has acted.
 	ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
 
+	// ForceRequestAnnotation asks the helm controller to install or upgrade
+	// a HelmRelease once even when nothing changed (together with
+	// ReconcileRequestAnnotation); its token is echoed in
+	// status.lastHandledForceAt.
+	ForceRequestAnnotation = "reconcile.fluxcd.io/forceAt"
+
+	// ResetRequestAnnotation asks the helm controller to reset a
+	// HelmRelease's failure counters (together with
+	// ReconcileRequestAnnotation); its token is echoed in
+	// status.lastHandledResetAt.
+	ResetRequestAnnotation = "reconcile.fluxcd.io/resetAt"
+
 	// Finalizer is set on every object that a Windlass controller cleans up
 	// after.
 	Finalizer = "finalizers.fluxcd.io"

@@ -33,6 +33,13 @@ type SecretKeyReference struct {
 // DependencyReference names an object this one depends on, and optionally
 // how to tell that it is ready.
 type DependencyReference struct {
+	// Kind of the dependency: Kustomization or HelmRelease. Empty means the
+	// dependent's own kind. (A Windlass extension: the reference API only
+	// has dependencies of the same kind.)
+	// +kubebuilder:validation:Enum=Kustomization;HelmRelease
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
 	// Name of the dependency.
 	// +required
 	Name string `json:"name"`

@@ -86,7 +86,8 @@ is SOPS-encrypted (its values are then ciphertext, printed as they are).`,
 		},
 	}
 	leaf.Flags().BoolVar(&f.dryRun, "dry-run", false, "use no cluster: the spec comes from --kustomization-file or is empty, and substituteFrom is skipped")
-	return f.command("build", "Build what a Kustomization would apply, from a local folder", leaf)
+	cmd := f.command("build", "Print what a Kustomization or a HelmRelease would apply, built locally", leaf)
+	return addSubcommands(cmd, newBuildHelmReleaseCommand(&f.kube))
 }
 
 // command returns the command verb, whose one subcommand leaf is
@@ -197,36 +198,47 @@ var kustomizationGroupKind = schema.GroupKind{Group: kustomizev1.GroupVersion.Gr
 // readKustomizationFile returns the Kustomization called name among the
 // YAML documents of path (namespace when it names none).
 func readKustomizationFile(path, namespace, name string) (*kustomizev1.Kustomization, error) {
+	ks := &kustomizev1.Kustomization{}
+	gvk := kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind)
+	if err := readObjectFile("--kustomization-file", path, gvk, namespace, name, ks); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// readObjectFile decodes into obj the object of gvk's group and kind called
+// name among the YAML documents of path, the file of flag; its namespace
+// is namespace when it names none.
+func readObjectFile(flag, path string, gvk schema.GroupVersionKind, namespace, name string, obj client.Object) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading --kustomization-file: %w", err)
+		return fmt.Errorf("reading %s: %w", flag, err)
 	}
 	var found []string
 	for _, doc := range splitYAML(data) {
 		var u unstructured.Unstructured
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("--kustomization-file %s is not valid YAML: %w", path, err)
+			return fmt.Errorf("%s %s is not valid YAML: %w", flag, path, err)
 		}
-		if u.GroupVersionKind().GroupKind() != kustomizationGroupKind {
+		if u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
 			continue
 		}
 		if u.GetName() != name {
 			found = append(found, u.GetName())
 			continue
 		}
-		ks := &kustomizev1.Kustomization{}
-		if err := yaml.Unmarshal(doc, ks); err != nil {
-			return nil, fmt.Errorf("--kustomization-file %s: Kustomization %s: %w", path, name, err)
+		if err := yaml.Unmarshal(doc, obj); err != nil {
+			return fmt.Errorf("%s %s: %s %s: %w", flag, path, gvk.Kind, name, err)
 		}
-		if ks.Namespace == "" {
-			ks.Namespace = namespace
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(namespace)
 		}
-		return ks, nil
+		return nil
 	}
 	if len(found) > 0 {
-		return nil, fmt.Errorf("--kustomization-file %s holds no Kustomization %q (it holds %s): check the name", path, name, strings.Join(found, ", "))
+		return fmt.Errorf("%s %s holds no %s %q (it holds %s): check the name", flag, path, gvk.Kind, name, strings.Join(found, ", "))
 	}
-	return nil, fmt.Errorf("--kustomization-file %s holds no Kustomization: pass a file with a %s manifest", path, kustomizev1.GroupVersion)
+	return fmt.Errorf("%s %s holds no %s: pass a file with a %s manifest", flag, path, gvk.Kind, gvk.GroupVersion())
 }
 
 // splitYAML returns the documents of a YAML stream.

@@ -40,7 +40,7 @@ func newCreateCommand() *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Create or update sources, Kustomizations, their secrets and Gates",
+		Short: "Create or update sources, Kustomizations, HelmReleases, their secrets and Gates",
 		Long: `Create an object, or update it when it exists (server-side apply, field
 owner "windlass"), then wait until its controller has reconciled it and print
 the outcome; the exit code is not zero when it is not Ready.
@@ -53,8 +53,11 @@ and no cluster is needed.`,
 	fs.BoolVar(&f.export, "export", false, "print the object as YAML instead of applying it (no cluster needed)")
 	fs.StringSliceVar(&f.labels, "label", nil, "set a label, as key=value (repeat the flag or separate with commas)")
 	source := &cobra.Command{Use: "source", Short: "Create or update sources"}
-	source.AddCommand(newCreateSourceGitCommand(f), newCreateSourceOCICommand(f), newCreateSourceBucketCommand(f))
-	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateSecretCommand(f), newCreateGateCommand(f))
+	source.AddCommand(newCreateSourceGitCommand(f), newCreateSourceOCICommand(f), newCreateSourceBucketCommand(f),
+		newCreateSourceHelmCommand(f), newCreateSourceChartCommand(f))
+	secret := newCreateSecretCommand(f)
+	secret.AddCommand(newCreateSecretHelmCommand(f))
+	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateHelmReleaseCommand(f), secret, newCreateGateCommand(f))
 	return cmd
 }
 
@@ -77,13 +80,7 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
   windlass create source git app --url ssh://git@github.com/org/app --tag-semver ">=1.0.0" --secret-ref app-auth
   windlass create source git app --url https://github.com/org/app --branch main --export > app-source.yaml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			obj, err := g.object(args[0], f)
-			if err != nil {
-				return err
-			}
-			return f.apply(cmd, obj, true)
-		},
+		RunE: applyCreated(f, g.object),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&g.url, "url", "", "the repository's URL: http, https or ssh (ssh://git@host/path)")
@@ -173,13 +170,7 @@ func newCreateKustomizationCommand(f *createFlags) *cobra.Command {
   windlass create ks apps --source GitRepository/flux-system/fleet --path ./apps --depends-on infra --wait
   windlass create ks secrets --source fleet --path ./secrets --decryption-provider sops --decryption-secret sops-age --export`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			obj, err := k.object(args[0], f)
-			if err != nil {
-				return err
-			}
-			return f.apply(cmd, obj, true)
-		},
+		RunE: applyCreated(f, k.object),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&k.source, "source", "", "the source of the manifests: [Kind/][namespace/]name, Kind defaults to GitRepository")
@@ -403,13 +394,7 @@ opened or closed for DURATION; when schedules overlap, closing wins.`,
   windlass create gate no-deploy-friday --default opened --schedule "close 0 0 * * FRI for 24h in Europe/Berlin"
   windlass create gate releases --schedule "open 0 9 * * MON-THU for 8h in America/New_York" --export`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			obj, err := g.object(args[0], f)
-			if err != nil {
-				return err
-			}
-			return f.apply(cmd, obj, true)
-		},
+		RunE: applyCreated(f, g.object),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&g.defaultState, "default", string(gatingv1alpha1.GateClosed), "the state when no request and no schedule applies: opened or closed")
@@ -540,6 +525,19 @@ func parseLabelFlags(values []string) (map[string]string, error) {
 		labels[key] = value
 	}
 	return labels, nil
+}
+
+// applyCreated returns the RunE of a create command: it builds the object
+// its one argument names with build, then applies it and waits for its
+// controller's outcome (or prints it with --export).
+func applyCreated[T client.Object](f *createFlags, build func(name string, f *createFlags) (T, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		obj, err := build(args[0], f)
+		if err != nil {
+			return err
+		}
+		return f.apply(cmd, obj, true)
+	}
 }
 
 // apply prints obj with --export; else it applies obj and, when wait is

@@ -60,13 +60,7 @@ an identity that --verify-issuer and --verify-subject match.`,
     --verify-provider cosign --verify-issuer "^https://token.actions.githubusercontent.com$" \
     --verify-subject "^https://github.com/org/app/" --export > app-source.yaml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			obj, err := o.object(args[0], f)
-			if err != nil {
-				return err
-			}
-			return f.apply(cmd, obj, true)
-		},
+		RunE: applyCreated(f, o.object),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.url, "url", "", "the repository: oci://HOST/REPOSITORY, without a tag")

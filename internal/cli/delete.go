@@ -26,10 +26,11 @@ func newDeleteCommand() *cobra.Command {
 	f := &deleteFlags{}
 	cmd := &cobra.Command{
 		Use:   "delete",
-		Short: "Delete sources and Kustomizations, and wait until they are gone",
+		Short: "Delete sources, Kustomizations and HelmReleases, and wait until they are gone",
 		Long: `Delete an object after asking for confirmation (unless --silent), and wait
 until it is gone: its controller first runs its finalizers (a Kustomization
-with prune deletes what it applied, a source its artifacts).`,
+with prune deletes what it applied, a HelmRelease uninstalls its release,
+a source deletes its artifacts).`,
 	}
 	f.bindWaiting(cmd)
 	cmd.PersistentFlags().BoolVarP(&f.silent, "silent", "s", false, "delete without asking for confirmation")

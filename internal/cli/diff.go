@@ -87,7 +87,8 @@ diff could not be made.`,
 			return nil
 		},
 	}
-	return addSubcommands(f.command("diff", "Show what applying a local folder would change in the cluster", leaf), newDiffArtifactCommand())
+	return addSubcommands(f.command("diff", "Show what applying a local folder would change in the cluster", leaf), newDiffArtifactCommand(),
+		newDiffHelmReleaseCommand(&f.kube))
 }
 
 // run prints what applying the build of name would change, and reports
@@ -158,18 +159,28 @@ func printPrunes(ctx context.Context, w io.Writer, c client.Client, ks *kustomiz
 	if !ks.Spec.Prune || ks.Status.Inventory == nil {
 		return false, nil
 	}
+	owner := kustomization.Owner(ks).Labels()
+	return printDeleted(ctx, w, c, kustomization.Inventory(ks), plan, kustomizev1.KustomizationKind, func(live *unstructured.Unstructured) bool {
+		return ownedBy(live, owner) && !ssa.PruneDisabled(live)
+	})
+}
+
+// printDeleted prints the entries of inv, the inventory of an object of
+// kind owner, that are not in the plan and whose live object deletes says
+// would be deleted, and reports whether there are any.
+func printDeleted(ctx context.Context, w io.Writer, c client.Client, inv []inventory.Entry, plan []ssa.Planned, owner string,
+	deletes func(live *unstructured.Unstructured) bool) (bool, error) {
 	var applied []inventory.Entry
 	for _, p := range plan {
 		applied = append(applied, inventory.Entry{ID: p.Object.ID(), Version: p.Version})
 	}
-	owner := kustomization.Owner(ks).Labels()
 	deleted := false
-	for _, e := range inventory.Diff(kustomization.Inventory(ks), applied) {
+	for _, e := range inventory.Diff(inv, applied) {
 		live, id, err := readEntry(ctx, c, e)
 		if err != nil {
-			return false, fmt.Errorf("reading %s, which the Kustomization applied: %w", e.ID, err)
+			return false, fmt.Errorf("reading %s, which the %s applied: %w", e.ID, owner, err)
 		}
-		if live == nil || !ownedBy(live, owner) || ssa.PruneDisabled(live) {
+		if live == nil || !deletes(live) {
 			continue // gone, or no longer the controller's to delete
 		}
 		fmt.Fprintf(w, "► %s deleted\n", id.Subject())

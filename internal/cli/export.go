@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
@@ -79,6 +80,8 @@ func exportObjects(ctx context.Context, c client.Client, errOut, w io.Writer, f 
 // write, which a manifest for Git leaves out.
 var clusterAnnotations = []string{
 	meta.ReconcileRequestAnnotation,
+	meta.ForceRequestAnnotation,
+	meta.ResetRequestAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 }
 
@@ -96,7 +99,9 @@ func cleanManifest(obj client.Object) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("exporting %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	var full map[string]any
-	if err := json.Unmarshal(raw, &full); err != nil {
+	// Integers stay int64, as in every unstructured object: Helm values
+	// may hold numbers that a float64 would round.
+	if err := utiljson.Unmarshal(raw, &full); err != nil {
 		return nil, fmt.Errorf("exporting %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	metadata := map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}

@@ -23,13 +23,17 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/controller/helm"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	"github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -57,8 +61,8 @@ func TestMain(m *testing.M) {
 // controlledLabel marks the objects that the tests' controllers reconcile.
 const controlledLabel = "windlass.test/controlled"
 
-// startControllers runs the GitRepository, OCIRepository, Bucket and
-// Kustomization controllers
+// startControllers runs the GitRepository, OCIRepository, Bucket,
+// HelmRepository, HelmChart, Kustomization and HelmRelease controllers
 // against the test control plane, for the verbs that wait for them.
 func startControllers(ctx context.Context, e *testenv.Environment) error {
 	storage, err := testutil.StartStorage()
@@ -72,6 +76,8 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&sourcev1.GitRepository{}: {Label: selector}, &kustomizev1.Kustomization{}: {Label: selector},
 			&sourcev1.OCIRepository{}: {Label: selector}, &sourcev1.Bucket{}: {Label: selector},
+			&sourcev1.HelmRepository{}: {Label: selector}, &sourcev1.HelmChart{}: {Label: selector},
+			&helmv2.HelmRelease{}: {Label: selector},
 		}}})
 	if err != nil {
 		return err
@@ -97,8 +103,32 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	if err := ks.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
+	if err := startHelmControllers(ctx, mgr, storage, opts); err != nil {
+		return err
+	}
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
+}
+
+// startHelmControllers adds the HelmRepository, HelmChart and HelmRelease
+// controllers to mgr. A HelmRelease's HelmChart is seen by its controller
+// only when spec.chart.metadata.labels carries the controlled label.
+func startHelmControllers(ctx context.Context, mgr ctrl.Manager, storage *artifact.Storage, opts reconcile.ControllerOptions) error {
+	cache := repository.NewIndexCache(16, time.Minute)
+	repos := &source.HelmRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, IndexCache: cache, AllowInsecureHTTP: true}
+	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	charts := &source.HelmChartReconciler{Client: mgr.GetClient(), Storage: storage, IndexCache: cache,
+		AllowInsecureHTTP: true, DependencyRequeue: time.Second}
+	if err := charts.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	hr := &helm.HelmReleaseReconciler{
+		Client: mgr.GetClient(), ChartReader: &fetch.Local{Storage: storage}, DependencyRequeue: time.Second,
+		Targets: &impersonation.Factory{Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
+	}
+	return hr.SetupWithManager(ctx, mgr, opts)
 }
 
 // run runs the windlass command line with args against the test control

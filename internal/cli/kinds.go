@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -57,8 +58,9 @@ type kindColumns struct {
 }
 
 // objectKinds are the kinds the verbs know, in dependency order (sources
-// before what applies them); Gates, which sources and appliers wait
-// behind, come last.
+// before what applies them: a HelmChart after the sources it is built
+// from, a HelmRelease after its chart); Gates, which sources and appliers
+// wait behind, come last.
 var objectKinds = []objectKind{
 	{
 		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
@@ -104,7 +106,42 @@ var objectKinds = []objectKind{
 		},
 		lastHandled: func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastHandledReconcileAt },
 		revision:    func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
-		dependsOn:   func(o reconcilable) []meta.DependencyReference { return o.(*kustomizev1.Kustomization).Spec.DependsOn },
+		dependsOn: func(o reconcilable) []meta.DependencyReference {
+			return dependenciesOfKind(kustomizev1.KustomizationKind, o.(*kustomizev1.Kustomization).Spec.DependsOn)
+		},
+	},
+	{
+		words: []string{"source", "helm"}, aliases: []string{"helmrepository", "helmrepositories", "helmrepo"}, kind: sourcev1.HelmRepositoryKind,
+		new: func() reconcilable { return &sourcev1.HelmRepository{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &sourcev1.HelmRepositoryList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*sourcev1.HelmRepository).Status.LastHandledReconcileAt },
+		revision:    artifactRevision,
+	},
+	{
+		words: []string{"source", "chart"}, aliases: []string{"helmchart", "helmcharts", "hc"}, kind: sourcev1.HelmChartKind,
+		new: func() reconcilable { return &sourcev1.HelmChart{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &sourcev1.HelmChartList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*sourcev1.HelmChart).Status.LastHandledReconcileAt },
+		revision:    artifactRevision,
+	},
+	{
+		words: []string{"helmrelease"}, aliases: []string{"hr", "helmreleases"}, kind: helmv2.HelmReleaseKind,
+		new: func() reconcilable { return &helmv2.HelmRelease{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &helmv2.HelmReleaseList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*helmv2.HelmRelease).Status.LastHandledReconcileAt },
+		revision:    releaseRevision,
+		dependsOn: func(o reconcilable) []meta.DependencyReference {
+			return dependenciesOfKind(helmv2.HelmReleaseKind, o.(*helmv2.HelmRelease).Spec.DependsOn)
+		},
 	},
 	{
 		words: []string{"gate"}, aliases: []string{"gates"}, kind: gatingv1alpha1.GateKind,
@@ -126,6 +163,83 @@ func artifactRevision(o reconcilable) string {
 		return a.Revision
 	}
 	return ""
+}
+
+// releaseRevision returns the chart version of a HelmRelease's latest
+// release (the newest history snapshot), or the chart version last
+// attempted when it has no history yet.
+func releaseRevision(o reconcilable) string {
+	hr := o.(*helmv2.HelmRelease)
+	if latest := hr.Status.History.Latest(); latest != nil {
+		return latest.ChartVersion
+	}
+	return hr.Status.LastAttemptedRevision
+}
+
+// dependenciesOfKind returns the entries of deps, those of an object of
+// kind, that name an object of the same kind: an entry's kind is its Kind,
+// or, when empty, the dependent's own.
+func dependenciesOfKind(kind string, deps []meta.DependencyReference) []meta.DependencyReference {
+	var out []meta.DependencyReference
+	for _, d := range deps {
+		if d.Kind == "" || d.Kind == kind {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// kindRef names an object of a kind of objectKinds.
+type kindRef struct {
+	kind, namespace, name string
+}
+
+// String returns the reference as "Kind namespace/name".
+func (r kindRef) String() string {
+	return fmt.Sprintf("%s %s/%s", r.kind, r.namespace, r.name)
+}
+
+// releaseChartSource returns the object a HelmRelease takes its chart
+// from: its spec.chartRef, or the HelmChart the controller makes of its
+// chart template (status.helmChart, else the name the controller gives it,
+// namespace-name, in the namespace of the template's source).
+func releaseChartSource(hr *helmv2.HelmRelease) (kindRef, error) {
+	if ref := hr.Spec.ChartRef; ref != nil {
+		return kindRef{kind: ref.Kind, namespace: orNamespace(ref.Namespace, hr.Namespace), name: ref.Name}, nil
+	}
+	if ns, name, found := strings.Cut(hr.Status.HelmChart, "/"); found && ns != "" && name != "" {
+		return kindRef{kind: sourcev1.HelmChartKind, namespace: ns, name: name}, nil
+	}
+	if hr.Spec.Chart == nil {
+		return kindRef{}, fmt.Errorf("HelmRelease %s/%s has neither spec.chart nor spec.chartRef", hr.Namespace, hr.Name)
+	}
+	ns := orNamespace(hr.Spec.Chart.Spec.SourceRef.Namespace, hr.Namespace)
+	return kindRef{kind: sourcev1.HelmChartKind, namespace: ns, name: hr.GetHelmChartName()}, nil
+}
+
+// chartSourceOf returns the source a HelmChart is built from, in its
+// namespace.
+func chartSourceOf(hc *sourcev1.HelmChart) kindRef {
+	return kindRef{kind: hc.Spec.SourceRef.Kind, namespace: hc.Namespace, name: hc.Spec.SourceRef.Name}
+}
+
+// orNamespace returns ns, or fallback when ns is empty.
+func orNamespace(ns, fallback string) string {
+	if ns == "" {
+		return fallback
+	}
+	return ns
+}
+
+// kindOfRef returns the entry of objectKinds of ref's kind, or false for a
+// kind the verbs do not know.
+func kindOfRef(ref kindRef) (objectKind, bool) {
+	for _, k := range objectKinds {
+		if k.kind == ref.kind {
+			return k, true
+		}
+	}
+	return objectKind{}, false
 }
 
 // items returns pointers to the items of a typed list.

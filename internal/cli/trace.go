@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	apimeta "github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -41,15 +42,19 @@ func newTraceCommand() *cobra.Command {
 	f := &traceFlags{}
 	cmd := &cobra.Command{
 		Use:   "trace KIND NAME",
-		Short: "Show which Kustomization and source an object comes from",
+		Short: "Show which Kustomization or HelmRelease, and which source, an object comes from",
 		Long: `Find the object KIND NAME (or KIND/NAME) in the namespace -n (KIND is a kind,
 resource name or short name, as kubectl takes them; --api-version picks one
 when several groups serve it), and show the Kustomization that applied it (from the
 labels ` + ownerNameLabel + ` and /namespace that the controller sets):
 its path, the revision it applied and whether it is Ready; then that
 Kustomization's source: its URL, reference, revision and whether it is
-Ready. An object that no Kustomization applied is reported as not managed
-by Windlass.`,
+Ready. An object of a Helm release (the labels ` + helmv2.NameLabel + `
+and /namespace) shows its HelmRelease instead: the release, its chart and
+the chart version installed, and whether it is Ready; then the chart's
+source, a HelmChart and the HelmRepository, GitRepository or Bucket it is
+built from, or an OCIRepository. An object that neither applied is reported
+as not managed by Windlass.`,
 		Example: `  windlass trace deployment web -n demo
   windlass trace ConfigMap/settings -n demo
   windlass trace widget main --api-version example.com/v1 -n demo`,
@@ -109,15 +114,26 @@ func (f *traceFlags) run(ctx context.Context, w io.Writer, kind, name string) er
 	r := &report{w: w}
 	r.section(gvk.Kind+"/"+name, "Object")
 	r.field("Namespace", key.Namespace)
-	ksName, ksNamespace := obj.GetLabels()[ownerNameLabel], obj.GetLabels()[ownerNamespaceLabel]
+	labels := obj.GetLabels()
+	if hrName, hrNamespace := labels[helmv2.NameLabel], labels[helmv2.NamespaceLabel]; hrName != "" && hrNamespace != "" {
+		r.field("Status", "Managed by Windlass")
+		return f.traceRelease(ctx, c, r, hrNamespace, hrName)
+	}
+	ksName, ksNamespace := labels[ownerNameLabel], labels[ownerNamespaceLabel]
 	if ksName == "" || ksNamespace == "" {
 		r.field("Status", "Not managed by Windlass (it has no "+ownerNameLabel+" label)")
 		return r.err
 	}
 	r.field("Status", "Managed by Windlass")
+	return f.traceKustomization(ctx, c, r, ksNamespace, ksName)
+}
+
+// traceKustomization prints the Kustomization namespace/name, then its
+// source.
+func (f *traceFlags) traceKustomization(ctx context.Context, c client.Client, r *report, namespace, name string) error {
 	ks := &kustomizev1.Kustomization{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ksNamespace, Name: ksName}, ks); err != nil {
-		return fmt.Errorf("reading Kustomization %s/%s, whose labels the object carries: %w", ksNamespace, ksName, err)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ks); err != nil {
+		return fmt.Errorf("reading Kustomization %s/%s, whose labels the object carries: %w", namespace, name, err)
 	}
 	r.rule()
 	r.section(ks.Name, kustomizev1.KustomizationKind)
@@ -134,26 +150,68 @@ func (f *traceFlags) run(ctx context.Context, w io.Writer, kind, name string) er
 // traceSource prints the source of ks.
 func (f *traceFlags) traceSource(ctx context.Context, c client.Client, r *report, ks *kustomizev1.Kustomization) error {
 	ref := ks.Spec.SourceRef
-	ns := ref.Namespace
-	if ns == "" {
-		ns = ks.Namespace
-	}
-	var k *objectKind
-	for i := range objectKinds {
-		if objectKinds[i].kind == ref.Kind {
-			k = &objectKinds[i]
-		}
-	}
-	if k == nil {
-		return fmt.Errorf("the source kind %q of Kustomization %s/%s is not one this version knows", ref.Kind, ks.Namespace, ks.Name)
-	}
-	source := k.new()
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, source); err != nil {
-		return fmt.Errorf("reading the source %s %s/%s of Kustomization %s/%s: %w", ref.Kind, ns, ref.Name, ks.Namespace, ks.Name, err)
+	source := kindRef{kind: ref.Kind, namespace: orNamespace(ref.Namespace, ks.Namespace), name: ref.Name}
+	_, err := traceSourceRef(ctx, c, r, source, "Kustomization "+ks.Namespace+"/"+ks.Name)
+	return err
+}
+
+// traceRelease prints the HelmRelease namespace/name, then the source of
+// its chart: its HelmChart and the HelmChart's source, or the
+// OCIRepository of its chartRef.
+func (f *traceFlags) traceRelease(ctx context.Context, c client.Client, r *report, namespace, name string) error {
+	hr := &helmv2.HelmRelease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, hr); err != nil {
+		return fmt.Errorf("reading HelmRelease %s/%s, whose labels the object carries: %w", namespace, name, err)
 	}
 	r.rule()
-	r.section(source.GetName(), ref.Kind)
+	r.section(hr.Name, helmv2.HelmReleaseKind)
+	r.field("Namespace", hr.Namespace)
+	r.field("Release", hr.GetReleaseNamespace()+"/"+hr.GetReleaseName())
+	if tmpl := hr.Spec.Chart; tmpl != nil {
+		r.field("Chart", tmpl.Spec.Chart)
+		r.field("Version", tmpl.Spec.Version)
+	}
+	r.field("Revision", releaseRevision(hr))
+	r.readiness(hr)
+	if r.err != nil {
+		return r.err
+	}
+	ref, err := releaseChartSource(hr)
+	if err != nil {
+		return err
+	}
+	chart, err := traceSourceRef(ctx, c, r, ref, "HelmRelease "+hr.Namespace+"/"+hr.Name)
+	if err != nil {
+		return err
+	}
+	if hc, ok := chart.(*sourcev1.HelmChart); ok {
+		_, err = traceSourceRef(ctx, c, r, chartSourceOf(hc), "HelmChart "+hc.Namespace+"/"+hc.Name)
+	}
+	return err
+}
+
+// traceSourceRef prints the source ref, of owner ("Kind namespace/name"),
+// and returns it.
+func traceSourceRef(ctx context.Context, c client.Client, r *report, ref kindRef, owner string) (reconcilable, error) {
+	k, ok := kindOfRef(ref)
+	if !ok {
+		return nil, fmt.Errorf("the source kind %q of %s is not one this version knows", ref.kind, owner)
+	}
+	source := k.new()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.namespace, Name: ref.name}, source); err != nil {
+		return nil, fmt.Errorf("reading the source %s %s/%s of %s: %w", ref.kind, ref.namespace, ref.name, owner, err)
+	}
+	r.rule()
+	r.section(source.GetName(), ref.kind)
 	r.field("Namespace", source.GetNamespace())
+	traceSourceFields(r, source)
+	r.field("Revision", k.revision(source))
+	r.readiness(source)
+	return source, r.err
+}
+
+// traceSourceFields prints what a source fetches, by its kind.
+func traceSourceFields(r *report, source reconcilable) {
 	switch src := source.(type) {
 	case *sourcev1.GitRepository:
 		r.field("URL", src.Spec.URL)
@@ -176,10 +234,16 @@ func (f *traceFlags) traceSource(ctx context.Context, c client.Client, r *report
 		r.field("Endpoint", src.Spec.Endpoint)
 		r.field("Bucket", src.Spec.BucketName)
 		r.field("Prefix", src.Spec.Prefix)
+	case *sourcev1.HelmRepository:
+		r.field("URL", src.Spec.URL)
+		r.field("Type", src.GetType())
+	case *sourcev1.HelmChart:
+		r.field("Chart", src.Spec.Chart)
+		if src.Spec.SourceRef.Kind == sourcev1.HelmRepositoryKind {
+			r.field("Version", src.GetVersion())
+		}
+		r.field("Source", src.Spec.SourceRef.Kind+"/"+src.Spec.SourceRef.Name)
 	}
-	r.field("Revision", k.revision(source))
-	r.readiness(source)
-	return r.err
 }
 
 // resolveKind finds the kind that kind names (a kind, a resource name or

@@ -9,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/inventory"
 )
@@ -21,8 +23,8 @@ type treeFlags struct {
 	output string
 }
 
-// treeNode is one object of a tree: a Kustomization's children are the
-// objects of its inventory.
+// treeNode is one object of a tree: a Kustomization's or HelmRelease's
+// children are the objects of its inventory.
 type treeNode struct {
 	// Kind is the object's kind.
 	Kind string `json:"kind" yaml:"kind"`
@@ -32,7 +34,7 @@ type treeNode struct {
 	Namespace string `json:"namespace,omitempty" yaml:"namespace,omitempty"`
 	// Name is the object's name.
 	Name string `json:"name" yaml:"name"`
-	// Children are the objects a Kustomization applied.
+	// Children are the objects a Kustomization or HelmRelease applied.
 	Children []*treeNode `json:"children,omitempty" yaml:"children,omitempty"`
 }
 
@@ -43,7 +45,7 @@ func (n *treeNode) subject() string {
 
 func newTreeCommand() *cobra.Command {
 	f := &treeFlags{}
-	cmd := &cobra.Command{Use: "tree", Short: "Show the objects a Kustomization applied, as a tree"}
+	cmd := &cobra.Command{Use: "tree", Short: "Show the objects a Kustomization or HelmRelease applied, as a tree"}
 	f.kube.bind(cmd)
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "", "print the tree as yaml or json instead of text")
 	cmd.AddCommand(&cobra.Command{
@@ -51,21 +53,38 @@ func newTreeCommand() *cobra.Command {
 		Aliases: []string{"ks", "kustomizations"},
 		Short:   "Show the objects in the inventory of the Kustomization NAME, through the Kustomizations it applies",
 		Long: `Show the objects in the inventory (status.inventory) of the Kustomization NAME
-as a tree; a Kustomization among them shows the objects of its own
-inventory below it, and so on down. With -o yaml or -o json, each node has
-kind, group, namespace, name and children.`,
+as a tree; a Kustomization or HelmRelease among them shows the objects of
+its own inventory below it, and so on down. With -o yaml or -o json, each
+node has kind, group, namespace, name and children.`,
 		Example: `  windlass tree kustomization flux-system
   windlass tree ks apps -n flux-system -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd, args[0])
+			return f.run(cmd, kustomizationGroupKind, args[0])
+		},
+	}, &cobra.Command{
+		Use:     "helmrelease NAME",
+		Aliases: []string{"hr", "helmreleases"},
+		Short:   "Show the objects of the release of the HelmRelease NAME, through the Kustomizations and HelmReleases it installs",
+		Long: `Show the objects of the release (status.inventory) of the HelmRelease NAME as a
+tree; a Kustomization or HelmRelease among them shows the objects of its
+own inventory below it, and so on down. With -o yaml or -o json, each node
+has kind, group, namespace, name and children.`,
+		Example: `  windlass tree helmrelease podinfo
+  windlass tree hr podinfo -n apps -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, helmReleaseGroupKind, args[0])
 		},
 	})
 	return cmd
 }
 
-// run prints the tree of the Kustomization name.
-func (f *treeFlags) run(cmd *cobra.Command, name string) error {
+// helmReleaseGroupKind is the group and kind of HelmReleases.
+var helmReleaseGroupKind = schema.GroupKind{Group: helmv2.GroupVersion.Group, Kind: helmv2.HelmReleaseKind}
+
+// run prints the tree of the Kustomization or HelmRelease (gk) name.
+func (f *treeFlags) run(cmd *cobra.Command, gk schema.GroupKind, name string) error {
 	if f.output != "" && f.output != "yaml" && f.output != "json" {
 		return fmt.Errorf("-o %q is not a format of tree: use yaml or json, or leave -o out for text", f.output)
 	}
@@ -73,17 +92,17 @@ func (f *treeFlags) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	ks := &kustomizev1.Kustomization{}
-	err = c.Get(cmd.Context(), client.ObjectKey{Namespace: f.kube.namespace, Name: name}, ks)
+	id := inventory.ObjMetadata{Namespace: f.kube.namespace, Name: name, Group: gk.Group, Kind: gk.Kind}
+	inv, found, err := readInventory(cmd.Context(), c, id)
 	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("Kustomization %s/%s not found: check its name and -n", f.kube.namespace, name)
 	case err != nil:
-		return fmt.Errorf("reading Kustomization %s/%s: %w", f.kube.namespace, name, err)
+		return err
+	case !found:
+		return fmt.Errorf("%s %s/%s not found: check its name and -n", gk.Kind, f.kube.namespace, name)
 	}
-	root := &treeNode{Kind: kustomizev1.KustomizationKind, Group: kustomizev1.GroupVersion.Group, Namespace: ks.Namespace, Name: ks.Name}
-	visited := map[client.ObjectKey]bool{client.ObjectKeyFromObject(ks): true}
-	if root.Children, err = inventoryNodes(cmd.Context(), c, ks, visited); err != nil {
+	root := &treeNode{Kind: gk.Kind, Group: gk.Group, Namespace: id.Namespace, Name: name}
+	visited := map[inventory.ObjMetadata]bool{id: true}
+	if root.Children, err = inventoryNodes(cmd.Context(), c, id, inv, visited); err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
@@ -101,36 +120,56 @@ func (f *treeFlags) run(cmd *cobra.Command, name string) error {
 	return printTree(w, root)
 }
 
-// inventoryNodes returns the nodes of the inventory of ks, in its order,
-// each Kustomization with its own inventory below it. visited holds the
-// Kustomizations above, so that a cycle ends.
-func inventoryNodes(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, visited map[client.ObjectKey]bool) ([]*treeNode, error) {
-	if ks.Status.Inventory == nil {
+// readInventory reads the Kustomization or HelmRelease id and returns its
+// inventory; found is false when it does not exist.
+func readInventory(ctx context.Context, c client.Client, id inventory.ObjMetadata) (*kustomizev1.ResourceInventory, bool, error) {
+	key := client.ObjectKey{Namespace: id.Namespace, Name: id.Name}
+	hr, ks := &helmv2.HelmRelease{}, &kustomizev1.Kustomization{}
+	var obj client.Object = ks
+	if id.GroupKind() == helmReleaseGroupKind {
+		obj = hr
+	}
+	err := c.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading %s %s/%s: %w", id.Kind, id.Namespace, id.Name, err)
+	case obj == hr:
+		return hr.Status.Inventory, true, nil
+	}
+	return ks.Status.Inventory, true, nil
+}
+
+// inventoryNodes returns the nodes of inv, the inventory of owner, in its
+// order, each Kustomization and HelmRelease with its own inventory below
+// it. visited holds the owners above, so that a cycle ends.
+func inventoryNodes(ctx context.Context, c client.Client, owner inventory.ObjMetadata, inv *kustomizev1.ResourceInventory,
+	visited map[inventory.ObjMetadata]bool) ([]*treeNode, error) {
+	if inv == nil {
 		return nil, nil
 	}
-	nodes := make([]*treeNode, 0, len(ks.Status.Inventory.Entries))
-	for _, e := range ks.Status.Inventory.Entries {
+	nodes := make([]*treeNode, 0, len(inv.Entries))
+	for _, e := range inv.Entries {
 		id, err := inventory.ParseObjMetadata(e.ID)
 		if err != nil {
-			return nil, fmt.Errorf("the inventory of Kustomization %s/%s: %w", ks.Namespace, ks.Name, err)
+			return nil, fmt.Errorf("the inventory of %s %s/%s: %w", owner.Kind, owner.Namespace, owner.Name, err)
 		}
 		n := &treeNode{Kind: id.Kind, Group: id.Group, Namespace: id.Namespace, Name: id.Name}
 		nodes = append(nodes, n)
-		key := client.ObjectKey{Namespace: id.Namespace, Name: id.Name}
-		if id.GroupKind() != kustomizationGroupKind || visited[key] {
+		if gk := id.GroupKind(); gk != kustomizationGroupKind && gk != helmReleaseGroupKind || visited[id] {
 			continue
 		}
-		child := &kustomizev1.Kustomization{}
-		err = c.Get(ctx, key, child)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue // deleted since: it has nothing below it
-		case err != nil:
-			return nil, fmt.Errorf("reading Kustomization %s/%s: %w", id.Namespace, id.Name, err)
+		childInv, found, err := readInventory(ctx, c, id)
+		if err != nil {
+			return nil, err
 		}
-		visited[key] = true
-		n.Children, err = inventoryNodes(ctx, c, child, visited)
-		delete(visited, key)
+		if !found {
+			continue // deleted since: it has nothing below it
+		}
+		visited[id] = true
+		n.Children, err = inventoryNodes(ctx, c, id, childInv, visited)
+		delete(visited, id)
 		if err != nil {
 			return nil, err
 		}

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/dependency"
@@ -25,8 +27,13 @@ type verbFlags struct {
 	kube    kubeFlags
 	timeout time.Duration
 	all     bool
-	// withSource reconciles a Kustomization's source first.
+	// withSource reconciles a Kustomization's source, or a HelmRelease's
+	// chart and its source, first.
 	withSource bool
+	// force and reset ask the helm controller to install or upgrade a
+	// HelmRelease even when nothing changed, and to reset its failure
+	// counts.
+	force, reset bool
 }
 
 // pollInterval is how often a verb that waits looks at its object.
@@ -53,8 +60,13 @@ zero when the object is not Ready.`,
 				})
 			},
 		}
-		if k.kind == kustomizev1.KustomizationKind {
+		switch k.kind {
+		case kustomizev1.KustomizationKind:
 			leaf.Flags().BoolVar(&f.withSource, "with-source", false, "reconcile the Kustomization's source first")
+		case helmv2.HelmReleaseKind:
+			leaf.Flags().BoolVar(&f.withSource, "with-source", false, "reconcile the HelmRelease's chart (and the chart's source) first")
+			leaf.Flags().BoolVar(&f.force, "force", false, "install or upgrade the release even when nothing changed ("+meta.ForceRequestAnnotation+")")
+			leaf.Flags().BoolVar(&f.reset, "reset", false, "reset the release's failure counts, so that its retries start over ("+meta.ResetRequestAnnotation+")")
 		}
 		return leaf
 	})
@@ -155,7 +167,64 @@ func (f *verbFlags) reconcile(ctx context.Context, c client.Client, w io.Writer,
 			return err
 		}
 	}
-	return f.requestAndWait(ctx, c, w, k, obj)
+	var also []string
+	if hr, ok := obj.(*helmv2.HelmRelease); ok {
+		if f.withSource {
+			if err := f.reconcileChartOf(ctx, c, w, hr); err != nil {
+				return err
+			}
+		}
+		also = f.releaseRequests()
+	}
+	return f.requestAndWait(ctx, c, w, k, obj, also...)
+}
+
+// releaseRequests returns the annotations that --force and --reset set on
+// a HelmRelease, besides the reconcile request.
+func (f *verbFlags) releaseRequests() []string {
+	var out []string
+	if f.force {
+		out = append(out, meta.ForceRequestAnnotation)
+	}
+	if f.reset {
+		out = append(out, meta.ResetRequestAnnotation)
+	}
+	return out
+}
+
+// reconcileChartOf reconciles the chart of hr first: the source of its
+// HelmChart, then the HelmChart; or the OCIRepository of its chartRef.
+func (f *verbFlags) reconcileChartOf(ctx context.Context, c client.Client, w io.Writer, hr *helmv2.HelmRelease) error {
+	ref, err := releaseChartSource(hr)
+	if err != nil {
+		return err
+	}
+	chain := []kindRef{ref}
+	if ref.kind == sourcev1.HelmChartKind {
+		hc := &sourcev1.HelmChart{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.namespace, Name: ref.name}, hc); err != nil {
+			return fmt.Errorf("reading the chart %s of HelmRelease %s/%s: %w", ref, hr.Namespace, hr.Name, err)
+		}
+		chain = []kindRef{chartSourceOf(hc), ref}
+	}
+	for _, r := range chain {
+		k, ok := kindOfRef(r)
+		if !ok {
+			return fmt.Errorf("the chart source kind %q of HelmRelease %s/%s is not one this version knows", r.kind, hr.Namespace, hr.Name)
+		}
+		source := k.new()
+		if err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.name}, source); err != nil {
+			return fmt.Errorf("reading %s, the chart source of HelmRelease %s/%s: %w", r, hr.Namespace, hr.Name, err)
+		}
+		if source.IsSuspended() {
+			return fmt.Errorf("%s is suspended: resume it with `windlass resume %s %s -n %s`, or leave --with-source out",
+				r, strings.Join(k.words, " "), r.name, r.namespace)
+		}
+		if err := f.requestAndWait(ctx, c, w, k, source); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reconcileSourceOf reconciles the source of ks first.
@@ -178,16 +247,19 @@ func (f *verbFlags) reconcileSourceOf(ctx context.Context, c client.Client, w io
 	return fmt.Errorf("the source kind %q of %s is not one this version knows", ref.Kind, ks.Name)
 }
 
-// requestAndWait sets a new reconcile request on obj, waits until the
-// controller handled it, and reports the outcome.
-func (f *verbFlags) requestAndWait(ctx context.Context, c client.Client, w io.Writer, k objectKind, obj reconcilable) error {
+// requestAndWait sets a new reconcile request on obj, and the annotations
+// also with the same token, waits until the controller handled it, and
+// reports the outcome.
+func (f *verbFlags) requestAndWait(ctx context.Context, c client.Client, w io.Writer, k objectKind, obj reconcilable, also ...string) error {
 	token := now().UTC().Format(time.RFC3339Nano)
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[meta.ReconcileRequestAnnotation] = token
+	for _, a := range append([]string{meta.ReconcileRequestAnnotation}, also...) {
+		annotations[a] = token
+	}
 	obj.SetAnnotations(annotations)
 	if err := c.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("requesting the reconciliation of %s: %w", k.describe(obj), err)

@@ -67,20 +67,32 @@ func NewHTTP() *HTTP {
 // Fetch downloads the artifact to a temporary file while hashing it, checks
 // the digest, then unpacks it into dir.
 func (h *HTTP) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
-	f, err := os.CreateTemp("", "artifact-*.tar.gz")
+	f, err := h.downloadFile(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
+	return archive.Extract(f, dir)
+}
 
+// downloadFile downloads the artifact to a temporary file, retrying, and
+// returns it, checked and rewound; the caller closes and removes it.
+func (h *HTTP) downloadFile(ctx context.Context, a meta.Artifact) (*os.File, error) {
+	f, err := os.CreateTemp("", "artifact-*.tar.gz")
+	if err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt <= h.Retries; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				lastErr = ctx.Err()
 			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+			if ctx.Err() != nil {
+				break
 			}
 		}
 		lastErr = h.download(ctx, a, f)
@@ -88,13 +100,15 @@ func (h *HTTP) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
 			break
 		}
 	}
+	if lastErr == nil {
+		_, lastErr = f.Seek(0, io.SeekStart)
+	}
 	if lastErr != nil {
-		return lastErr
+		f.Close()
+		os.Remove(f.Name())
+		return nil, lastErr
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	return archive.Extract(f, dir)
+	return f, nil
 }
 
 // download writes the artifact to f and checks its digest.

@@ -71,6 +71,9 @@ type Target struct {
 	Client client.Client
 	// Mapper maps kinds to resources on the target.
 	Mapper apimeta.RESTMapper
+	// Config reaches the target as the identity, for clients that build
+	// their own (the Helm SDK's).
+	Config *rest.Config
 }
 
 // Identity says where and as whom a tenant's object acts.
@@ -103,7 +106,7 @@ func (f *Factory) For(ctx context.Context, id Identity, secrets client.Reader) (
 		f.localOnce.Do(func() {
 			var c client.Client
 			c, f.localErr = client.New(f.Config, client.Options{Scheme: f.Scheme, Mapper: f.Mapper, HTTPClient: f.HTTPClient})
-			f.local = &Target{Client: c, Mapper: f.Mapper}
+			f.local = &Target{Client: c, Mapper: f.Mapper, Config: f.Config}
 		})
 		return f.local, f.localErr
 	}
@@ -144,7 +147,7 @@ func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapp
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Client: c, Mapper: mapper}, nil
+	return &Target{Client: c, Mapper: mapper, Config: cfg}, nil
 }
 
 // ServiceAccountUser returns the user name of service account sa of

@@ -66,7 +66,7 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(objs[n].GetName()).To(Equal(DefaultNamespace))
 
 	d := find(objs, "Deployment", AllInOneDeployment)
-	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,gating",
+	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,helm,gating",
 		"--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("ghcr.io/windlass-dev/windlass:v1.2.3"))
@@ -92,7 +92,7 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 	g := NewWithT(t)
 	m, err := Render(Options{Version: "v2", Namespace: "gitops", Registry: "registry.example.com/team/", Split: true, NetworkPolicy: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "gating-controller"))
+	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "helm-controller", "gating-controller"))
 	objs, err := m.Objects()
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -131,7 +131,7 @@ func TestRenderRefusesBadOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{Version: "v1", Components: []string{"helm"}}, `unknown component "helm": choose from source, kustomize`},
+		{Options{Version: "v1", Components: []string{"notification"}}, `unknown component "notification": choose from source, kustomize, helm`},
 		{Options{Version: "not a tag"}, `invalid --version "not a tag"`},
 		{Options{Version: ""}, `invalid --version ""`},
 		{Options{Version: "v1", Registry: "https://ghcr.io/x"}, `invalid --registry "https://ghcr.io/x"`},

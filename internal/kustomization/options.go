@@ -5,6 +5,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
+	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
@@ -61,6 +62,30 @@ func IgnoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
 // that obj applies.
 func Owner(obj *kustomizev1.Kustomization) ssa.Owner {
 	return ssa.Owner{Group: kustomizev1.GroupVersion.Group, Name: obj.Name, Namespace: obj.Namespace}
+}
+
+// HealthExprs returns the health expressions of spec.healthCheckExprs (of
+// a Kustomization or a HelmRelease), checked: expressions that do not
+// compile are an error (see health.ValidateExprs).
+func HealthExprs(checks []kustomizev1.CustomHealthCheck) ([]health.Expr, error) {
+	exprs := make([]health.Expr, 0, len(checks))
+	for _, e := range checks {
+		exprs = append(exprs, health.Expr{APIVersion: e.APIVersion, Kind: e.Kind, Current: e.Current, InProgress: e.InProgress, Failed: e.Failed})
+	}
+	if err := health.ValidateExprs(exprs); err != nil {
+		return nil, err
+	}
+	return exprs, nil
+}
+
+// ResourceInventory returns the status inventory of entries (of a
+// Kustomization or a HelmRelease); never nil.
+func ResourceInventory(entries []inventory.Entry) *kustomizev1.ResourceInventory {
+	refs := make([]kustomizev1.ResourceRef, 0, len(entries))
+	for _, e := range entries {
+		refs = append(refs, kustomizev1.ResourceRef{ID: e.ID, Version: e.Version})
+	}
+	return &kustomizev1.ResourceInventory{Entries: refs}
 }
 
 // Inventory returns the entries of obj's status inventory; nil when the

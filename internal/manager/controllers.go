@@ -8,14 +8,18 @@ import (
 
 	"github.com/spf13/pflag"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
+	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
 )
@@ -26,6 +30,8 @@ const (
 	SourceController = "source"
 	// KustomizeController reconciles Kustomizations.
 	KustomizeController = "kustomize"
+	// HelmController reconciles HelmReleases.
+	HelmController = "helm"
 	// GatingController reconciles Gates.
 	GatingController = "gating"
 )
@@ -98,6 +104,20 @@ func (o *KustomizeOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
 }
 
+// HelmOptions are the options of the helm controller.
+type HelmOptions struct {
+	// Concurrent is how many HelmReleases are reconciled at once; a Helm
+	// action mostly waits for the cluster, so it is more than --concurrent.
+	Concurrent int
+	// MaxChartSize bounds a packaged chart read from an artifact.
+	MaxChartSize int64
+}
+
+func (o *HelmOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Concurrent, "helm-concurrent", 16, "how many HelmReleases are installed, upgraded or checked at once")
+	fs.Int64Var(&o.MaxChartSize, "helm-chart-max-size", helmctrl.DefaultMaxChartSize, "bytes a packaged chart may hold")
+}
+
 // BindControllerFlags binds the flags of every controller to o.
 func BindControllerFlags(fs *pflag.FlagSet, o *Options) {
 	for _, c := range controllers {
@@ -112,7 +132,8 @@ var controllers = []controller{
 	{
 		name: SourceController,
 		kinds: func() []client.Object {
-			return []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{}}
+			return []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{},
+				&sourcev1.HelmRepository{}, &sourcev1.HelmChart{}}
 		},
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Source.bindFlags(fs) },
 		setup: (*Manager).setupSource,
@@ -122,6 +143,12 @@ var controllers = []controller{
 		kinds: func() []client.Object { return []client.Object{&kustomizev1.Kustomization{}} },
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Kustomize.bindFlags(fs) },
 		setup: (*Manager).setupKustomize,
+	},
+	{
+		name:  HelmController,
+		kinds: func() []client.Object { return []client.Object{&helmv2.HelmRelease{}} },
+		flags: func(fs *pflag.FlagSet, o *Options) { o.Helm.bindFlags(fs) },
+		setup: (*Manager).setupHelm,
 	},
 	{
 		name: GatingController,
@@ -191,7 +218,40 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
-	return b.SetupWithManager(ctx, m, opts.controllerOptions())
+	if err := b.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	return m.setupHelmSources(ctx, opts)
+}
+
+// setupHelmSources sets up the HelmRepository and HelmChart reconcilers,
+// which share one cache of parsed repository indexes.
+func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
+	indexes := repository.NewIndexCache(sourcectrl.DefaultHelmIndexCacheSize, sourcectrl.DefaultHelmIndexCacheTTL)
+	repo := &sourcectrl.HelmRepositoryReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		IndexCache:           indexes,
+		JitterPercent:        opts.IntervalJitterPercentage,
+		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+	}
+	if err := repo.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	hc := &sourcectrl.HelmChartReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		IndexCache:           indexes,
+		JitterPercent:        opts.IntervalJitterPercentage,
+		DependencyRequeue:    opts.RequeueDependency,
+		ChartLimits:          chart.Limits{MaxChartSize: opts.Helm.MaxChartSize},
+		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+	}
+	return hc.SetupWithManager(ctx, m, opts.controllerOptions())
 }
 
 func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
@@ -200,19 +260,10 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		fetcher = &fetch.Local{Storage: m.Storage}
 	}
 	r := &kustomizectrl.KustomizationReconciler{
-		Client:  m.GetClient(),
-		Events:  m.events(KustomizeController),
-		Fetcher: fetcher,
-		Applier: &impersonation.Factory{
-			Config:                m.GetConfig(),
-			HTTPClient:            m.GetHTTPClient(),
-			Scheme:                m.GetScheme(),
-			Mapper:                m.GetRESTMapper(),
-			DefaultServiceAccount: opts.Kustomize.DefaultServiceAccount,
-			KubeConfigPolicy: kubeconfig.Policy{
-				AllowExec: opts.Kustomize.InsecureKubeconfigExec, AllowInsecureTLS: opts.Kustomize.InsecureKubeconfigTLS,
-			},
-		},
+		Client:               m.GetClient(),
+		Events:               m.events(KustomizeController),
+		Fetcher:              fetcher,
+		Applier:              m.targets(opts),
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
@@ -222,6 +273,41 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		r.Changes = m.Storage
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
+}
+
+// targets returns the factory of the clients that apply as a tenant, on
+// the local cluster or a remote one.
+func (m *Manager) targets(opts Options) *impersonation.Factory {
+	return &impersonation.Factory{
+		Config:                m.GetConfig(),
+		HTTPClient:            m.GetHTTPClient(),
+		Scheme:                m.GetScheme(),
+		Mapper:                m.GetRESTMapper(),
+		DefaultServiceAccount: opts.Kustomize.DefaultServiceAccount,
+		KubeConfigPolicy: kubeconfig.Policy{
+			AllowExec: opts.Kustomize.InsecureKubeconfigExec, AllowInsecureTLS: opts.Kustomize.InsecureKubeconfigTLS,
+		},
+	}
+}
+
+func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
+	var reader fetch.Reader = fetch.NewHTTP()
+	if m.Storage != nil {
+		reader = &fetch.Local{Storage: m.Storage}
+	}
+	r := &helmctrl.HelmReleaseReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(HelmController),
+		ChartReader:          reader,
+		Targets:              m.targets(opts),
+		JitterPercent:        opts.IntervalJitterPercentage,
+		DependencyRequeue:    opts.RequeueDependency,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+		MaxChartSize:         opts.Helm.MaxChartSize,
+	}
+	copts := opts.controllerOptions()
+	copts.MaxConcurrentReconciles = max(opts.Helm.Concurrent, 1)
+	return r.SetupWithManager(ctx, m, copts)
 }
 
 func (m *Manager) setupGating(ctx context.Context, opts Options) error {

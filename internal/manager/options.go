@@ -58,6 +58,8 @@ type Options struct {
 	Source SourceOptions
 	// Kustomize holds the options of the kustomize controller.
 	Kustomize KustomizeOptions
+	// Helm holds the options of the helm controller.
+	Helm HelmOptions
 }
 
 // DefaultOptions returns the defaults of the reference implementation where

@@ -10,6 +10,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -28,5 +29,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(kustomizev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1beta1.AddToScheme(s))
 	utilruntime.Must(gatingv1alpha1.AddToScheme(s))
+	utilruntime.Must(helmv2.AddToScheme(s))
 	return s
 }

@@ -19,16 +19,47 @@ import (
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
+// The kinds of the applications' objects a run can measure (-kind).
+const (
+	// KindKustomization applies every application with a Kustomization
+	// from a source of its own or a shared one (the default).
+	KindKustomization = "kustomization"
+	// KindHelmRelease installs every application with a HelmRelease of
+	// the one chart of one HelmRepository (SourceHelm).
+	KindHelmRelease = "helmrelease"
+)
+
+// Where the HelmReleases of a -kind helmrelease run live (-namespaces).
+const (
+	// NamespacesPerApp puts every HelmRelease, and so its release and
+	// objects, in a namespace of its own (the default).
+	NamespacesPerApp = "per-app"
+	// NamespacesOne puts them all in the run's namespace, with the
+	// HelmRepository.
+	NamespacesOne = "one"
+)
+
 // Config describes one benchmark run.
 type Config struct {
 	// N is the number of applications.
 	N int
+	// Kind is the kind of the applications' objects: KindKustomization
+	// (the default) or KindHelmRelease.
+	Kind string
 	// Source is the kind of source the applications are served from:
-	// SourceGit (the default), SourceOCI or SourceBucket.
+	// SourceGit (the default), SourceOCI or SourceBucket for
+	// Kustomizations; SourceHelm (the default and only one) for
+	// HelmReleases.
 	Source string
 	// Layout is LayoutRepoPerApp or LayoutMonorepo; the OCI and bucket
-	// sources have a source per application (LayoutRepoPerApp) only.
+	// sources have a source per application (LayoutRepoPerApp) only, and
+	// the HelmReleases share one HelmRepository (LayoutMonorepo, the
+	// default and only one with SourceHelm).
 	Layout string
+	// Namespaces is NamespacesPerApp (the default) or NamespacesOne: where
+	// the HelmReleases of KindHelmRelease live. Kustomizations are all in
+	// the run's namespace.
+	Namespaces string
 	// Concurrent is passed to `windlass controller --concurrent`.
 	Concurrent int
 	// PprofAddr, when set, is passed to `windlass controller --pprof-addr`,
@@ -73,22 +104,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.N < 1 {
 		return cfg, errors.New("n must be at least 1")
 	}
-	if cfg.Source == "" {
-		cfg.Source = SourceGit
-	}
-	switch cfg.Source {
-	case SourceGit, SourceOCI, SourceBucket:
-	default:
-		return cfg, fmt.Errorf("unknown source %q: choose %s, %s or %s", cfg.Source, SourceGit, SourceOCI, SourceBucket)
-	}
-	if cfg.Layout == "" {
-		cfg.Layout = LayoutRepoPerApp
-	}
-	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
-		return cfg, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
-	}
-	if cfg.Layout == LayoutMonorepo && cfg.Source != SourceGit {
-		return cfg, fmt.Errorf("layout %s needs -source %s: the %s source has one source per application", LayoutMonorepo, SourceGit, cfg.Source)
+	var err error
+	if cfg, err = cfg.withKind(); err != nil {
+		return cfg, err
 	}
 	if cfg.GitServer == "" {
 		cfg.GitServer = GitServerNative
@@ -108,13 +126,80 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// withKind checks the kind, source and layout of cfg and fills in their
+// defaults: a Kustomization per application from git, in the
+// repo-per-app layout; or a HelmRelease per application from one chart
+// repository.
+func (cfg Config) withKind() (Config, error) {
+	if cfg.Kind == "" {
+		cfg.Kind = KindKustomization
+	}
+	switch cfg.Kind {
+	case KindKustomization:
+		if cfg.Namespaces != "" {
+			return cfg, fmt.Errorf("-namespaces places HelmReleases: it needs -kind %s", KindHelmRelease)
+		}
+	case KindHelmRelease:
+		return cfg.withHelmDefaults()
+	default:
+		return cfg, fmt.Errorf("unknown kind %q: choose %s or %s", cfg.Kind, KindKustomization, KindHelmRelease)
+	}
+	if cfg.Source == "" {
+		cfg.Source = SourceGit
+	}
+	switch cfg.Source {
+	case SourceGit, SourceOCI, SourceBucket:
+	case SourceHelm:
+		return cfg, fmt.Errorf("source %s needs -kind %s", SourceHelm, KindHelmRelease)
+	default:
+		return cfg, fmt.Errorf("unknown source %q: choose %s, %s or %s", cfg.Source, SourceGit, SourceOCI, SourceBucket)
+	}
+	if cfg.Layout == "" {
+		cfg.Layout = LayoutRepoPerApp
+	}
+	if cfg.Layout != LayoutRepoPerApp && cfg.Layout != LayoutMonorepo {
+		return cfg, fmt.Errorf("unknown layout %q: choose %s or %s", cfg.Layout, LayoutRepoPerApp, LayoutMonorepo)
+	}
+	if cfg.Layout == LayoutMonorepo && cfg.Source != SourceGit {
+		return cfg, fmt.Errorf("layout %s needs -source %s: the %s source has one source per application", LayoutMonorepo, SourceGit, cfg.Source)
+	}
+	return cfg, nil
+}
+
+// withHelmDefaults checks and fills in the source and layout of a
+// -kind helmrelease run: one chart repository shared by every release.
+func (cfg Config) withHelmDefaults() (Config, error) {
+	if cfg.Source == "" {
+		cfg.Source = SourceHelm
+	}
+	if cfg.Source != SourceHelm {
+		return cfg, fmt.Errorf("kind %s serves its chart from one chart repository: -source %s, not %q", KindHelmRelease, SourceHelm, cfg.Source)
+	}
+	if cfg.Layout == "" {
+		cfg.Layout = LayoutMonorepo
+	}
+	if cfg.Layout != LayoutMonorepo {
+		return cfg, fmt.Errorf("kind %s shares one HelmRepository between the releases: -layout %s, not %q", KindHelmRelease, LayoutMonorepo, cfg.Layout)
+	}
+	if cfg.Gate {
+		return cfg, fmt.Errorf("-gate measures Kustomizations only, not -kind %s", KindHelmRelease)
+	}
+	if cfg.Namespaces == "" {
+		cfg.Namespaces = NamespacesPerApp
+	}
+	if cfg.Namespaces != NamespacesPerApp && cfg.Namespaces != NamespacesOne {
+		return cfg, fmt.Errorf("unknown namespaces %q: choose %s or %s", cfg.Namespaces, NamespacesPerApp, NamespacesOne)
+	}
+	return cfg, nil
+}
+
 // Result holds the figures of one run. The JSON keys are the benchmark's
 // published format; Details are shown in the table only.
 type Result struct {
 	// N is the number of applications.
 	N int `json:"n"`
-	// Source is the kind of the sources: GitRepository, OCIRepository or
-	// Bucket.
+	// Source is the kind of the sources: GitRepository, OCIRepository,
+	// Bucket or HelmRepository.
 	Source string `json:"source"`
 	// Layout is the source layout.
 	Layout string `json:"layout"`
@@ -132,8 +217,9 @@ type Result struct {
 	APIRequests int64 `json:"api_requests"`
 	// ChangeToAppliedSeconds runs from the change to app 0 (a commit, a
 	// push or a put) until its Kustomization reports the new revision as
-	// applied.
-	ChangeToAppliedSeconds float64 `json:"change_to_applied_seconds"`
+	// applied. A -kind helmrelease run has no change phase and leaves it
+	// out.
+	ChangeToAppliedSeconds float64 `json:"change_to_applied_seconds,omitempty"`
 	// NoopTickSeconds runs from the first reconcile request of the no-op
 	// tick until every object has handled it.
 	NoopTickSeconds float64 `json:"noop_tick_seconds"`
@@ -143,12 +229,16 @@ type Result struct {
 	// must be 0.
 	NoopTickDownloads map[string]int64 `json:"noop_tick_downloads"`
 	// NoopTickWrites is the number of downloads plus the number of
-	// artifact files written during the no-op tick; it must be 0.
+	// artifact files written during the no-op tick (with -kind
+	// helmrelease, plus the object writes and new release versions of
+	// HelmResult); it must be 0.
 	NoopTickWrites int64 `json:"noop_tick_writes"`
 	// Gate holds the figures of a -gate run, nil otherwise. In such a run
 	// ReadySeconds and the applied and ready timelines count from the
 	// gate's opening.
 	Gate *GateResult `json:"gate,omitempty"`
+	// Helm holds the figures of a -kind helmrelease run, nil otherwise.
+	Helm *HelmResult `json:"helm,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -248,7 +338,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, r.withOutput(errors.New("the controller exited during the run"))
 	}
 	if cfg.Cleanup {
-		if err := cleanup(ctx, r.c, r.ns, r.kit); err != nil {
+		if err := cleanup(ctx, r.c, r.ns, r.kit, r.apps); err != nil {
 			return nil, r.withOutput(err)
 		}
 	}
@@ -264,6 +354,8 @@ type run struct {
 	ns      string
 	kit     sourceKit
 	ctrl    *controller
+	// apps is the kind of the applications' objects, set by measure.
+	apps appKind
 }
 
 // logf writes a progress line.

@@ -25,11 +25,12 @@ const smokeN = 20
 const smokeGateN = 5
 
 // TestSmoke runs the benchmark with smokeN applications in both git
-// layouts and from OCI artifacts and a bucket, and with smokeGateN behind a
-// gate (git and bucket), on one control plane, and checks that every
-// application becomes Ready, that the no-op tick downloads and writes
-// nothing, that the JSON file holds every figure, and that the gate held
-// every application without applying anything, cheaply.
+// layouts and from OCI artifacts and a bucket, with smokeGateN behind a
+// gate (git and bucket), and with smokeN HelmReleases, on one control
+// plane, and checks that every application becomes Ready, that the no-op
+// tick downloads and writes nothing, that the JSON file holds every
+// figure, and that the gate held every application without applying
+// anything, cheaply.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and the controller")
@@ -117,6 +118,53 @@ func TestSmoke(t *testing.T) {
 			}
 		})
 	}
+	for _, ns := range []string{NamespacesPerApp, NamespacesOne} {
+		t.Run(KindHelmRelease+"-"+ns, func(t *testing.T) { smokeHelm(t, cl, ns) })
+	}
+}
+
+// smokeHelm runs the benchmark with smokeN HelmReleases on cl, in
+// namespaces ns, and checks that every one becomes Ready from one chart,
+// and that the no-op tick installs, downloads and writes nothing: as many
+// release Secrets after it as before, one per release.
+func smokeHelm(t *testing.T, cl *Cluster, ns string) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cl, Config{N: smokeN, Kind: KindHelmRelease, Namespaces: ns, ReadyTimeout: 2 * time.Minute,
+		Log: t.Output(), Cleanup: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	printTable(t.Output(), res)
+
+	g.Expect(res.Source).To(Equal("HelmRepository"))
+	g.Expect(res.ReadySeconds).To(BeNumerically(">", 0))
+	g.Expect(res.NoopTickSeconds).To(BeNumerically(">", 0))
+	g.Expect(res.Details.SourceQuantiles).To(HaveLen(4), "the timeline of the HelmCharts")
+	g.Expect(res.Details.AppliedQuantiles).To(HaveLen(4), "the timeline of the releases")
+	g.Expect(res.Details.ReadyQuantiles).To(HaveLen(4), "the timeline of the HelmReleases")
+	g.Expect(res.Details.ReadyDownloads).To(HaveKeyWithValue(chartGets, BeNumerically(">", 0)))
+	h := res.Helm
+	g.Expect(h).NotTo(BeNil())
+	g.Expect(h.ReadyIndexGets).To(BeNumerically(">", 0), "the HelmRepository fetched no index")
+	g.Expect(h.ReleaseSecretsBefore).To(Equal(smokeN), "one release Secret per HelmRelease")
+	g.Expect(h.ReleaseSecretsAfter).To(Equal(smokeN))
+	g.Expect(h.NoopTickNewReleases).To(BeZero(), "releases made by the no-op tick: %v", h.NewReleaseNames)
+	g.Expect(h.NoopTickObjectWrites).To(BeZero(), "objects written by the no-op tick: %v", h.ObjectWrites)
+	// Each HelmRelease and the HelmRepository records the handled request.
+	g.Expect(h.NoopTickStatusWrites).To(BeNumerically(">=", smokeN+1))
+	g.Expect(res.NoopTickDownloads).To(Equal(map[string]int64{chartGets: 0}))
+	g.Expect(res.NoopTickWrites).To(BeZero(), "files written by the no-op tick: %v", res.Details.NoopWrittenFiles)
+
+	data, err := json.Marshal(res)
+	g.Expect(err).NotTo(HaveOccurred())
+	var got map[string]any
+	g.Expect(json.Unmarshal(data, &got)).To(Succeed())
+	g.Expect(got).NotTo(HaveKey("change_to_applied_seconds"), "a helmrelease run has no change phase")
+	g.Expect(got).To(HaveKeyWithValue("layout", LayoutMonorepo))
+	g.Expect(got).To(HaveKeyWithValue("helm", And(
+		HaveKeyWithValue("release_secrets_before", BeNumerically("==", smokeN)),
+		HaveKeyWithValue("noop_tick_object_writes", BeNumerically("==", 0)),
+		HaveKeyWithValue("namespaces", ns), HaveKey("noop_tick_index_gets"), HaveLen(10))))
 }
 
 // checkGate checks the figures of a -gate run, and their JSON form in got.
@@ -280,14 +328,23 @@ func TestConfigDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		// source is the source after the defaults; err the error.
-		source, err string
+		// kind, source and layout are what the defaults make of them;
+		// err the error.
+		kind, source, layout, err string
 	}{
-		{"git by default", Config{N: 1}, SourceGit, ""},
-		{"oci", Config{N: 1, Source: SourceOCI}, SourceOCI, ""},
-		{"unknown source", Config{N: 1, Source: "svn"}, "", `unknown source "svn"`},
-		{"bucket monorepo", Config{N: 1, Source: SourceBucket, Layout: LayoutMonorepo}, "", "layout monorepo needs -source git"},
-		{"no app", Config{Source: SourceOCI}, "", "n must be at least 1"},
+		{"git by default", Config{N: 1}, KindKustomization, SourceGit, LayoutRepoPerApp, ""},
+		{"oci", Config{N: 1, Source: SourceOCI}, KindKustomization, SourceOCI, LayoutRepoPerApp, ""},
+		{"unknown source", Config{N: 1, Source: "svn"}, "", "", "", `unknown source "svn"`},
+		{"bucket monorepo", Config{N: 1, Source: SourceBucket, Layout: LayoutMonorepo}, "", "", "", "layout monorepo needs -source git"},
+		{"no app", Config{Source: SourceOCI}, "", "", "", "n must be at least 1"},
+		{"helmrelease", Config{N: 1, Kind: KindHelmRelease}, KindHelmRelease, SourceHelm, LayoutMonorepo, ""},
+		{"helmrelease from oci", Config{N: 1, Kind: KindHelmRelease, Source: SourceOCI}, "", "", "", `-source helm, not "oci"`},
+		{"helmrelease per app", Config{N: 1, Kind: KindHelmRelease, Layout: LayoutRepoPerApp}, "", "", "", `-layout monorepo, not "repo-per-app"`},
+		{"helmrelease gated", Config{N: 1, Kind: KindHelmRelease, Gate: true}, "", "", "", "-gate measures Kustomizations only"},
+		{"helm source of Kustomizations", Config{N: 1, Source: SourceHelm}, "", "", "", "source helm needs -kind helmrelease"},
+		{"unknown kind", Config{N: 1, Kind: "deployment"}, "", "", "", `unknown kind "deployment"`},
+		{"namespaces of Kustomizations", Config{N: 1, Namespaces: NamespacesOne}, "", "", "", "-namespaces places HelmReleases"},
+		{"unknown namespaces", Config{N: 1, Kind: KindHelmRelease, Namespaces: "two"}, "", "", "", `unknown namespaces "two"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -297,8 +354,14 @@ func TestConfigDefaults(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cfg.Kind).To(Equal(tc.kind))
 			g.Expect(cfg.Source).To(Equal(tc.source))
-			g.Expect(cfg.Layout).To(Equal(LayoutRepoPerApp))
+			g.Expect(cfg.Layout).To(Equal(tc.layout))
+			if cfg.Kind == KindHelmRelease {
+				g.Expect(cfg.Namespaces).To(Equal(NamespacesPerApp))
+			} else {
+				g.Expect(cfg.Namespaces).To(BeEmpty())
+			}
 			g.Expect(cfg.Log).NotTo(BeNil())
 		})
 	}

@@ -11,6 +11,8 @@
 //	go run ./test/bench -n 100 -layout monorepo -gate -out gate.json
 //	go run ./test/bench -n 100 -source oci -out oci.json
 //	go run ./test/bench -n 100 -source bucket -out bucket.json
+//	go run ./test/bench -n 1000 -kind helmrelease -out helm.json
+//	go run ./test/bench -n 1000 -kind helmrelease -namespaces one -out helm-one.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -34,6 +36,49 @@
 //     signature covers.
 //
 // Either is repo-per-app only: a source per application.
+//
+// -kind helmrelease installs every application with a HelmRelease instead
+// of a Kustomization (-source helm, the layout monorepo: one source for
+// every application). The benchmark serves one HTTP chart repository on
+// loopback: an index.yaml and one chart package built with the Helm SDK,
+// whose templates are the Deployment scaled to zero, the ServiceAccount
+// and the Service of appManifests, named after the release (no
+// ConfigMap). It answers conditional GETs of the index (ETag). One
+// HelmRepository in the run's namespace points at it; every HelmRelease
+// app-N names the chart in spec.chart.spec (the controller makes a
+// HelmChart for it next to the HelmRepository), with driftDetection.mode
+// enabled and a two-minute timeout. With -namespaces per-app (the
+// default) each HelmRelease, its release Secrets and its objects are in a
+// namespace of its own, created (and given its default ServiceAccount by
+// kube-controller-manager) before the measures; with -namespaces one they
+// all share the run's namespace, where every install's wait watches the
+// objects of every other release. The figures differ from the
+// Kustomizations' as follows:
+//
+//   - ready_seconds: until every HelmRelease is Ready for its current
+//     generation; the table's timelines are the HelmCharts' first
+//     artifact, the first deployed release and Ready.
+//   - change_to_applied_seconds: not measured (left out of the JSON).
+//   - noop_tick_*: the HelmRepository and every HelmRelease get the
+//     requestedAt token; downloads are "chart_gets", GETs of the package
+//     answered with a body. The GETs of index.yaml answered with a body
+//     (a 304 is not one) are how the HelmRepository checks for a change,
+//     as a reference listing is for git: they are counted apart,
+//     helm.noop_tick_index_gets, and not part of noop_tick_writes, which
+//     adds to the downloads and artifact files the figures under "helm"
+//     in the JSON:
+//   - helm.release_secrets_before and _after: the Secrets labelled
+//     owner=helm named sh.helm.release.v1.* in the namespaces, just before
+//     and after the tick (N both times), and noop_tick_new_releases, those
+//     after that were not before (0).
+//   - helm.noop_tick_object_writes: the write requests (POST, PUT, PATCH,
+//     APPLY, DELETE; not dry-run) the API server's apiserver_request_total
+//     counted from just before the tick until its files were checked, to
+//     anything but a status subresource, an Event or a Lease, less the
+//     benchmark's own requestedAt patches (0). The status, Event and
+//     dry-run writes are counted apart, and
+//     noop_tick_controller_write_requests is the controller's own count
+//     of its POST, PUT, PATCH and DELETE requests over the tick.
 //
 // How the figures are measured:
 //
@@ -132,8 +177,10 @@ func main() {
 	var cfg Config
 	var out string
 	flag.IntVar(&cfg.N, "n", 100, "number of applications")
-	flag.StringVar(&cfg.Source, "source", SourceGit, "kind of the sources: "+SourceGit+" (GitRepositories), "+SourceOCI+" (an OCIRepository and an artifact per app, in-process registry) or "+SourceBucket+" (a Bucket per app, a prefix each of one versitygw bucket)")
-	flag.StringVar(&cfg.Layout, "layout", LayoutRepoPerApp, "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo)
+	flag.StringVar(&cfg.Kind, "kind", KindKustomization, "kind of the applications' objects: "+KindKustomization+" or "+KindHelmRelease+" (one HelmRepository, a HelmRelease per app)")
+	flag.StringVar(&cfg.Source, "source", "", "kind of the sources: "+SourceGit+" (GitRepositories, the default), "+SourceOCI+" (an OCIRepository and an artifact per app, in-process registry) or "+SourceBucket+" (a Bucket per app, a prefix each of one versitygw bucket); "+SourceHelm+" (one chart repository, the default and only one) with -kind "+KindHelmRelease)
+	flag.StringVar(&cfg.Layout, "layout", "", "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo+" (default "+LayoutRepoPerApp+"; "+LayoutMonorepo+", the only one, with -kind "+KindHelmRelease+")")
+	flag.StringVar(&cfg.Namespaces, "namespaces", "", "with -kind "+KindHelmRelease+": "+NamespacesPerApp+" (a namespace per HelmRelease, the default) or "+NamespacesOne+" (all in the run's namespace)")
 	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent` (0: its default)")
 	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
@@ -179,6 +226,9 @@ func printTable(w io.Writer, res *Result) {
 	d := res.Details
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("n", fmt.Sprint(res.N))
+	if res.Helm != nil {
+		row("kind", "HelmRelease, namespaces "+res.Helm.Namespaces)
+	}
 	row("source", res.Source)
 	row("layout", res.Layout)
 	// With -gate, the Kustomizations' figures count from the opening.
@@ -204,10 +254,20 @@ func printTable(w io.Writer, res *Result) {
 	row("  peak anonymous RSS (sampled)", fmt.Sprintf("%.1f MiB", float64(d.PeakRSSAnonBytes)/(1<<20)))
 	row("cpu_seconds", fmt.Sprintf("%.2f (%.2f of them at start-up)", res.CPUSeconds, d.StartupCPUSeconds))
 	row("api_requests", fmt.Sprint(res.APIRequests))
-	row("change_to_applied_seconds", fmt.Sprintf("%.2f", res.ChangeToAppliedSeconds))
+	if res.Helm == nil {
+		row("change_to_applied_seconds", fmt.Sprintf("%.2f", res.ChangeToAppliedSeconds))
+	}
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
 	row("noop_tick_downloads", formatCounts(res.NoopTickDownloads))
-	row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files)", res.NoopTickWrites, d.NoopDownloads, d.NoopFiles))
+	if h := res.Helm; h != nil {
+		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files, %d object writes, %d new releases)",
+			res.NoopTickWrites, d.NoopDownloads, d.NoopFiles, h.NoopTickObjectWrites, h.NoopTickNewReleases))
+		for _, r := range helmRows(h) {
+			row(r[0], r[1])
+		}
+	} else {
+		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files)", res.NoopTickWrites, d.NoopDownloads, d.NoopFiles))
+	}
 	row("  concurrent", fmt.Sprint(d.Concurrent))
 	row("  source server", d.SourceServer)
 	if d.KubeconfigViaEnv {

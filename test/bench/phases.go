@@ -22,9 +22,15 @@ import (
 // workers is how many objects the benchmark creates or annotates at once.
 const workers = 16
 
-// measure runs the three phases into res.
+// measure runs the three phases into res; a -kind helmrelease run has
+// phases of its own (see measureHelm).
 func (r *run) measure(ctx context.Context, res *Result) error {
 	sources := r.kit.Sources(r.ns)
+	if r.cfg.Kind == KindHelmRelease {
+		r.apps = r.helmReleaseApps()
+		return r.measureHelm(ctx, res, sources)
+	}
+	r.apps = kustomizationApps(r.ns, r.kit.NewList(), len(sources))
 	var kss []client.Object
 	for i := range r.cfg.N {
 		k := kustomization(r.ns, r.kit, i)
@@ -197,9 +203,9 @@ func (r *run) waitHandled(ctx context.Context, all []client.Object, token string
 	if err := waitAll(ctx, r.c, r.ns, r.kit.NewList(), nSources, handled(token), describeSource); err != nil {
 		return r.withOutput(fmt.Errorf("waiting for every %s to handle the tick: %w", r.kit.Kind(), err))
 	}
-	ksHandled := func(obj client.Object) bool { return handled(token)(obj) && ksReady(obj) }
-	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, r.cfg.N, ksHandled, describeKs); err != nil {
-		return r.withOutput(fmt.Errorf("waiting for every Kustomization to handle the tick: %w", err))
+	appHandled := func(obj client.Object) bool { return handled(token)(obj) && r.apps.ready(obj) }
+	if err := waitAll(ctx, r.c, r.apps.ns, r.apps.newList(), r.cfg.N, appHandled, r.apps.describe, r.apps.opts...); err != nil {
+		return r.withOutput(fmt.Errorf("waiting for every %s to handle the tick: %w", r.apps.kind, err))
 	}
 	return nil
 }
@@ -230,9 +236,10 @@ type timeline struct {
 	source, applied, ready []float64
 }
 
-// createAndWaitReady creates the sources, then the Kustomizations,
-// workers at a time, and waits until every Kustomization is Ready,
-// recording the timeline from the first creation.
+// createAndWaitReady creates the sources, then the applications'
+// objects (Kustomizations or HelmReleases), workers at a time, and waits
+// until every one is Ready, recording the timeline from the first
+// creation.
 func (r *run) createAndWaitReady(ctx context.Context, sources, kss []client.Object) (timeline, error) {
 	// The waits watch from before the first object is created, so that
 	// the timeline holds the objects done while others are being created.
@@ -241,16 +248,17 @@ func (r *run) createAndWaitReady(ctx context.Context, sources, kss []client.Obje
 	sourcesDone := make(chan struct{})
 	go func() {
 		defer close(sourcesDone)
-		// Only a timeline: the Kustomizations' wait below reports failures.
-		_ = waitAll(ctx, r.c, r.ns, r.kit.NewList(), len(sources), sourceAt.record(hasArtifact), describeSource)
+		// Only a timeline: the applications' wait below reports failures.
+		_ = waitAll(ctx, r.c, r.ns, r.apps.sourceList.DeepCopyObject().(client.ObjectList), r.apps.nSources,
+			sourceAt.record(hasArtifact), describeSource)
 	}()
 	firstReady := func(obj client.Object) bool {
-		appliedAt.record(hasApplied)(obj)
-		return readyAt.record(ksReady)(obj)
+		appliedAt.record(r.apps.applied)(obj)
+		return readyAt.record(r.apps.ready)(obj)
 	}
 	ready := make(chan error, 1)
 	go func() {
-		ready <- waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, len(kss), firstReady, describeKs)
+		ready <- waitAll(ctx, r.c, r.apps.ns, r.apps.newList(), len(kss), firstReady, r.apps.describe, r.apps.opts...)
 	}()
 	all := append(append([]client.Object{}, sources...), kss...)
 	if err := parallel(ctx, len(all), workers, func(i int) error {
@@ -260,7 +268,7 @@ func (r *run) createAndWaitReady(ctx context.Context, sources, kss []client.Obje
 	}
 	r.logf("created %d objects in %.1fs", len(all), time.Since(start).Seconds())
 	if err := <-ready; err != nil {
-		return timeline{}, fmt.Errorf("waiting for every Kustomization to be Ready: %w", err)
+		return timeline{}, fmt.Errorf("waiting for every %s to be Ready: %w", r.apps.kind, err)
 	}
 	tl := timeline{seconds: time.Since(start).Seconds()}
 	<-sourcesDone
@@ -268,21 +276,30 @@ func (r *run) createAndWaitReady(ctx context.Context, sources, kss []client.Obje
 	return tl, nil
 }
 
-// cleanup deletes the Kustomizations (which prune their workloads) and the
-// sources of kit's kind in namespace ns, waits until the controller has
-// let them go, deletes the Gates (after their consumers, which they must
-// not hold) and the namespace.
-func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit) error {
+// cleanup deletes the applications' objects of apps (Kustomizations,
+// which prune their workloads, or HelmReleases, which uninstall theirs)
+// and the sources of kit's kind in namespace ns, waits until the
+// controller has let them go, deletes the Gates (after their consumers,
+// which they must not hold) and the namespace.
+func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit, apps appKind) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for _, obj := range []client.Object{&kustomizev1.Kustomization{}, kit.NewObject()} {
-		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
-			return fmt.Errorf("cleaning up: %w", err)
-		}
+	if err := deleteApps(ctx, c, apps); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
 	}
-	for _, list := range []client.ObjectList{&kustomizev1.KustomizationList{}, kit.NewList()} {
+	if err := c.DeleteAllOf(ctx, kit.NewObject(), client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
+	for _, w := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{apps.newList(), append([]client.ListOption{client.InNamespace(apps.ns)}, apps.opts...)},
+		{kit.NewList(), []client.ListOption{client.InNamespace(ns)}},
+	} {
+		list := w.list
 		for {
-			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			if err := c.List(ctx, list, w.opts...); err != nil {
 				return fmt.Errorf("cleaning up: %w", err)
 			}
 			if apimeta.LenList(list) == 0 {
@@ -296,5 +313,43 @@ func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit) 
 	if err := c.DeleteAllOf(ctx, &gatingv1alpha1.Gate{}, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("cleaning up: %w", err)
 	}
+	if err := deleteAppNamespaces(ctx, c, ns); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
 	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
+
+// deleteApps deletes the applications' objects of apps: all of their kind
+// in their namespace, or, when they are in several, each one selected.
+func deleteApps(ctx context.Context, c client.WithWatch, apps appKind) error {
+	if apps.ns != "" {
+		return c.DeleteAllOf(ctx, apps.newObject(), append([]client.DeleteAllOfOption{client.InNamespace(apps.ns)},
+			deleteOpts(apps.opts)...)...)
+	}
+	list := apps.newList()
+	if err := c.List(ctx, list, apps.opts...); err != nil {
+		return err
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		if err := c.Delete(ctx, item.(client.Object)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteOpts keeps the list options that are also delete-all-of options
+// (the label selectors).
+func deleteOpts(opts []client.ListOption) []client.DeleteAllOfOption {
+	var out []client.DeleteAllOfOption
+	for _, o := range opts {
+		if d, ok := o.(client.DeleteAllOfOption); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }

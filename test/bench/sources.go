@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -31,7 +32,8 @@ const (
 // it: the source objects that point at it, the revision each serves, a
 // change to application 0, and the number of content downloads it served.
 type sourceKit interface {
-	// Kind is the source kind: GitRepository, OCIRepository or Bucket.
+	// Kind is the source kind: GitRepository, OCIRepository, Bucket or
+	// HelmRepository.
 	Kind() string
 	// NewObject returns an empty object of the kind.
 	NewObject() client.Object
@@ -64,13 +66,16 @@ type sourceKit interface {
 }
 
 // startSources starts the server of cfg.Source in folder dir and writes
-// the first revision of every application to it.
+// the first revision of every application to it (for SourceHelm, the one
+// chart every release installs).
 func startSources(ctx context.Context, cfg Config, dir string) (sourceKit, error) {
 	switch cfg.Source {
 	case SourceOCI:
 		return startOCIKit(ctx, cfg.N, filepath.Join(dir, "oci"))
 	case SourceBucket:
 		return startBucketKit(ctx, cfg.N, filepath.Join(dir, "s3"))
+	case SourceHelm:
+		return startHelmKit(filepath.Join(dir, "charts"))
 	}
 	return startGitKit(ctx, cfg, filepath.Join(dir, "git"))
 }
@@ -111,8 +116,8 @@ func describeSource(obj client.Object) string {
 	return s + ", handled " + lastHandled(obj)
 }
 
-// lastHandled returns the status.lastHandledReconcileAt of a source or a
-// Kustomization.
+// lastHandled returns the status.lastHandledReconcileAt of a source, a
+// Kustomization or a HelmRelease.
 func lastHandled(obj client.Object) string {
 	switch o := obj.(type) {
 	case *kustomizev1.Kustomization:
@@ -122,6 +127,10 @@ func lastHandled(obj client.Object) string {
 	case *sourcev1.OCIRepository:
 		return o.Status.LastHandledReconcileAt
 	case *sourcev1.Bucket:
+		return o.Status.LastHandledReconcileAt
+	case *sourcev1.HelmRepository:
+		return o.Status.LastHandledReconcileAt
+	case *helmv2.HelmRelease:
 		return o.Status.LastHandledReconcileAt
 	}
 	return ""

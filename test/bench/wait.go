@@ -127,6 +127,46 @@ func pending(err error, state map[string]client.Object,
 	return fmt.Errorf("%w; %d of %d not done, e.g. %s", err, n, len(state), strings.Join(names, "; "))
 }
 
+// appKind is what the phases need to know of the kind of the
+// applications' objects: Kustomizations, or HelmReleases with -kind
+// helmrelease.
+type appKind struct {
+	// kind is the kind's name, for messages.
+	kind string
+	// newObject and newList return an empty object and list of the kind.
+	newObject func() client.Object
+	newList   func() client.ObjectList
+	// ready reports whether an object is Ready for its current
+	// generation; applied whether it has applied (or released) once.
+	ready, applied func(client.Object) bool
+	// describe summarises an object's state for an error.
+	describe func(client.Object) string
+	// sourceList is an empty list of the sources whose first artifact the
+	// ready phase's timeline records, and nSources how many there are.
+	sourceList client.ObjectList
+	nSources   int
+	// ns is the namespace of the objects ("": several), and opts select
+	// them among the objects of the kind there.
+	ns   string
+	opts []client.ListOption
+}
+
+// kustomizationApps is the appKind of the Kustomizations in namespace ns,
+// whose timeline records the nSources sources of sourceList's kind.
+func kustomizationApps(ns string, sourceList client.ObjectList, nSources int) appKind {
+	return appKind{
+		ns:         ns,
+		kind:       kustomizev1.KustomizationKind,
+		newObject:  func() client.Object { return &kustomizev1.Kustomization{} },
+		newList:    func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		ready:      ksReady,
+		applied:    hasApplied,
+		describe:   describeKs,
+		sourceList: sourceList,
+		nSources:   nSources,
+	}
+}
+
 // ksReady reports whether a Kustomization's Ready condition is True for
 // its current generation.
 func ksReady(obj client.Object) bool {

@@ -34,8 +34,8 @@ func TestController_RefusesToStart(t *testing.T) {
 		wantAlso    []string
 		hidden      string
 	}{
-		{name: "unknown controller", args: []string{"--controllers", "source,helm-controller"},
-			wantMessage: `unknown controller "helm"`, wantAlso: manager.AllControllers},
+		{name: "unknown controller", args: []string{"--controllers", "source,notification-controller"},
+			wantMessage: `unknown controller "notification"`, wantAlso: manager.AllControllers},
 		{name: "plain-HTTP proxy while plain HTTP is refused", args: []string{"--insecure-allow-http=false"},
 			env: []string{"HTTPS_PROXY=http://proxy-user:pr0xy-s3cret@127.0.0.1:3128"}, wantMessage: "HTTPS_PROXY names a plain-HTTP proxy",
 			hidden: "pr0xy-s3cret"},

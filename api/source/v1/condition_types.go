@@ -101,3 +101,26 @@ const (
 	// controller does not have, such as a cloud identity.
 	InvalidProviderConfigurationReason string = "InvalidProviderConfiguration"
 )
+
+// Condition reasons of HelmRepository and HelmChart.
+const (
+	// IndexationFailedReason: the repository index could not be fetched or
+	// parsed.
+	IndexationFailedReason string = "IndexationFailed"
+
+	// IndexationSucceededReason: the repository index was fetched and
+	// stored.
+	IndexationSucceededReason string = "IndexationSucceed"
+
+	// ChartPullFailedReason: the chart could not be found or downloaded.
+	ChartPullFailedReason string = "ChartPullFailed"
+
+	// ChartPullSucceededReason: the chart was downloaded.
+	ChartPullSucceededReason string = "ChartPullSucceeded"
+
+	// ChartPackageFailedReason: the chart could not be loaded or packaged.
+	ChartPackageFailedReason string = "ChartPackageFailed"
+
+	// ChartPackageSucceededReason: the chart was packaged from a source.
+	ChartPackageSucceededReason string = "ChartPackageSucceeded"
+)

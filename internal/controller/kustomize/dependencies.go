@@ -3,6 +3,7 @@ package kustomize
 import (
 	"context"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/dependency"
@@ -23,6 +24,7 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			a := source.GetArtifact()
 			return a == nil || sourceKey(obj) != sourceKey(dep) || dep.Status.LastAppliedRevision == a.Revision
 		},
+		Others:               dependency.Kinds(helmv2.HelmReleaseKind),
 		NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
 		Requeue:              r.DependencyRequeue,
 	}

@@ -130,11 +130,8 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 // healthExprs returns spec.healthCheckExprs; expressions that do not
 // compile stall.
 func healthExprs(obj *kustomizev1.Kustomization) ([]health.Expr, error) {
-	exprs := make([]health.Expr, 0, len(obj.Spec.HealthCheckExprs))
-	for _, e := range obj.Spec.HealthCheckExprs {
-		exprs = append(exprs, health.Expr{APIVersion: e.APIVersion, Kind: e.Kind, Current: e.Current, InProgress: e.InProgress, Failed: e.Failed})
-	}
-	if err := health.ValidateExprs(exprs); err != nil {
+	exprs, err := kspec.HealthExprs(obj.Spec.HealthCheckExprs)
+	if err != nil {
 		return nil, reconcile.Stall(meta.InvalidCELExpressionReason, err)
 	}
 	return exprs, nil

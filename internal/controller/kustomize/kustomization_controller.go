@@ -16,6 +16,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/dependency"
 	"github.com/windlass-dev/windlass/internal/event"
@@ -32,6 +33,7 @@ import (
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations/finalizers,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="*",resources="*",verbs="*"
 
 // FieldManager is the server-side apply field manager of applied objects:
@@ -117,7 +119,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		k := o.(*kustomizev1.Kustomization)
 		keys := make([]string, 0, len(k.Spec.DependsOn))
 		for _, d := range k.Spec.DependsOn {
-			keys = append(keys, dependency.Key(k, d).String())
+			keys = append(keys, dependency.IndexKey(kustomizev1.KustomizationKind, k, d))
 		}
 		return keys
 	}); err != nil {
@@ -136,7 +138,10 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	b := reconcile.NewControllerManagedBy(mgr, &kustomizev1.Kustomization{}, opts).
 		Watches(&kustomizev1.Kustomization{},
-			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents),
+			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents(kustomizev1.KustomizationKind)),
+			builder.WithPredicates(predicates.BecameReady{})).
+		Watches(&helmv2.HelmRelease{},
+			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents(helmv2.HelmReleaseKind)),
 			builder.WithPredicates(predicates.BecameReady{})).
 		Watches(&gatingv1alpha1.Gate{}, r.gateEvents(), builder.WithPredicates(gate.OpenedChanged()))
 	for kind, newSource := range sourceref.Served() {
@@ -145,9 +150,12 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	return b.Complete(r.runner())
 }
 
-func (r *KustomizationReconciler) requestsForDependents(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-	key := client.ObjectKeyFromObject(o).String()
-	return r.requestsFor(ctx, client.MatchingFields{dependencyIndexKey: key})
+// requestsForDependents returns the handler of a dependency of kind that
+// became ready: it reconciles the Kustomizations that depend on it.
+func (r *KustomizationReconciler) requestsForDependents(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+		return r.requestsFor(ctx, client.MatchingFields{dependencyIndexKey: dependency.IndexKeyOf(kind, o)})
+	}
 }
 
 func (r *KustomizationReconciler) requestsFor(ctx context.Context, match client.MatchingFields) []ctrlreconcile.Request {

@@ -312,15 +312,7 @@ func (r *KustomizationReconciler) substituteVars(ctx context.Context, obj *kusto
 // recordInventory stores the applied objects, plus those that could not
 // be pruned, as the status inventory.
 func recordInventory(obj *kustomizev1.Kustomization, entries []inventory.Entry) {
-	if len(entries) == 0 {
-		obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{}}
-		return
-	}
-	refs := make([]kustomizev1.ResourceRef, 0, len(entries))
-	for _, e := range entries {
-		refs = append(refs, kustomizev1.ResourceRef{ID: e.ID, Version: e.Version})
-	}
-	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: refs}
+	obj.Status.Inventory = kspec.ResourceInventory(entries)
 }
 
 // compileIgnoreRules compiles spec.ignore; an invalid rule stalls.

@@ -100,6 +100,9 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 	if err := buckets.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
+	if err := startHelmControllers(ctx, mgr, opts); err != nil {
+		return err
+	}
 	k8s = mgr.GetClient()
 	go func() {
 		if err := mgr.Start(ctx); err != nil {

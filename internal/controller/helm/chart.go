@@ -1,0 +1,277 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	hchart "helm.sh/helm/v4/pkg/chart/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/fetch"
+	chartload "github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/sourceref"
+)
+
+// chartSources are the kinds a release's chart comes from: the HelmChart
+// made from spec.chart, or the source of spec.chartRef.
+func chartSources() sourceref.Kinds {
+	return sourceref.Kinds{
+		sourcev1.HelmChartKind:     func() sourceref.Source { return &sourcev1.HelmChart{} },
+		sourcev1.OCIRepositoryKind: func() sourceref.Source { return &sourcev1.OCIRepository{} },
+	}
+}
+
+// chartRef returns the source of obj's chart: spec.chartRef, or the
+// HelmChart made from spec.chart in its source's namespace.
+func chartRef(obj *helmv2.HelmRelease) sourceref.Ref {
+	if ref := obj.Spec.ChartRef; ref != nil {
+		return sourceref.Ref{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace}
+	}
+	return sourceref.Ref{Kind: sourcev1.HelmChartKind, Name: obj.GetHelmChartName(), Namespace: templateNamespace(obj)}
+}
+
+// chartKey returns the key of obj's chart source, which indexes
+// HelmReleases by chart source.
+func chartKey(obj *helmv2.HelmRelease) string {
+	return sourceref.Key(obj.Namespace, chartRef(obj))
+}
+
+// templateNamespace returns the namespace of the HelmChart made from
+// spec.chart: its source's.
+func templateNamespace(obj *helmv2.HelmRelease) string {
+	if obj.Spec.Chart != nil && obj.Spec.Chart.Spec.SourceRef.Namespace != "" {
+		return obj.Spec.Chart.Spec.SourceRef.Namespace
+	}
+	return obj.Namespace
+}
+
+// reconcileChartTemplate creates or updates the HelmChart of spec.chart,
+// and records it in status.helmChart. A release with spec.chartRef has
+// none: a HelmChart left from a former spec.chart is deleted.
+func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) error {
+	if obj.Spec.Chart == nil {
+		if err := r.deleteChartTemplate(ctx, obj); err != nil {
+			return reconcile.Fail(helmv2.ArtifactFailedReason, err)
+		}
+		return nil
+	}
+	ns := templateNamespace(obj)
+	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
+		return reconcile.Stall(meta.AccessDeniedReason,
+			fmt.Errorf("cross-namespace reference to %s '%s/%s' is not allowed", obj.Spec.Chart.Spec.SourceRef.Kind, ns,
+				obj.Spec.Chart.Spec.SourceRef.Name))
+	}
+	hc := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetHelmChartName()}}
+	want := chartSpec(obj)
+	err := r.Get(ctx, client.ObjectKeyFromObject(hc), hc)
+	switch {
+	case apierrors.IsNotFound(err):
+		setTemplateMeta(hc, obj)
+		hc.Spec = want
+		if err := r.Create(ctx, hc); err != nil {
+			return reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
+		}
+	case err != nil:
+		return reconcile.Fail(helmv2.ArtifactFailedReason, err)
+	case !equalChartSpecs(hc.Spec, want) || !templateMetaCurrent(hc, obj):
+		patch := client.MergeFrom(hc.DeepCopy())
+		setTemplateMeta(hc, obj)
+		hc.Spec = want
+		if err := r.Patch(ctx, hc, patch); err != nil {
+			return reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("updating HelmChart '%s/%s': %w", ns, hc.Name, err))
+		}
+	}
+	obj.Status.HelmChart = ns + "/" + hc.Name
+	return nil
+}
+
+// deleteChartTemplate deletes the HelmChart recorded in status.helmChart.
+func (r *HelmReleaseReconciler) deleteChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) error {
+	if obj.Status.HelmChart == "" {
+		return nil
+	}
+	ns, name, ok := splitKey(obj.Status.HelmChart)
+	if !ok {
+		obj.Status.HelmChart = ""
+		return nil
+	}
+	hc := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := r.Delete(ctx, hc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting HelmChart '%s': %w", obj.Status.HelmChart, err)
+	}
+	obj.Status.HelmChart = ""
+	return nil
+}
+
+// Labels on a HelmChart made from a release's template: whose it is.
+const (
+	templateOwnerName      = "helm.toolkit.fluxcd.io/name"
+	templateOwnerNamespace = "helm.toolkit.fluxcd.io/namespace"
+)
+
+// setTemplateMeta sets the labels and annotations of a HelmChart made from
+// obj's template, and the owner labels.
+func setTemplateMeta(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) {
+	labels := map[string]string{templateOwnerName: obj.Name, templateOwnerNamespace: obj.Namespace}
+	var annotations map[string]string
+	if m := obj.Spec.Chart.ObjectMeta; m != nil {
+		for k, v := range m.Labels {
+			labels[k] = v
+		}
+		annotations = m.Annotations
+	}
+	hc.Labels = labels
+	hc.Annotations = annotations
+}
+
+func templateMetaCurrent(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) bool {
+	want := &sourcev1.HelmChart{}
+	setTemplateMeta(want, obj)
+	return equalMaps(hc.Labels, want.Labels) && equalMaps(hc.Annotations, want.Annotations)
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// chartSpec returns the spec of the HelmChart of obj's template.
+func chartSpec(obj *helmv2.HelmRelease) sourcev1.HelmChartSpec {
+	t := obj.Spec.Chart.Spec
+	spec := sourcev1.HelmChartSpec{
+		Chart:                    t.Chart,
+		Version:                  t.Version,
+		SourceRef:                sourcev1.LocalHelmChartSourceReference{Kind: t.SourceRef.Kind, Name: t.SourceRef.Name},
+		Interval:                 obj.Spec.Interval,
+		ReconcileStrategy:        t.ReconcileStrategy,
+		ValuesFiles:              t.ValuesFiles,
+		IgnoreMissingValuesFiles: t.IgnoreMissingValuesFiles,
+		Suspend:                  false,
+	}
+	if spec.Version == "" {
+		spec.Version = "*"
+	}
+	if spec.ReconcileStrategy == "" {
+		spec.ReconcileStrategy = sourcev1.ReconcileStrategyChartVersion
+	}
+	if t.Interval != nil {
+		spec.Interval = *t.Interval
+	}
+	if v := t.Verify; v != nil {
+		spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: v.Provider, SecretRef: v.SecretRef}
+		if spec.Verify.Provider == "" {
+			spec.Verify.Provider = sourcev1.VerificationProviderCosign
+		}
+	}
+	return spec
+}
+
+func equalChartSpecs(a, b sourcev1.HelmChartSpec) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func splitKey(key string) (namespace, name string, ok bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], i > 0 && i < len(key)-1
+		}
+	}
+	return "", "", false
+}
+
+// getChartSource returns the source of obj's chart, with an artifact (see
+// sourceref.Resolver.Get).
+func (r *HelmReleaseReconciler) getChartSource(ctx context.Context, obj *helmv2.HelmRelease) (sourceref.Source, error) {
+	resolver := sourceref.Resolver{
+		Client: r.Client, Kinds: chartSources(), NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.DependencyRequeue,
+	}
+	return resolver.Get(ctx, obj.Namespace, chartRef(obj))
+}
+
+// loadedCharts keeps the charts loaded from artifacts, by digest: the
+// releases of one chart share one loaded copy. It holds at most max
+// charts; past it, it starts afresh.
+type loadedCharts struct {
+	mu     sync.Mutex
+	charts map[string]*hchart.Chart
+	max    int
+}
+
+func (c *loadedCharts) get(digest string) *hchart.Chart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.charts[digest]
+}
+
+func (c *loadedCharts) put(digest string, ch *hchart.Chart) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.charts == nil || len(c.charts) >= c.max {
+		c.charts = make(map[string]*hchart.Chart)
+	}
+	c.charts[digest] = ch
+}
+
+// loadChart returns the chart of the source's artifact, loaded once per
+// digest. The loaded chart is shared: callers must not change it.
+func (r *HelmReleaseReconciler) loadChart(ctx context.Context, source sourceref.Source) (*hchart.Chart, error) {
+	a := source.GetArtifact()
+	ch := r.charts.get(a.Digest)
+	if ch == nil {
+		var err error
+		if ch, err = r.readChart(ctx, a); err != nil {
+			return nil, err
+		}
+		r.charts.put(a.Digest, ch)
+	}
+	if _, oci := source.(*sourcev1.OCIRepository); oci {
+		ch = chartload.WithDigestVersion(ch, a.Digest)
+	}
+	return ch, nil
+}
+
+// readChart reads and loads the chart of artifact a.
+func (r *HelmReleaseReconciler) readChart(ctx context.Context, a *meta.Artifact) (*hchart.Chart, error) {
+	data, err := r.ChartReader.ReadAll(ctx, *a, r.maxChartSize())
+	switch {
+	case errors.Is(err, fetch.ErrNotFound):
+		return nil, reconcile.Wait(helmv2.ArtifactFailedReason,
+			fmt.Errorf("artifact for revision '%s' is gone from storage, waiting for the source's next artifact", a.Revision), r.DependencyRequeue)
+	case err != nil:
+		return nil, reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("reading the chart of revision '%s': %w", a.Revision, err))
+	}
+	var ch *hchart.Chart
+	err = chartload.Safely(func() error {
+		var err error
+		ch, err = chartload.LoadArchive(data, chartload.Limits{})
+		return err
+	})
+	if err != nil {
+		return nil, reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("loading the chart of revision '%s': %w", a.Revision, err))
+	}
+	return ch, nil
+}
+
+// maxChartSize returns the bound of a packaged chart.
+func (r *HelmReleaseReconciler) maxChartSize() int64 {
+	if r.MaxChartSize > 0 {
+		return r.MaxChartSize
+	}
+	return DefaultMaxChartSize
+}

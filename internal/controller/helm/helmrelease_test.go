@@ -1,0 +1,179 @@
+package helm
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	hchart "helm.sh/helm/v4/pkg/chart/v2"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+)
+
+// newRepository serves charts from an HTTP chart repository and creates
+// its HelmRepository in ns.
+func newRepository(t *testing.T, g *WithT, ns string, charts ...*hchart.Chart) *helmtest.Repo {
+	t.Helper()
+	repo := helmtest.NewRepo(t)
+	for _, c := range charts {
+		repo.Add(t, c)
+	}
+	hrepo := &sourcev1.HelmRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"},
+		Spec:       sourcev1.HelmRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(env.Client.Create(context.Background(), hrepo)).To(Succeed())
+	return repo
+}
+
+// newRelease creates a HelmRelease of chart name (any version) from the
+// HelmRepository of newRepository.
+func newRelease(g *WithT, ns, name, chart string, mutate ...func(*helmv2.HelmRelease)) *helmv2.HelmRelease {
+	hr := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: helmv2.HelmReleaseSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+				Chart: chart, Version: "*",
+				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
+			}},
+			Timeout: &metav1.Duration{Duration: 30 * time.Second},
+		},
+	}
+	for _, m := range mutate {
+		m(hr)
+	}
+	g.Expect(env.Client.Create(context.Background(), hr)).To(Succeed())
+	return hr
+}
+
+// valuesJSON returns a values document.
+func valuesJSON(doc string) *apiextensionsv1.JSON {
+	return &apiextensionsv1.JSON{Raw: []byte(doc)}
+}
+
+// configMap returns the ConfigMap ns/name, or fails.
+func configMap(g Gomega, ns, name string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm)).To(Succeed())
+	return cm
+}
+
+// refreshRepository asks the HelmRepository to fetch its index again.
+func refreshRepository(g *WithT, ns, token string) {
+	testutil.RequestReconcile(g, env.Client, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "charts"}}, token)
+}
+
+// TestInstallUpgradeUninstall: a chart from an HTTP repository installs
+// with the release's values, upgrades when a new chart version appears,
+// and is uninstalled, with its HelmChart, when the HelmRelease is deleted.
+func TestInstallUpgradeUninstall(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	repo := newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Values = valuesJSON(`{"greeting":"hi"}`)
+	})
+	key := client.ObjectKeyFromObject(hr)
+
+	got := waitForHR(g, key, hrReady("1.0.0"))
+	g.Expect(got.Status.HelmChart).To(Equal(ns + "/" + ns + "-app"))
+	g.Expect(got.Status.LastAttemptedReleaseAction).To(Equal(helmv2.ReleaseActionInstall))
+	g.Expect(got.Status.StorageNamespace).To(Equal(ns))
+	g.Expect(got.Status.LastAttemptedConfigDigest).To(HavePrefix("sha256:"))
+	g.Expect(got.Status.History).To(HaveLen(1))
+	g.Expect(got.Status.History[0].Status).To(Equal("deployed"))
+	g.Expect(got.Status.History[0].ConfigDigest).To(Equal(got.Status.LastAttemptedConfigDigest))
+	g.Expect(got.Status.Inventory.Entries).To(ContainElement(HaveField("ID", ns+"_app-cm__ConfigMap")))
+	cm := configMap(g, ns, "app-cm")
+	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hi"))
+	g.Expect(cm.Labels).To(HaveKeyWithValue(helmv2.NameLabel, "app"))
+	g.Expect(cm.Labels).To(HaveKeyWithValue(helmv2.NamespaceLabel, ns))
+	g.Expect(conditions.IsTrue(got, helmv2.ReleasedCondition)).To(BeTrue())
+	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).To(ContainElement(ContainSubstring("Helm install succeeded")))
+
+	// A new chart version upgrades the release.
+	repo.Add(t, helmtest.Chart(t, "app", "1.1.0", helmtest.WithTemplate("extra.yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {}\n")))
+	refreshRepository(g, ns, "new-version")
+	got = waitForHR(g, key, hrReady("1.1.0"))
+	g.Expect(got.Status.LastAttemptedReleaseAction).To(Equal(helmv2.ReleaseActionUpgrade))
+	g.Expect(got.Status.History).To(HaveLen(2))
+	g.Expect(got.Status.History[1].Status).To(Equal("superseded"))
+	configMap(g, ns, "app-extra")
+
+	// Deleting the HelmRelease uninstalls the release and deletes its HelmChart.
+	g.Expect(env.Client.Delete(context.Background(), hr)).To(Succeed())
+	g.Eventually(func() bool {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app-cm"}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err)
+	}, testutil.WaitTimeout).Should(BeTrue())
+	g.Eventually(func() bool {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: ns + "-app"}, &sourcev1.HelmChart{})
+		return apierrors.IsNotFound(err)
+	}, testutil.WaitTimeout).Should(BeTrue())
+	var secrets corev1.SecretList
+	g.Expect(env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	g.Expect(secrets.Items).To(BeEmpty())
+}
+
+// TestNoOpTickWritesNothing: a reconcile of a release that is current
+// installs nothing new and writes no release record.
+func TestNoOpTickWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "quiet", "app")
+	key := client.ObjectKeyFromObject(hr)
+	before := waitForHR(g, key, hrReady("1.0.0"))
+
+	testutil.RequestReconcile(g, env.Client, hr, "tick")
+	got := waitForHR(g, key, func(hr *helmv2.HelmRelease) bool { return hr.Status.LastHandledReconcileAt == "tick" })
+	g.Expect(got.Status.History).To(HaveLen(1))
+	g.Expect(got.Status.History[0].Digest).To(Equal(before.Status.History[0].Digest))
+	var secrets corev1.SecretList
+	g.Expect(env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	g.Expect(secrets.Items).To(HaveLen(1))
+	g.Expect(secrets.Items[0].ResourceVersion).To(Equal(releaseSecretVersion(g, ns, "quiet", 1)))
+}
+
+// releaseSecretVersion returns the resourceVersion of a release record.
+func releaseSecretVersion(g *WithT, ns, name string, version int) string {
+	s := &corev1.Secret{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns,
+		Name: "sh.helm.release.v1." + name + ".v" + strconv.Itoa(version)}, s)).To(Succeed())
+	return s.ResourceVersion
+}
+
+// TestForceAndReset: forceAt upgrades a current release once; resetAt is
+// recorded.
+func TestForceAndReset(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "forced", "app")
+	key := client.ObjectKeyFromObject(hr)
+	waitForHR(g, key, hrReady("1.0.0"))
+
+	patch := []byte(`{"metadata":{"annotations":{"` + meta.ReconcileRequestAnnotation + `":"f1","` +
+		meta.ForceRequestAnnotation + `":"f1","` + meta.ResetRequestAnnotation + `":"r1"}}}`)
+	g.Expect(env.Client.Patch(context.Background(), hr, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+	got := waitForHR(g, key, func(hr *helmv2.HelmRelease) bool {
+		return hr.Status.LastHandledForceAt == "f1" && hrReady("1.0.0")(hr)
+	})
+	g.Expect(got.Status.LastHandledResetAt).To(Equal("r1"))
+	g.Expect(got.Status.History).To(HaveLen(2))
+	g.Expect(got.Status.History.Latest().Version).To(Equal(2))
+}

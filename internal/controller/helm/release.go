@@ -1,0 +1,261 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	hchart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
+	hcommon "helm.sh/helm/v4/pkg/release/common"
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// releaseScope is what the release steps of one run share.
+type releaseScope struct {
+	chart        *hchart.Chart
+	revision     string
+	digest       string
+	values       map[string]any
+	configDigest string
+	postRenderer postrenderer.PostRenderer
+	runner       *helmaction.Runner
+	target       *impersonation.Target
+	// last is the release as it is after the run's action, or nil.
+	last *hrelease.Release
+	// acted is set when the run changed the release's records.
+	acted bool
+}
+
+// desired tells whether rel is the release that obj declares: the same
+// chart, version and values, made with the same post-renderers and common
+// metadata.
+func desired(obj *helmv2.HelmRelease, sc *releaseScope, rel *hrelease.Release, prDigest, cmDigest string) bool {
+	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return false
+	}
+	return rel.Chart.Metadata.Name == sc.chart.Metadata.Name &&
+		rel.Chart.Metadata.Version == sc.chart.Metadata.Version &&
+		helmaction.ConfigDigest(rel.Config) == sc.configDigest &&
+		obj.Status.ObservedPostRenderersDigest == prDigest &&
+		obj.Status.ObservedCommonMetadataDigest == cmDigest
+}
+
+// attemptChanged tells whether what the run would attempt differs from the
+// last attempt: a new generation, chart revision or values. Failure counters
+// start afresh then.
+func attemptChanged(obj *helmv2.HelmRelease, sc *releaseScope) bool {
+	s := obj.Status
+	return s.LastAttemptedGeneration != obj.Generation || s.LastAttemptedRevision != sc.revision ||
+		s.LastAttemptedConfigDigest != sc.configDigest
+}
+
+// resetFailures zeroes the failure counters.
+func resetFailures(obj *helmv2.HelmRelease) {
+	obj.Status.Failures, obj.Status.InstallFailures, obj.Status.UpgradeFailures = 0, 0, 0
+}
+
+// handleRequests acts on the reset and force requests of obj's annotations
+// and tells whether a force is asked for.
+func handleRequests(obj *helmv2.HelmRelease) (force bool) {
+	if token, ok := obj.Annotations[meta.ResetRequestAnnotation]; ok && token != obj.Status.LastHandledResetAt {
+		resetFailures(obj)
+		obj.Status.LastHandledResetAt = token
+	}
+	if token, ok := obj.Annotations[meta.ForceRequestAnnotation]; ok && token != obj.Status.LastHandledForceAt {
+		obj.Status.LastHandledForceAt = token
+		return true
+	}
+	return false
+}
+
+// exhausted tells whether the failures of the last action used up its
+// retries, so that nothing is tried until the spec, the chart or the
+// values change, or a reset is asked for.
+func exhausted(obj *helmv2.HelmRelease) bool {
+	switch obj.Status.LastAttemptedReleaseAction {
+	case helmv2.ReleaseActionInstall:
+		r := obj.GetInstall().Remediation
+		return r.GetRetries() >= 0 && obj.Status.InstallFailures > int64(r.GetRetries())
+	case helmv2.ReleaseActionUpgrade:
+		r := obj.GetUpgrade().Remediation
+		return r.GetRetries() >= 0 && obj.Status.UpgradeFailures > int64(r.GetRetries())
+	}
+	return false
+}
+
+// retriesExceeded is the Stalling error of a release whose retries are
+// used up.
+func retriesExceeded(obj *helmv2.HelmRelease) error {
+	n := obj.Status.InstallFailures
+	if obj.Status.LastAttemptedReleaseAction == helmv2.ReleaseActionUpgrade {
+		n = obj.Status.UpgradeFailures
+	}
+	return reconcile.Stall(helmv2.RetriesExceededReason,
+		fmt.Errorf("failed to %s after %d attempt(s): change the spec, the chart or the values, or reset with 'windlass reconcile helmrelease %s --reset'",
+			obj.Status.LastAttemptedReleaseAction, n, obj.Name))
+}
+
+// reconcileRelease installs or upgrades the release when it is not what obj
+// declares, tests it, and remediates a failure as configured.
+func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, force bool) error {
+	name := obj.GetReleaseName()
+	recovered, err := sc.runner.RecoverPending(ctx, name)
+	if err != nil {
+		return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
+	}
+	if recovered != nil {
+		sc.acted = true
+		r.Events.Warning(ctx, obj, helmv2.GetLastReleaseFailedReason, sc.revision,
+			fmt.Sprintf("Release %s/%s.v%d was left %s by an interrupted action: marked failed", recovered.Namespace,
+				recovered.Name, recovered.Version, "pending"))
+	}
+	last, err := sc.runner.Last(name)
+	if err != nil {
+		return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
+	}
+	prDigest, cmDigest := r.digests(obj)
+	if !force && last != nil && last.Info.Status == hcommon.StatusDeployed && desired(obj, sc, last, prDigest, cmDigest) {
+		sc.last = last
+		return nil
+	}
+	if attemptChanged(obj, sc) {
+		resetFailures(obj)
+	} else if !force && exhausted(obj) {
+		sc.last = last
+		return retriesExceeded(obj)
+	}
+	action, err := r.act(ctx, obj, sc, last)
+	if err != nil {
+		return r.failed(ctx, obj, sc, action, err)
+	}
+	if err := r.test(ctx, obj, sc); err != nil {
+		return r.failed(ctx, obj, sc, action, err)
+	}
+	resetFailures(obj)
+	obj.Status.ObservedPostRenderersDigest, obj.Status.ObservedCommonMetadataDigest = prDigest, cmDigest
+	conditions.Delete(obj, helmv2.RemediatedCondition)
+	return nil
+}
+
+// act runs the install or upgrade that brings the release to what obj
+// declares, and records the attempt.
+func (r *HelmReleaseReconciler) act(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, last *hrelease.Release) (string, error) {
+	action := helmv2.ReleaseActionUpgrade
+	if last == nil || last.Info.Status == hcommon.StatusUninstalled || neverDeployed(last) || chartRenamed(obj, sc, last) {
+		action = helmv2.ReleaseActionInstall
+	}
+	obj.Status.LastAttemptedReleaseAction = action
+	obj.Status.LastAttemptedGeneration = obj.Generation
+	obj.Status.LastAttemptedRevision = sc.revision
+	obj.Status.LastAttemptedRevisionDigest = sc.digest
+	obj.Status.LastAttemptedConfigDigest = sc.configDigest
+	started := time.Now()
+	sc.acted = true
+	var (
+		rel *hrelease.Release
+		err error
+	)
+	if action == helmv2.ReleaseActionInstall {
+		rel, err = r.install(ctx, obj, sc, last)
+	} else {
+		rel, err = sc.runner.Upgrade(ctx, sc.chart, sc.values, upgradeOptions(obj, sc))
+	}
+	obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(started).Round(time.Millisecond)}
+	if rel != nil {
+		sc.last = rel
+	}
+	if err != nil {
+		return action, err
+	}
+	msg := fmt.Sprintf("Helm %s succeeded for release %s/%s.v%d with chart %s@%s", action, rel.Namespace, rel.Name, rel.Version,
+		rel.Chart.Metadata.Name, rel.Chart.Metadata.Version)
+	reason := helmv2.InstallSucceededReason
+	if action == helmv2.ReleaseActionUpgrade {
+		reason = helmv2.UpgradeSucceededReason
+	}
+	conditions.MarkTrue(obj, helmv2.ReleasedCondition, reason, "%s", msg)
+	r.Events.Normal(ctx, obj, reason, sc.revision, msg)
+	return action, nil
+}
+
+// install installs the release; one left from a failed install, another
+// chart (under the Reinstall strategy) or an uninstall that kept its
+// history is removed first.
+func (r *HelmReleaseReconciler) install(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, last *hrelease.Release) (*hrelease.Release, error) {
+	if last != nil && last.Info.Status != hcommon.StatusUninstalled {
+		if _, err := sc.runner.Uninstall(ctx, last.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()}); err != nil {
+			return nil, fmt.Errorf("uninstalling release %s/%s.v%d to install it afresh: %w", last.Namespace, last.Name, last.Version, err)
+		}
+	}
+	return sc.runner.Install(ctx, sc.chart, sc.values, installOptions(obj, sc, last != nil))
+}
+
+// neverDeployed tells whether last is the first release and it failed (an
+// install that failed or was interrupted): it cannot be upgraded.
+func neverDeployed(last *hrelease.Release) bool {
+	return last.Version == 1 && last.Info.Status != hcommon.StatusDeployed
+}
+
+// chartRenamed tells whether the chart's name changed and the strategy is
+// to reinstall then.
+func chartRenamed(obj *helmv2.HelmRelease, sc *releaseScope, last *hrelease.Release) bool {
+	return last.Chart != nil && last.Chart.Metadata != nil && last.Chart.Metadata.Name != sc.chart.Metadata.Name &&
+		obj.GetUpgrade().ChartNameChangeStrategy != "InPlaceUpdate"
+}
+
+// test runs the release's tests when enabled; a failure counts unless the
+// tests or the remediation ignore it.
+func (r *HelmReleaseReconciler) test(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) error {
+	t := obj.GetTest()
+	if !t.Enable {
+		conditions.Delete(obj, helmv2.TestSuccessCondition)
+		return nil
+	}
+	name := obj.GetReleaseName()
+	rel, err := sc.runner.Test(ctx, name, obj.GetReleaseNamespace(), helmaction.TestOptions{
+		Timeout: obj.ActionTimeout(t.Timeout), Filters: t.Filters,
+	})
+	if rel != nil {
+		sc.last = rel
+	}
+	if err == nil {
+		msg := fmt.Sprintf("Helm test succeeded for release %s/%s.v%d", obj.GetReleaseNamespace(), name, sc.last.Version)
+		conditions.MarkTrue(obj, helmv2.TestSuccessCondition, helmv2.TestSucceededReason, "%s", msg)
+		r.Events.Normal(ctx, obj, helmv2.TestSucceededReason, sc.revision, msg)
+		return nil
+	}
+	msg := fmt.Sprintf("Helm test failed for release %s/%s: %v", obj.GetReleaseNamespace(), name, err)
+	conditions.MarkFalse(obj, helmv2.TestSuccessCondition, helmv2.TestFailedReason, "%s", msg)
+	if t.IgnoreFailures || ignoresTestFailures(obj) {
+		r.Events.Warning(ctx, obj, helmv2.TestFailedReason, sc.revision, msg+" (ignored)")
+		return nil
+	}
+	return errors.New(msg)
+}
+
+// ignoresTestFailures tells whether the remediation of the last action
+// ignores test failures.
+func ignoresTestFailures(obj *helmv2.HelmRelease) bool {
+	var ignore *bool
+	if obj.Status.LastAttemptedReleaseAction == helmv2.ReleaseActionInstall {
+		if rem := obj.GetInstall().Remediation; rem != nil {
+			ignore = rem.IgnoreTestFailures
+		}
+	} else if rem := obj.GetUpgrade().Remediation; rem != nil {
+		ignore = rem.IgnoreTestFailures
+	}
+	if ignore == nil && obj.Spec.Test != nil {
+		return obj.Spec.Test.IgnoreFailures
+	}
+	return ignore != nil && *ignore
+}

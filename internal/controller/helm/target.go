@@ -1,0 +1,143 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/internal/helm/postrender"
+	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
+	"github.com/windlass-dev/windlass/internal/helm/values"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// reconcileValues composes the release's values from spec.valuesFrom and
+// spec.values.
+func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+	vals, err := values.Compose(ctx, r.Client, obj)
+	if err != nil {
+		switch {
+		case values.IsNotFound(err):
+			return reconcile.ResultEmpty, reconcile.Wait(helmv2.InitFailedReason, err, r.DependencyRequeue)
+		case values.IsInvalid(err):
+			return reconcile.ResultEmpty, reconcile.Stall(helmv2.InitFailedReason, err)
+		}
+		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InitFailedReason, err)
+	}
+	sc.values, sc.configDigest = vals, helmaction.ConfigDigest(vals)
+	return reconcile.ResultSuccess, nil
+}
+
+// reconcileTarget resolves the cluster and identity of the release, its
+// runner and its post-renderer.
+func (r *HelmReleaseReconciler) reconcileTarget(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+	t, err := r.target(ctx, obj)
+	if err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if err := r.uninstallMoved(ctx, obj, t); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	run, err := r.runners.get(t, obj.GetStorageNamespace())
+	if err != nil {
+		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InitFailedReason, fmt.Errorf("preparing the Helm client: %w", err))
+	}
+	pr, err := postrender.New(obj)
+	if err != nil {
+		return reconcile.ResultEmpty, reconcile.Stall(helmv2.InitFailedReason, fmt.Errorf("invalid post-renderers: %w", err))
+	}
+	sc.runner, sc.postRenderer = run, pr
+	sc.target = t
+	obj.Status.StorageNamespace = obj.GetStorageNamespace()
+	return reconcile.ResultSuccess, nil
+}
+
+// target returns where and as whom obj's release is made.
+func (r *HelmReleaseReconciler) target(ctx context.Context, obj *helmv2.HelmRelease) (*impersonation.Target, error) {
+	t, err := r.Targets.For(ctx, impersonation.Identity{
+		Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName, KubeConfig: obj.Spec.KubeConfig,
+	}, r.Client)
+	switch {
+	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
+		return nil, reconcile.Stall(helmv2.InitFailedReason, err)
+	case err != nil:
+		return nil, reconcile.Fail(helmv2.InitFailedReason, err)
+	}
+	return t, nil
+}
+
+// uninstallMoved uninstalls the release that obj made under another name
+// or storage namespace, when spec.releaseName, spec.targetNamespace or
+// spec.storageNamespace changed.
+func (r *HelmReleaseReconciler) uninstallMoved(ctx context.Context, obj *helmv2.HelmRelease, t *impersonation.Target) error {
+	latest := obj.Status.History.Latest()
+	storage := obj.Status.StorageNamespace
+	if latest == nil || storage == "" {
+		return nil
+	}
+	if latest.Name == obj.GetReleaseName() && latest.Namespace == obj.GetReleaseNamespace() && storage == obj.GetStorageNamespace() {
+		return nil
+	}
+	run, err := r.runners.get(t, storage)
+	if err != nil {
+		return reconcile.Fail(helmv2.InitFailedReason, err)
+	}
+	if _, err := run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()}); err != nil {
+		return reconcile.Fail(helmv2.UninstallFailedReason,
+			fmt.Errorf("uninstalling the former release %s/%s: %w", latest.Namespace, latest.Name, err))
+	}
+	obj.Status.History = nil
+	return nil
+}
+
+// recordRelease records the release's history and inventory, as they are
+// in storage after the run.
+func (r *HelmReleaseReconciler) recordRelease(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) error {
+	if sc.runner == nil {
+		return nil
+	}
+	if sc.last == nil {
+		obj.Status.Inventory = nil
+		return nil
+	}
+	if latest := obj.Status.History.Latest(); sc.acted || latest == nil || latest.Version != sc.last.Version ||
+		latest.Status != string(sc.last.Info.Status) || latest.Name != sc.last.Name {
+		history, err := sc.runner.History(sc.last.Name, obj.GetMaxHistory())
+		if err != nil {
+			return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release history: %w", err))
+		}
+		obj.Status.History = snapshots(history, obj.GetMaxHistory())
+	}
+	objs, err := releaseObjects(sc)
+	if err != nil {
+		return reconcile.Fail(helmv2.InventoryBuildFailedReason, err)
+	}
+	obj.Status.Inventory = kspec.ResourceInventory(inventory.FromObjects(objs))
+	return nil
+}
+
+// releaseObjects returns the objects of the last release's manifest, each
+// in its namespace.
+func releaseObjects(sc *releaseScope) ([]*unstructured.Unstructured, error) {
+	objs, err := helmaction.ObjectsOf(sc.last.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the release manifest: %w", err)
+	}
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			continue
+		}
+		mapping, err := sc.target.Mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		if err == nil && mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
+			o.SetNamespace(sc.last.Namespace)
+		}
+	}
+	return objs, nil
+}

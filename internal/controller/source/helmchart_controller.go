@@ -1,0 +1,204 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/predicates"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmcharts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmcharts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmcharts/finalizers,verbs=get;create;update;patch;delete
+
+// helmChartNegativeConditions are the HelmChart conditions that explain a
+// Ready=False, most important first.
+var helmChartNegativeConditions = []string{
+	sourcev1.FetchFailedCondition,
+	sourcev1.BuildFailedCondition,
+	sourcev1.StorageOperationFailedCondition,
+	sourcev1.ArtifactOutdatedCondition,
+}
+
+// helmChartSourceIndexKey indexes HelmCharts by their source, as
+// "<kind>/<name>".
+const helmChartSourceIndexKey = ".spec.sourceRef"
+
+// defaultHelmChartSourceRequeue is how long a HelmChart waits for a source
+// without an artifact when the reconciler does not say; the watch on the
+// sources usually comes first.
+const defaultHelmChartSourceRequeue = 30 * time.Second
+
+// HelmChartReconciler reconciles HelmChart objects: it pulls a chart from
+// a HelmRepository (an HTTP index or an OCI registry), or loads and
+// packages one from a folder of a GitRepository's or Bucket's artifact,
+// and stores the package as an artifact.
+type HelmChartReconciler struct {
+	client.Client
+	// Events records events about HelmCharts.
+	Events *event.Recorder
+	// Storage holds the artifacts, the HelmCharts' and their sources'.
+	Storage *artifact.Storage
+	// IndexCache keeps parsed indexes by artifact digest: the same as the
+	// HelmRepositoryReconciler's, so that a repository's index is parsed
+	// once for all its charts. Nil makes a cache of
+	// DefaultHelmIndexCacheSize entries.
+	IndexCache *repository.IndexCache
+	// JitterPercent spreads each object's interval.
+	JitterPercent int
+	// DependencyRequeue is how long to wait for a source that has no
+	// artifact yet; zero means 30s.
+	DependencyRequeue time.Duration
+	// ChartLimits bound a chart: its package (downloaded or built), the
+	// size and number of its files; zero fields mean the chart package's
+	// defaults.
+	ChartLimits chart.Limits
+	// MaxIndexSize bounds the bytes of an index read from storage or
+	// fetched for a dependency; zero means repository.DefaultMaxIndexSize.
+	MaxIndexSize int64
+	// AllowInsecureHTTP allows plain-HTTP chart repositories and
+	// registries for dependencies and OCI charts; without it they fail.
+	AllowInsecureHTTP bool
+	// NoCrossNamespaceRefs refuses gates in other namespaces.
+	NoCrossNamespaceRefs bool
+
+	// trees holds extracted source artifacts, shared by the HelmCharts of
+	// one revision.
+	trees fetch.TreeCache
+}
+
+// SetupWithManager registers the reconciler with mgr: it watches
+// HelmCharts, their gates and their sources (a new artifact of a source,
+// or an OCI HelmRepository becoming ready, reconciles the HelmCharts that
+// use it at once).
+func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	if r.IndexCache == nil {
+		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheTTL)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.HelmChart{}, helmChartSourceIndexKey, func(o client.Object) []string {
+		ref := o.(*sourcev1.HelmChart).Spec.SourceRef
+		return []string{helmChartSourceKey(ref.Kind, ref.Name)}
+	}); err != nil {
+		return fmt.Errorf("indexing HelmChart sources: %w", err)
+	}
+	// Extracted source artifacts are removed when the manager stops.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.trees.RemoveAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	kind := sourceKind(r.store(), func() *sourcev1.HelmChart { return &sourcev1.HelmChart{} }, helmChartNegativeConditions, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
+		func() client.ObjectList { return &sourcev1.HelmChartList{} }, opts)
+	if err != nil {
+		return err
+	}
+	artifactChanged := builder.WithPredicates(predicates.ArtifactChanged{})
+	return b.
+		Watches(&sourcev1.HelmRepository{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.HelmRepositoryKind)),
+			builder.WithPredicates(predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{}))).
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.GitRepositoryKind)), artifactChanged).
+		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.BucketKind)), artifactChanged).
+		Complete(runner)
+}
+
+// helmChartSourceKey is the index value of a HelmChart's source.
+func helmChartSourceKey(kind, name string) string {
+	return kind + "/" + name
+}
+
+// chartsOf returns the map from a source of kind to the HelmCharts that use
+// it.
+func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
+		var list sourcev1.HelmChartList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+			client.MatchingFields{helmChartSourceIndexKey: helmChartSourceKey(kind, o.GetName())}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the HelmCharts of a source", kind, client.ObjectKeyFromObject(o))
+			return nil
+		}
+		reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// store returns the storage steps shared with the other source kinds.
+func (r *HelmChartReconciler) store() artifactStore {
+	return artifactStore{kind: sourcev1.HelmChartKind, storage: r.Storage, events: r.Events}
+}
+
+// run brings one HelmChart's artifact up to date, unless a gate holds it
+// back.
+func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *patch.Helper) (reconcile.Result, error) {
+	sc := &helmChartScope{}
+	defer sc.cleanup()
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
+}
+
+// helmChartScope carries what the steps of one run learn.
+type helmChartScope struct {
+	// sourceRevision is what the chart comes from: the revision of the
+	// index or of the source artifact, or <version>@<digest> of an OCI
+	// chart.
+	sourceRevision string
+	// name and version are the chart's; version is the artifact's
+	// revision.
+	name, version string
+	// downloaded is the chart package pulled from a repository.
+	downloaded []byte
+	// root is the extracted source artifact that holds the chart folder;
+	// release ends its use.
+	root    string
+	release func()
+	// pkg is the package to store; packaged says it was built here rather
+	// than stored as it was pulled.
+	pkg      []byte
+	packaged bool
+	// upToDate is set when the stored artifact already holds what the
+	// spec and the source give: nothing is built or written.
+	upToDate bool
+}
+
+func (sc *helmChartScope) cleanup() {
+	if sc.release != nil {
+		sc.release()
+	}
+}
+
+// sourceRequeue returns how long to wait for a source without an artifact.
+func (r *HelmChartReconciler) sourceRequeue() time.Duration {
+	if r.DependencyRequeue > 0 {
+		return r.DependencyRequeue
+	}
+	return defaultHelmChartSourceRequeue
+}
+
+// maxChartSize returns the bound on a chart package's bytes.
+func (r *HelmChartReconciler) maxChartSize() int64 {
+	if r.ChartLimits.MaxChartSize > 0 {
+		return r.ChartLimits.MaxChartSize
+	}
+	return chart.DefaultMaxChartSize
+}
