@@ -179,7 +179,7 @@ func newCreateKustomizationCommand(f *createFlags) *cobra.Command {
 	fs.BoolVar(&k.wait, "wait", false, "wait for every applied object to be healthy")
 	fs.DurationVar(&k.interval, "interval", time.Minute, "how often the source is applied again")
 	fs.DurationVar(&k.healthCheckTimeout, "health-check-timeout", 0, "how long build, apply and health checks may take (default: the interval)")
-	fs.StringSliceVar(&k.dependsOn, "depends-on", nil, "Kustomizations that must be Ready first: [namespace/]name (repeat or separate with commas)")
+	fs.StringSliceVar(&k.dependsOn, "depends-on", nil, "what must be Ready first: [Kind/][NAMESPACE/]NAME, Kind Kustomization (the default) or HelmRelease (repeat or separate with commas)")
 	fs.StringVar(&k.targetNamespace, "target-namespace", "", "put every namespaced object in this namespace")
 	fs.StringVar(&k.serviceAccount, "service-account", "", "apply as this service account")
 	fs.StringVar(&k.decryptionProvider, "decryption-provider", "", "decrypt secrets with this provider: sops")
@@ -216,7 +216,7 @@ func (k *ksFlags) object(name string, f *createFlags) (*kustomizev1.Kustomizatio
 		}
 		obj.Spec.Timeout = &timeout
 	}
-	if obj.Spec.DependsOn, err = parseDependsOn(k.dependsOn); err != nil {
+	if obj.Spec.DependsOn, err = parseKindedDependsOn(kustomizev1.KustomizationKind, k.dependsOn); err != nil {
 		return nil, err
 	}
 	if obj.Spec.Decryption, err = k.decryption(); err != nil {

@@ -110,7 +110,7 @@ func (h *helmReleaseFlags) object(name string, f *createFlags) (*helmv2.HelmRele
 	if h.createTargetNamespace {
 		spec.Install = &helmv2.Install{CreateNamespace: true}
 	}
-	if spec.DependsOn, err = parseReleaseDependsOn(h.dependsOn); err != nil {
+	if spec.DependsOn, err = parseKindedDependsOn(helmv2.HelmReleaseKind, h.dependsOn); err != nil {
 		return nil, err
 	}
 	if spec.ValuesFrom, err = parseValuesFrom(h.valuesFrom); err != nil {
@@ -180,21 +180,21 @@ func (h *helmReleaseFlags) checkNames() error {
 	return nil
 }
 
-// parseReleaseDependsOn parses the --depends-on values of a HelmRelease,
-// [Kind/][NAMESPACE/]NAME each, Kind HelmRelease (written as no kind, the
-// dependent's own) or Kustomization.
-func parseReleaseDependsOn(values []string) ([]meta.DependencyReference, error) {
+// parseKindedDependsOn parses the --depends-on values of an object of kind
+// own, [Kind/][NAMESPACE/]NAME each, Kind HelmRelease or Kustomization: no
+// kind, or own, is written as none (the dependent's own kind).
+func parseKindedDependsOn(own string, values []string) ([]meta.DependencyReference, error) {
 	var deps []meta.DependencyReference
 	for _, v := range values {
 		parts := strings.Split(v, "/")
 		kind := ""
-		if len(parts) == 3 || (len(parts) == 2 && (strings.ToLower(parts[0]) != parts[0] || isDependencyKind(parts[0]))) {
-			switch {
-			case strings.EqualFold(parts[0], helmv2.HelmReleaseKind):
-			case strings.EqualFold(parts[0], kustomizev1.KustomizationKind):
-				kind = kustomizev1.KustomizationKind
-			default:
+		if len(parts) == 3 || (len(parts) == 2 && (strings.ToLower(parts[0]) != parts[0] || dependencyKind(parts[0]) != "")) {
+			kind = dependencyKind(parts[0])
+			if kind == "" {
 				return nil, fmt.Errorf("--depends-on %q: the kind %q is not HelmRelease or Kustomization", v, parts[0])
+			}
+			if kind == own {
+				kind = ""
 			}
 			parts = parts[1:]
 		}
@@ -211,10 +211,15 @@ func parseReleaseDependsOn(values []string) ([]meta.DependencyReference, error) 
 	return deps, nil
 }
 
-// isDependencyKind reports whether s names a kind a HelmRelease may
-// depend on, in any case.
-func isDependencyKind(s string) bool {
-	return strings.EqualFold(s, helmv2.HelmReleaseKind) || strings.EqualFold(s, kustomizev1.KustomizationKind)
+// dependencyKind returns the kind s names, in any case, when an object
+// may depend on objects of that kind; else "".
+func dependencyKind(s string) string {
+	for _, kind := range []string{helmv2.HelmReleaseKind, kustomizev1.KustomizationKind} {
+		if strings.EqualFold(s, kind) {
+			return kind
+		}
+	}
+	return ""
 }
 
 // parseValuesFrom parses the --values-from values, ConfigMap/NAME or

@@ -415,7 +415,7 @@ func printGateConsumers(w io.Writer, consumers []listed) error {
 		}
 	}
 	if len(consumers) == 0 {
-		_, err := fmt.Fprintln(w, "\nNo GitRepository or Kustomization names this gate.")
+		_, err := fmt.Fprintln(w, "\nNo object names this gate in spec.gates.")
 		return err
 	}
 	fmt.Fprintf(w, "\nConsumers: %d, %d held back\n", len(consumers), held)

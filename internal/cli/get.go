@@ -65,7 +65,7 @@ is opened and why, and when that next changes.`,
 		if k.words[0] == "source" {
 			parent = sources
 		}
-		parent.AddCommand(f.command(k.words[len(k.words)-1], k.aliases, "Show "+k.kind+"s", false, k))
+		parent.AddCommand(f.command(k.words[len(k.words)-1], k.aliases, "Show "+pluralKind(k.kind), false, k))
 	}
 	return cmd
 }
@@ -295,4 +295,13 @@ func rowsOf(objs []listed, at time.Time) []statusRow {
 // listError says what to do when a kind cannot be listed.
 func listError(kinds string, err error) error {
 	return fmt.Errorf("listing %s: %w (are the Windlass CRDs installed in this cluster?)", kinds, err)
+}
+
+// pluralKind returns the plural of a kind for help texts: GitRepositories,
+// Kustomizations.
+func pluralKind(kind string) string {
+	if base, ok := strings.CutSuffix(kind, "y"); ok {
+		return base + "ies"
+	}
+	return kind + "s"
 }

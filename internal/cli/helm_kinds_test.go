@@ -582,8 +582,11 @@ func TestParseKindRef(t *testing.T) {
 	}
 }
 
-func TestParseReleaseDependsOn(t *testing.T) {
+// TestParseKindedDependsOn: --depends-on names objects of the dependent's
+// own kind without a kind, and the other kind with it.
+func TestParseKindedDependsOn(t *testing.T) {
 	tests := []struct {
+		own     string
 		value   string
 		want    meta.DependencyReference
 		wantErr string
@@ -599,11 +602,17 @@ func TestParseReleaseDependsOn(t *testing.T) {
 		{value: "a/b/c", wantErr: `the kind "a" is not HelmRelease or Kustomization`},
 		{value: "Kustomization/a/b/c", wantErr: "has too many parts"},
 		{value: "Data_NS/redis", wantErr: `the kind "Data_NS" is not`},
+		{own: "Kustomization", value: "Kustomization/infra", want: meta.DependencyReference{Name: "infra"}},
+		{own: "Kustomization", value: "HelmRelease/data/redis", want: meta.DependencyReference{Kind: "HelmRelease", Namespace: "data", Name: "redis"}},
+		{own: "Kustomization", value: "db/postgres", want: meta.DependencyReference{Namespace: "db", Name: "postgres"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
+		if tt.own == "" {
+			tt.own = helmv2.HelmReleaseKind
+		}
+		t.Run(tt.own+" "+tt.value, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := parseReleaseDependsOn([]string{tt.value})
+			got, err := parseKindedDependsOn(tt.own, []string{tt.value})
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return

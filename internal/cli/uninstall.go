@@ -31,12 +31,13 @@ func newUninstallCommand() *cobra.Command {
 		Short: "Remove Windlass from a cluster, leaving what it applied in place",
 		Long: `Remove the Windlass installation of the namespace: its Deployments (waiting
 until their pods are gone), then the finalizers of every Windlass object, so
-that nothing the Kustomizations applied is pruned, then the Service,
-NetworkPolicy, RBAC, the CRDs (and with them every GitRepository and
-Kustomization) and the namespace.
+that nothing the Kustomizations applied is pruned and no Helm release is
+uninstalled, then the Service, NetworkPolicy, RBAC, the CRDs (and with them
+every Windlass object) and the namespace.
 
---delete-applied deletes the Kustomizations first instead, while the
-controllers still run, and waits until they have deleted what they applied.
+--delete-applied deletes the Kustomizations and HelmReleases first instead,
+while the controllers still run, and waits until they have deleted what they
+applied and uninstalled the releases.
 --keep-crds keeps the CRDs and the Windlass objects; only those of the
 namespace lose their finalizers (another installation may serve the others).
 It asks before it starts, unless --silent; --dry-run says what it would do.`,
@@ -51,7 +52,7 @@ It asks before it starts, unless --silent; --dry-run says what it would do.`,
 	}
 	f.kube.bind(cmd)
 	fs := cmd.Flags()
-	fs.BoolVar(&f.deleteApplied, "delete-applied", false, "delete the Kustomizations first, and with them what they applied")
+	fs.BoolVar(&f.deleteApplied, "delete-applied", false, "delete the Kustomizations and HelmReleases first, and with them what they applied")
 	fs.BoolVarP(&f.silent, "silent", "s", false, "do not ask for confirmation")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "say what would be deleted, and delete nothing")
 	fs.BoolVar(&f.keepNamespace, "keep-namespace", false, "keep the namespace")
@@ -101,14 +102,14 @@ func (f *uninstallFlags) run(cmd *cobra.Command) error {
 func (f *uninstallFlags) question() string {
 	what := "the Windlass controllers of namespace " + f.kube.namespace
 	if !f.keepCRDs {
-		what += ", the CRDs with every GitRepository and Kustomization of the cluster"
+		what += ", the CRDs with every Windlass object of the cluster (sources, Kustomizations, HelmReleases, Gates)"
 	}
 	if !f.keepNamespace {
 		what += ", and the namespace " + f.kube.namespace
 	}
-	applied := "what the Kustomizations applied stays"
+	applied := "what the Kustomizations and HelmReleases applied stays"
 	if f.deleteApplied {
-		applied = "the Kustomizations delete what they applied first"
+		applied = "the Kustomizations and HelmReleases delete what they applied first"
 	}
 	return fmt.Sprintf("Delete %s (%s)?", what, applied)
 }

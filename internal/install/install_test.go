@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -186,12 +187,18 @@ func TestUninstallDryRunChangesNothing(t *testing.T) {
 	ns := m.Options.Namespace
 	_, ks := appliedConfigMap(t, g, ns)
 	t.Cleanup(func() { removeFinalizers(ks) })
+	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Finalizers: []string{meta.Finalizer}},
+		Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
+			ChartRef: &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.HelmChartKind, Name: "app"}}}
+	g.Expect(env.Client.Create(ctx, hr)).To(Succeed())
+	t.Cleanup(func() { removeFinalizers(hr) })
 
 	var lines []string
 	g.Expect(Uninstall(ctx, env.Client, UninstallOptions{Namespace: ns, DryRun: true, DeleteApplied: true,
 		Progress: func(l string) { lines = append(lines, l) }})).To(Succeed())
 	g.Expect(lines).To(ContainElements(
 		"► would delete Kustomization "+ns+"/apps and what it applied",
+		"► would delete HelmRelease "+ns+"/app and its Helm release",
 		"► would delete Deployment "+ns+"/windlass",
 		"► would delete ClusterRole windlass-controller-"+ns,
 		"► would delete CustomResourceDefinition gitrepositories.source.toolkit.fluxcd.io",
@@ -216,14 +223,14 @@ func TestUninstallDeleteAppliedWaitsForTheController(t *testing.T) {
 		"nothing else is deleted while the Kustomizations wait")
 }
 
-// removeFinalizers lets a test's Kustomization go.
-func removeFinalizers(ks *kustomizev1.Kustomization) {
+// removeFinalizers lets a test's Kustomization or HelmRelease go.
+func removeFinalizers(obj client.Object) {
 	ctx := context.Background()
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ks), ks); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return
 	}
-	ks.Finalizers = nil
-	_ = env.Client.Update(ctx, ks)
+	obj.SetFinalizers(nil)
+	_ = env.Client.Update(ctx, obj)
 }
 
 func TestUninstallRefusesANamespaceWithoutWindlass(t *testing.T) {

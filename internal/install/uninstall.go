@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	apimeta "github.com/windlass-dev/windlass/api/meta"
 )
@@ -29,10 +30,11 @@ type UninstallOptions struct {
 	// Namespace lose their finalizers, since the objects of other
 	// namespaces may be served by another installation.
 	KeepCRDs bool
-	// DeleteApplied deletes the Kustomizations first, while the
-	// controllers still run, and waits until they have deleted what they
-	// applied (their finalizers). Otherwise the finalizers are removed and
-	// what the Kustomizations applied stays in the cluster.
+	// DeleteApplied deletes the Kustomizations and HelmReleases first,
+	// while the controllers still run, and waits until they have deleted
+	// what they applied and uninstalled the releases (their finalizers).
+	// Otherwise the finalizers are removed and what they applied stays in
+	// the cluster.
 	DeleteApplied bool
 	// DryRun says what would be done and does nothing.
 	DryRun bool
@@ -72,8 +74,8 @@ type uninstaller struct {
 }
 
 // Uninstall removes the installation of opts.Namespace without pruning
-// what its Kustomizations applied (unless opts.DeleteApplied): the
-// Kustomizations first with DeleteApplied, then the Deployments (waiting
+// what its Kustomizations and HelmReleases applied (unless
+// opts.DeleteApplied): those first with DeleteApplied, then the Deployments (waiting
 // until their pods are gone, so that no controller puts a finalizer back),
 // then the finalizers of the Windlass objects, then the Service,
 // NetworkPolicy, RBAC, CRDs and Namespace.
@@ -92,7 +94,7 @@ func Uninstall(ctx context.Context, c client.Client, opts UninstallOptions) erro
 		return err
 	}
 	u := &uninstaller{c: c, opts: opts, crds: crds}
-	steps := []func(context.Context) error{u.findInstallation, u.deleteKustomizations, u.deleteDeployments, u.removeFinalizers, u.deleteRest, u.deleteCRDs, u.deleteNamespace}
+	steps := []func(context.Context) error{u.findInstallation, u.deleteApplied, u.deleteDeployments, u.removeFinalizers, u.deleteRest, u.deleteCRDs, u.deleteNamespace}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -157,38 +159,65 @@ func (u *uninstaller) scope() []client.ListOption {
 	return nil
 }
 
-// deleteKustomizations deletes the Kustomizations, with DeleteApplied,
-// and waits until their controller has deleted what they applied.
-func (u *uninstaller) deleteKustomizations(ctx context.Context) error {
+// applier is a kind whose objects put others in the cluster: deleting
+// one (with its controller running) removes what it put there.
+type applier struct {
+	gvk schema.GroupVersionKind
+	// what names what goes with an object of the kind.
+	what string
+}
+
+// appliers are the kinds that DeleteApplied deletes first.
+var appliers = []applier{
+	{gvk: kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind), what: "what it applied"},
+	{gvk: helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind), what: "its Helm release"},
+}
+
+// deleteApplied deletes the Kustomizations and HelmReleases, with
+// DeleteApplied, and waits until their controllers have deleted what they
+// applied and uninstalled the releases.
+func (u *uninstaller) deleteApplied(ctx context.Context) error {
 	if !u.opts.DeleteApplied {
 		return nil
 	}
-	list := &kustomizev1.KustomizationList{}
-	if err := u.c.List(ctx, list, u.scope()...); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil
-		}
-		return fmt.Errorf("listing the Kustomizations: %w", err)
+	type deleted struct {
+		applier
+		obj *metav1.PartialObjectMetadata
 	}
-	for i := range list.Items {
-		ks := &list.Items[i]
+	var objs []deleted
+	for _, a := range appliers {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(a.gvk.GroupVersion().WithKind(a.gvk.Kind + "List"))
+		if err := u.c.List(ctx, list, u.scope()...); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("listing the %ss: %w", a.gvk.Kind, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			obj.SetGroupVersionKind(a.gvk)
+			objs = append(objs, deleted{a, obj})
+		}
+	}
+	for _, d := range objs {
 		if u.opts.DryRun {
-			u.say("► would delete Kustomization %s/%s and what it applied", ks.Namespace, ks.Name)
+			u.say("► would delete %s %s/%s and %s", d.gvk.Kind, d.obj.Namespace, d.obj.Name, d.what)
 			continue
 		}
-		if err := client.IgnoreNotFound(u.c.Delete(ctx, ks)); err != nil {
-			return fmt.Errorf("deleting Kustomization %s/%s: %w", ks.Namespace, ks.Name, err)
+		if err := client.IgnoreNotFound(u.c.Delete(ctx, d.obj)); err != nil {
+			return fmt.Errorf("deleting %s %s/%s: %w", d.gvk.Kind, d.obj.Namespace, d.obj.Name, err)
 		}
 	}
-	for i := range list.Items {
-		if u.opts.DryRun {
-			break
+	if u.opts.DryRun {
+		return nil
+	}
+	for _, d := range objs {
+		if err := u.waitGone(ctx, d.obj); err != nil {
+			return fmt.Errorf("%s %s/%s still holds its finalizer after %s: is its controller running? (uninstall without --delete-applied leaves what it applied in place)",
+				d.gvk.Kind, d.obj.Namespace, d.obj.Name, u.opts.Timeout)
 		}
-		ks := &list.Items[i]
-		if err := u.waitGone(ctx, ks); err != nil {
-			return fmt.Errorf("Kustomization %s/%s still holds its finalizer after %s: is its controller running? (uninstall without --delete-applied leaves what it applied in place)", ks.Namespace, ks.Name, u.opts.Timeout)
-		}
-		u.say("✔ Kustomization %s/%s deleted with what it applied", ks.Namespace, ks.Name)
+		u.say("✔ %s %s/%s deleted with %s", d.gvk.Kind, d.obj.Namespace, d.obj.Name, d.what)
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ type KustomizeOptions struct {
 
 func (o *KustomizeOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoRemoteBases, "no-remote-bases", false, "refuse kustomize remote bases")
-	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations that name none")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations and HelmReleases that name none")
 	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", false, "allow remote-cluster kubeconfigs to run exec and auth-provider plugins in the controller")
 	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
 }

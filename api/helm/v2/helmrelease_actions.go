@@ -1,6 +1,8 @@
 package v2
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -112,6 +114,10 @@ type InstallRemediation struct {
 	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
 }
 
+// DefaultRetryInterval is the interval between the retries of a failed
+// action under RetryOnFailure when retryInterval is not set.
+const DefaultRetryInterval = 5 * time.Minute
+
 // ActionStrategy is the strategy of an action on failure.
 type ActionStrategy struct {
 	// Name: RemediateOnFailure (the default) or RetryOnFailure.
@@ -119,8 +125,8 @@ type ActionStrategy struct {
 	// +required
 	Name string `json:"name"`
 
-	// RetryInterval between retries under RetryOnFailure; defaults to the
-	// release's interval.
+	// RetryInterval between retries under RetryOnFailure; defaults to
+	// DefaultRetryInterval.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('2562047h47m16.854775807s')",message="must be a duration that Go can parse: at most 2562047h47m16.854775807s"

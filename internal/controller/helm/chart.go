@@ -118,10 +118,19 @@ const (
 	templateOwnerNamespace = "helm.toolkit.fluxcd.io/namespace"
 )
 
+// shardLabel is the label that shards the objects between controllers
+// (their --watch-label-selector).
+const shardLabel = "sharding.fluxcd.io/key"
+
 // setTemplateMeta sets the labels and annotations of a HelmChart made from
-// obj's template, and the owner labels.
+// obj's template, and the owner labels. The chart takes obj's shard label,
+// unless the template sets its own, so that the shard that reconciles obj
+// sees the chart too.
 func setTemplateMeta(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) {
 	labels := map[string]string{templateOwnerName: obj.Name, templateOwnerNamespace: obj.Namespace}
+	if shard, ok := obj.Labels[shardLabel]; ok {
+		labels[shardLabel] = shard
+	}
 	var annotations map[string]string
 	if m := obj.Spec.Chart.ObjectMeta; m != nil {
 		for k, v := range m.Labels {

@@ -80,17 +80,26 @@ func handleRequests(obj *helmv2.HelmRelease) (force bool) {
 
 // exhausted tells whether the failures of the last action used up its
 // retries, so that nothing is tried until the spec, the chart or the
-// values change, or a reset is asked for.
+// values change, or a reset is asked for. An action whose strategy is
+// RetryOnFailure is retried for as long as it fails: it never runs out.
 func exhausted(obj *helmv2.HelmRelease) bool {
 	switch obj.Status.LastAttemptedReleaseAction {
 	case helmv2.ReleaseActionInstall:
-		r := obj.GetInstall().Remediation
-		return r.GetRetries() >= 0 && obj.Status.InstallFailures > int64(r.GetRetries())
+		in := obj.GetInstall()
+		r := in.Remediation
+		return !retriesOnFailure(in.Strategy) && r.GetRetries() >= 0 && obj.Status.InstallFailures > int64(r.GetRetries())
 	case helmv2.ReleaseActionUpgrade:
-		r := obj.GetUpgrade().Remediation
-		return r.GetRetries() >= 0 && obj.Status.UpgradeFailures > int64(r.GetRetries())
+		up := obj.GetUpgrade()
+		r := up.Remediation
+		return !retriesOnFailure(up.Strategy) && r.GetRetries() >= 0 && obj.Status.UpgradeFailures > int64(r.GetRetries())
 	}
 	return false
+}
+
+// retriesOnFailure tells whether an action's strategy is RetryOnFailure:
+// a failure is tried again after the retry interval, not remediated.
+func retriesOnFailure(s *helmv2.ActionStrategy) bool {
+	return s != nil && s.Name == helmv2.ActionStrategyRetryOnFailure
 }
 
 // retriesExceeded is the Stalling error of a release whose retries are

@@ -32,8 +32,8 @@ func (r *HelmReleaseReconciler) failed(ctx context.Context, obj *helmv2.HelmRele
 	msg := fmt.Sprintf("Helm %s failed for release %s/%s with chart %s@%s: %v", action, obj.GetReleaseNamespace(),
 		obj.GetReleaseName(), sc.chart.Metadata.Name, sc.chart.Metadata.Version, cause)
 	conditions.MarkFalse(obj, helmv2.ReleasedCondition, reason, "%s", msg)
-	if strategy != nil && strategy.Name == helmv2.ActionStrategyRetryOnFailure {
-		return reconcile.Wait(reason, fmt.Errorf("%s; retrying", msg), retryInterval(obj, strategy))
+	if retriesOnFailure(strategy) {
+		return reconcile.Wait(reason, fmt.Errorf("%s; retrying", msg), retryInterval(strategy))
 	}
 	remaining := retries < 0 || *failures <= int64(retries)
 	if remaining || remediateLast {
@@ -48,11 +48,11 @@ func (r *HelmReleaseReconciler) failed(ctx context.Context, obj *helmv2.HelmRele
 }
 
 // retryInterval is the interval between retries under RetryOnFailure.
-func retryInterval(obj *helmv2.HelmRelease, s *helmv2.ActionStrategy) time.Duration {
+func retryInterval(s *helmv2.ActionStrategy) time.Duration {
 	if s.RetryInterval != nil && s.RetryInterval.Duration > 0 {
 		return s.RetryInterval.Duration
 	}
-	return obj.Spec.Interval.Duration
+	return helmv2.DefaultRetryInterval
 }
 
 // remediate undoes a failed action: a failed install is uninstalled, a

@@ -114,3 +114,34 @@ func TestFailingTestHookDrivesRemediation(t *testing.T) {
 	g.Expect(events).To(ContainElement(ContainSubstring("Helm test failed")))
 	g.Expect(events).To(ContainElement(ContainSubstring("Helm install succeeded")))
 }
+
+// TestRetryOnFailureRetriesWithoutRemediation: an upgrade whose strategy
+// is RetryOnFailure is tried again at its retry interval for as long as it
+// fails, even with no remediation retries: it is neither rolled back nor
+// stalled, and a fixed chart version upgrades.
+func TestRetryOnFailureRetriesWithoutRemediation(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	repo := newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Upgrade = &helmv2.Upgrade{Strategy: &helmv2.ActionStrategy{
+			Name: helmv2.ActionStrategyRetryOnFailure, RetryInterval: &metav1.Duration{Duration: time.Second},
+		}}
+	})
+	key := client.ObjectKeyFromObject(hr)
+	waitForHR(g, key, hrReady("1.0.0"))
+
+	repo.Add(t, helmtest.Chart(t, "app", "2.0.0", helmtest.WithTemplate("bad.yaml", badTemplate)))
+	refreshRepository(g, ns, "bad-version")
+	got := waitForHR(g, key, func(hr *helmv2.HelmRelease) bool { return hr.Status.UpgradeFailures >= 3 })
+	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeFalse(), "RetryOnFailure never runs out of retries")
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Reason).To(Equal(helmv2.UpgradeFailedReason))
+	g.Expect(conditions.Get(got, helmv2.RemediatedCondition)).To(BeNil(), "a failure is retried, not remediated")
+	g.Expect(got.Status.History.Latest().Status).To(Equal("failed"))
+	configMap(g, ns, "app-cm")
+
+	repo.Add(t, helmtest.Chart(t, "app", "2.0.1"))
+	refreshRepository(g, ns, "fixed-version")
+	got = waitForHR(g, key, hrReady("2.0.1"))
+	g.Expect(got.Status.UpgradeFailures).To(BeZero())
+}

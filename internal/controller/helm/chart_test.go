@@ -1,0 +1,47 @@
+package helm
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+)
+
+// TestSetTemplateMeta: the HelmChart of a release's template carries the
+// owner labels, the template's labels and annotations, and the release's
+// shard label unless the template sets its own.
+func TestSetTemplateMeta(t *testing.T) {
+	tests := []struct {
+		name         string
+		labels       map[string]string
+		template     *helmv2.HelmChartTemplateObjectMeta
+		wantLabels   map[string]string
+		wantAnnotate map[string]string
+	}{
+		{name: "owner labels only",
+			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps"}},
+		{name: "the template's labels and annotations",
+			template:   &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}},
+			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps", "team": "a"}, wantAnnotate: map[string]string{"note": "x"}},
+		{name: "the release's shard, not its other labels", labels: map[string]string{shardLabel: "shard1", "team": "b"},
+			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps", shardLabel: "shard1"}},
+		{name: "the template's shard wins", labels: map[string]string{shardLabel: "shard1"},
+			template:   &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{shardLabel: "shard2"}},
+			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps", shardLabel: "shard2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", Labels: tt.labels},
+				Spec: helmv2.HelmReleaseSpec{Chart: &helmv2.HelmChartTemplate{ObjectMeta: tt.template}}}
+			hc := &sourcev1.HelmChart{}
+			setTemplateMeta(hc, hr)
+			g.Expect(hc.Labels).To(Equal(tt.wantLabels))
+			g.Expect(hc.Annotations).To(Equal(tt.wantAnnotate))
+			g.Expect(templateMetaCurrent(hc, hr)).To(BeTrue())
+		})
+	}
+}
