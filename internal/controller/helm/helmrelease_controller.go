@@ -23,6 +23,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/health"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -273,7 +274,7 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string) 
 		}
 		rr.getters[t] = getter
 	}
-	run, err := helmaction.New(getter, storageNamespace)
+	run, err := helmaction.New(getter, storageNamespace, helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+
+	"github.com/windlass-dev/windlass/internal/health"
 )
 
 // DefaultTimeout is the timeout of an action whose options give none.
@@ -41,6 +43,9 @@ type Runner struct {
 	getter           *Getter
 	storageNamespace string
 	log              slog.Handler
+	// checker, when set, reads the health of the objects that waits wait
+	// for (WithHealthChecker).
+	checker *health.Checker
 }
 
 // Option configures a Runner.
@@ -105,6 +110,9 @@ func (r *Runner) config(waitCtx context.Context, namespace string) (*action.Conf
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(r.log))
 	cfg.RESTClientGetter = r.getter
 	cfg.KubeClient = kc
+	if r.checker != nil {
+		cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, ctx: waitCtx}
+	}
 	cfg.Releases = store
 	cfg.Capabilities = caps
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })

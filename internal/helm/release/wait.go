@@ -1,0 +1,172 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v4/pkg/kube"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/windlass-dev/windlass/internal/health"
+)
+
+// Polls of a checkWaiter: the first soon after the action applied, then
+// slower, up to the longest.
+const (
+	firstPoll   = 250 * time.Millisecond
+	longestPoll = 2 * time.Second
+)
+
+// WithHealthChecker makes the Runner's waits (install, upgrade and rollback
+// with kstatus, the default strategy) read each object of the release with
+// checker, as a Kustomization's health check does, instead of the Helm
+// SDK's watcher. The SDK's watcher lists and watches every kind of the
+// release in its whole namespace for every action: with many releases in
+// one namespace, each install decodes the objects of all the others. Hooks
+// and waits for deletion keep the SDK's own waiter.
+func WithHealthChecker(checker *health.Checker) Option {
+	return func(r *Runner) { r.checker = checker }
+}
+
+// checkingClient is a kube.Client whose kstatus waiter polls the health of
+// the release's objects with a health.Checker.
+type checkingClient struct {
+	*kube.Client
+	checker *health.Checker
+	// ctx ends the waits with the action.
+	ctx context.Context
+}
+
+// GetWaiter implements kube.Interface.
+func (c *checkingClient) GetWaiter(ws kube.WaitStrategy) (kube.Waiter, error) {
+	return c.GetWaiterWithOptions(ws)
+}
+
+// GetWaiterWithOptions implements kube.InterfaceWaitOptions: kstatus waits
+// poll the checker; the others are the SDK's.
+func (c *checkingClient) GetWaiterWithOptions(ws kube.WaitStrategy, opts ...kube.WaitOption) (kube.Waiter, error) {
+	sdk, err := c.Client.GetWaiterWithOptions(ws, opts...)
+	if err != nil || ws != kube.StatusWatcherStrategy {
+		return sdk, err
+	}
+	return &checkWaiter{Waiter: sdk, checker: c.checker, ctx: c.ctx}, nil
+}
+
+// checkWaiter waits until the objects of a release are Current by reading
+// each of them, again and again, until they are or the wait times out.
+type checkWaiter struct {
+	// Waiter is the SDK's, for hooks and deletions.
+	kube.Waiter
+	checker *health.Checker
+	ctx     context.Context
+}
+
+// Wait implements kube.Waiter: every object but Jobs must be Current.
+func (w *checkWaiter) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	return w.waitCurrent(resources, timeout, false)
+}
+
+// WaitWithJobs implements kube.Waiter: every object must be Current,
+// Jobs complete.
+func (w *checkWaiter) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	return w.waitCurrent(resources, timeout, true)
+}
+
+func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	if timeout <= 0 {
+		timeout = kube.DefaultStatusWatcherTimeout
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, timeout)
+	defer cancel()
+	refs, err := waitedRefs(resources, jobs)
+	if err != nil {
+		return err
+	}
+	delay := firstPoll
+	for len(refs) > 0 {
+		result, err := w.checker.Check(ctx, refs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("waiting for the release's objects: %w", ctx.Err())
+			}
+			return fmt.Errorf("waiting for the release's objects: %w", err)
+		}
+		if failed := result.Failed(); len(failed) > 0 {
+			return notReadyError(failed, nil)
+		}
+		notReady := result.NotReady()
+		refs = refs[:0]
+		for _, s := range notReady {
+			refs = append(refs, s.Ref)
+		}
+		if len(refs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return notReadyError(notReady, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, longestPoll)
+	}
+	return nil
+}
+
+// waitedRefs returns the objects of resources that a wait waits for: all
+// but paused Deployments, and Jobs only with jobs.
+func waitedRefs(resources kube.ResourceList, jobs bool) ([]health.ObjectRef, error) {
+	refs := make([]health.ObjectRef, 0, len(resources))
+	for _, info := range resources {
+		gvk := info.Object.GetObjectKind().GroupVersionKind()
+		if info.Mapping != nil {
+			gvk = info.Mapping.GroupVersionKind
+		}
+		if gvk.Group == "batch" && gvk.Kind == "Job" && !jobs {
+			continue
+		}
+		if gvk.Group == "apps" && gvk.Kind == "Deployment" {
+			paused, err := deploymentPaused(info.Object)
+			if err != nil {
+				return nil, fmt.Errorf("Deployment %s/%s: %w", info.Namespace, info.Name, err)
+			}
+			if paused {
+				continue
+			}
+		}
+		apiVersion, kind := gvk.ToAPIVersionAndKind()
+		refs = append(refs, health.ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: info.Namespace, Name: info.Name})
+	}
+	return refs, nil
+}
+
+// deploymentPaused tells whether a Deployment's spec.paused is set.
+func deploymentPaused(obj runtime.Object) (bool, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return false, err
+		}
+		u = &unstructured.Unstructured{Object: fields}
+	}
+	paused, _, err := unstructured.NestedBool(u.Object, "spec", "paused")
+	return paused, err
+}
+
+// notReadyError says which objects are not ready, and why the wait ended
+// (cause, when it timed out or was cancelled).
+func notReadyError(objs []health.ObjectStatus, cause error) error {
+	lines := make([]string, 0, len(objs))
+	for _, s := range objs {
+		lines = append(lines, s.String())
+	}
+	err := fmt.Errorf("resources not ready: %s", strings.Join(lines, "; "))
+	if cause != nil {
+		return errors.Join(err, cause)
+	}
+	return err
+}

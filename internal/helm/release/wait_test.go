@@ -1,0 +1,150 @@
+package release
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v4/pkg/kube"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+)
+
+// statusWidget is a Widget of group that is still reconciling: its CRD
+// keeps unknown fields, status included, so the chart sets it.
+func statusWidget(group string) string {
+	return `apiVersion: ` + group + `/v1
+kind: Widget
+metadata:
+  name: {{ .Release.Name }}-widget
+spec:
+  size: 1
+status:
+  conditions:
+  - {type: Reconciling, status: "True", reason: Progressing, message: warming up}
+`
+}
+
+// checkedFixture is a fixture whose runner waits with a health checker.
+func checkedFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	r, err := New(getter(t), f.storage, WithHealthChecker(health.NewChecker(env.Client, env.Client.RESTMapper())))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	f.runner = r
+	return f
+}
+
+// setWidgetConditions replaces the conditions of Widget ns/name of group
+// once it exists.
+func setWidgetConditions(g Gomega, group, ns, name string, conditions ...map[string]any) {
+	g.Eventually(func() error {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"})
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
+			return err
+		}
+		list := make([]any, 0, len(conditions))
+		for _, c := range conditions {
+			list = append(list, c)
+		}
+		if err := unstructured.SetNestedSlice(w.Object, list, "status", "conditions"); err != nil {
+			return err
+		}
+		return env.Client.Update(context.Background(), w)
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// TestCheckedWait: with a health checker, an install waits until the
+// release's objects are Current by reading each one: it ends as soon as
+// they are, fails at once on a Failed one (naming it), fails at the
+// timeout on one that stays in progress, and skips Jobs and paused
+// Deployments.
+func TestCheckedWait(t *testing.T) {
+	tests := []struct {
+		name string
+		// later sets the Widget's conditions while the install waits; nil
+		// leaves it reconciling.
+		later     []map[string]any
+		timeout   time.Duration
+		wantErr   string
+		wantUnder time.Duration
+	}{
+		{name: "ready while waiting", later: []map[string]any{{"type": "Ready", "status": "True", "reason": "Done", "message": "done"}},
+			timeout: time.Minute, wantUnder: 30 * time.Second},
+		{name: "failed while waiting", later: []map[string]any{{"type": "Stalled", "status": "True", "reason": "Broken", "message": "the widget is broken"}},
+			timeout: time.Minute, wantErr: "the widget is broken", wantUnder: 30 * time.Second},
+		{name: "in progress until the timeout", timeout: 3 * time.Second, wantErr: "warming up", wantUnder: 30 * time.Second},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := checkedFixture(t)
+			group := "checked" + string(rune('a'+i)) + ".example.com"
+			ch := basicChart(t, "1.0.0", helmtest.WithFile("crds/widgets.yaml", []byte(crdManifest(group))),
+				helmtest.WithTemplate("widget.yaml", statusWidget(group)),
+				helmtest.WithTemplate("job.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-job\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: registry.invalid/job:1}]\n"),
+				helmtest.WithTemplate("paused.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-paused\nspec:\n  paused: true\n  replicas: 1\n  selector: {matchLabels: {app: paused}}\n  template:\n    metadata: {labels: {app: paused}}\n    spec:\n      containers: [{name: c, image: registry.invalid/paused:1}]\n"))
+			if tt.later != nil {
+				go setWidgetConditions(g, group, f.target, "app-widget", tt.later...)
+			}
+			start := time.Now()
+			rel, err := f.runner.Install(context.Background(), ch, nil, InstallOptions{
+				ReleaseName: "app", Namespace: f.target, ServerSideApply: true, CRDs: "Create",
+				Wait: true, Timeout: tt.timeout,
+			})
+			g.Expect(time.Since(start)).To(BeNumerically("<", tt.wantUnder))
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(rel.Info.Status).To(Equal(rcommon.StatusDeployed))
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(err.Error()).To(ContainSubstring("Widget/" + f.target + "/app-widget"))
+			g.Expect(err.Error()).NotTo(ContainSubstring("app-job"), "a Job is not waited for without WaitForJobs")
+			g.Expect(err.Error()).NotTo(ContainSubstring("app-paused"), "a paused Deployment is not waited for")
+			g.Expect(rel.Info.Status).To(Equal(rcommon.StatusFailed))
+		})
+	}
+}
+
+// TestWaitedRefs: Jobs count only when Jobs are waited for, paused
+// Deployments never, and the rest by their mapping's kind.
+func TestWaitedRefs(t *testing.T) {
+	g := NewWithT(t)
+	object := func(apiVersion, kind, name string, spec map[string]any) *resource.Info {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
+		u.SetName(name)
+		u.SetNamespace("apps")
+		return &resource.Info{Namespace: "apps", Name: name, Object: u}
+	}
+	list := kube.ResourceList{
+		object("v1", "ConfigMap", "cm", nil),
+		object("batch/v1", "Job", "job", map[string]any{}),
+		object("apps/v1", "Deployment", "paused", map[string]any{"paused": true}),
+		object("apps/v1", "Deployment", "web", map[string]any{"replicas": int64(1)}),
+	}
+	names := func(refs []health.ObjectRef) []string {
+		var out []string
+		for _, r := range refs {
+			out = append(out, r.Kind+"/"+r.Name)
+		}
+		return out
+	}
+	refs, err := waitedRefs(list, false)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(refs)).To(Equal([]string{"ConfigMap/cm", "Deployment/web"}))
+	refs, err = waitedRefs(list, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(refs)).To(Equal([]string{"ConfigMap/cm", "Job/job", "Deployment/web"}))
+	g.Expect(refs[2].APIVersion).To(Equal("apps/v1"))
+}
