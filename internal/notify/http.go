@@ -1,0 +1,173 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/redact"
+)
+
+// ErrLinkLocal is the error of a request to a link-local address while
+// Config.AllowLinkLocal is off.
+var ErrLinkLocal = errors.New("the address is link-local (where cloud metadata endpoints live): refused unless the controller runs with --allow-link-local-addresses")
+
+// maxAnswer is how much of an error answer is read and quoted.
+const maxAnswer = 512
+
+// Client returns the HTTP client of cfg: its TLS, proxy and timeout, and
+// a dialer that refuses link-local addresses unless cfg allows them.
+func Client(cfg Config) *http.Client {
+	transport := httptransport.New(cfg.TLS, cfg.Proxy)
+	if !cfg.AllowLinkLocal {
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLinkLocal}
+		transport.DialContext = dialer.DialContext
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &http.Client{Transport: transport, Timeout: timeout}
+}
+
+// refuseLinkLocal is a dialer's Control: it refuses to connect to a
+// link-local address, whatever name resolved to it.
+func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && isLinkLocal(ip) {
+		return ErrLinkLocal
+	}
+	return nil
+}
+
+func isLinkLocal(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()
+}
+
+// CheckAddress refuses an address that is not an absolute http(s) URL, or
+// whose host is a link-local IP literal while cfg does not allow them (a
+// name that resolves to one is refused when it is dialled). The error
+// never quotes the address's credentials or query.
+func CheckAddress(address string, allowLinkLocal bool) (*url.URL, error) {
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, fmt.Errorf("invalid address %q", redact.URL(address))
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return nil, fmt.Errorf("invalid address %q: the scheme must be https or http", redact.URL(address))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("invalid address %q: no host", redact.URL(address))
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
+		return nil, fmt.Errorf("address %q: %w", redact.URL(address), ErrLinkLocal)
+	}
+	return u, nil
+}
+
+// StatusError is the error of a request the service answered with a
+// status other than 2xx.
+type StatusError struct {
+	// URL is the request's URL, redacted.
+	URL string
+	// Code is the HTTP status code.
+	Code int
+	// Answer is the start of the answer's body, redacted.
+	Answer string
+}
+
+// Error implements error.
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("POST %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	if e.Answer != "" {
+		msg += ": " + e.Answer
+	}
+	return msg
+}
+
+// Retryable tells whether the request may succeed when sent again: the
+// service was overloaded, rate-limited or failed.
+func (e *StatusError) Retryable() bool {
+	return e.Code == http.StatusTooManyRequests || e.Code == http.StatusRequestTimeout || e.Code >= 500
+}
+
+// Request is one HTTP request of a provider.
+type Request struct {
+	// Method is POST when empty.
+	Method string
+	// URL is where it goes.
+	URL string
+	// Body is sent as JSON, unless it is a []byte (sent as is).
+	Body any
+	// ContentType is application/json when empty.
+	ContentType string
+	// Headers are added (after cfg.Headers, so they win).
+	Headers map[string]string
+}
+
+// Do sends req with client, adding cfg's headers, and returns an error
+// unless the answer is 2xx. The answer's body is read up to a bound and
+// discarded.
+func Do(ctx context.Context, client *http.Client, cfg Config, req Request) error {
+	body, ok := req.Body.([]byte)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(req.Body); err != nil {
+			return fmt.Errorf("encoding the payload: %w", err)
+		}
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	r, err := http.NewRequestWithContext(ctx, method, req.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("invalid URL %q", redact.URL(req.URL))
+	}
+	contentType := req.ContentType
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	r.Header.Set("Content-Type", contentType)
+	for k, v := range cfg.Headers {
+		r.Header.Set(k, v)
+	}
+	for k, v := range req.Headers {
+		r.Header.Set(k, v)
+	}
+	resp, err := client.Do(r)
+	if err != nil {
+		return redact.Error(fmt.Errorf("%s %s: %w", method, redact.URL(req.URL), unwrapURLError(err)))
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &StatusError{URL: redact.URL(req.URL), Code: resp.StatusCode, Answer: redact.String(strings.TrimSpace(string(answer)))}
+	}
+	return nil
+}
+
+// unwrapURLError drops the *url.Error around err: it quotes the URL whole.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

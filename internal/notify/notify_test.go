@@ -1,0 +1,100 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
+)
+
+func TestCheckAddress(t *testing.T) {
+	tests := []struct {
+		address   string
+		allow     bool
+		wantErr   string
+		wantNoLog string
+	}{
+		{address: "https://hooks.example.com/services/x"},
+		{address: "http://127.0.0.1:8080/hook"},
+		{address: "http://169.254.169.254/latest/meta-data", wantErr: "link-local"},
+		{address: "http://169.254.169.254/latest/meta-data", allow: true},
+		{address: "http://[fe80::1]/x", wantErr: "link-local"},
+		{address: "ftp://example.com/x", wantErr: "the scheme must be https or http"},
+		{address: "https://user:s3cret@example.com/x?token=t0k", wantErr: "", wantNoLog: "s3cret"},
+		{address: "https:///x", wantErr: "no host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.address, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := CheckAddress(tt.address, tt.allow)
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+		})
+	}
+}
+
+// TestClientRefusesLinkLocal: a name or address that is link-local is
+// refused when dialled, unless allowed.
+func TestClientRefusesLinkLocal(t *testing.T) {
+	g := NewWithT(t)
+	err := Do(context.Background(), Client(Config{Timeout: 2e9}), Config{}, Request{URL: "http://169.254.169.254/latest", Body: map[string]string{}})
+	g.Expect(errors.Is(err, ErrLinkLocal)).To(BeTrue(), "%v", err)
+}
+
+// TestDo: the payload is sent as JSON with the configured headers; a non
+// 2xx answer is a StatusError quoting the start of the answer, without the
+// URL's credentials.
+func TestDo(t *testing.T) {
+	g := NewWithT(t)
+	var got *http.Request
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		body, _ = io.ReadAll(r.Body)
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte("slow down"))
+		}
+	}))
+	defer srv.Close()
+	cfg := Config{Headers: map[string]string{"X-Team": "web", "Content-Type": "text/plain"}}
+	g.Expect(Do(context.Background(), Client(cfg), cfg, Request{URL: srv.URL + "/ok", Body: map[string]int{"a": 1},
+		Headers: map[string]string{"Authorization": "Bearer x"}})).To(Succeed())
+	g.Expect(string(body)).To(Equal(`{"a":1}`))
+	g.Expect(got.Header.Get("X-Team")).To(Equal("web"))
+	g.Expect(got.Header.Get("Authorization")).To(Equal("Bearer x"))
+	g.Expect(got.Method).To(Equal(http.MethodPost))
+
+	err := Do(context.Background(), Client(cfg), cfg, Request{URL: "http://user:s3cret@" + srv.Listener.Addr().String() + "/fail?token=t0k", Body: []byte("x")})
+	var se *StatusError
+	g.Expect(errors.As(err, &se)).To(BeTrue())
+	g.Expect(se.Code).To(Equal(http.StatusTooManyRequests))
+	g.Expect(se.Retryable()).To(BeTrue())
+	g.Expect(err.Error()).To(ContainSubstring("slow down"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("t0k"))
+}
+
+func TestText(t *testing.T) {
+	g := NewWithT(t)
+	m := Message{Event: eventv1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Kustomization", Namespace: "flux-system", Name: "apps"},
+		Severity: eventv1.SeverityError, Message: "health check failed"}}
+	g.Expect(ObjectID(m)).To(Equal("kustomization/apps.flux-system"))
+	g.Expect(Text(m)).To(Equal("health check failed"))
+	g.Expect(IsError(m)).To(BeTrue())
+	m.Folded = 41
+	g.Expect(Text(m)).To(Equal("health check failed\n(and 41 more like it)"))
+	m.Folded, m.Resolves = 0, true
+	g.Expect(Text(m)).To(Equal("Resolved: health check failed"))
+	g.Expect(IsError(m)).To(BeFalse())
+}
