@@ -1,0 +1,55 @@
+// Package providers builds the Notifier of any Provider type Windlass
+// serves, from the packages that implement them: chat (chat tools and
+// generic webhooks), incident (incident and observability services, and
+// GitHub dispatch) and commitstatus (commit statuses on Git forges).
+package providers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/windlass-dev/windlass/internal/notify"
+	"github.com/windlass-dev/windlass/internal/notify/chat"
+	"github.com/windlass-dev/windlass/internal/notify/commitstatus"
+	"github.com/windlass-dev/windlass/internal/notify/incident"
+)
+
+// family is one package of provider types.
+type family struct {
+	types []string
+	new   func(notify.Config) (notify.Notifier, error)
+}
+
+var families = []family{
+	{types: chat.Types, new: chat.New},
+	{types: incident.Types, new: incident.New},
+	{types: commitstatus.Types, new: commitstatus.New},
+}
+
+// Types returns every type served, sorted.
+func Types() []string {
+	var out []string
+	for _, f := range families {
+		out = append(out, f.types...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsCommitStatus tells whether a type posts commit statuses: those get
+// only the events that carry a revision.
+func IsCommitStatus(providerType string) bool {
+	return slices.Contains(commitstatus.Types, providerType)
+}
+
+// New returns the Notifier of cfg.Type; a type Windlass does not serve is
+// an error that names the types it does.
+func New(cfg notify.Config) (notify.Notifier, error) {
+	for _, f := range families {
+		if slices.Contains(f.types, cfg.Type) {
+			return f.new(cfg)
+		}
+	}
+	return nil, fmt.Errorf("provider type %q is not served by Windlass: choose one of %s", cfg.Type, strings.Join(Types(), ", "))
+}

@@ -1,0 +1,28 @@
+package providers
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/notify"
+)
+
+// TestNew: every type the issue names is served by one package, and an
+// unknown type names the choices.
+func TestNew(t *testing.T) {
+	g := NewWithT(t)
+	want := []string{"alertmanager", "azuredevops", "bitbucket", "bitbucketserver", "datadog", "discord", "generic", "generic-hmac",
+		"gitea", "github", "githubdispatch", "gitlab", "googlechat", "grafana", "lark", "matrix", "msteams", "opsgenie",
+		"pagerduty", "rocket", "sentry", "slack", "telegram", "webex", "zulip"}
+	g.Expect(Types()).To(Equal(want))
+	n, err := New(notify.Config{Type: "generic", Address: "https://example.com/hook"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).NotTo(BeNil())
+	_, err = New(notify.Config{Type: "github", Address: "https://github.com/org/repo", Token: "t"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(IsCommitStatus("github")).To(BeTrue())
+	g.Expect(IsCommitStatus("slack")).To(BeFalse())
+	_, err = New(notify.Config{Type: "carrier-pigeon"})
+	g.Expect(err).To(MatchError(ContainSubstring(`provider type "carrier-pigeon" is not served by Windlass: choose one of alertmanager, azuredevops`)))
+}
