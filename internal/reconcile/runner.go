@@ -131,11 +131,23 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		return ctrl.Result{}, err
 	}
 	var res Result
+	wasFailing := conditions.IsFalse(obj, meta.ReadyCondition)
 	defer func() {
 		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
+		if wasFailing && retErr == nil && conditions.IsTrue(obj, meta.ReadyCondition) {
+			r.recovered(ctx, obj)
+		}
 	}()
 	res, retErr = r.run(ctx, obj, patcher)
 	return ctrl.Result{}, retErr
+}
+
+// recovered records that obj is Ready again after a run that found it not
+// Ready: a Normal event with the Ready condition's reason and message, by
+// which alerts tell the providers that got the failure that it is
+// resolved.
+func (r *Runner[T]) recovered(ctx context.Context, obj T) {
+	r.Events.Normal(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), r.revision(obj), conditions.Message(obj, meta.ReadyCondition))
 }
 
 // run runs the kind's work. A panic in it, on tenant data no test

@@ -18,6 +18,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/conditions/check"
+	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -213,4 +214,50 @@ func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason), "without rechecked fields the run writes")
+}
+
+// forwarded keeps the events a Recorder forwards.
+type forwarded struct{ events []event.Event }
+
+func (f *forwarded) Forward(_ context.Context, _ client.Object, e event.Event) {
+	f.events = append(f.events, e)
+}
+
+// TestRunnerRecordsRecovery: a run that makes a failing object Ready
+// records one Normal event with the Ready reason and message (alerts
+// resolve the failure with it); a run of an object already Ready, or of a
+// new one, records none.
+func TestRunnerRecordsRecovery(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := newRepo()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	failing := true
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
+		if failing {
+			return ResultEmpty, Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
+		}
+		return ResultSuccess, nil
+	})
+	sink := &forwarded{}
+	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind, Events: &event.Recorder{Sink: sink}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+	reasons := func() []string {
+		var out []string
+		for _, e := range sink.events {
+			out = append(out, e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return out
+	}
+
+	_, _ = r.Reconcile(ctx, req)
+	g.Expect(reasons()).To(Equal([]string{"Warning " + sourcev1.GitOperationFailedReason + ": host down"}))
+	failing = false
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reasons()).To(HaveLen(2))
+	g.Expect(reasons()[1]).To(Equal("Normal " + meta.SucceededReason + ": done"))
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reasons()).To(HaveLen(2), "an object that stays Ready records nothing more")
 }
