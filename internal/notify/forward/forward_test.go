@@ -73,7 +73,7 @@ func TestSinkResolves(t *testing.T) {
 	d := dispatch.New(dispatch.Options{})
 	box := &inbox{}
 	g.Expect(d.SetRule(dispatch.Rule{Key: "apps/oncall", Namespace: "apps", Severity: dispatch.SeverityError,
-		Sources: []dispatch.Source{{Kind: "Kustomization", Name: "*", MatchLabels: map[string]string{"team": "web"}}},
+		Sources:  []dispatch.Source{{Kind: "Kustomization", Name: "*", MatchLabels: map[string]string{"team": "web"}}},
 		Notifier: box, ProviderKey: "apps/pager"})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
