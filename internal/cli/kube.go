@@ -60,5 +60,16 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to talk to: %w (set --kubeconfig or $KUBECONFIG)", err)
 	}
+	if cfg.QPS == 0 {
+		// client-go's default, 5 requests a second, makes an install of a
+		// few dozen objects wait on the client, not on the server.
+		cfg.QPS, cfg.Burst = cliQPS, cliBurst
+	}
 	return cfg, nil
 }
+
+// The client-side rate limit of the CLI's requests.
+const (
+	cliQPS   = 50
+	cliBurst = 100
+)

@@ -102,7 +102,7 @@ func (f *uninstallFlags) run(cmd *cobra.Command) error {
 func (f *uninstallFlags) question() string {
 	what := "the Windlass controllers of namespace " + f.kube.namespace
 	if !f.keepCRDs {
-		what += ", the CRDs with every Windlass object of the cluster (sources, Kustomizations, HelmReleases, Gates)"
+		what += ", the CRDs with every Windlass object of the cluster"
 	}
 	if !f.keepNamespace {
 		what += ", and the namespace " + f.kube.namespace

@@ -86,7 +86,7 @@ func TestUninstallAsksFirst(t *testing.T) {
 		err := root.Execute()
 		g.Expect(err).To(MatchError(ContainSubstring("Windlass was not uninstalled")))
 		g.Expect(errOut.String()).To(HavePrefix("Delete the Windlass controllers of namespace " + ns +
-			", the CRDs with every Windlass object of the cluster (sources, Kustomizations, HelmReleases, Gates), and the namespace " + ns +
+			", the CRDs with every Windlass object of the cluster, and the namespace " + ns +
 			" (what the Kustomizations and HelmReleases applied stays)? [y/N] "))
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "windlass"}, &appsv1.Deployment{})).To(Succeed())
 	}

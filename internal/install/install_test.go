@@ -98,7 +98,7 @@ func TestChecks(t *testing.T) {
 	crds, err := CRDChecks(ctx, env.Client, ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(Passed(crds)).To(BeTrue())
-	g.Expect(crds[0].String()).To(MatchRegexp(`^✔ CustomResourceDefinition \S+ Established, serving (v1, v1beta1|v1, v1beta2|v1alpha1)$`))
+	g.Expect(crds[0].String()).To(MatchRegexp(`^✔ CustomResourceDefinition \S+ Established, serving (v1, v1beta1|v1, v1beta2|v1alpha1|v1beta2, v1beta3|v1)$`))
 
 	deployments := DeploymentChecks(ctx, env.Client, ns)
 	g.Expect(deployments).To(HaveLen(4))

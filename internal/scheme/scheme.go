@@ -13,6 +13,9 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	notificationv1beta2 "github.com/windlass-dev/windlass/api/notification/v1beta2"
+	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	sourcev1beta1 "github.com/windlass-dev/windlass/api/source/v1beta1"
 	sourcev1beta2 "github.com/windlass-dev/windlass/api/source/v1beta2"
@@ -30,5 +33,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(kustomizev1beta1.AddToScheme(s))
 	utilruntime.Must(gatingv1alpha1.AddToScheme(s))
 	utilruntime.Must(helmv2.AddToScheme(s))
+	utilruntime.Must(notificationv1beta3.AddToScheme(s))
+	utilruntime.Must(notificationv1beta2.AddToScheme(s))
+	utilruntime.Must(notificationv1.AddToScheme(s))
 	return s
 }
