@@ -2,7 +2,9 @@ package notify
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,4 +99,29 @@ func TestText(t *testing.T) {
 	m.Folded, m.Resolves = 0, true
 	g.Expect(Text(m)).To(Equal("Resolved: health check failed"))
 	g.Expect(IsError(m)).To(BeFalse())
+}
+
+// TestScrubber: the token, the password, their basic-auth encodings and
+// extra secrets leave error text; a StatusError stays one and other errors
+// keep errors.Is.
+func TestScrubber(t *testing.T) {
+	g := NewWithT(t)
+	s := NewScrubber(Config{Token: "t0ken-xyz", BasicUsername: "bot", Password: "pa55word"}, "/services/T0/B0/secret")
+	basic := base64.StdEncoding.EncodeToString([]byte("bot:pa55word"))
+	text := s.String("Authorization: Basic " + basic + " token=t0ken-xyz url=https://h/services/T0/B0/secret pa55word")
+	g.Expect(text).To(Equal("Authorization: Basic *** token=*** url=https://h*** ***"))
+
+	err := s.Error(&StatusError{URL: "https://h/x?k=t0ken-xyz", Code: 500, Answer: "echo pa55word"})
+	var se *StatusError
+	g.Expect(errors.As(err, &se)).To(BeTrue())
+	g.Expect(se.Retryable()).To(BeTrue())
+	g.Expect(err.Error()).NotTo(ContainSubstring("t0ken-xyz"))
+	g.Expect(err.Error()).NotTo(ContainSubstring("pa55word"))
+
+	err = s.Error(fmt.Errorf("dialing with t0ken-xyz: %w", ErrLinkLocal))
+	g.Expect(errors.Is(err, ErrLinkLocal)).To(BeTrue())
+	g.Expect(err.Error()).To(Equal("dialing with ***: " + ErrLinkLocal.Error()))
+	plain := errors.New("no secret here")
+	g.Expect(s.Error(plain)).To(BeIdenticalTo(plain))
+	g.Expect(s.Error(nil)).To(BeNil())
 }

@@ -20,7 +20,6 @@ package chat
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -63,14 +62,14 @@ var constructors = map[string]func(cfg notify.Config) (requestFunc, error){
 // service needs, or an address that is refused (see notify.CheckAddress)
 // is an error; no error quotes a secret.
 func New(cfg notify.Config) (notify.Notifier, error) {
-	s := newScrubber(cfg)
+	s := notify.NewScrubber(cfg, addressPath(cfg.Address)...)
 	construct, ok := constructors[cfg.Type]
 	if !ok {
 		return nil, fmt.Errorf("unknown provider type %q: this package serves %s", cfg.Type, strings.Join(Types, ", "))
 	}
 	build, err := construct(cfg)
 	if err != nil {
-		return nil, s.error(err)
+		return nil, s.Error(err)
 	}
 	return &notifier{cfg: cfg, client: notify.Client(cfg), build: build, scrub: s}, nil
 }
@@ -80,16 +79,16 @@ type notifier struct {
 	cfg    notify.Config
 	client *http.Client
 	build  requestFunc
-	scrub  scrubber
+	scrub  notify.Scrubber
 }
 
 // Post sends m in one request.
 func (n *notifier) Post(ctx context.Context, m notify.Message) error {
 	req, err := n.build(m)
 	if err != nil {
-		return n.scrub.error(fmt.Errorf("%s provider: %w", n.cfg.Type, err))
+		return n.scrub.Error(fmt.Errorf("%s provider: %w", n.cfg.Type, err))
 	}
-	return n.scrub.error(notify.Do(ctx, n.client, n.cfg, req))
+	return n.scrub.Error(notify.Do(ctx, n.client, n.cfg, req))
 }
 
 // requireAddress returns cfg's address, checked; it is an error when the
@@ -217,72 +216,12 @@ func truncate(s string, limit int) string {
 	return s[:cut] + ellipsis
 }
 
-// scrubber removes a Provider's secrets from error text: the token, the
-// password, their basic-auth encodings (a service may echo the header)
-// and the path of the address (webhook URLs carry their secret in it).
-type scrubber struct {
-	secrets []string
-}
-
-// mask replaces a secret.
-const mask = "***"
-
-func newScrubber(cfg notify.Config) scrubber {
-	var secrets []string
-	for _, s := range []string{cfg.Token, cfg.Password} {
-		if s != "" {
-			secrets = append(secrets, s, url.PathEscape(s), url.QueryEscape(s))
-		}
-	}
-	for _, user := range []string{cfg.BasicUsername, cfg.Username} {
-		for _, password := range []string{cfg.Password, cfg.Token} {
-			if password != "" {
-				secrets = append(secrets, strings.TrimPrefix(basicAuth(user, password), "Basic "))
-			}
-		}
-	}
-	if u, err := url.Parse(cfg.Address); err == nil && len(u.Path) > 1 {
-		secrets = append(secrets, u.EscapedPath(), u.Path)
-	}
-	// The longest first, so that a secret inside another goes with it.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	return scrubber{secrets: slices.Compact(secrets)}
-}
-
-func (s scrubber) string(text string) string {
-	for _, secret := range s.secrets {
-		text = strings.ReplaceAll(text, secret, mask)
-	}
-	return text
-}
-
-// error returns err without the secrets. A *notify.StatusError stays one
-// (callers ask it whether to retry); other errors keep errors.Is but do
-// not wrap the original, whose text holds the secrets.
-func (s scrubber) error(err error) error {
-	if err == nil {
+// addressPath returns the path of a webhook address, which carries the
+// webhook's secret in most chat services; none for an address without one.
+func addressPath(address string) []string {
+	u, err := url.Parse(address)
+	if err != nil || len(u.Path) <= 1 {
 		return nil
 	}
-	var se *notify.StatusError
-	if errors.As(err, &se) {
-		return &notify.StatusError{URL: s.string(se.URL), Code: se.Code, Answer: s.string(se.Answer)}
-	}
-	msg := err.Error()
-	if clean := s.string(msg); clean != msg {
-		return &scrubbedError{msg: clean, err: err}
-	}
-	return err
+	return []string{u.EscapedPath(), u.Path}
 }
-
-// scrubbedError is an error whose text lost its secrets.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-// Error implements error.
-func (e *scrubbedError) Error() string { return e.msg }
-
-// Is lets errors.Is see the original error (e.g. notify.ErrLinkLocal)
-// without exposing its text through Unwrap.
-func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }

@@ -147,7 +147,8 @@ func (n *notifier) Post(ctx context.Context, m notify.Message) error {
 	if err != nil && alreadySet(n.service, err) {
 		return nil
 	}
-	return err
+	// The forge may quote the request's Authorization in its answer.
+	return notify.NewScrubber(n.cfg).Error(err)
 }
 
 // key returns the status key of m: the expression's result, or

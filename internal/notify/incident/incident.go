@@ -93,32 +93,7 @@ func (p *poster) Post(ctx context.Context, m notify.Message) error {
 	if err != nil {
 		return fmt.Errorf("%s provider: %w", p.cfg.Type, err)
 	}
-	return scrub(notify.Do(ctx, p.client, p.cfg, req), p.target.secrets)
-}
-
-// scrub returns err with every secret replaced by "***", keeping a
-// *notify.StatusError one (so that callers can still ask Retryable): a
-// service may quote the request, header or body, in its answer.
-func scrub(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	replace := func(s string) string {
-		for _, secret := range secrets {
-			if secret != "" {
-				s = strings.ReplaceAll(s, secret, "***")
-			}
-		}
-		return s
-	}
-	var se *notify.StatusError
-	if errors.As(err, &se) {
-		return &notify.StatusError{URL: replace(se.URL), Code: se.Code, Answer: replace(se.Answer)}
-	}
-	if msg := err.Error(); replace(msg) != msg {
-		return errors.New(replace(msg))
-	}
-	return err
+	return notify.NewScrubber(p.cfg, p.target.secrets...).Error(notify.Do(ctx, p.client, p.cfg, req))
 }
 
 // address returns cfg's address checked, or fallback when cfg has none
