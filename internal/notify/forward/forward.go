@@ -2,7 +2,10 @@
 // notification dispatcher. When the controllers share a process with the
 // notification controller, Sink is an event.Sink that turns each event
 // into the wire event (event.toolkit.fluxcd.io/v1beta1) and dispatches it
-// with a call: no copy over the network, no API request.
+// with a call: no copy over the network, no API request. When they run
+// apart, Poster POSTs the wire events from a bounded queue with retries to
+// the notification controller's event endpoint, Handler, which dispatches
+// them there.
 package forward
 
 import (
