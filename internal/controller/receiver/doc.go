@@ -1,0 +1,30 @@
+// Package receiver holds the controller side of Receivers
+// (notification.toolkit.fluxcd.io/v1): the reconciler, which reads each
+// Receiver's token and publishes its webhook path in status.webhookPath,
+// and the Server, which serves those paths.
+//
+// A request to a webhook path goes through these checks, in order, before
+// anything changes in the cluster:
+//
+//  1. the method is POST (405 otherwise) and the path is a Receiver's
+//     status.webhookPath, found in the manager's cache by the
+//     WebhookPathIndexKey index; the path must also be the one the
+//     Receiver's current token gives, so that rotating the token revokes
+//     the old path at once (404 otherwise, the same answer as for a path
+//     that never existed);
+//  2. the Receiver is not suspended and is Ready (503 otherwise);
+//  3. internal/receiver.Verify checks the body's size, then the signature
+//     or token of the Receiver's type, then parses the event (401, 413,
+//     400 from receiver.HTTPStatus); a ping or an event not listed in
+//     spec.events is answered 200 and does nothing.
+//
+// Then each spec.resources entry selects objects by kind, name (or '*'
+// with matchLabels) and namespace, spec.resourceFilter (CEL over res, the
+// object's apiVersion, kind and metadata, and req, the JSON payload) keeps
+// some of them, and each is annotated with reconcile.fluxcd.io/requestedAt
+// by a merge patch of its metadata. A Gate (gating.toolkit.fluxcd.io) is
+// also annotated with open.gate.fluxcd.io/requestedAt or
+// close.gate.fluxcd.io/requestedAt, per the resource's action, as
+// `windlass gate open|close` does. No answer, event, condition or log
+// holds the token or the body.
+package receiver

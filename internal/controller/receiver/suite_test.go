@@ -1,0 +1,161 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+var (
+	env  *testenv.Environment
+	logs *testutil.Logs
+	// serverURL is where the tests' Server listens.
+	serverURL string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, startController))
+}
+
+// startController runs the Receiver reconciler and the webhook Server
+// against the test control plane, with a manager whose client reads
+// Secrets from the API, as Windlass's does.
+func startController(ctx context.Context, e *testenv.Environment) error {
+	logs = testutil.CaptureLogs()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		return err
+	}
+	events := &event.Recorder{Kubernetes: mgr.GetEventRecorder("notification-controller")}
+	r := &ReceiverReconciler{Client: mgr.GetClient(), Events: events}
+	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
+		MaxConcurrentReconciles: 4,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	serverURL = "http://" + ln.Addr().String()
+	if err := (&Server{Client: mgr.GetClient(), Events: events, Listener: ln}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	return nil
+}
+
+// createSecret creates the token Secret name in ns.
+func createSecret(g Gomega, ns, name, token string) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data:       map[string][]byte{notificationv1.TokenKey: []byte(token)},
+	}
+	g.Expect(env.Client.Create(context.Background(), secret)).To(Succeed())
+}
+
+// createReceiver creates a Receiver of type in ns whose token is in the
+// Secret "token", after edit (if not nil) has changed it.
+func createReceiver(g Gomega, ns, name, receiverType string, edit func(*notificationv1.Receiver),
+	resources ...notificationv1.ResourceReference) *notificationv1.Receiver {
+	rcv := &notificationv1.Receiver{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: notificationv1.ReceiverSpec{
+			Type:      receiverType,
+			Resources: resources,
+			SecretRef: meta.LocalObjectReference{Name: "token"},
+		},
+	}
+	if edit != nil {
+		edit(rcv)
+	}
+	g.Expect(env.Client.Create(context.Background(), rcv)).To(Succeed())
+	return rcv
+}
+
+// waitReady waits until rcv is Ready and returns it.
+func waitReady(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver {
+	latest := &notificationv1.Receiver{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(rcv), latest)).To(Succeed())
+		g.Expect(conditions.IsTrue(latest, meta.ReadyCondition)).To(BeTrue(), "Ready: %s", conditions.Message(latest, meta.ReadyCondition))
+		g.Expect(latest.Status.ObservedGeneration).To(Equal(latest.Generation))
+	}, timeout, interval).Should(Succeed())
+	return latest
+}
+
+// expectedPath is the webhook path of a Receiver, computed here.
+func expectedPath(token, name, namespace string) string {
+	sum := sha256.Sum256([]byte(token + name + namespace))
+	return "/hook/" + hex.EncodeToString(sum[:])
+}
+
+// post sends body to the Server at path with headers and returns the
+// status code and the answer.
+func post(g Gomega, path string, headers map[string]string, body []byte) (int, string) {
+	req, err := http.NewRequest(http.MethodPost, serverURL+path, bytes.NewReader(body))
+	g.Expect(err).NotTo(HaveOccurred())
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return do(g, req)
+}
+
+// do sends req and returns the status code and the answer.
+func do(g Gomega, req *http.Request) (int, string) {
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(answer)
+}
+
+// hmacSHA256 returns the hex HMAC-SHA256 of body keyed with token.
+func hmacSHA256(token string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// annotations returns the annotations of obj as the API server has them.
+func annotations(g Gomega, obj client.Object) map[string]string {
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	return obj.GetAnnotations()
+}

@@ -1,0 +1,248 @@
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/cel"
+)
+
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets;helmrepositories;helmcharts;externalartifacts,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories;imagepolicies;imageupdateautomations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=source.extensions.fluxcd.io,resources=artifactgenerators,verbs=get;list;watch;patch
+
+// defaultAPIVersions are the apiVersions of the kinds a Receiver may name,
+// for the resources that give none: the versions the kinds are served at.
+// The image and artifact-generator kinds are not served by this build:
+// naming them fails at request time until their CRDs are installed.
+var defaultAPIVersions = map[string]string{
+	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion.String(),
+	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion.String(),
+	sourcev1.BucketKind:           sourcev1.GroupVersion.String(),
+	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion.String(),
+	sourcev1.HelmChartKind:        sourcev1.GroupVersion.String(),
+	"ExternalArtifact":            sourcev1.GroupVersion.String(),
+	kustomizev1.KustomizationKind: kustomizev1.GroupVersion.String(),
+	helmv2.HelmReleaseKind:        helmv2.GroupVersion.String(),
+	"ImageRepository":             "image.toolkit.fluxcd.io/v1",
+	"ImagePolicy":                 "image.toolkit.fluxcd.io/v1",
+	"ImageUpdateAutomation":       "image.toolkit.fluxcd.io/v1",
+	"ArtifactGenerator":           "source.extensions.fluxcd.io/v1beta1",
+	notificationv1.GateKind:       gatingv1alpha1.GroupVersion.String(),
+}
+
+// resourceGVK returns the group, version and kind that ref names.
+func resourceGVK(ref notificationv1.ResourceReference) (schema.GroupVersionKind, error) {
+	apiVersion := ref.APIVersion
+	if apiVersion == "" {
+		apiVersion = defaultAPIVersions[ref.Kind]
+	}
+	if apiVersion == "" {
+		return schema.GroupVersionKind{}, fmt.Errorf("resource kind '%s' is not one a Receiver can name: give its apiVersion", ref.Kind)
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || gv.Version == "" {
+		return schema.GroupVersionKind{}, fmt.Errorf("resource %s '%s': invalid apiVersion '%s'", ref.Kind, ref.Name, apiVersion)
+	}
+	return gv.WithKind(ref.Kind), nil
+}
+
+// isGate reports whether gvk is the Windlass Gate.
+func isGate(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == gatingv1alpha1.GroupVersion.Group && gvk.Kind == gatingv1alpha1.GateKind
+}
+
+// target is an object selected by a request, and the reference that
+// selected it.
+type target struct {
+	obj *metav1.PartialObjectMetadata
+	ref notificationv1.ResourceReference
+}
+
+// selectTargets returns the objects that ref selects for rcv, by their
+// metadata, read from c.
+func selectTargets(ctx context.Context, c client.Reader, rcv *notificationv1.Receiver, ref notificationv1.ResourceReference,
+	noCrossNamespaceRefs bool) ([]target, error) {
+	gvk, err := resourceGVK(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNamespace(rcv, ref, noCrossNamespaceRefs); err != nil {
+		return nil, err
+	}
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = rcv.Namespace
+	}
+	if ref.Name != notificationv1.WildcardName {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("%s '%s/%s' not found", ref.Kind, namespace, ref.Name)
+			}
+			return nil, fmt.Errorf("getting %s '%s/%s': %w", ref.Kind, namespace, ref.Name, err)
+		}
+		obj.SetGroupVersionKind(gvk)
+		return []target{{obj: obj, ref: ref}}, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(ref.MatchLabels)); err != nil {
+		return nil, fmt.Errorf("listing %s in '%s': %w", ref.Kind, namespace, err)
+	}
+	targets := make([]target, 0, len(list.Items))
+	for i := range list.Items {
+		obj := &list.Items[i]
+		obj.SetGroupVersionKind(gvk)
+		targets = append(targets, target{obj: obj, ref: ref})
+	}
+	return targets, nil
+}
+
+// filterCache keeps the compiled resourceFilter of each Receiver, for its
+// generation.
+type filterCache struct {
+	mu       sync.Mutex
+	programs map[types.UID]compiledFilter
+}
+
+type compiledFilter struct {
+	generation int64
+	expr       string
+	program    *cel.Program
+}
+
+// maxCachedFilters bounds the cache: past it, it starts again empty (the
+// entries of deleted Receivers go with it).
+const maxCachedFilters = 1024
+
+// program returns rcv's compiled resourceFilter, compiling it once per
+// generation; nil when it has none.
+func (c *filterCache) program(rcv *notificationv1.Receiver) (*cel.Program, error) {
+	expr := rcv.Spec.ResourceFilter
+	if expr == "" {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.programs[rcv.UID]; ok && f.generation == rcv.Generation && f.expr == expr {
+		return f.program, nil
+	}
+	program, err := cel.Compile(expr, filterVars)
+	if err != nil {
+		return nil, fmt.Errorf("spec.resourceFilter: %w", err)
+	}
+	if c.programs == nil || len(c.programs) >= maxCachedFilters {
+		c.programs = map[types.UID]compiledFilter{}
+	}
+	c.programs[rcv.UID] = compiledFilter{generation: rcv.Generation, expr: expr, program: program}
+	return program, nil
+}
+
+// keep reports whether the filter (nil keeps everything) holds for t and
+// the payload.
+func keep(ctx context.Context, filter *cel.Program, t target, payload map[string]any) (bool, error) {
+	if filter == nil {
+		return true, nil
+	}
+	res, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+	if err != nil {
+		return false, err
+	}
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	ok, err := filter.EvalBool(ctx, map[string]any{"res": res, "req": payload})
+	if err != nil {
+		return false, fmt.Errorf("spec.resourceFilter on %s '%s/%s': %w", t.ref.Kind, t.obj.Namespace, t.obj.Name, err)
+	}
+	return ok, nil
+}
+
+// requestPatch returns the merge patch that asks for the reconciliation of
+// t at now: reconcile.fluxcd.io/requestedAt, and for a Gate the open or
+// close request of the reference's action, as `windlass gate` writes them.
+func requestPatch(t target, now time.Time) ([]byte, error) {
+	now = now.UTC()
+	annotations := map[string]string{meta.ReconcileRequestAnnotation: now.Format(time.RFC3339Nano)}
+	if isGate(t.obj.GroupVersionKind()) {
+		key := gatingv1alpha1.OpenRequestAnnotation
+		if t.ref.GetAction() == notificationv1.GateActionClose {
+			key = gatingv1alpha1.CloseRequestAnnotation
+		}
+		annotations[key] = now.Truncate(time.Second).Format(time.RFC3339)
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+}
+
+// requestAll selects the objects of rcv's resources, keeps those the filter
+// accepts and asks for their reconciliation. It returns how many it asked
+// for, and every failure joined.
+func (s *Server) requestAll(ctx context.Context, rcv *notificationv1.Receiver, payload map[string]any) (int, error) {
+	filter, err := s.filters.program(rcv)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	done := map[string]bool{}
+	requested := 0
+	for _, ref := range rcv.Spec.Resources {
+		targets, err := selectTargets(ctx, s.Client, rcv, ref, s.NoCrossNamespaceRefs)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, t := range targets {
+			id := t.obj.GroupVersionKind().GroupKind().String() + "/" + t.obj.Namespace + "/" + t.obj.Name
+			if done[id] {
+				continue
+			}
+			if ok, err := keep(ctx, filter, t, payload); err != nil || !ok {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			done[id] = true
+			if err := s.request(ctx, t); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			requested++
+		}
+	}
+	return requested, errors.Join(errs...)
+}
+
+// request patches the annotations of t.
+func (s *Server) request(ctx context.Context, t target) error {
+	body, err := requestPatch(t, s.now())
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Patch(ctx, t.obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("annotating %s '%s/%s': %w", t.ref.Kind, t.obj.Namespace, t.obj.Name, err)
+	}
+	return nil
+}
