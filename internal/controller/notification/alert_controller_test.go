@@ -1,0 +1,326 @@
+package notification
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
+	"github.com/windlass-dev/windlass/internal/notify/dispatch"
+)
+
+// quiet is how long a test watches for messages that must not come.
+const quiet = 700 * time.Millisecond
+
+// The seed 001 story: failures in prod go to the on-call provider, new
+// frontend revisions to the frontend team's, and a failure then its
+// recovery sends one failure and one resolved message.
+func TestSeedStory(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	a, b := newHook(t), newHook(t)
+	createProvider(g, ns, "pager", a.URL, []*hook{a})
+	createProvider(g, ns, "frontend-chat", b.URL, []*hook{b})
+	oncall := createAlert(g, ns, "oncall", "pager", "error", []notificationv1beta3.EventSource{kustomizations},
+		func(a *notificationv1beta3.Alert) { a.Spec.Summary = "prod on-call" })
+	frontend := createAlert(g, ns, "frontend", "frontend-chat", "info",
+		[]notificationv1beta3.EventSource{{Kind: kustomizev1.KustomizationKind, Name: "frontend"}})
+	waitRule(g, oncall)
+	waitRule(g, frontend)
+
+	failed(ns, "backend", "HealthCheckFailed", "backend: Deployment not ready")
+	g.Eventually(a.messages, 5*time.Second).Should(Equal([]string{"error: backend: Deployment not ready"}))
+	applied(ns, "frontend", "main@sha1:1111111111111111111111111111111111111111")
+	g.Eventually(b.messages, 5*time.Second).Should(Equal([]string{
+		"info: Applied revision: main@sha1:1111111111111111111111111111111111111111"}))
+
+	failed(ns, "frontend", "HealthCheckFailed", "frontend: Deployment not ready")
+	applied(ns, "frontend", "main@sha1:2222222222222222222222222222222222222222")
+	g.Eventually(a.messages, 5*time.Second).Should(Equal([]string{
+		"error: backend: Deployment not ready",
+		"error: frontend: Deployment not ready",
+		"info: Resolved: Applied revision: main@sha1:2222222222222222222222222222222222222222",
+	}))
+	g.Eventually(b.messages, 5*time.Second).Should(Equal([]string{
+		"info: Applied revision: main@sha1:1111111111111111111111111111111111111111",
+		"error: frontend: Deployment not ready",
+		"info: Resolved: Applied revision: main@sha1:2222222222222222222222222222222222222222",
+	}))
+	g.Consistently(func() int { return len(a.received()) + len(b.received()) }, quiet).Should(Equal(6))
+
+	first := a.received()[0]
+	g.Expect(first.InvolvedObject.Kind).To(Equal(kustomizev1.KustomizationKind))
+	g.Expect(first.Metadata).To(HaveKeyWithValue(SummaryKey, "prod on-call"))
+	g.Expect(first.Header.Get("Gotk-Component")).To(Equal("kustomize-controller"))
+	g.Expect(b.received()[0].Metadata).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/revision",
+		"main@sha1:1111111111111111111111111111111111111111"))
+}
+
+// A flood of failures from 1000 Kustomizations costs the provider a few
+// messages in the window, then one that counts the others.
+func TestFloodIsFolded(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	a := newHook(t)
+	createProvider(g, ns, "pager", a.URL, []*hook{a})
+	waitRule(g, createAlert(g, ns, "oncall", "pager", "error", []notificationv1beta3.EventSource{kustomizations}))
+
+	windowEnd := time.Now().Add(window)
+	for i := range 1000 {
+		failed(ns, fmt.Sprintf("app-%04d", i), "ArtifactFailed", "source 'GitRepository/"+ns+"/apps' not found")
+	}
+	g.Expect(time.Until(windowEnd)).To(BeNumerically(">", window/2), "dispatching took too long to test the window")
+	g.Consistently(func() int { return len(a.received()) }, time.Until(windowEnd)-200*time.Millisecond, 20*time.Millisecond).
+		Should(BeNumerically("<=", dispatch.DefaultFoldAfter))
+
+	g.Eventually(a.messages, 5*time.Second).Should(ContainElement(HaveSuffix("(and 996 more like it)")))
+	g.Consistently(func() int { return len(a.received()) }, quiet).Should(Equal(dispatch.DefaultFoldAfter + 1))
+}
+
+// A missing Secret is reported on the Alert, by name; once it exists the
+// Alert delivers, with the Secret's token.
+func TestMissingSecret(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	a := newHook(t)
+	const token = "t0ken-of-the-hook"
+	createProvider(g, ns, "hook", a.URL, []*hook{a}, func(p *notificationv1beta3.Provider) {
+		p.Spec.SecretRef = &meta.LocalObjectReference{Name: "hook-token"}
+	})
+	alert := createAlert(g, ns, "ops", "hook", "info", []notificationv1beta3.EventSource{kustomizations})
+
+	g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 10*time.Second).Should(ContainElement(
+		And(HavePrefix(SecretNotFoundReason+": "), ContainSubstring("Secret 'hook-token'"))))
+	_, ok := reconciler.ruleOf(keyOf(alert).String())
+	g.Expect(ok).To(BeFalse())
+
+	createSecret(g, ns, "hook-token", map[string]string{KeyToken: token})
+	waitRule(g, alert)
+	applied(ns, "apps", "main@sha1:3333333333333333333333333333333333333333")
+	g.Eventually(a.received, 5*time.Second).Should(HaveLen(1))
+	g.Expect(a.received()[0].Header.Get("Authorization")).To(Equal("Bearer " + token))
+	g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 5*time.Second).Should(ContainElement(HavePrefix(ReadyReason + ": ")))
+	for _, e := range alertEvents(g, alert) {
+		g.Expect(e).NotTo(ContainSubstring(token))
+	}
+}
+
+// A commit-status provider gets every failure that carries a revision,
+// unfolded, with the key of its commitStatusExpr (which sees the Alert).
+func TestCommitStatus(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	forge := newHook(t)
+	createSecret(g, ns, "forge-token", map[string]string{KeyToken: "forge-t0ken"})
+	createProvider(g, ns, "forge", forge.URL+"/org/repo", []*hook{forge}, func(p *notificationv1beta3.Provider) {
+		p.Spec.Type = notificationv1beta3.ProviderTypeGitHub
+		p.Spec.SecretRef = &meta.LocalObjectReference{Name: "forge-token"}
+		p.Spec.CommitStatusExpr = "alert.metadata.name + '/' + event.involvedObject.name"
+	})
+	waitRule(g, createAlert(g, ns, "ci", "forge", "info", []notificationv1beta3.EventSource{kustomizations}))
+
+	const sha = "5555555555555555555555555555555555555555"
+	failed(ns, "no-revision", "BuildFailed", "kustomize build failed")
+	for i := range 5 {
+		failed(ns, fmt.Sprintf("app-%d", i), "BuildFailed", "kustomize build failed", "main@sha1:"+sha)
+	}
+	g.Eventually(forge.received, 5*time.Second).Should(HaveLen(5))
+	g.Consistently(forge.received, quiet).Should(HaveLen(5))
+	var contexts []string
+	for _, p := range forge.received() {
+		g.Expect(p.Path).To(Equal("/api/v3/repos/org/repo/statuses/" + sha))
+		var status struct{ State, Context string }
+		g.Expect(json.Unmarshal(p.Body, &status)).To(Succeed())
+		g.Expect(status.State).To(Equal("failure"))
+		contexts = append(contexts, status.Context)
+	}
+	g.Expect(contexts).To(ConsistOf("ci/app-0", "ci/app-1", "ci/app-2", "ci/app-3", "ci/app-4"))
+}
+
+// Invalid Providers and Alerts are reported with a Warning event and get
+// no rule.
+func TestInvalidAlertsAreReported(t *testing.T) {
+	tests := []struct {
+		name     string
+		provider func(*notificationv1beta3.Provider)
+		alert    func(*notificationv1beta3.Alert)
+		secret   map[string]string
+		reason   string
+		message  string
+	}{
+		{name: "link-local", provider: func(p *notificationv1beta3.Provider) { p.Spec.Address = "http://169.254.169.254/" },
+			reason: InvalidProviderReason, message: "link-local"},
+		{name: "unserved-type", provider: func(p *notificationv1beta3.Provider) { p.Spec.Type = notificationv1beta3.ProviderTypeZoom },
+			reason: InvalidProviderReason, message: `provider type "zoom" is not served`},
+		{name: "bad-expr", provider: func(p *notificationv1beta3.Provider) {
+			p.Spec.Type, p.Spec.Address = notificationv1beta3.ProviderTypeGitHub, "https://github.com/org/repo"
+			p.Spec.CommitStatusExpr = "event.involvedObject.name +"
+		}, secret: map[string]string{KeyToken: "gh-token"}, reason: InvalidProviderReason, message: "invalid commitStatusExpr"},
+		{name: "bad-regex", alert: func(a *notificationv1beta3.Alert) { a.Spec.ExclusionList = []string{"ok", "(unclosed"} },
+			reason: InvalidAlertReason, message: "exclusionList[1] is not a valid regular expression"},
+		{name: "no-provider", alert: func(a *notificationv1beta3.Alert) { a.Spec.ProviderRef.Name = "nowhere" },
+			reason: ProviderNotFoundReason, message: "Provider 'nowhere' not found"},
+	}
+	ns := env.CreateNamespace(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mutate := []func(*notificationv1beta3.Provider){}
+			if tt.provider != nil {
+				mutate = append(mutate, tt.provider)
+			}
+			if tt.secret != nil {
+				createSecret(g, ns, tt.name+"-auth", tt.secret)
+				mutate = append(mutate, func(p *notificationv1beta3.Provider) {
+					p.Spec.SecretRef = &meta.LocalObjectReference{Name: tt.name + "-auth"}
+				})
+			}
+			createProvider(g, ns, tt.name, "https://hooks.example.com/x", nil, mutate...)
+			alert := createAlert(g, ns, tt.name, tt.name, "info", []notificationv1beta3.EventSource{kustomizations},
+				func(a *notificationv1beta3.Alert) {
+					if tt.alert != nil {
+						tt.alert(a)
+					}
+				})
+			g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 10*time.Second).Should(ContainElement(
+				And(HavePrefix(tt.reason+": "), ContainSubstring(tt.message))))
+			_, ok := reconciler.ruleOf(keyOf(alert).String())
+			g.Expect(ok).To(BeFalse())
+		})
+	}
+}
+
+// What the flags change: link-local addresses are allowed with
+// AllowLinkLocal, and event sources in other namespaces refused with
+// NoCrossNamespaceRefs.
+func TestFlags(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	ctx := context.Background()
+	createProvider(g, ns, "metadata", "http://169.254.169.254/", nil)
+	alert := createAlert(g, ns, "metadata", "metadata", "info", []notificationv1beta3.EventSource{kustomizations})
+
+	allowed := &AlertReconciler{Client: env.Client, AllowLinkLocal: true}
+	built, err := allowed.buildRule(ctx, alert)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(built.rule.Notifier).NotTo(BeNil())
+
+	strict := &AlertReconciler{Client: env.Client, AllowLinkLocal: true, NoCrossNamespaceRefs: true}
+	alert.Spec.EventSources = append(alert.Spec.EventSources, notificationv1beta3.EventSource{Kind: "Kustomization", Name: "*", Namespace: "other"})
+	_, err = strict.buildRule(ctx, alert)
+	g.Expect(err).To(MatchError(ContainSubstring("cross-namespace references are not allowed")))
+}
+
+// A changed Provider address moves delivery; a suspended or deleted
+// Alert delivers nothing.
+func TestProviderChangeSuspendAndDelete(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	ctx := context.Background()
+	a, b := newHook(t), newHook(t)
+	provider := createProvider(g, ns, "hook", a.URL, []*hook{a, b})
+	alert := createAlert(g, ns, "ops", "hook", "info", []notificationv1beta3.EventSource{kustomizations})
+	before := waitRule(g, alert)
+
+	failed(ns, "apps", "BuildFailed", "first")
+	g.Eventually(a.messages, 5*time.Second).Should(Equal([]string{"error: first"}))
+
+	patch := client.MergeFrom(provider.DeepCopy())
+	provider.Spec.Address = b.URL
+	g.Expect(env.Client.Patch(ctx, provider, patch)).To(Succeed())
+	g.Eventually(func() string {
+		key, _ := reconciler.ruleOf(keyOf(alert).String())
+		return key
+	}, 10*time.Second).ShouldNot(Or(Equal(before), BeEmpty()))
+	failed(ns, "apps", "BuildFailed", "second")
+	g.Eventually(b.messages, 5*time.Second).Should(Equal([]string{"error: second"}))
+
+	setSuspend(g, alert, true)
+	waitNoRule(g, alert)
+	failed(ns, "apps", "BuildFailed", "while suspended")
+	setSuspend(g, alert, false)
+	waitRule(g, alert)
+	failed(ns, "apps", "BuildFailed", "third")
+	g.Eventually(b.messages, 5*time.Second).Should(Equal([]string{"error: second", "error: third"}))
+
+	g.Expect(env.Client.Delete(ctx, alert)).To(Succeed())
+	waitNoRule(g, alert)
+	failed(ns, "apps", "BuildFailed", "after deletion")
+	g.Consistently(func() int { return len(a.received()) + len(b.received()) }, quiet).Should(Equal(3))
+}
+
+func setSuspend(g Gomega, alert *notificationv1beta3.Alert, suspend bool) {
+	patch := client.MergeFrom(alert.DeepCopy())
+	alert.Spec.Suspend = suspend
+	g.Expect(env.Client.Patch(context.Background(), alert, patch)).To(Succeed())
+}
+
+// The values of a Provider's Secret are used (its address wins, its
+// token, its headers) and never appear in events or logs, even in the
+// problems they cause.
+func TestSecretsNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	ctx := context.Background()
+	a := newHook(t)
+	const (
+		token    = "tok-7f3a9c"
+		password = "pw-b81e44"
+		header   = "hdr-5d20ce"
+		path     = "path-e9c1f7"
+	)
+	secret := createSecret(g, ns, "hook-creds", map[string]string{
+		KeyAddress: a.URL + "/hooks/" + path, KeyToken: token, KeyUsername: "bot", KeyPassword: password,
+		KeyHeaders: "X-Api-Key: " + header,
+	})
+	createProvider(g, ns, "hook", "https://ignored.example.com/", []*hook{a}, func(p *notificationv1beta3.Provider) {
+		p.Spec.SecretRef = &meta.LocalObjectReference{Name: secret.Name}
+	})
+	alert := createAlert(g, ns, "ops", "hook", "info", []notificationv1beta3.EventSource{kustomizations})
+	waitRule(g, alert)
+	applied(ns, "apps", "main@sha1:4444444444444444444444444444444444444444")
+	g.Eventually(a.received, 5*time.Second).Should(HaveLen(1))
+	got := a.received()[0]
+	g.Expect(got.Path).To(Equal("/hooks/" + path))
+	g.Expect(got.Header.Get("Authorization")).To(Equal("Bearer " + token))
+	g.Expect(got.Header.Get("X-Api-Key")).To(Equal(header))
+
+	// Kubernetes folds the events of one reason into a series that keeps
+	// the first message: each problem here has its own reason.
+	for _, broken := range []struct{ key, value, reason, reported string }{
+		{KeyAddress, "http://169.254.169.254/latest/" + path, InvalidProviderReason, "link-local"},
+		{KeyHeaders, "- " + header, InvalidSecretReason, "not a YAML map"},
+	} {
+		patch, err := json.Marshal(map[string]any{"stringData": map[string]string{broken.key: broken.value}})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(env.Client.Patch(ctx, secret, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 10*time.Second).Should(ContainElement(
+			And(HavePrefix(broken.reason+": "), ContainSubstring(broken.reported))))
+	}
+	waitNoRule(g, alert)
+	all := strings.Join(alertEvents(g, alert), "\n") + logs.String()
+	g.Expect(logs.Contains(keyOf(alert).String())).To(BeTrue(), "the Alert's problems are not logged")
+	for _, s := range []string{token, password, header, path} {
+		g.Expect(all).NotTo(ContainSubstring(s))
+	}
+}
+
+func TestScrub(t *testing.T) {
+	tests := []struct{ msg, want string }{
+		{`POST "https://hooks.example.com/T0/B0/s3cr3t?x=1": 404`, `POST "***": 404`},
+		{`token t0k3n refused`, `token *** refused`},
+		{`short "ab" is kept`, `short "ab" is kept`},
+	}
+	for _, tt := range tests {
+		NewWithT(t).Expect(scrub(tt.msg, []string{"https://hooks.example.com/T0/B0/s3cr3t?x=1", "t0k3n", "ab", ""})).To(Equal(tt.want))
+	}
+}
