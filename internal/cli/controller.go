@@ -59,6 +59,7 @@ also run split, one controller per deployment.`,
 	fs.DurationVar(&o.MaxRetryDelay, "max-retry-delay", o.MaxRetryDelay, "longest delay between retries of a failed reconciliation")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "watch every namespace; when false, only the runtime namespace ($RUNTIME_NAMESPACE)")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the objects that match this label selector (sharding)")
+	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
 	manager.BindControllerFlags(fs, o)

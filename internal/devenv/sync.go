@@ -40,6 +40,8 @@ func (s *session) startControllers(ctx context.Context) error {
 	opts.RequeueDependency = 2 * time.Second
 	opts.Source.StoragePath = filepath.Join(s.runDir(), "storage")
 	opts.Source.StorageAddr = addr
+	// Webhooks for Receivers are served on a loopback port of its own.
+	opts.Notification.ReceiverAddr = "127.0.0.1:0"
 	// The manager gets its own context, so that stop ends it before the
 	// control plane rather than at the same time.
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

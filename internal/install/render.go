@@ -38,6 +38,12 @@ const (
 	// that manifests written for it (http://source-controller.<ns>.svc)
 	// work unchanged.
 	ServiceName = "source-controller"
+	// ReceiverServiceName is the webhook receiver's Service, named as in
+	// the reference.
+	ReceiverServiceName = "webhook-receiver"
+	// EventsServiceName is the Service of the notification controller's
+	// event endpoint in a split installation, named as in the reference.
+	EventsServiceName = "notification-controller"
 	// AllInOneDeployment is the Deployment that runs every controller.
 	AllInOneDeployment = "windlass"
 )
@@ -312,11 +318,25 @@ func (d deployment) servesArtifacts() bool {
 	return slices.Contains(d.controllers, manager.SourceController)
 }
 
-// args are the arguments of d's container.
-func (d deployment) args() []string {
+// notifies reports whether d runs the notification controller: it serves
+// the webhook receiver.
+func (d deployment) notifies() bool {
+	return slices.Contains(d.controllers, manager.NotificationController)
+}
+
+// args are the arguments of d's container. In a split installation the
+// notification controller serves its event endpoint, and the other
+// controllers post their events to it.
+func (d deployment) args(split, notifications bool) []string {
 	args := []string{"controller", "--controllers=" + strings.Join(d.controllers, ","), "--enable-leader-election", "--log-encoding=json"}
 	if d.servesArtifacts() {
 		args = append(args, "--storage-path=/data", "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
+	}
+	switch {
+	case split && d.notifies():
+		args = append(args, "--events-listen-addr=:9090")
+	case split && notifications:
+		args = append(args, "--events-addr=http://"+EventsServiceName+".$(RUNTIME_NAMESPACE).svc./")
 	}
 	return args
 }
@@ -342,21 +362,33 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		Images:       []types.Image{{Name: baseImage, NewName: o.Registry + "/" + ImageName, NewTag: o.Version}},
 		Transformers: []string{"cluster-names.yaml"},
 	}
-	var artifactPods string
+	var artifactPods, notificationPods string
+	notifications := slices.Contains(o.Components, manager.NotificationController)
 	for _, d := range o.deployments() {
 		dir := "deployments/" + d.name
 		k.Resources = append(k.Resources, dir)
-		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d); err != nil {
+		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d, d.args(o.Split, notifications)); err != nil {
 			return err
 		}
 		if d.servesArtifacts() {
 			artifactPods = d.name
+		}
+		if d.notifies() {
+			notificationPods = d.name
 		}
 	}
 	if artifactPods != "" {
 		k.Resources = append(k.Resources, "../config/service")
 		k.Patches = append(k.Patches, mustPatch("Service", ServiceName, false,
 			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: artifactPods}))
+	}
+	if notificationPods != "" {
+		k.Resources = append(k.Resources, "../config/receiver")
+		k.Patches = append(k.Patches, mustPatch("Service", ReceiverServiceName, false,
+			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: notificationPods}))
+		if o.Split {
+			k.Resources = append(k.Resources, "../config/events")
+		}
 	}
 	if o.NetworkPolicy {
 		k.Resources = append(k.Resources, "../config/networkpolicy")
@@ -373,13 +405,14 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 	return nil
 }
 
-// writeDeployment writes the overlay of one Deployment into dir.
-func writeDeployment(fsys filesys.FileSystem, dir string, d deployment) error {
+// writeDeployment writes the overlay of one Deployment, whose container
+// runs with args, into dir.
+func writeDeployment(fsys filesys.FileSystem, dir string, d deployment, args []string) error {
 	ops := []jsonPatch{
 		{Op: "replace", Path: "/metadata/name", Value: d.name},
 		{Op: "replace", Path: "/spec/selector/matchLabels/app", Value: d.name},
 		{Op: "replace", Path: "/spec/template/metadata/labels/app", Value: d.name},
-		{Op: "replace", Path: "/spec/template/spec/containers/0/args", Value: d.args()},
+		{Op: "replace", Path: "/spec/template/spec/containers/0/args", Value: args},
 	}
 	k := types.Kustomization{
 		Resources: []string{"../../../config/manager"},

@@ -66,8 +66,9 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(objs[n].GetName()).To(Equal(DefaultNamespace))
 
 	d := find(objs, "Deployment", AllInOneDeployment)
-	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,helm,gating",
+	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,helm,gating,notification",
 		"--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
+	g.Expect(strings.Join(containerArgs(g, d), " ")).NotTo(ContainSubstring("--events"), "one process hands its events over in process")
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("ghcr.io/windlass-dev/windlass:v1.2.3"))
 
@@ -75,6 +76,11 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(svc).NotTo(BeNil())
 	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
 	g.Expect(selector).To(Equal(map[string]string{"app": AllInOneDeployment}))
+	receiver := find(objs, "Service", ReceiverServiceName)
+	g.Expect(receiver).NotTo(BeNil())
+	selector, _, _ = unstructured.NestedStringMap(receiver.Object, "spec", "selector")
+	g.Expect(selector).To(Equal(map[string]string{"app": AllInOneDeployment}))
+	g.Expect(find(objs, "Service", EventsServiceName)).To(BeNil(), "no event endpoint in one process")
 	g.Expect(find(objs, "NetworkPolicy", "windlass")).To(BeNil(), "no NetworkPolicy unless asked")
 
 	for _, o := range objs {
@@ -92,7 +98,7 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 	g := NewWithT(t)
 	m, err := Render(Options{Version: "v2", Namespace: "gitops", Registry: "registry.example.com/team/", Split: true, NetworkPolicy: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "helm-controller", "gating-controller"))
+	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "helm-controller", "gating-controller", "notification-controller"))
 	objs, err := m.Objects()
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -101,6 +107,13 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 	ks := find(objs, "Deployment", "kustomize-controller")
 	g.Expect(containerArgs(g, ks)).To(ContainElement("--controllers=kustomize"))
 	g.Expect(strings.Join(containerArgs(g, ks), " ")).NotTo(ContainSubstring("--storage"), "only the source controller serves artifacts")
+	g.Expect(containerArgs(g, ks)).To(ContainElement("--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc./"))
+	notification := find(objs, "Deployment", "notification-controller")
+	g.Expect(containerArgs(g, notification)).To(ContainElements("--controllers=notification", "--events-listen-addr=:9090"))
+	for _, name := range []string{ReceiverServiceName, EventsServiceName} {
+		selector, _, _ := unstructured.NestedStringMap(find(objs, "Service", name).Object, "spec", "selector")
+		g.Expect(selector).To(Equal(map[string]string{"app": "notification-controller"}), name)
+	}
 	containers, _, _ := unstructured.NestedSlice(ks.Object, "spec", "template", "spec", "containers")
 	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("registry.example.com/team/windlass:v2"))
 
@@ -124,6 +137,7 @@ func TestRenderComponents(t *testing.T) {
 	d := find(objs, "Deployment", AllInOneDeployment)
 	g.Expect(containerArgs(g, d)).To(ContainElement("--controllers=kustomize"))
 	g.Expect(find(objs, "Service", ServiceName)).To(BeNil(), "no artifact Service without the source controller")
+	g.Expect(find(objs, "Service", ReceiverServiceName)).To(BeNil(), "no webhook receiver without the notification controller")
 }
 
 func TestRenderRefusesBadOptions(t *testing.T) {
@@ -131,7 +145,7 @@ func TestRenderRefusesBadOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{Version: "v1", Components: []string{"notification"}}, `unknown component "notification": choose from source, kustomize, helm`},
+		{Options{Version: "v1", Components: []string{"image"}}, `unknown component "image": choose from source, kustomize, helm, gating, notification`},
 		{Options{Version: "not a tag"}, `invalid --version "not a tag"`},
 		{Options{Version: ""}, `invalid --version ""`},
 		{Options{Version: "v1", Registry: "https://ghcr.io/x"}, `invalid --registry "https://ghcr.io/x"`},

@@ -10,6 +10,8 @@ import (
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
@@ -34,6 +36,9 @@ const (
 	HelmController = "helm"
 	// GatingController reconciles Gates.
 	GatingController = "gating"
+	// NotificationController sends alerts (Providers, Alerts) and serves
+	// webhooks (Receivers).
+	NotificationController = "notification"
 )
 
 // controller is one controller the manager can run: adding a controller
@@ -159,6 +164,14 @@ var controllers = []controller{
 		flags: func(*pflag.FlagSet, *Options) {},
 		setup: (*Manager).setupGating,
 	},
+	{
+		name: NotificationController,
+		kinds: func() []client.Object {
+			return []client.Object{&notificationv1beta3.Alert{}, &notificationv1beta3.Provider{}, &notificationv1.Receiver{}}
+		},
+		flags: func(fs *pflag.FlagSet, o *Options) { o.Notification.bindFlags(fs) },
+		setup: (*Manager).setupNotification,
+	},
 }
 
 // AllControllers lists the names of every controller of this build, in
@@ -174,9 +187,10 @@ func controllerNames() []string {
 }
 
 // events returns the event recorder of the controller called name, as the
-// reference names its controllers ("source-controller").
+// reference names its controllers ("source-controller"); its events go to
+// the notification controller too (eventSink).
 func (m *Manager) events(name string) *event.Recorder {
-	return &event.Recorder{Kubernetes: m.GetEventRecorder(name + "-controller")}
+	return &event.Recorder{Kubernetes: m.GetEventRecorder(name + "-controller"), Sink: m.eventSink(name + "-controller")}
 }
 
 func (m *Manager) setupSource(ctx context.Context, opts Options) error {

@@ -21,6 +21,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -32,6 +33,12 @@ type Manager struct {
 	Storage *artifact.Storage
 	// StorageAddr is where Storage is served.
 	StorageAddr string
+
+	// dispatcher takes the events of this process's controllers when the
+	// notification controller runs here.
+	dispatcher *dispatch.Dispatcher
+	// eventsAddr is where events are posted otherwise (Options.EventsAddr).
+	eventsAddr string
 }
 
 // New builds a manager for the cluster behind cfg.
@@ -68,7 +75,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	m := &Manager{Manager: mgr}
+	m := &Manager{Manager: mgr, eventsAddr: opts.EventsAddr}
+	if err := m.startEvents(controllers, opts); err != nil {
+		return nil, err
+	}
 	for _, name := range controllers {
 		if err := m.setup(ctx, name, opts); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

@@ -60,6 +60,13 @@ type Options struct {
 	Kustomize KustomizeOptions
 	// Helm holds the options of the helm controller.
 	Helm HelmOptions
+	// Notification holds the options of the notification controller.
+	Notification NotificationOptions
+	// EventsAddr is the notification controller's event endpoint, where
+	// the controllers of this process post their events when it runs in
+	// another process; empty posts none (or hands them over in process,
+	// when it runs here).
+	EventsAddr string
 }
 
 // DefaultOptions returns the defaults of the reference implementation where

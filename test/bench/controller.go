@@ -54,7 +54,7 @@ type controller struct {
 // --kubeconfig, a diagnostic: the two paths build the client configuration
 // differently (see Config.KubeconfigViaEnv).
 func startController(bin, kubeconfig, storagePath string, concurrent int, pprofAddr string, viaEnv bool) (*controller, error) {
-	ports, err := childproc.FreeAddrs(3)
+	ports, err := childproc.FreeAddrs(4)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +68,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 		"--storage-addr", c.StorageAddr,
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
+		"--receiver-addr", ports[3],
 		"--log-level", "error",
 		"--concurrent", strconv.Itoa(concurrent),
 		"--pprof-addr", pprofAddr,

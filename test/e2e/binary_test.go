@@ -34,8 +34,8 @@ func TestController_RefusesToStart(t *testing.T) {
 		wantAlso    []string
 		hidden      string
 	}{
-		{name: "unknown controller", args: []string{"--controllers", "source,notification-controller"},
-			wantMessage: `unknown controller "notification"`, wantAlso: manager.AllControllers},
+		{name: "unknown controller", args: []string{"--controllers", "source,image-controller"},
+			wantMessage: `unknown controller "image"`, wantAlso: manager.AllControllers},
 		{name: "plain-HTTP proxy while plain HTTP is refused", args: []string{"--insecure-allow-http=false"},
 			env: []string{"HTTPS_PROXY=http://proxy-user:pr0xy-s3cret@127.0.0.1:3128"}, wantMessage: "HTTPS_PROXY names a plain-HTTP proxy",
 			hidden: "pr0xy-s3cret"},
@@ -101,7 +101,7 @@ contexts:
     user: nobody
 current-context: unreachable
 `, apiServer.Addr())), 0o600)).To(Succeed())
-	ports, err := childproc.FreeAddrs(3)
+	ports, err := childproc.FreeAddrs(4)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -112,6 +112,7 @@ current-context: unreachable
 		"--storage-addr", ports[0],
 		"--metrics-addr", ports[1],
 		"--health-addr", ports[2],
+		"--receiver-addr", ports[3],
 	}, args...)...)
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer

@@ -110,9 +110,9 @@ func buildWindlass(bin string) error {
 type controller struct {
 	*childproc.Process
 
-	// HealthAddr, MetricsAddr and StorageAddr are host:port addresses the
-	// controller serves on.
-	HealthAddr, MetricsAddr, StorageAddr string
+	// HealthAddr, MetricsAddr, StorageAddr and ReceiverAddr are host:port
+	// addresses the controller serves on.
+	HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr string
 }
 
 // shardLabel is the sharding label: the shared controller leaves alone the
@@ -125,17 +125,18 @@ const shardLabel = "sharding.fluxcd.io/key"
 // loopback port, and reconciling the objects that match selector; extra
 // flags are appended.
 func startController(kubeconfig, storagePath, selector string, extra ...string) (*controller, error) {
-	ports, err := childproc.FreeAddrs(3)
+	ports, err := childproc.FreeAddrs(4)
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2]}
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], ReceiverAddr: ports[3]}
 	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", storagePath,
 		"--storage-addr", c.StorageAddr,
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
+		"--receiver-addr", c.ReceiverAddr,
 		"--watch-label-selector", selector,
 		"--log-encoding", "console",
 	}

@@ -1,0 +1,132 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	notifyctrl "github.com/windlass-dev/windlass/internal/controller/notification"
+	receiverctrl "github.com/windlass-dev/windlass/internal/controller/receiver"
+	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/notify/dispatch"
+	"github.com/windlass-dev/windlass/internal/notify/forward"
+)
+
+// NotificationOptions are the options of the notification controller.
+type NotificationOptions struct {
+	// ReceiverAddr is where the Receivers' webhooks are served.
+	ReceiverAddr string
+	// EventsListenAddr, when set, serves the event endpoint that
+	// controllers in other processes post to.
+	EventsListenAddr string
+	// AllowLinkLocal lets Providers post to link-local addresses.
+	AllowLinkLocal bool
+	// RateLimitInterval is the window in which the same event is sent
+	// once and a flood is folded into one message.
+	RateLimitInterval time.Duration
+}
+
+func (o *NotificationOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ReceiverAddr, "receiver-addr", ":9292", "address the Receivers' webhooks are served on")
+	fs.StringVar(&o.EventsListenAddr, "events-listen-addr", "", "address of the event endpoint for controllers in other processes (none when empty)")
+	fs.BoolVar(&o.AllowLinkLocal, "allow-link-local-addresses", false, "let Providers post to link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata endpoints live")
+	fs.DurationVar(&o.RateLimitInterval, "rate-limit-interval", dispatch.DefaultWindow, "window in which the same event is sent once and a flood of failures is folded into one message")
+}
+
+// startEvents prepares where the events of this process go: a dispatcher
+// when the notification controller runs here (handed over in process),
+// else the event endpoint of opts.EventsAddr, if any.
+func (m *Manager) startEvents(controllers []string, opts Options) error {
+	for _, name := range controllers {
+		if name == NotificationController {
+			m.dispatcher = dispatch.New(dispatch.Options{Window: opts.Notification.RateLimitInterval,
+				Log: ctrl.Log.WithName("notification")})
+			return m.Add(runnableFunc(m.dispatcher.Run))
+		}
+	}
+	return nil
+}
+
+// eventSink returns the sink of the events of the controller called
+// name: the dispatcher in process, a Poster to opts.EventsAddr, or none.
+func (m *Manager) eventSink(name string) event.Sink {
+	sink := forward.Sink{Dispatcher: m.dispatcher, Scheme: m.GetScheme(), Controller: name}
+	switch {
+	case m.dispatcher != nil:
+		return &sink
+	case m.eventsAddr != "":
+		poster := &forward.Poster{Sink: sink, URL: m.eventsAddr, Log: ctrl.Log.WithName("events").WithValues("controller", name)}
+		if err := m.Add(poster); err != nil {
+			ctrl.Log.Error(err, "Cannot post events", "controller", name)
+			return nil
+		}
+		return poster
+	}
+	return nil
+}
+
+func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
+	events := m.events(NotificationController)
+	alerts := &notifyctrl.AlertReconciler{Client: m.GetClient(), Dispatcher: m.dispatcher, Events: events,
+		AllowLinkLocal: opts.Notification.AllowLinkLocal, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
+	if err := alerts.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	receivers := &receiverctrl.ReceiverReconciler{Client: m.GetClient(), Events: events,
+		JitterPercent: opts.IntervalJitterPercentage, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
+	if err := receivers.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	server := &receiverctrl.Server{Client: m.GetClient(), Events: events, Addr: opts.Notification.ReceiverAddr,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
+	if err := server.SetupWithManager(ctx, m); err != nil {
+		return err
+	}
+	if opts.Notification.EventsListenAddr == "" {
+		return nil
+	}
+	return m.Add(&httpServer{addr: opts.Notification.EventsListenAddr, handler: &forward.Handler{Dispatcher: m.dispatcher}})
+}
+
+// runnableFunc runs a function as a manager Runnable on every replica.
+type runnableFunc func(ctx context.Context) error
+
+// Start implements manager.Runnable.
+func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: events
+// are recorded, so dispatched, on every replica.
+func (f runnableFunc) NeedLeaderElection() bool { return false }
+
+// httpServer serves handler on addr until the manager stops.
+type httpServer struct {
+	addr    string
+	handler http.Handler
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *httpServer) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (s *httpServer) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
+	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+)
+
+// A signed GitHub push to a Receiver's path makes the controller reconcile
+// its GitRepository at once, not at the next interval; a request with a
+// wrong signature changes nothing.
+func TestReceiver_GitHubPushReconciles(t *testing.T) {
+	logControllerOnFailure(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	url, sha := servedRepo(t, "app.git", map[string]string{"app.yaml": "kind: ConfigMap\n"})
+	repo := applyGitRepository(g, fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: app\n  namespace: %s\nspec:\n  interval: 1h\n  url: %s\n  ref:\n    branch: main\n", ns, url))
+	waitReady(g, client.ObjectKeyFromObject(repo), "main@sha1:"+sha)
+
+	const token = "w3bh00k-t0ken"
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-token"},
+		StringData: map[string]string{"token": token}})).To(Succeed())
+	rcv := &notificationv1.Receiver{}
+	g.Expect(yaml.UnmarshalStrict([]byte(fmt.Sprintf(`apiVersion: notification.toolkit.fluxcd.io/v1
+kind: Receiver
+metadata:
+  name: github
+  namespace: %s
+spec:
+  type: github
+  events: [push]
+  secretRef: {name: webhook-token}
+  resources:
+  - kind: GitRepository
+    name: app
+`, ns)), rcv)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, rcv)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rcv), rcv)).To(Succeed())
+		g.Expect(conditions.IsTrue(rcv, meta.ReadyCondition)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	sum := sha256.Sum256([]byte(token + "github" + ns))
+	g.Expect(rcv.Status.WebhookPath).To(Equal("/hook/" + hex.EncodeToString(sum[:])))
+
+	push := func(signature string) int {
+		body := []byte(`{"ref":"refs/heads/main","repository":{"name":"app","full_name":"org/app"}}`)
+		req, err := http.NewRequest(http.MethodPost, "http://"+ctrlProc.ReceiverAddr+rcv.Status.WebhookPath, bytes.NewReader(body))
+		g.Expect(err).NotTo(HaveOccurred())
+		if signature == "" {
+			mac := hmac.New(sha256.New, []byte(token))
+			mac.Write(body)
+			signature = "sha256=" + hex.EncodeToString(mac.Sum(nil))
+		}
+		req.Header.Set("X-Hub-Signature-256", signature)
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := httpClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	g.Expect(push("sha256=" + strings.Repeat("0", 64))).To(Equal(http.StatusUnauthorized))
+	got := &sourcev1.GitRepository{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+	g.Expect(got.Annotations).NotTo(HaveKey(meta.ReconcileRequestAnnotation))
+
+	g.Expect(push("")).To(Equal(http.StatusOK))
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+		token := got.Annotations[meta.ReconcileRequestAnnotation]
+		g.Expect(token).NotTo(BeEmpty())
+		g.Expect(got.Status.LastHandledReconcileAt).To(Equal(token), "the request was reconciled")
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// hookServer records the wire events a generic Provider posts.
+type hookServer struct {
+	mu     sync.Mutex
+	events []eventv1.Event
+}
+
+func (h *hookServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var e eventv1.Event
+	body, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(body, &e) == nil {
+		h.mu.Lock()
+		h.events = append(h.events, e)
+		h.mu.Unlock()
+	}
+}
+
+func (h *hookServer) messages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.events {
+		out = append(out, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+" "+e.Severity+": "+e.Message)
+	}
+	return out
+}
+
+// An Alert for failures in a namespace hears of a GitRepository that
+// fails, once, and then that it is resolved when it is fixed.
+func TestAlert_FailureThenResolved(t *testing.T) {
+	logControllerOnFailure(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	hooks := &hookServer{}
+	srv := httptest.NewServer(hooks)
+	t.Cleanup(srv.Close)
+
+	provider := &notificationv1beta3.Provider{}
+	g.Expect(yaml.UnmarshalStrict([]byte(fmt.Sprintf("apiVersion: notification.toolkit.fluxcd.io/v1beta3\nkind: Provider\nmetadata:\n  name: oncall\n  namespace: %s\nspec:\n  type: generic\n  address: %s\n", ns, srv.URL)), provider)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, provider)).To(Succeed())
+	alert := &notificationv1beta3.Alert{}
+	g.Expect(yaml.UnmarshalStrict([]byte(fmt.Sprintf("apiVersion: notification.toolkit.fluxcd.io/v1beta3\nkind: Alert\nmetadata:\n  name: failures\n  namespace: %s\nspec:\n  providerRef: {name: oncall}\n  eventSeverity: error\n  eventSources:\n  - kind: GitRepository\n    name: '*'\n", ns)), alert)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, alert)).To(Succeed())
+
+	url, sha := servedRepo(t, "svc.git", map[string]string{"svc.yaml": "kind: ConfigMap\n"})
+	repo := applyGitRepository(g, fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: svc\n  namespace: %s\nspec:\n  interval: 1h\n  url: %s\n  ref:\n    branch: no-such-branch\n", ns, url))
+	// The failure is retried with backoff until the Alert's rule is in
+	// place and it is sent; the same failure again is not sent again.
+	g.Eventually(hooks.messages, timeout, interval).Should(ContainElement(HavePrefix("GitRepository/svc error: ")))
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), repo)).To(Succeed())
+	repo.Spec.Reference.Branch = "main"
+	g.Expect(env.Client.Update(ctx, repo)).To(Succeed())
+	waitReady(g, client.ObjectKeyFromObject(repo), "main@sha1:"+sha)
+	g.Eventually(hooks.messages, timeout, interval).Should(ContainElement(HavePrefix("GitRepository/svc info: Resolved: ")))
+	var failures int
+	for _, m := range hooks.messages() {
+		if strings.HasPrefix(m, "GitRepository/svc error: ") {
+			failures++
+		}
+	}
+	g.Expect(failures).To(Equal(1), "the same failure is sent once in the window: %v", hooks.messages())
+}
