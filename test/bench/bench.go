@@ -95,6 +95,15 @@ type Config struct {
 	// GateQuiet is the window over which the held phase's API requests
 	// are counted; 10s when zero.
 	GateQuiet time.Duration
+	// Alert creates, before the applications, a generic Provider that
+	// posts to a loopback sink and an Alert (severity info) that selects
+	// every object of the run; the figures then count the messages the
+	// sink received, and a failure phase follows the usual ones (see
+	// AlertResult and failurePhase).
+	Alert bool
+	// AlertWindow is passed to the controller as --rate-limit-interval,
+	// the dispatcher's window; its default (5m) when zero.
+	AlertWindow time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -122,6 +131,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if cfg.AlertWindow != 0 && !cfg.Alert {
+		return cfg, errors.New("-alert-window needs -alert")
+	}
+	if cfg.AlertWindow < 0 {
+		return cfg, errors.New("-alert-window must not be negative")
+	}
+	if cfg.AlertWindow == 0 {
+		cfg.AlertWindow = defaultAlertWindow
 	}
 	return cfg, nil
 }
@@ -239,6 +257,8 @@ type Result struct {
 	Gate *GateResult `json:"gate,omitempty"`
 	// Helm holds the figures of a -kind helmrelease run, nil otherwise.
 	Helm *HelmResult `json:"helm,omitempty"`
+	// Alert holds the figures of an -alert run, nil otherwise.
+	Alert *AlertResult `json:"alert,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -326,6 +346,12 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Alert {
+		if err := r.startAlerts(ctx); err != nil {
+			return nil, err
+		}
+		defer r.alerts.Close()
+	}
 	res := r.newResult()
 	res.Details.StartupCPUSeconds = startup.CPUSeconds
 	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
@@ -334,10 +360,18 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Details.PeakRSSAnonBytes = peakAnon()
+	if r.alerts != nil {
+		if err := r.alertPhase(ctx, res); err != nil {
+			return nil, err
+		}
+	}
 	if r.ctrl.Exited() {
 		return nil, r.withOutput(errors.New("the controller exited during the run"))
 	}
 	if cfg.Cleanup {
+		if err := deleteAlerts(ctx, r.c, r.ns); err != nil {
+			return nil, r.withOutput(err)
+		}
 		if err := cleanup(ctx, r.c, r.ns, r.kit, r.apps); err != nil {
 			return nil, r.withOutput(err)
 		}
@@ -356,6 +390,8 @@ type run struct {
 	ctrl    *controller
 	// apps is the kind of the applications' objects, set by measure.
 	apps appKind
+	// alerts is the Provider's service of an -alert run, nil otherwise.
+	alerts *alertKit
 }
 
 // logf writes a progress line.
@@ -400,7 +436,11 @@ func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) erro
 		r.cfg.PprofAddr = addrs[0]
 	}
 	var err error
-	r.ctrl, err = startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage"), r.cfg.Concurrent, r.cfg.PprofAddr, r.cfg.KubeconfigViaEnv)
+	var extra []string
+	if r.cfg.Alert {
+		extra = append(extra, "--rate-limit-interval", r.cfg.AlertWindow.String())
+	}
+	r.ctrl, err = startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage"), r.cfg.Concurrent, r.cfg.PprofAddr, r.cfg.KubeconfigViaEnv, extra...)
 	if err != nil {
 		return err
 	}

@@ -121,6 +121,7 @@ func TestSmoke(t *testing.T) {
 	for _, ns := range []string{NamespacesPerApp, NamespacesOne} {
 		t.Run(KindHelmRelease+"-"+ns, func(t *testing.T) { smokeHelm(t, cl, ns) })
 	}
+	t.Run("alert", func(t *testing.T) { smokeAlert(t, cl) })
 }
 
 // smokeHelm runs the benchmark with smokeN HelmReleases on cl, in
@@ -342,6 +343,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"helmrelease per app", Config{N: 1, Kind: KindHelmRelease, Layout: LayoutRepoPerApp}, "", "", "", `-layout monorepo, not "repo-per-app"`},
 		{"helmrelease gated", Config{N: 1, Kind: KindHelmRelease, Gate: true}, "", "", "", "-gate measures Kustomizations only"},
 		{"helm source of Kustomizations", Config{N: 1, Source: SourceHelm}, "", "", "", "source helm needs -kind helmrelease"},
+		{"alert window without alert", Config{N: 1, AlertWindow: time.Minute}, "", "", "", "-alert-window needs -alert"},
+		{"negative alert window", Config{N: 1, Alert: true, AlertWindow: -time.Minute}, "", "", "", "must not be negative"},
 		{"unknown kind", Config{N: 1, Kind: "deployment"}, "", "", "", `unknown kind "deployment"`},
 		{"namespaces of Kustomizations", Config{N: 1, Namespaces: NamespacesOne}, "", "", "", "-namespaces places HelmReleases"},
 		{"unknown namespaces", Config{N: 1, Kind: KindHelmRelease, Namespaces: "two"}, "", "", "", `unknown namespaces "two"`},
@@ -363,6 +366,7 @@ func TestConfigDefaults(t *testing.T) {
 				g.Expect(cfg.Namespaces).To(BeEmpty())
 			}
 			g.Expect(cfg.Log).NotTo(BeNil())
+			g.Expect(cfg.AlertWindow).To(Equal(defaultAlertWindow))
 		})
 	}
 }

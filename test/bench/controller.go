@@ -52,8 +52,8 @@ type controller struct {
 //
 // With viaEnv the kubeconfig is passed in $KUBECONFIG rather than with
 // --kubeconfig, a diagnostic: the two paths build the client configuration
-// differently (see Config.KubeconfigViaEnv).
-func startController(bin, kubeconfig, storagePath string, concurrent int, pprofAddr string, viaEnv bool) (*controller, error) {
+// differently (see Config.KubeconfigViaEnv). extra are more flags.
+func startController(bin, kubeconfig, storagePath string, concurrent int, pprofAddr string, viaEnv bool, extra ...string) (*controller, error) {
 	ports, err := childproc.FreeAddrs(4)
 	if err != nil {
 		return nil, err
@@ -73,6 +73,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 		"--concurrent", strconv.Itoa(concurrent),
 		"--pprof-addr", pprofAddr,
 	)...)
+	cmd.Args = append(cmd.Args, extra...)
 	// Only the flags decide which cluster is used.
 	cmd.Env = childproc.CleanEnv()
 	if viaEnv {

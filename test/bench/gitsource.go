@@ -21,13 +21,19 @@ type gitKit struct {
 	repos  map[string]*gitserver.Repo
 	layout string
 	server string
+	// revisions is the revision of each application's manifest on the
+	// server (see appManifests).
+	revisions []int
 }
 
 // startGitKit starts the git server cfg.GitServer names over folder dir,
 // behind a clone-counting proxy, and writes the repositories of
 // cfg.Layout.
 func startGitKit(ctx context.Context, cfg Config, dir string) (_ *gitKit, err error) {
-	k := &gitKit{layout: cfg.Layout, server: cfg.GitServer}
+	k := &gitKit{layout: cfg.Layout, server: cfg.GitServer, revisions: make([]int, cfg.N)}
+	for i := range k.revisions {
+		k.revisions[i] = 1
+	}
 	if k.srv, err = gitserver.New(dir); err != nil {
 		return nil, err
 	}
@@ -95,6 +101,7 @@ func (k *gitKit) Heads() (map[string]string, error) { return repoHeads(k.repos) 
 // Change implements sourceKit: a commit to application 0's repository.
 func (k *gitKit) Change(context.Context) (string, error) {
 	repo := k.repos[k.SourceName(0)]
+	k.revisions[0] = 2
 	return repo.Commit(branch, map[string]string{k.AppPath(0) + "/app.yaml": appManifests(2)}, "change app-0")
 }
 

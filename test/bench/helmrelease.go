@@ -204,6 +204,7 @@ func (r *run) measureHelm(ctx context.Context, res *Result, sources []client.Obj
 	}
 	kit := r.kit.(*helmKit)
 	index0 := kit.IndexGets()
+	r.alerts.mark(phaseReady)
 	if err := r.readyPhase(ctx, res, sources, hrs); err != nil {
 		return err
 	}
@@ -215,6 +216,7 @@ func (r *run) measureHelm(ctx context.Context, res *Result, sources []client.Obj
 	}
 	served0, index1 := serverRequestsOrNil(ctx, r.restCfg), kit.IndexGets()
 	h.ReadyIndexGets = index1 - index0
+	r.alerts.mark(phaseNoop)
 	if err := r.noopTick(ctx, res, append(slices.Clone(sources), hrs...)); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@
 //	go run ./test/bench -n 100 -source bucket -out bucket.json
 //	go run ./test/bench -n 1000 -kind helmrelease -out helm.json
 //	go run ./test/bench -n 1000 -kind helmrelease -namespaces one -out helm-one.json
+//	go run ./test/bench -n 1000 -layout monorepo -alert -out alert.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -120,6 +121,40 @@
 //     in the controller's --storage-path that were created or whose
 //     modification time or size changed. It must be 0.
 //
+// With -alert, the run starts a loopback HTTP sink that records every
+// event posted to it, and creates in its namespace, once the controller
+// runs and before any application, an Alert (eventSeverity info) whose
+// eventSources select every object (name '*') of every kind the run
+// creates (the sources, the Kustomizations; with -kind helmrelease the
+// HelmRepository, the HelmCharts and the HelmReleases, in their
+// namespaces), then a generic Provider pointing at the sink; the run
+// waits until the controller reports the Alert forwarding. The controller
+// gets --rate-limit-interval from -alert-window (its default, 5m, when not
+// given). The usual phases run as without -alert, so that their figures
+// compare; the figures under "alert" in the JSON count the messages the
+// sink received (messages, errors, info, resolved, and the events
+// "folded" into them, "(and N more like it)"):
+//
+//   - phases: in the ready phase, the change, and the no-op tick.
+//   - fetch_failure (git sources only): the branch is deleted on the git
+//     server and the sources are asked to reconcile; once every one
+//     reports Ready=False (the Kustomizations stay Ready on the last
+//     artifact: kustomizations_ready_while_failing), the branch is put
+//     back at the same commit and the run waits until every source is
+//     Ready. failure_notifications counts the messages from the deletion
+//     until the fix, recovery_notifications from the fix until the sink
+//     has been quiet for 2s once every source was Ready; failed_seconds
+//     and recovered_seconds time the two halves.
+//   - broken_revision (git sources only): one commit per repository makes
+//     every application's manifest invalid YAML; every Kustomization
+//     fails to build it, with an error event of the same reason, the
+//     flood the dispatcher folds. A second commit puts the manifests back;
+//     the same figures.
+//   - after_recovery: the messages that came after the last recovery,
+//     until the folding window that began with the broken revision had
+//     closed (the folded flood's message is sent then).
+//   - total: every message of the run.
+//
 // With -gate, every Kustomization lists one Gate in spec.gates, created
 // closed (window 1h) before them, and the ready phase has two parts; the
 // figures are under "gate" in the JSON:
@@ -190,6 +225,8 @@ func main() {
 	flag.BoolVar(&cfg.KubeconfigViaEnv, "kubeconfig-via-env", false, "diagnostic: pass the kubeconfig in $KUBECONFIG rather than --kubeconfig")
 	flag.BoolVar(&cfg.Gate, "gate", false, "put every Kustomization behind one closed Gate: measure them held, the API requests while held, and the time from opening to all Ready")
 	flag.DurationVar(&cfg.GateQuiet, "gate-quiet", defaultGateQuiet, "with -gate, the window over which the held phase's API requests are counted")
+	flag.BoolVar(&cfg.Alert, "alert", false, "create a generic Provider posting to a loopback sink and an Alert (severity info) selecting every object of the run, count the messages by phase, and add a failure phase (git sources: a deleted branch, then a broken commit, each mended)")
+	flag.DurationVar(&cfg.AlertWindow, "alert-window", 0, "with -alert, the controller's --rate-limit-interval, its dedup and folding window (default 5m)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
@@ -267,6 +304,11 @@ func printTable(w io.Writer, res *Result) {
 		}
 	} else {
 		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files)", res.NoopTickWrites, d.NoopDownloads, d.NoopFiles))
+	}
+	if res.Alert != nil {
+		for _, r := range alertRows(res.Alert) {
+			row(r[0], r[1])
+		}
 	}
 	row("  concurrent", fmt.Sprint(d.Concurrent))
 	row("  source server", d.SourceServer)

@@ -39,12 +39,15 @@ func (r *run) measure(ctx context.Context, res *Result) error {
 		}
 		kss = append(kss, k)
 	}
+	r.alerts.mark(phaseReady)
 	if err := r.readyPhase(ctx, res, sources, kss); err != nil {
 		return err
 	}
+	r.alerts.mark(phaseChange)
 	if err := r.changePhase(ctx, res); err != nil {
 		return err
 	}
+	r.alerts.mark(phaseNoop)
 	return r.noopTick(ctx, res, append(append([]client.Object{}, sources...), kss...))
 }
 
