@@ -40,7 +40,7 @@ func newCreateCommand() *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Create or update sources, Kustomizations, HelmReleases, their secrets and Gates",
+		Short: "Create or update sources, Kustomizations, HelmReleases, their secrets, Gates, Alerts and Receivers",
 		Long: `Create an object, or update it when it exists (server-side apply, field
 owner "windlass"), then wait until its controller has reconciled it and print
 the outcome; the exit code is not zero when it is not Ready.
@@ -57,7 +57,8 @@ and no cluster is needed.`,
 		newCreateSourceHelmCommand(f), newCreateSourceChartCommand(f))
 	secret := newCreateSecretCommand(f)
 	secret.AddCommand(newCreateSecretHelmCommand(f))
-	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateHelmReleaseCommand(f), secret, newCreateGateCommand(f))
+	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateHelmReleaseCommand(f), secret, newCreateGateCommand(f),
+		newCreateProviderCommand(f), newCreateAlertCommand(f), newCreateReceiverCommand(f))
 	return cmd
 }
 
@@ -569,6 +570,9 @@ func (f *createFlags) waitCreated(ctx context.Context, c client.Client, w io.Wri
 	for _, k := range objectKinds {
 		if k.kind != kind {
 			continue
+		}
+		if k.static {
+			return reportStaticRefs(ctx, c, w, obj)
 		}
 		latest := k.new()
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {

@@ -32,12 +32,14 @@ func newGetCommand() *cobra.Command {
 	f := &getFlags{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "Show the state of sources, Kustomizations and Gates",
+		Short: "Show the state of sources, Kustomizations, Gates and notifications",
 		Long: `Show the Windlass objects of a namespace (-n, default flux-system) or of all
 (-A) as a table: their revision, whether they are suspended, whether they
 are Ready and why not, and their age; or as YAML or JSON (-o). --watch goes on
 printing a row whenever an object changes. ` + "`get gates`" + ` shows whether each gate
-is opened and why, and when that next changes.`,
+is opened and why, and when that next changes. ` + "`get alerts`" + ` and ` + "`get alert-providers`" + `
+show what is forwarded where: they have no status (their problems are events,
+see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leaves them out.`,
 		Example: `  windlass get all -A
   windlass get ks --status-selector ready=false
   windlass get sources git -l team=web -o yaml`,
@@ -52,7 +54,13 @@ is opened and why, and when that next changes.`,
 	fs.BoolVarP(&f.watch, "watch", "w", false, "after listing, print a row whenever an object changes, until interrupted")
 
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show sources"}
-	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object", true, objectKinds...))
+	var reconciled []objectKind
+	for _, k := range objectKinds {
+		if !k.static {
+			reconciled = append(reconciled, k)
+		}
+	}
+	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object that a controller reconciles", true, reconciled...))
 	var sourceKinds []objectKind
 	for _, k := range objectKinds {
 		if k.words[0] == "source" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,11 +27,13 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/controller/helm"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
+	receiverctrl "github.com/windlass-dev/windlass/internal/controller/receiver"
 	"github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
@@ -77,7 +80,7 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 			&sourcev1.GitRepository{}: {Label: selector}, &kustomizev1.Kustomization{}: {Label: selector},
 			&sourcev1.OCIRepository{}: {Label: selector}, &sourcev1.Bucket{}: {Label: selector},
 			&sourcev1.HelmRepository{}: {Label: selector}, &sourcev1.HelmChart{}: {Label: selector},
-			&helmv2.HelmRelease{}: {Label: selector},
+			&helmv2.HelmRelease{}: {Label: selector}, &notificationv1.Receiver{}: {Label: selector},
 		}}})
 	if err != nil {
 		return err
@@ -106,8 +109,31 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	if err := startHelmControllers(ctx, mgr, storage, opts); err != nil {
 		return err
 	}
+	if err := startReceivers(ctx, mgr, opts); err != nil {
+		return err
+	}
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
+}
+
+// receiverAddr is the address of the webhook server of the tests'
+// Receiver controller, http://127.0.0.1:port.
+var receiverAddr string
+
+// startReceivers adds the Receiver controller and its webhook server,
+// on a loopback port, to mgr.
+func startReceivers(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	receivers := &receiverctrl.ReceiverReconciler{Client: mgr.GetClient()}
+	if err := receivers.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	receiverAddr = "http://" + ln.Addr().String()
+	server := &receiverctrl.Server{Client: mgr.GetClient(), Listener: ln}
+	return server.SetupWithManager(ctx, mgr)
 }
 
 // startHelmControllers adds the HelmRepository, HelmChart and HelmRelease

@@ -10,13 +10,14 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
+	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
 // reconcilable is a Windlass object as the verbs see it.
 type reconcilable interface {
 	statusObject
-	GetObservedGeneration() int64
 	IsSuspended() bool
 }
 
@@ -46,6 +47,10 @@ type objectKind struct {
 	// columns, when set, are the kind's own columns in `get` of this kind
 	// alone, in place of REVISION, SUSPENDED, READY and MESSAGE.
 	columns *kindColumns
+	// static marks a kind without status (Alerts and Providers): no
+	// controller reports on it, so there is no reconciliation to request or
+	// wait for, and `get all` leaves it out.
+	static bool
 }
 
 // kindColumns are the columns of a kind's own table, between NAME and
@@ -59,8 +64,9 @@ type kindColumns struct {
 
 // objectKinds are the kinds the verbs know, in dependency order (sources
 // before what applies them: a HelmChart after the sources it is built
-// from, a HelmRelease after its chart); Gates, which sources and appliers
-// wait behind, come last.
+// from, a HelmRelease after its chart); then Gates, which sources and
+// appliers wait behind, and last the notification kinds, which only watch
+// or call on the others.
 var objectKinds = []objectKind{
 	{
 		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
@@ -153,6 +159,35 @@ var objectKinds = []objectKind{
 		lastHandled: func(o reconcilable) string { return o.(*gatingv1alpha1.Gate).Status.LastHandledReconcileAt },
 		revision:    gateRevision,
 		columns:     gateColumns,
+	},
+	{
+		words: []string{"alert-provider"}, aliases: []string{"alert-providers", "provider", "providers"}, kind: notificationv1beta3.ProviderKind,
+		new: func() reconcilable { return &notificationv1beta3.Provider{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &notificationv1beta3.ProviderList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		columns: providerColumns, static: true,
+	},
+	{
+		words: []string{"alert"}, aliases: []string{"alerts"}, kind: notificationv1beta3.AlertKind,
+		new: func() reconcilable { return &notificationv1beta3.Alert{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &notificationv1beta3.AlertList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		columns: alertColumns, static: true,
+	},
+	{
+		words: []string{"receiver"}, aliases: []string{"receivers", "rcv"}, kind: notificationv1.ReceiverKind,
+		new: func() reconcilable { return &notificationv1.Receiver{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &notificationv1.ReceiverList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*notificationv1.Receiver).Status.LastHandledReconcileAt },
+		revision:    func(reconcilable) string { return "" },
+		columns:     receiverColumns,
 	},
 }
 

@@ -50,6 +50,9 @@ zero when the object is not Ready.`,
 	}
 	f.bindWaiting(cmd)
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
+		if k.static {
+			return nil // nothing reconciles it: it is read when it is used
+		}
 		leaf := &cobra.Command{
 			Use:   k.use("NAME"),
 			Short: "Reconcile a " + k.kind + " now",
@@ -126,14 +129,18 @@ func (f *verbFlags) run(cmd *cobra.Command, do func(context.Context, client.Clie
 }
 
 // addKindCommands adds under verb one command per kind, made by leaf,
-// nested by the kind's words ("source git").
+// nested by the kind's words ("source git"); leaf returns nil for a kind
+// the verb does not apply to.
 func addKindCommands(verb *cobra.Command, leaf func(objectKind) *cobra.Command) {
 	for _, k := range objectKinds {
+		l := leaf(k)
+		if l == nil {
+			continue
+		}
 		parent := verb
 		for _, word := range k.words[:len(k.words)-1] {
 			parent = childCommand(parent, word)
 		}
-		l := leaf(k)
 		l.Aliases = k.aliases
 		parent.AddCommand(l)
 	}
@@ -334,6 +341,10 @@ func (f *verbFlags) setSuspended(ctx context.Context, c client.Client, w io.Writ
 		}
 		if suspend {
 			fmt.Fprintf(w, "✔ %s suspended\n", k.describe(obj))
+			continue
+		}
+		if k.static {
+			fmt.Fprintf(w, "✔ %s resumed\n", k.describe(obj))
 			continue
 		}
 		if err := f.requestAndWait(ctx, c, w, k, obj); err != nil {

@@ -124,6 +124,12 @@ func (in *Alert) GetEventSeverity() string {
 // IsSuspended reports whether the Alert forwards nothing (spec.suspend).
 func (in *Alert) IsSuspended() bool { return in.Spec.Suspend }
 
+// GetConditions returns no condition: an Alert has no status. With it an
+// Alert reads like every other toolkit object to tools that list objects
+// with their conditions (its readiness is then unknown); the problems of
+// an Alert are reported as events on it.
+func (in *Alert) GetConditions() []metav1.Condition { return nil }
+
 // +kubebuilder:object:root=true
 
 // AlertList is a list of Alerts.

@@ -214,6 +214,10 @@ func (in *Provider) GetTimeout() time.Duration {
 // IsSuspended reports whether the Provider sends nothing (spec.suspend).
 func (in *Provider) IsSuspended() bool { return in.Spec.Suspend }
 
+// GetConditions returns no condition: a Provider has no status (see
+// Alert.GetConditions).
+func (in *Provider) GetConditions() []metav1.Condition { return nil }
+
 // +kubebuilder:object:root=true
 
 // ProviderList is a list of Providers.
