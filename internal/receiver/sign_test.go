@@ -48,7 +48,7 @@ func TestNewRequest_VerifiedAsTheServiceWould(t *testing.T) {
 				tampered, err := NewRequest(context.Background(), "http://127.0.0.1/hook/x", spec, nil)
 				g.Expect(err).NotTo(HaveOccurred())
 				body, _ := io.ReadAll(tampered.Body)
-				tampered.Body = io.NopCloser(strings.NewReader(string(body)+" "))
+				tampered.Body = io.NopCloser(strings.NewReader(string(body) + " "))
 				tampered.ContentLength = -1
 				_, err = Verify(tampered, spec)
 				g.Expect(errors.Is(err, ErrUnauthorized)).To(BeTrue(), "%v", err)
