@@ -28,6 +28,7 @@ import (
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // A signed GitHub push to a Receiver's path makes the controller reconcile
@@ -160,4 +161,124 @@ func TestAlert_FailureThenResolved(t *testing.T) {
 		}
 	}
 	g.Expect(failures).To(Equal(1), "the same failure is sent once in the window: %v", hooks.messages())
+}
+
+// eventsOf returns the wire events the hook server received about the
+// object kind/name.
+func (h *hookServer) eventsOf(kind, name string) []eventv1.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []eventv1.Event
+	for _, e := range h.events {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The story of seed 001, set up with the command line alone: the on-call
+// team hears of every failure in the namespace, once, and of its
+// resolution; the frontend team hears of each new frontend revision and of
+// nothing else; a push announced by a signed GitHub webhook (sent by
+// `windlass trigger receiver`) is applied without waiting for an interval.
+func TestNotifications_Seed001Story(t *testing.T) {
+	logControllerOnFailure(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	oncall, frontendTeam := &hookServer{}, &hookServer{}
+	for _, h := range []*hookServer{oncall, frontendTeam} {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		name := "oncall"
+		if h == frontendTeam {
+			name = "frontend-team"
+		}
+		mustRunCLI(g, "create", "alert-provider", name, "-n", ns, "--type", "generic", "--address", srv.URL)
+	}
+	mustRunCLI(g, "create", "alert", "prod-failures", "-n", ns, "--provider-ref", "oncall", "--event-severity", "error",
+		"--event-source", "Kustomization/*", "--event-source", "GitRepository/*")
+	mustRunCLI(g, "create", "alert", "frontend-releases", "-n", ns, "--provider-ref", "frontend-team",
+		"--event-source", "Kustomization/frontend")
+
+	gitSrv := gitserver.NewForTest(t)
+	base := gitSrv.MustStartHTTP(t)
+	repo := gitSrv.MustInitRepo(t, "fleet.git", "main")
+	config := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  version: %q\n"
+	sha := repo.MustCommit(t, "main", map[string]string{
+		"frontend/app.yaml": fmt.Sprintf(config, "frontend", "1"), "backend/app.yaml": fmt.Sprintf(config, "backend", "1")}, "v1")
+	applyGitRepository(g, fmt.Sprintf("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: fleet, namespace: %s}\n"+
+		"spec: {interval: 1h, url: %s/fleet.git, ref: {branch: main}}\n", ns, base))
+	for _, app := range []string{"frontend", "backend"} {
+		mustRunCLI(g, "create", "kustomization", app, "-n", ns, "--source", "GitRepository/fleet", "--path", "./"+app,
+			"--prune", "--target-namespace", ns, "--interval", "1h", "--timeout", "60s")
+	}
+	waitApplied(g, client.ObjectKey{Namespace: ns, Name: "frontend"}, "main@sha1:"+sha)
+
+	const token = "s1gned-push-t0ken"
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github-webhook"},
+		StringData: map[string]string{"token": token}})).To(Succeed())
+	mustRunCLI(g, "create", "receiver", "github", "-n", ns, "--type", "github", "--event", "push",
+		"--resource", "GitRepository/fleet", "--secret-ref", "github-webhook")
+	push := func(files map[string]string, msg string) string {
+		sha := repo.MustCommit(t, "main", files, msg)
+		start := time.Now()
+		mustRunCLI(g, "trigger", "receiver", "github", "-n", ns, "--address", "http://"+ctrlProc.ReceiverAddr)
+		waitRevision(g, ns, sha)
+		t.Logf("%s: from the webhook to the artifact of %s: %s", msg, sha[:8], time.Since(start).Round(time.Millisecond))
+		return sha
+	}
+
+	sha2 := push(map[string]string{"frontend/app.yaml": fmt.Sprintf(config, "frontend", "2")}, "frontend v2")
+	waitApplied(g, client.ObjectKey{Namespace: ns, Name: "frontend"}, "main@sha1:"+sha2)
+	g.Eventually(func(g Gomega) {
+		var revisions []string
+		for _, e := range frontendTeam.eventsOf("Kustomization", "frontend") {
+			revision, _ := e.Revision()
+			revisions = append(revisions, revision)
+		}
+		g.Expect(revisions).To(ContainElement("main@sha1:" + sha2))
+	}, timeout, interval).Should(Succeed())
+
+	push(map[string]string{"backend/app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: [not, a, map]\n"}, "broken backend")
+	g.Eventually(func() []string { return messagesOf(oncall, "Kustomization", "backend") }, timeout, interval).
+		Should(ContainElement(HavePrefix("error: ")))
+	fixed := push(map[string]string{"backend/app.yaml": fmt.Sprintf(config, "backend", "2")}, "fixed backend")
+	waitApplied(g, client.ObjectKey{Namespace: ns, Name: "backend"}, "main@sha1:"+fixed)
+	g.Eventually(func() []string { return messagesOf(oncall, "Kustomization", "backend") }, timeout, interval).
+		Should(ContainElement(HavePrefix("info: Resolved: ")))
+
+	failures := 0
+	for _, m := range messagesOf(oncall, "Kustomization", "backend") {
+		if strings.HasPrefix(m, "error: ") {
+			failures++
+		}
+	}
+	g.Expect(failures).To(Equal(1), "one failure message, however often it was retried: %v", oncall.messages())
+	g.Expect(frontendTeam.eventsOf("Kustomization", "backend")).To(BeEmpty(), "the frontend team hears of the frontend only")
+	for _, m := range oncall.messages() {
+		g.Expect(m).To(Or(ContainSubstring(" error: "), ContainSubstring(" info: Resolved: ")), "on-call hears of failures and their resolution only")
+	}
+}
+
+// messagesOf returns "severity: message" of the events h received about
+// kind/name.
+func messagesOf(h *hookServer, kind, name string) []string {
+	var out []string
+	for _, e := range h.eventsOf(kind, name) {
+		out = append(out, e.Severity+": "+e.Message)
+	}
+	return out
+}
+
+// waitRevision waits until the GitRepository ns/fleet has the artifact of
+// the commit sha of main.
+func waitRevision(g *WithT, ns, sha string) {
+	g.Eventually(func(g Gomega) {
+		repo := &sourcev1.GitRepository{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fleet"}, repo)).To(Succeed())
+		g.Expect(repo.Status.Artifact).NotTo(BeNil())
+		g.Expect(repo.Status.Artifact.Revision).To(Equal("main@sha1:" + sha))
+	}, timeout, 20*time.Millisecond).Should(Succeed())
 }
