@@ -251,6 +251,14 @@ func TestNotificationVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	expectGolden(t, g, "notification-export-alerts", strings.ReplaceAll(out, ns, "NS"))
 
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "releases"}, &alert)).To(Succeed())
+	recordEvent(g, &alert, notificationv1beta3.GroupVersion.String(), notificationv1beta3.AlertKind, corev1.EventTypeWarning,
+		"ProviderNotFound", "Provider 'slack' not found", time.Minute)
+	out, _, err = run(t, "events", "--for", "Alert/releases", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("ProviderNotFound"))
+	g.Expect(out).To(ContainSubstring("Provider 'slack' not found"))
+
 	out, _, err = run(t, "delete", "alert", "releases", "-n", ns, "--silent")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(HaveSuffix("✔ Alert " + ns + "/releases deleted\n"))
