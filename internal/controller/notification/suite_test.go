@@ -44,7 +44,51 @@ var (
 	reconciler *AlertReconciler
 	// sink hands events to the dispatcher as the controllers do.
 	sink *forward.Sink
+	// clock is the dispatcher's clock.
+	clock = &testClock{}
 )
+
+// testClock is the time, unless a test freezes it to move it by hand: the
+// dispatcher's windows then end when the test says, however long its
+// steps take.
+type testClock struct {
+	mu     sync.Mutex
+	frozen bool
+	at     time.Time
+	offset time.Duration
+}
+
+// Now returns the clock's time.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		return c.at
+	}
+	return time.Now().Add(c.offset)
+}
+
+// Freeze stops the clock until Thaw.
+func (c *testClock) Freeze() {
+	now := c.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frozen, c.at = true, now
+}
+
+// Advance moves the frozen clock by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
+// Thaw lets the clock run again from where it stands.
+func (c *testClock) Thaw() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset, c.frozen = time.Until(c.at), false
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, startController))
@@ -63,7 +107,7 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 		return err
 	}
 	dispatcher = dispatch.New(dispatch.Options{Window: window, FlushInterval: 100 * time.Millisecond,
-		Backoff: 100 * time.Millisecond, Log: ctrl.Log.WithName("dispatcher")})
+		Backoff: 100 * time.Millisecond, Now: clock.Now, Log: ctrl.Log.WithName("dispatcher")})
 	sink = &forward.Sink{Dispatcher: dispatcher, Scheme: e.Scheme, Controller: "kustomize-controller"}
 	reconciler = &AlertReconciler{
 		Client:     mgr.GetClient(),

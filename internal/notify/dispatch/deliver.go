@@ -173,7 +173,7 @@ func (d *Dispatcher) deliver(ctx context.Context, item delivery) {
 			return
 		}
 		d.count(func(s *Stats) { s.Retried++ })
-		if !sleep(ctx, wait) {
+		if !d.sleep(ctx, wait) {
 			return
 		}
 		wait = min(2*wait, maxBackoff)

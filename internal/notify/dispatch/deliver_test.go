@@ -240,3 +240,65 @@ func BenchmarkDispatch(b *testing.B) {
 		d.Dispatch(ctx, ksReady(fmt.Sprintf("ks-%d", i)), Object{})
 	}
 }
+
+// TestBackoff: a provider that keeps failing is posted to again after
+// waits that double from Backoff up to a minute, Attempts times in all.
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		backoff time.Duration
+		want    []time.Duration
+	}{
+		{time.Second, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}},
+		{20 * time.Second, []time.Duration{20 * time.Second, 40 * time.Second, time.Minute, time.Minute, time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.backoff.String(), func(t *testing.T) {
+			g := NewWithT(t)
+			srv, hits := server(t, http.StatusServiceUnavailable)
+			d := New(Options{Backoff: tt.backoff, Attempts: len(tt.want) + 1})
+			waits := make(chan time.Duration, 10)
+			d.sleep = func(_ context.Context, w time.Duration) bool {
+				waits <- w
+				return true
+			}
+			g.Expect(d.SetRule(allKustomizations("apps/a", SeverityInfo, "apps/p", webhook{url: srv.URL}))).To(Succeed())
+			ctx := start(t, d)
+			d.Dispatch(ctx, ksReady("web"), Object{})
+			g.Eventually(func() int64 { return d.Stats().Failed }).Should(Equal(int64(1)))
+			close(waits)
+			var got []time.Duration
+			for w := range waits {
+				got = append(got, w)
+			}
+			g.Expect(got).To(Equal(tt.want))
+			g.Expect(hits.Load()).To(Equal(int64(len(tt.want) + 1)))
+		})
+	}
+}
+
+// TestHungProviderDelaysNoOther: each provider has its own queue and
+// worker: while one hangs on its first message, another gets every
+// message, and the hung one gets its own once it answers.
+func TestHungProviderDelaysNoOther(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	hung := &recorder{post: func(ctx context.Context, _ notify.Message) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	healthy := &recorder{}
+	d := New(Options{})
+	g.Expect(d.SetRule(allKustomizations("apps/hung", SeverityInfo, "apps/hung", hung))).To(Succeed())
+	g.Expect(d.SetRule(allKustomizations("apps/healthy", SeverityInfo, "apps/healthy", healthy))).To(Succeed())
+	ctx := start(t, d)
+	for i := range 10 {
+		d.Dispatch(ctx, ksReady(fmt.Sprintf("ks-%d", i)), Object{})
+	}
+	g.Eventually(healthy.posted).Should(HaveLen(10))
+	g.Expect(hung.posted()).To(HaveLen(1), "the hung provider still holds its first message")
+	close(release)
+	g.Eventually(hung.posted).Should(HaveLen(10))
+}

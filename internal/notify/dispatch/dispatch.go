@@ -12,14 +12,19 @@
 // What a rule sends, for each event it matches:
 //   - Duplicates: the same event (object, severity, reason, message and
 //     metadata, hence revision) is sent at most once per Window.
-//   - Floods: error events are grouped by rule and reason (the events of
-//     1000 Kustomizations failing because their source fails share a
-//     reason, not an object or a message). In a group, the first FoldAfter
-//     events of a window are sent; the later ones are held back and
-//     counted, and when the window closes the last one is sent with
-//     Message.Folded counting the others. So a flood costs a provider at
-//     most FoldAfter+1 messages per reason per window, and the messages
-//     sent plus their Folded counts add up to the events.
+//   - Floods: error events are grouped by rule and cause: their reason,
+//     and their message without their own object's name (the events of
+//     1000 Kustomizations failing because their source fails share both;
+//     unrelated failures differ by their message). In a group, the first
+//     FoldAfter events of a window (one, by default) are sent at once; the
+//     later ones are held back, by object, and when the window closes the
+//     latest is sent with Message.Folded counting the others. That message
+//     opens the next window and counts against it, so a flood that goes on
+//     costs a provider at most FoldAfter messages per cause per window,
+//     however long it lasts, and the messages sent, with their Folded
+//     counts, account for every object that failed. An object that recovers while its
+//     failure is held back leaves the group: no message reports a failure
+//     that is over.
 //   - Resolved: the dispatcher remembers, per rule, the objects whose
 //     failure it sent (on their own or as a flood's last). When an info
 //     event comes for such an object with Object.Ready, the rule sends it
@@ -55,9 +60,10 @@ const (
 const (
 	// DefaultWindow is the deduplication and folding window.
 	DefaultWindow = 5 * time.Minute
-	// DefaultFoldAfter is how many error events of one reason a rule sends
-	// per window before it folds the others.
-	DefaultFoldAfter = 3
+	// DefaultFoldAfter is how many messages of one cause a rule sends per
+	// window: the first failure at once, the others folded into one
+	// message when the window closes.
+	DefaultFoldAfter = 1
 	// DefaultQueueSize bounds the queue of each provider.
 	DefaultQueueSize = 100
 	// DefaultAttempts bounds the posts of one message.
@@ -127,8 +133,8 @@ type Options struct {
 	// Window is how long the same event is sent once, and how long a
 	// flood is folded (DefaultWindow).
 	Window time.Duration
-	// FoldAfter is how many error events of one reason a rule sends per
-	// window before it folds the others (DefaultFoldAfter).
+	// FoldAfter is how many messages of one cause a rule sends per window
+	// before it folds the others (DefaultFoldAfter).
 	FoldAfter int
 	// QueueSize bounds each provider's queue; when it is full the oldest
 	// message is dropped (DefaultQueueSize).
@@ -157,7 +163,7 @@ type Options struct {
 type Stats struct {
 	// Sent counts the messages providers took.
 	Sent int64
-	// Folded counts the error events held back by folding (the last of
+	// Folded counts the error events held back by folding (the latest of
 	// each window is then sent for them all).
 	Folded int64
 	// Deduplicated counts the events not sent because the same one was
@@ -187,6 +193,9 @@ type Dispatcher struct {
 	runCtx  context.Context
 	workers sync.WaitGroup
 	stats   Stats
+	// sleep waits between the posts of a message (a test records the
+	// waits instead).
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // rule is a Rule with the state of its folded floods.
@@ -204,6 +213,7 @@ func New(opts Options) *Dispatcher {
 		seen:   newBoundedSet[eventKey](opts.MaxRemembered),
 		failed: newBoundedSet[failureKey](opts.MaxRemembered),
 		queues: map[string]*queue{},
+		sleep:  sleep,
 	}
 }
 
@@ -281,9 +291,9 @@ func (d *Dispatcher) Flush() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.rules {
-		for reason, g := range r.groups {
+		for key, g := range r.groups {
 			if d.windowEnded(g, now) {
-				d.closeGroup(r, reason, g)
+				d.closeGroup(r, key, g, now)
 			}
 		}
 	}

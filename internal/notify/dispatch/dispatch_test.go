@@ -127,53 +127,6 @@ func TestDeduplication(t *testing.T) {
 	g.Expect(d.Stats().Deduplicated).To(Equal(int64(2)))
 }
 
-// TestFlood: 1000 Kustomizations fail because their source fails; each
-// provider gets FoldAfter messages at once and one for the rest when the
-// window closes, and the counts add up.
-func TestFlood(t *testing.T) {
-	g := NewWithT(t)
-	clk := newClock()
-	d := New(Options{Now: clk.Now, QueueSize: 2000, FlushInterval: time.Hour})
-	oncall, team := &recorder{}, &recorder{}
-	g.Expect(d.SetRule(allKustomizations("apps/oncall", SeverityError, "apps/pagerduty", oncall))).To(Succeed())
-	g.Expect(d.SetRule(allKustomizations("apps/team", SeverityInfo, "apps/slack", team))).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = d.Run(ctx) }()
-
-	for i := range 1000 {
-		name := fmt.Sprintf("ks-%d", i)
-		d.Dispatch(ctx, ksError(name, fmt.Sprintf("kustomization %s: GitRepository 'apps/source' is not ready", name)), Object{})
-	}
-	for _, p := range []*recorder{oncall, team} {
-		g.Eventually(p.posted).Should(HaveLen(DefaultFoldAfter))
-	}
-	g.Expect(d.Stats().Folded).To(Equal(int64(2 * (1000 - DefaultFoldAfter))))
-
-	d.Flush()
-	g.Expect(queued(d, "apps/pagerduty")).To(BeEmpty(), "the window is still open")
-
-	clk.Advance(DefaultWindow)
-	d.Flush()
-	for _, p := range []*recorder{oncall, team} {
-		g.Eventually(p.posted).Should(HaveLen(DefaultFoldAfter + 1))
-		posted := p.posted()
-		last := posted[len(posted)-1]
-		g.Expect(last.InvolvedObject.Name).To(Equal("ks-999"))
-		g.Expect(last.Folded).To(Equal(1000 - DefaultFoldAfter - 1))
-		represented := 0
-		for _, m := range posted {
-			represented += 1 + m.Folded
-		}
-		g.Expect(represented).To(Equal(1000))
-	}
-	g.Eventually(func() int64 { return d.Stats().Sent }).Should(Equal(int64(2 * (DefaultFoldAfter + 1))))
-
-	// A new window starts afresh.
-	d.Dispatch(ctx, ksError("ks-0", "another failure"), Object{})
-	g.Eventually(oncall.posted).Should(HaveLen(DefaultFoldAfter + 2))
-}
-
 // TestResolved: a failure then a recovery send one failure and one
 // resolved message, to the error rule as well, once.
 func TestResolved(t *testing.T) {

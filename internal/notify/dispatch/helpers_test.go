@@ -50,6 +50,13 @@ func (c *clock) Now() time.Time {
 	return c.t
 }
 
+// Set sets the clock to t.
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

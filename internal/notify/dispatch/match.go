@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
@@ -14,18 +15,62 @@ import (
 )
 
 // maxGroups bounds the flood groups of a rule; the events of further
-// reasons share one group.
+// causes share one group.
 const maxGroups = 256
 
-// overflowGroup is the group of the reasons past maxGroups.
+// overflowGroup is the group of the causes past maxGroups.
 const overflowGroup = "\x00overflow"
 
-// foldGroup is the error events of one rule and reason in one window.
+// foldGroup is the error events of one rule and cause in one window.
 type foldGroup struct {
+	// start is when the window began.
 	start time.Time
-	sent  int
-	held  int
-	last  notify.Message
+	// sent counts the messages sent in the window (the first events, or
+	// the previous window's folded message).
+	sent int
+	// held are the events held back, by object: the latest of each,
+	// numbered in the order they came. An object that recovers leaves it.
+	held map[string]heldEvent
+	// seq numbers the held events.
+	seq int
+	// uncounted counts the events held past the bound of held, which are
+	// counted but not kept; last is the latest of them.
+	uncounted     int
+	uncountedLast heldEvent
+}
+
+// heldEvent is a message held back, numbered.
+type heldEvent struct {
+	msg notify.Message
+	seq int
+}
+
+// hold holds m back in g, keeping at most max events by object.
+func (g *foldGroup) hold(m notify.Message, max int) {
+	g.seq++
+	object := objectKey(m.Event)
+	if _, ok := g.held[object]; ok || len(g.held) < max {
+		if g.held == nil {
+			g.held = map[string]heldEvent{}
+		}
+		g.held[object] = heldEvent{msg: m, seq: g.seq}
+		return
+	}
+	g.uncounted++
+	g.uncountedLast = heldEvent{msg: m, seq: g.seq}
+}
+
+// latest returns the latest event held and how many objects' events are
+// held (0: none).
+func (g *foldGroup) latest() (notify.Message, int) {
+	n := len(g.held) + g.uncounted
+	last := g.uncountedLast
+	for _, h := range g.held {
+		if h.seq > last.seq {
+			last = h
+		}
+	}
+	return last.msg, n
 }
 
 // eventKey identifies an event for one rule, for deduplication.
@@ -47,8 +92,11 @@ func (d *Dispatcher) Dispatch(_ context.Context, e eventv1.Event, obj Object) {
 	defer d.mu.Unlock()
 	d.seen.forgetUpTo(now.Add(-d.opts.Window))
 	for _, r := range d.rules {
-		if resolving && d.resolve(r, e, now) {
-			continue
+		if resolving {
+			r.unhold(e)
+			if d.resolve(r, e, now) {
+				continue
+			}
 		}
 		if !r.matches(e, obj.Labels) {
 			continue
@@ -148,45 +196,97 @@ func withMetadata(e eventv1.Event, extra map[string]string) eventv1.Event {
 }
 
 // fold sends the error message m, or holds it back when the rule sent
-// FoldAfter of its reason in the window.
+// FoldAfter messages of its cause in the window.
 func (d *Dispatcher) fold(r *rule, m notify.Message, now time.Time) {
-	reason := m.Reason
-	if _, ok := r.groups[reason]; !ok && len(r.groups) >= maxGroups {
-		reason = overflowGroup
+	key := causeOf(m.Event)
+	if _, ok := r.groups[key]; !ok && len(r.groups) >= maxGroups {
+		key = overflowGroup
 	}
-	g := r.groups[reason]
+	g := r.groups[key]
 	if g != nil && d.windowEnded(g, now) {
-		d.closeGroup(r, reason, g)
-		g = nil
+		g = d.closeGroup(r, key, g, now)
 	}
 	if g == nil {
 		g = &foldGroup{start: now}
-		r.groups[reason] = g
+		r.groups[key] = g
 	}
 	if g.sent < d.opts.FoldAfter {
 		g.sent++
 		d.send(r, m, now)
 		return
 	}
-	g.held++
-	g.last = m
+	g.hold(m, d.opts.MaxRemembered)
 	d.stats.Folded++
+}
+
+// causeOf is what the error events of one flood share: their reason, and
+// their message without the name of their own object (the 1000
+// Kustomizations behind a failing source share both). Unrelated failures
+// that share a reason differ by their message, so neither waits for the
+// other's window.
+func causeOf(e eventv1.Event) string {
+	return e.Reason + "\x00" + withoutName(e.Message, e.InvolvedObject.Name)
+}
+
+// withoutName returns msg with each occurrence of name that stands on its
+// own (not inside a longer name) replaced by a NUL byte.
+func withoutName(msg, name string) string {
+	if name == "" {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, name)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		end := i + len(name)
+		if (i == 0 || !nameByte(msg[i-1])) && (end == len(msg) || !nameByte(msg[end])) {
+			b.WriteString(msg[:i])
+			b.WriteByte(0)
+		} else {
+			b.WriteString(msg[:end])
+		}
+		msg = msg[end:]
+	}
+}
+
+// nameByte tells whether c may continue an object's name (a dot may, but
+// it also ends sentences, so it does not count).
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }
 
 func (d *Dispatcher) windowEnded(g *foldGroup, now time.Time) bool {
 	return !now.Before(g.start.Add(d.opts.Window))
 }
 
-// closeGroup forgets the group and sends its last held event, if any, for
-// all those held.
-func (d *Dispatcher) closeGroup(r *rule, reason string, g *foldGroup) {
-	delete(r.groups, reason)
-	if g.held == 0 {
-		return
+// closeGroup ends the group's window. When it held events, it sends the
+// latest for them all (Message.Folded counting the others) and returns
+// the group of the next window, which that message counts against: a
+// flood that goes on costs one message per window, not two at each
+// window's turn. Otherwise the group is forgotten and it returns nil.
+func (d *Dispatcher) closeGroup(r *rule, key string, g *foldGroup, now time.Time) *foldGroup {
+	delete(r.groups, key)
+	m, n := g.latest()
+	if n == 0 {
+		return nil
 	}
-	m := g.last
-	m.Folded = g.held - 1
-	d.send(r, m, d.opts.Now())
+	m.Folded = n - 1
+	d.send(r, m, now)
+	next := &foldGroup{start: now, sent: 1}
+	r.groups[key] = next
+	return next
+}
+
+// unhold drops the object of e, which recovered, from the events the
+// rule's groups hold: its failure is over, and no message will say it.
+func (r *rule) unhold(e eventv1.Event) {
+	object := objectKey(e)
+	for _, g := range r.groups {
+		delete(g.held, object)
+	}
 }
 
 // resolve sends e as resolving the failure the rule sent for its object,
