@@ -125,3 +125,20 @@ func TestScrubber(t *testing.T) {
 	g.Expect(s.Error(plain)).To(BeIdenticalTo(plain))
 	g.Expect(s.Error(nil)).To(BeNil())
 }
+
+// TestScrubberHeaders: the values of the Secret's headers, often API keys,
+// and the credential after an auth scheme, leave error text; values too
+// short to be secrets stay, so that the text is not mangled.
+func TestScrubberHeaders(t *testing.T) {
+	g := NewWithT(t)
+	s := NewScrubber(Config{Headers: map[string]string{
+		"X-Api-Key":     "k3y-0f-the-service",
+		"Authorization": "GenieKey 9d1f-aa20",
+		"X-Team":        "web",
+		"X-Empty":       "",
+	}})
+	text := s.String("401: key k3y-0f-the-service, auth GenieKey 9d1f-aa20, token 9d1f-aa20, team web")
+	g.Expect(text).To(Equal("401: key ***, auth ***, token ***, team web"))
+	err := s.Error(&StatusError{URL: "https://h/x", Code: 401, Answer: "echo: k3y-0f-the-service"})
+	g.Expect(err.Error()).NotTo(ContainSubstring("k3y-0f-the-service"))
+}

@@ -17,12 +17,31 @@ type Scrubber struct {
 	secrets []string
 }
 
+// minHeaderSecret is the length under which a header value is not
+// scrubbed: a short value ("1", "no") would mangle the text, and hides no
+// credential.
+const minHeaderSecret = 4
+
 // NewScrubber returns the Scrubber of cfg's secrets (the token, the
-// password, their basic-auth encodings with either user name) and of
-// extra ones (a routing key, a DSN key, a webhook URL's path).
+// password, their basic-auth encodings with either user name, the values
+// of the Secret's headers, which often carry an API key, and the last
+// word of each, the credential of "Bearer <token>") and of extra ones (a
+// routing key, a DSN key, a webhook URL's path).
 func NewScrubber(cfg Config, extra ...string) Scrubber {
+	values := append([]string{cfg.Token, cfg.Password}, extra...)
+	for _, v := range cfg.Headers {
+		candidates := []string{strings.TrimSpace(v)}
+		if fields := strings.Fields(v); len(fields) > 1 {
+			candidates = append(candidates, fields[len(fields)-1])
+		}
+		for _, c := range candidates {
+			if len(c) >= minHeaderSecret {
+				values = append(values, c)
+			}
+		}
+	}
 	var secrets []string
-	for _, s := range append([]string{cfg.Token, cfg.Password}, extra...) {
+	for _, s := range values {
 		if s != "" {
 			secrets = append(secrets, s, url.PathEscape(s), url.QueryEscape(s))
 		}
