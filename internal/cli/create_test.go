@@ -193,11 +193,7 @@ func TestCreateBadFlags(t *testing.T) {
 	ks := []string{"create", "ks", "app", "-n", ns}
 	secret := []string{"create", "secret", "git", "app-auth", "-n", ns}
 	gate := []string{"create", "gate", "freeze", "-n", ns}
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	tests := []refusedFlags{
 		{"missing --url", append(git, "--branch", "main"), "--url is required"},
 		{"a URL of another scheme", append(git, "--url", "ftp://example.com/app"), `--url scheme "ftp" is not supported`},
 		{"an scp-like URL", append(git, "--url", "git@example.com:org/app"), "--url is not an absolute URL"},
@@ -241,16 +237,7 @@ func TestCreateBadFlags(t *testing.T) {
 		{"a schedule of days", append(gate, "--schedule", "close 0 0 * * FRI for 1d"), `"1d" is not a duration such as 24h or 90m`},
 		{"a schedule of no time", append(gate, "--schedule", "close 0 0 * * FRI for 0s"), `the DURATION of --schedule "close 0 0 * * FRI for 0s" must be a positive duration`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			out, _, err := run(t, tt.args...)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
-			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
-			g.Expect(out).To(BeEmpty())
-		})
-	}
+	expectRefused(t, tests)
 	t.Run("nothing reached the cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
@@ -267,6 +254,31 @@ func TestCreateBadFlags(t *testing.T) {
 		g.Expect(env.Client.List(ctx, &gates, client.InNamespace(ns))).To(Succeed())
 		g.Expect(gates.Items).To(BeEmpty())
 	})
+}
+
+// refusedFlags is a command line that must be refused with an error that
+// holds wantErr.
+type refusedFlags struct {
+	name    string
+	args    []string
+	wantErr string
+}
+
+// expectRefused runs each command line against the test control plane and
+// checks that it is refused in one line that holds its wantErr and no
+// secret ("s3cr3t" in the tests), having printed nothing.
+func expectRefused(t *testing.T, tests []refusedFlags) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			out, _, err := runWithInput(t, "", false, tt.args...)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
+			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
+			g.Expect(out).To(BeEmpty())
+		})
+	}
 }
 
 // secretNames returns the names of secrets.

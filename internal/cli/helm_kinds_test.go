@@ -113,11 +113,7 @@ func TestHelmCreateBadFlags(t *testing.T) {
 	secret := []string{"create", "secret", "helm", "app-auth", "-n", ns}
 	hr := []string{"create", "hr", "app", "-n", ns}
 	withChart := slices.Clip(append(slices.Clone(hr), "--source", "HelmRepository/charts", "--chart", "app"))
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	tests := []refusedFlags{
 		{"repo: missing --url", repo, "--url is required"},
 		{"repo: another scheme", append(repo, "--url", "ftp://charts.example.com"), `--url scheme "ftp" is not supported: use https, http or oci`},
 		{"repo: a relative URL", append(repo, "--url", "charts.example.com/x"), "--url is not an absolute URL"},
@@ -171,16 +167,7 @@ func TestHelmCreateBadFlags(t *testing.T) {
 		{"hr: a zero interval", append(withChart, "--interval", "0s"), "--interval must be a positive duration"},
 		{"hr: a negative release timeout", append(withChart, "--release-timeout=-1m"), "--release-timeout must be a positive duration"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			out, _, err := runWithInput(t, "", false, tt.args...)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
-			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
-			g.Expect(out).To(BeEmpty())
-		})
-	}
+	expectRefused(t, tests)
 	t.Run("nothing reached the cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()

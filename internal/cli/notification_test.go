@@ -64,11 +64,7 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 	withProvider := slices.Clip(append(slices.Clone(alert), "--provider-ref", "oncall"))
 	rcv := []string{"create", "receiver", "github", "-n", ns}
 	withType := slices.Clip(append(slices.Clone(rcv), "--type", "github", "--secret-ref", "token"))
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	tests := []refusedFlags{
 		{"provider: no type", append(provider, "--address", "https://x.example.com"), `--type "" is not a provider type Windlass sends to`},
 		{"provider: a type not served", append(provider, "--type", "zoom", "--address", "https://x.example.com"), `--type "zoom" is not a provider type`},
 		{"provider: no address", append(provider, "--type", "generic"), "give the service's address: --address, or --secret-ref"},
@@ -92,16 +88,7 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"receiver: another action", append(withType, "--resource", "Gate/prod:approve"), `the action "approve" is not open or close`},
 		{"receiver: a bad name", append(withType, "--resource", "GitRepository/App"), `--resource "App" is not an object name`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			out, _, err := runWithInput(t, "", false, tt.args...)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
-			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
-			g.Expect(out).To(BeEmpty())
-		})
-	}
+	expectRefused(t, tests)
 	t.Run("nothing reached the cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()

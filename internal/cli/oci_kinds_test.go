@@ -111,11 +111,7 @@ func TestOCICreateBadFlags(t *testing.T) {
 	bucket := []string{"create", "source", "bucket", "app", "-n", ns}
 	withEndpoint := slices.Clip(append(slices.Clone(bucket), "--bucket-name", "app", "--endpoint", "minio.example.com:9000"))
 	secret := []string{"create", "secret", "oci", "app-auth", "-n", ns}
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	tests := []refusedFlags{
 		{"oci: missing --url", append(ociSource, "--tag", "v1"), "--url is required"},
 		{"oci: an https URL", append(ociSource, "--url", "https://ghcr.io/org/app"), "--url must start with oci://"},
 		{"oci: a URL with credentials", append(ociSource, "--url", "oci://me:s3cr3t@ghcr.io/org/app"), "--url must not carry credentials"},
@@ -171,16 +167,7 @@ func TestOCICreateBadFlags(t *testing.T) {
 		{"secret: both passwords", append(secret, "--url", "ghcr.io", "-u", "bot", "-p", "s3cr3t", "--password-stdin"), "--password and --password-stdin: choose one"},
 		{"secret: no password on stdin", append(secret, "--url", "ghcr.io", "-u", "bot", "--password-stdin"), "--password-stdin: standard input holds no password"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			out, _, err := runWithInput(t, "", false, tt.args...)
-			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
-			g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
-			g.Expect(out).To(BeEmpty())
-		})
-	}
+	expectRefused(t, tests)
 	t.Run("nothing reached the cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		ctx := context.Background()
