@@ -23,11 +23,22 @@ import (
 // Config.AllowLinkLocal is off.
 var ErrLinkLocal = errors.New("the address is link-local (where cloud metadata endpoints live): refused unless the controller runs with --allow-link-local-addresses")
 
+// ErrCrossHostRedirect is the error of a request that the service
+// redirected to another host (or from https to http): the request carries
+// the Provider's credentials in its headers, which Go's client would
+// forward there (all but Authorization), so it is not followed.
+var ErrCrossHostRedirect = errors.New("the service redirected the request to another host, which would receive the Provider's credentials: not followed")
+
 // maxAnswer is how much of an error answer is read and quoted.
 const maxAnswer = 512
 
-// Client returns the HTTP client of cfg: its TLS, proxy and timeout, and
-// a dialer that refuses link-local addresses unless cfg allows them.
+// maxRedirects bounds the redirects followed within one host.
+const maxRedirects = 10
+
+// Client returns the HTTP client of cfg: its TLS, proxy and timeout, a
+// dialer that refuses link-local addresses unless cfg allows them, and
+// redirects followed only within the host of the request
+// (ErrCrossHostRedirect).
 func Client(cfg Config) *http.Client {
 	transport := httptransport.New(cfg.TLS, cfg.Proxy)
 	if !cfg.AllowLinkLocal {
@@ -38,7 +49,20 @@ func Client(cfg Config) *http.Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &http.Client{Transport: transport, Timeout: timeout}
+	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirect}
+}
+
+// sameHostRedirect is a client's CheckRedirect: it follows a redirect to
+// the host and scheme of the first request, up to maxRedirects.
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	first := via[0].URL
+	if !strings.EqualFold(req.URL.Host, first.Host) || (first.Scheme == "https" && req.URL.Scheme != "https") {
+		return fmt.Errorf("%w (to %s)", ErrCrossHostRedirect, redact.URL(req.URL.Scheme+"://"+req.URL.Host))
+	}
+	return nil
 }
 
 // refuseLinkLocal is a dialer's Control: it refuses to connect to a
