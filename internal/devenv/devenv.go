@@ -107,17 +107,20 @@ type session struct {
 	dir string
 	p   *printer
 
-	env        *envtest.Environment
-	config     *rest.Config
-	client     client.Client
-	kcm        *controlplane.ControllerManager
-	stopMgr    func()
-	gitServer  *gitserver.Server
-	repo       *gitserver.Repo
-	mirror     *folderMirror
-	syncObjs   []client.Object
-	logFiles   []*os.File
-	kubeconfig bool
+	env     *envtest.Environment
+	config  *rest.Config
+	client  client.Client
+	kcm     *controlplane.ControllerManager
+	stopMgr func()
+	// webhookAddr is where the Receivers' webhooks are served,
+	// http://127.0.0.1:port.
+	webhookAddr string
+	gitServer   *gitserver.Server
+	repo        *gitserver.Repo
+	mirror      *folderMirror
+	syncObjs    []client.Object
+	logFiles    []*os.File
+	kubeconfig  bool
 }
 
 // runDir holds the files of one run, removed when it stops.

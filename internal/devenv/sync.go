@@ -34,14 +34,18 @@ func (s *session) startControllers(ctx context.Context) error {
 	if err != nil {
 		return done(err)
 	}
+	webhooks, err := freeLoopbackAddr()
+	if err != nil {
+		return done(err)
+	}
 	opts := manager.DefaultOptions()
 	opts.MetricsAddr, opts.HealthAddr = "0", "0"
 	opts.Namespace = Namespace
 	opts.RequeueDependency = 2 * time.Second
 	opts.Source.StoragePath = filepath.Join(s.runDir(), "storage")
 	opts.Source.StorageAddr = addr
-	// Webhooks for Receivers are served on a loopback port of its own.
-	opts.Notification.ReceiverAddr = "127.0.0.1:0"
+	// Webhooks for Receivers are served on a loopback port of their own.
+	opts.Notification.ReceiverAddr = webhooks
 	// The manager gets its own context, so that stop ends it before the
 	// control plane rather than at the same time.
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -62,7 +66,8 @@ func (s *session) startControllers(ctx context.Context) error {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return done(fmt.Errorf("the controllers' cache did not sync (see %s)", filepath.Join(s.dir, "windlass.log")))
 	}
-	return done(nil, "artifacts served at http://%s; logs in %s", addr, filepath.Join(s.dir, "windlass.log"))
+	s.webhookAddr = "http://" + webhooks
+	return done(nil, "artifacts served at http://%s, Receivers' webhooks at %s; logs in %s", addr, s.webhookAddr, filepath.Join(s.dir, "windlass.log"))
 }
 
 // freeLoopbackAddr returns an address on 127.0.0.1 with a port free now.
