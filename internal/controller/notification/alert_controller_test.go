@@ -187,6 +187,12 @@ func TestInvalidAlertsAreReported(t *testing.T) {
 			reason: InvalidAlertReason, message: "exclusionList[1] is not a valid regular expression"},
 		{name: "no-provider", alert: func(a *notificationv1beta3.Alert) { a.Spec.ProviderRef.Name = "nowhere" },
 			reason: ProviderNotFoundReason, message: "Provider 'nowhere' not found"},
+		{name: "no-ca-secret", provider: func(p *notificationv1beta3.Provider) {
+			p.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "missing-ca"}
+		}, reason: SecretNotFoundReason, message: "Secret 'missing-ca' (certSecretRef of Provider 'no-ca-secret') not found"},
+		{name: "no-proxy-secret", provider: func(p *notificationv1beta3.Provider) {
+			p.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "missing-proxy"}
+		}, reason: SecretNotFoundReason, message: "Secret 'missing-proxy' (proxySecretRef of Provider 'no-proxy-secret') not found"},
 	}
 	ns := env.CreateNamespace(t)
 	for _, tt := range tests {
