@@ -174,3 +174,24 @@ func TestCauseOf(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldBound: past MaxRemembered objects, held failures are counted
+// without being kept, and the folded message still counts them all.
+func TestHeldBound(t *testing.T) {
+	g := NewWithT(t)
+	clk := newClock()
+	d := New(Options{Now: clk.Now, MaxRemembered: 2})
+	g.Expect(d.SetRule(allKustomizations("apps/oncall", SeverityError, "apps/p", &recorder{}))).To(Succeed())
+	ctx := context.Background()
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		d.Dispatch(ctx, sourceFailure(name), Object{})
+	}
+	d.Dispatch(ctx, ksReady("b"), Object{Ready: true}) // kept: taken out
+	d.Dispatch(ctx, ksReady("e"), Object{Ready: true}) // past the bound: still counted
+	clk.Advance(DefaultWindow)
+	d.Flush()
+	got := queued(d, "apps/p")
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got[1].InvolvedObject.Name).To(Equal("e"), "the latest held")
+	g.Expect(got[1].Folded).To(Equal(2), "c, d and e are left")
+}

@@ -33,10 +33,10 @@ type foldGroup struct {
 	held map[string]heldEvent
 	// seq numbers the held events.
 	seq int
-	// uncounted counts the events held past the bound of held, which are
-	// counted but not kept; last is the latest of them.
-	uncounted     int
-	uncountedLast heldEvent
+	// unkept counts the events held past the bound of held: counted, not
+	// kept (a recovery cannot take them out); unkeptLast is the latest.
+	unkept     int
+	unkeptLast heldEvent
 }
 
 // heldEvent is a message held back, numbered.
@@ -56,15 +56,15 @@ func (g *foldGroup) hold(m notify.Message, max int) {
 		g.held[object] = heldEvent{msg: m, seq: g.seq}
 		return
 	}
-	g.uncounted++
-	g.uncountedLast = heldEvent{msg: m, seq: g.seq}
+	g.unkept++
+	g.unkeptLast = heldEvent{msg: m, seq: g.seq}
 }
 
 // latest returns the latest event held and how many objects' events are
 // held (0: none).
 func (g *foldGroup) latest() (notify.Message, int) {
-	n := len(g.held) + g.uncounted
-	last := g.uncountedLast
+	n := len(g.held) + g.unkept
+	last := g.unkeptLast
 	for _, h := range g.held {
 		if h.seq > last.seq {
 			last = h
