@@ -72,6 +72,10 @@ type FailureResult struct {
 	// Failed is the number of objects that reported the failure: the
 	// sources, or the Kustomizations.
 	Failed int `json:"failed"`
+	// Warned is the number of objects with a Warning event (a Kubernetes
+	// event) recorded from the break until every object reported the
+	// failure: the failures the controller handed to the dispatcher.
+	Warned int `json:"objects_warned"`
 	// FailedSeconds runs from the break until every one reported it.
 	FailedSeconds float64 `json:"failed_seconds"`
 	// RecoveredSeconds runs from the fix until every one was Ready again.
@@ -279,7 +283,8 @@ func alertRows(a *AlertResult) [][2]string {
 		if f.r == nil {
 			continue
 		}
-		head := fmt.Sprintf("%s: %d failed in %.2fs, Ready again in %.2fs", f.r.What, f.r.Failed, f.r.FailedSeconds, f.r.RecoveredSeconds)
+		head := fmt.Sprintf("%s: %d failed in %.2fs (%d with a Warning event), Ready again in %.2fs", f.r.What, f.r.Failed, f.r.FailedSeconds,
+			f.r.Warned, f.r.RecoveredSeconds)
 		if f.r.KustomizationsReady != nil {
 			head += fmt.Sprintf(" (%d Kustomizations stayed Ready)", *f.r.KustomizationsReady)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,6 +113,11 @@ func (r *run) runStep(ctx context.Context, s failureStep, res *AlertResult) (*Fa
 		return nil, fmt.Errorf("%s: waiting for the failure: %w", s.what, err)
 	}
 	fr.FailedSeconds = time.Since(start).Seconds()
+	warned, err := r.countWarned(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	fr.Warned = warned
 	if s.whileFailed != nil {
 		if err := s.whileFailed(ctx, fr); err != nil {
 			return nil, err
@@ -200,6 +206,36 @@ func (r *run) brokenRevision(ctx context.Context, kit *gitKit, res *AlertResult)
 		describe: describeKs,
 		sources:  kit.Sources(r.ns),
 	}, res)
+}
+
+// countWarned counts the objects of the run's namespace with a Warning
+// event recorded at since or later: the failures the controller reported,
+// each of which it handed to the dispatcher.
+func (r *run) countWarned(ctx context.Context, since time.Time) (int, error) {
+	var list corev1.EventList
+	if err := r.c.List(ctx, &list, client.InNamespace(r.ns), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return 0, fmt.Errorf("listing the Warning events: %w", err)
+	}
+	objects := map[string]bool{}
+	for _, e := range list.Items {
+		if !eventTime(e).Before(since.Truncate(time.Second)) {
+			objects[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] = true
+		}
+	}
+	return len(objects), nil
+}
+
+// eventTime returns the last time an event was recorded, whichever API
+// wrote it.
+func eventTime(e corev1.Event) time.Time {
+	t := e.LastTimestamp.Time
+	if e.EventTime.After(t) {
+		t = e.EventTime.Time
+	}
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	return t
 }
 
 // countReady counts the Kustomizations that are Ready.

@@ -144,7 +144,9 @@
 //     Ready. failure_notifications counts the messages from the deletion
 //     until the fix, recovery_notifications from the fix until the sink
 //     has been quiet for 2s once every source was Ready; failed_seconds
-//     and recovered_seconds time the two halves.
+//     and recovered_seconds time the two halves, and objects_warned counts
+//     the objects with a Warning event (Kubernetes events) recorded
+//     meanwhile: the failures handed to the dispatcher.
 //   - broken_revision (git sources only): one commit per repository makes
 //     every application's manifest invalid YAML; every Kustomization
 //     fails to build it, with an error event of the same reason, the
@@ -152,7 +154,8 @@
 //     the same figures.
 //   - after_recovery: the messages that came after the last recovery,
 //     until the folding window that began with the broken revision had
-//     closed (the folded flood's message is sent then).
+//     closed (a folded flood's message is sent then, for the failures
+//     still held; none when every one recovered).
 //   - total: every message of the run.
 //
 // With -gate, every Kustomization lists one Gate in spec.gates, created
