@@ -257,12 +257,14 @@ func TestGitRepository_Suspended(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	srv := gitserver.NewForTest(t)
 	base := srv.MustStartHTTP(t)
-	srv.MustInitRepo(t, "app.git", "master").MustCommit(t, "master", map[string]string{"a": "1"}, "one")
+	// A name of its own: the objects of other tests may still ask for their
+	// repositories at the port this server now has.
+	srv.MustInitRepo(t, "suspended.git", "master").MustCommit(t, "master", map[string]string{"a": "1"}, "one")
 
-	obj := newGitRepository(ns, "app", base+"/app.git")
+	obj := newGitRepository(ns, "app", base+"/suspended.git")
 	obj.Spec.Suspend = true
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	g.Consistently(srv.Requests, 2*time.Second, interval).Should(BeZero())
+	g.Consistently(func() int64 { return srv.RequestsFor("suspended.git") }, 2*time.Second, interval).Should(BeZero())
 	got := &sourcev1.GitRepository{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 	g.Expect(got.Status.Artifact).To(BeNil())

@@ -37,7 +37,7 @@ func (s *Server) serveHTTP(ln net.Listener) *httpListener {
 // handleHTTP checks the outage switch and the credentials, then hands the
 // request to git-http-backend.
 func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request) {
-	s.requests.Add(1)
+	s.countHTTP(r.URL.Path)
 
 	s.mu.Lock()
 	if s.stopped {

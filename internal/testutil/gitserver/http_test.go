@@ -165,6 +165,8 @@ func TestSetDownAndRequests(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	afterClone := s.Requests()
 	g.Expect(afterClone).To(BeNumerically(">=", 2)) // ref advertisement + upload-pack
+	g.Expect(s.RequestsFor("podinfo.git")).To(Equal(afterClone), "every request named the repository")
+	g.Expect(s.RequestsFor("podinfo")).To(BeZero(), "a name is matched whole")
 
 	s.SetDown(true)
 	resp, err := http.Get(url + "/info/refs?service=git-upload-pack")

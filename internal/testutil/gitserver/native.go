@@ -50,7 +50,7 @@ func (s *Server) StartNativeHTTP() (string, error) {
 // handleNative answers GET <repo>/info/refs?service=git-upload-pack and
 // POST <repo>/git-upload-pack.
 func (s *Server) handleNative(w http.ResponseWriter, r *http.Request) {
-	s.requests.Add(1)
+	s.countHTTP(r.URL.Path)
 	if s.down.Load() {
 		http.Error(w, "gitserver: host is down", http.StatusServiceUnavailable)
 		return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,9 @@ type Server struct {
 	cancel context.CancelFunc
 
 	requests atomic.Int64
-	down     atomic.Bool
+	// pathRequests counts the HTTP requests by path, for RequestsFor.
+	pathRequests sync.Map // string -> *atomic.Int64
+	down         atomic.Bool
 
 	mu           sync.Mutex
 	stopped      bool
@@ -166,6 +169,29 @@ func (s *Server) RevokeSSHKey(pub ssh.PublicKey) {
 // connection, with one session, per clone, fetch or push). Tests compare it
 // before and after an action to prove that no clone or fetch happened.
 func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// RequestsFor returns how many HTTP requests named the repository name
+// (e.g. "app.git"): a test that asserts its repository was never asked for
+// is not misled by a request that another test's object, pointing at a
+// server that was on the same port before, sends to this one.
+func (s *Server) RequestsFor(name string) int64 {
+	var n int64
+	prefix := "/" + strings.Trim(name, "/") + "/"
+	s.pathRequests.Range(func(path, count any) bool {
+		if strings.HasPrefix(path.(string)+"/", prefix) {
+			n += count.(*atomic.Int64).Load()
+		}
+		return true
+	})
+	return n
+}
+
+// countHTTP counts an HTTP request, by its path too.
+func (s *Server) countHTTP(path string) {
+	s.requests.Add(1)
+	count, _ := s.pathRequests.LoadOrStore(path, new(atomic.Int64))
+	count.(*atomic.Int64).Add(1)
+}
 
 // SetDown simulates a host outage without changing ports: while down,
 // every HTTP(S) request gets 503 Service Unavailable and every new SSH
