@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -319,7 +320,30 @@ func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit, 
 	if err := deleteAppNamespaces(ctx, c, ns); err != nil {
 		return fmt.Errorf("cleaning up: %w", err)
 	}
-	return c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
+	return waitNamespacesGone(ctx, c, ns)
+}
+
+// waitNamespacesGone waits until the namespace ns and those of its
+// applications are gone: the namespace controller empties them after the
+// run, and its deletions must not be counted as the writes of the next run
+// on the same cluster.
+func waitNamespacesGone(ctx context.Context, c client.Client, ns string) error {
+	for {
+		var list corev1.NamespaceList
+		if err := c.List(ctx, &list, client.MatchingLabels{runLabel: ns}); err != nil {
+			return fmt.Errorf("cleaning up: %w", err)
+		}
+		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if len(list.Items) == 0 && apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("cleaning up: the namespaces of the run are not gone: %w", err)
+		}
+	}
 }
 
 // deleteApps deletes the applications' objects of apps: all of their kind
