@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
+	"github.com/windlass-dev/windlass/internal/notify/providers"
 	"github.com/windlass-dev/windlass/internal/receiver"
 )
 
@@ -67,13 +68,8 @@ password) belongs in a Secret's address key, named by --secret-ref, not in
 	return cmd
 }
 
-// servedProviderTypes lists the Provider types Windlass sends to.
-func servedProviderTypes() []string {
-	types := []string{"generic", "generic-hmac", "slack", "msteams", "discord", "googlechat", "rocket", "matrix",
-		"webex", "telegram", "lark", "zulip", "alertmanager", "grafana", "pagerduty", "opsgenie", "datadog", "sentry",
-		"githubdispatch", "github", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"}
-	return slices.DeleteFunc(types, func(t string) bool { return !notificationv1beta3.ProviderTypeServed(t) })
-}
+// servedProviderTypes lists the Provider types Windlass sends to, sorted.
+func servedProviderTypes() []string { return providers.Types() }
 
 // object returns the Provider the flags declare, or the first flag that is
 // wrong.

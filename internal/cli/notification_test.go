@@ -324,3 +324,15 @@ func TestTriggerReceiver(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("is suspended, so its webhook answers nothing")))
 	})
 }
+
+// The types create alert-provider offers are those the API says Windlass
+// serves, and every one of them.
+func TestServedProviderTypes(t *testing.T) {
+	g := NewWithT(t)
+	served := servedProviderTypes()
+	g.Expect(served).To(HaveEach(Satisfy(notificationv1beta3.ProviderTypeServed)))
+	for _, typ := range []string{"generic", "slack", "pagerduty", "github", "azuredevops", "githubdispatch"} {
+		g.Expect(served).To(ContainElement(typ))
+	}
+	g.Expect(served).NotTo(ContainElement(notificationv1beta3.ProviderTypeZoom))
+}
