@@ -366,6 +366,19 @@ func readKeyPair(certFile, keyFile string) (cert, key []byte, err error) {
 // needs the Kind/NAMESPACE/NAME form). The namespace is empty when not
 // given.
 func parseKindRef(flag, value string, kinds []string, crossNamespace bool) (kindRef, error) {
+	return parseKindRefOf(flag, value, kinds, crossNamespace, false)
+}
+
+// parseKindSelector parses the value of flag as parseKindRef does across
+// namespaces, and takes '*' for a name too: every object of the kind (an
+// Alert's event source, a Receiver's resource).
+func parseKindSelector(flag, value string, kinds []string) (kindRef, error) {
+	return parseKindRefOf(flag, value, kinds, true, true)
+}
+
+// parseKindRefOf is parseKindRef, with '*' taken for a name when wildcard
+// is set.
+func parseKindRefOf(flag, value string, kinds []string, crossNamespace, wildcard bool) (kindRef, error) {
 	form := "Kind/NAME"
 	if crossNamespace {
 		form = "Kind/[NAMESPACE/]NAME or Kind/NAME.NAMESPACE"
@@ -397,6 +410,9 @@ func parseKindRef(flag, value string, kinds []string, crossNamespace bool) (kind
 		if errs := validation.IsDNS1123Label(ref.namespace); len(errs) > 0 {
 			return ref, fmt.Errorf("%s namespace %q is not a namespace name: %s", flag, ref.namespace, errs[0])
 		}
+	}
+	if wildcard && ref.name == "*" {
+		return ref, nil
 	}
 	return ref, checkName(flag, ref.name)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
@@ -190,7 +189,7 @@ func (a *alertFlags) object(name string, f *createFlags) (*notificationv1beta3.A
 	spec := notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: a.providerRef}, EventSeverity: a.severity,
 		InclusionList: a.inclusionList, ExclusionList: a.exclusionList}
 	for _, raw := range a.sources {
-		ref, err := parseObjectSelector("--event-source", raw, eventSourceKinds)
+		ref, err := parseKindSelector("--event-source", raw, eventSourceKinds)
 		if err != nil {
 			return nil, err
 		}
@@ -222,36 +221,6 @@ func parseKeyValues(flag string, values []string) (map[string]string, error) {
 		out[key] = value
 	}
 	return out, nil
-}
-
-// objectSelector is a parsed Kind/[namespace/]name flag value, with the
-// Gate action of a Receiver's resource.
-type objectSelector struct {
-	kind, namespace, name, action string
-}
-
-// parseObjectSelector parses Kind/name or Kind/namespace/name, the kind
-// one of kinds (in any case), the name an object name or '*'.
-func parseObjectSelector(flag, raw string, kinds []string) (objectSelector, error) {
-	parts := strings.Split(raw, "/")
-	if len(parts) < 2 || len(parts) > 3 {
-		return objectSelector{}, fmt.Errorf("%s %q: write Kind/name or Kind/namespace/name, like Kustomization/app or 'GitRepository/*'", flag, raw)
-	}
-	i := slices.IndexFunc(kinds, func(k string) bool { return strings.EqualFold(k, parts[0]) })
-	if i < 0 {
-		return objectSelector{}, fmt.Errorf("%s %q: the kind %q is not one of %s", flag, raw, parts[0], strings.Join(kinds, ", "))
-	}
-	sel := objectSelector{kind: kinds[i], name: parts[len(parts)-1]}
-	if len(parts) == 3 {
-		sel.namespace = parts[1]
-		if errs := validation.IsDNS1123Label(sel.namespace); len(errs) > 0 {
-			return sel, fmt.Errorf("%s %q: %q is not a namespace name: %s", flag, raw, sel.namespace, errs[0])
-		}
-	}
-	if sel.name == notificationv1beta3.WildcardName {
-		return sel, nil
-	}
-	return sel, checkName(flag, sel.name)
 }
 
 // receiverFlags are the flags of `create receiver`.
@@ -313,32 +282,31 @@ func (r *receiverFlags) object(name string, f *createFlags) (*notificationv1.Rec
 	spec := notificationv1.ReceiverSpec{Type: r.receiverType, Events: r.events, ResourceFilter: r.resourceFilter,
 		SecretRef: meta.LocalObjectReference{Name: r.secretRef}}
 	for _, raw := range r.resources {
-		ref, err := parseReceiverResource(raw)
+		ref, action, err := parseReceiverResource(raw)
 		if err != nil {
 			return nil, err
 		}
 		spec.Resources = append(spec.Resources, notificationv1.ResourceReference{Kind: ref.kind, Namespace: ref.namespace,
-			Name: ref.name, Action: ref.action})
+			Name: ref.name, Action: action})
 	}
 	return &notificationv1.Receiver{ObjectMeta: om, Spec: spec}, nil
 }
 
 // parseReceiverResource parses a --resource: Kind/[namespace/]name, with
-// :open or :close after a Gate's name.
-func parseReceiverResource(raw string) (objectSelector, error) {
+// :open or :close after a Gate's name, and returns the action too.
+func parseReceiverResource(raw string) (kindRef, string, error) {
 	value, action, hasAction := strings.Cut(raw, ":")
-	ref, err := parseObjectSelector("--resource", value, append(slices.Clone(eventSourceKinds), notificationv1.GateKind))
+	ref, err := parseKindSelector("--resource", value, append(slices.Clone(eventSourceKinds), notificationv1.GateKind))
 	if err != nil || !hasAction {
-		return ref, err
+		return ref, "", err
 	}
 	if ref.kind != notificationv1.GateKind {
-		return ref, fmt.Errorf("--resource %q: only a Gate takes an action (:open or :close)", raw)
+		return ref, "", fmt.Errorf("--resource %q: only a Gate takes an action (:open or :close)", raw)
 	}
 	if action != notificationv1.GateActionOpen && action != notificationv1.GateActionClose {
-		return ref, fmt.Errorf("--resource %q: the action %q is not open or close", raw, action)
+		return ref, "", fmt.Errorf("--resource %q: the action %q is not open or close", raw, action)
 	}
-	ref.action = action
-	return ref, nil
+	return ref, action, nil
 }
 
 // reportStaticRefs says, for an Alert or a Provider just applied, which of

@@ -75,8 +75,8 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"provider: a negative timeout", append(provider, "--type", "slack", "--secret-ref", "slack", "--timeout=-1s"), "--timeout must be a positive duration"},
 		{"alert: no provider", append(alert, "--event-source", "Kustomization/app"), "--provider-ref is required"},
 		{"alert: no source", withProvider, "--event-source is required"},
-		{"alert: a source without a kind", append(withProvider, "--event-source", "app"), `--event-source "app": write Kind/name`},
-		{"alert: a kind that sends no events", append(withProvider, "--event-source", "Gate/prod"), `the kind "Gate" is not one of`},
+		{"alert: a source without a kind", append(withProvider, "--event-source", "app"), `--event-source "app" is not Kind/[NAMESPACE/]NAME`},
+		{"alert: a kind that sends no events", append(withProvider, "--event-source", "Gate/prod"), `--event-source kind "Gate" is not one of`},
 		{"alert: a bad namespace", append(withProvider, "--event-source", "Kustomization/Apps/app"), `"Apps" is not a namespace name`},
 		{"alert: another severity", append(withProvider, "--event-source", "Kustomization/app", "--event-severity", "warning"), `--event-severity "warning": choose info or error`},
 		{"alert: a regex that is none", append(withProvider, "--event-source", "Kustomization/app", "--inclusion-list", "(upgrade"), `--inclusion-list "(upgrade" is not a Go regular expression`},
@@ -335,4 +335,26 @@ func TestServedProviderTypes(t *testing.T) {
 		g.Expect(served).To(ContainElement(typ))
 	}
 	g.Expect(served).NotTo(ContainElement(notificationv1beta3.ProviderTypeZoom))
+}
+
+// An event source or a Receiver's resource is written as the other kind
+// references are (Kind/NAME, Kind/NAMESPACE/NAME, Kind/NAME.NAMESPACE), and
+// may name '*', which a single reference may not.
+func TestParseKindSelector(t *testing.T) {
+	g := NewWithT(t)
+	kinds := []string{"Kustomization", "GitRepository"}
+	for value, want := range map[string]kindRef{
+		"kustomization/*":         {kind: "Kustomization", name: "*"},
+		"Kustomization/app.prod":  {kind: "Kustomization", namespace: "prod", name: "app"},
+		"GitRepository/infra/*":   {kind: "GitRepository", namespace: "infra", name: "*"},
+		"GitRepository/infra/app": {kind: "GitRepository", namespace: "infra", name: "app"},
+	} {
+		got, err := parseKindSelector("--event-source", value, kinds)
+		g.Expect(err).NotTo(HaveOccurred(), value)
+		g.Expect(got).To(Equal(want), value)
+	}
+	_, err := parseKindRef("--source", "Kustomization/*", kinds, true)
+	g.Expect(err).To(MatchError(ContainSubstring(`"*" is not an object name`)))
+	_, err = parseKindSelector("--event-source", "Kustomization/Bad_Name", kinds)
+	g.Expect(err).To(MatchError(ContainSubstring(`"Bad_Name" is not an object name`)))
 }
