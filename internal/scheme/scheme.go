@@ -11,6 +11,8 @@ import (
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
+	imagev1beta2 "github.com/windlass-dev/windlass/api/image/v1beta2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	kustomizev1beta1 "github.com/windlass-dev/windlass/api/kustomize/v1beta1"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
@@ -36,5 +38,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(notificationv1beta3.AddToScheme(s))
 	utilruntime.Must(notificationv1beta2.AddToScheme(s))
 	utilruntime.Must(notificationv1.AddToScheme(s))
+	utilruntime.Must(imagev1.AddToScheme(s))
+	utilruntime.Must(imagev1beta2.AddToScheme(s))
 	return s
 }
