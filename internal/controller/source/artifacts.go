@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +16,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/secret"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
@@ -134,14 +133,7 @@ func (s artifactStore) forgetTrees(key types.NamespacedName) {
 
 // secretData returns the data of the Secret name in namespace ns.
 func secretData(ctx context.Context, c client.Reader, ns, name string) (map[string][]byte, error) {
-	var secret corev1.Secret
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("secret '%s/%s' not found", ns, name)
-		}
-		return nil, fmt.Errorf("getting secret '%s/%s': %w", ns, name, err)
-	}
-	return secret.Data, nil
+	return secret.Data(ctx, c, ns, name)
 }
 
 // fetchFailed records a failure to reach a source's server in the

@@ -20,6 +20,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/gitsource"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
@@ -123,7 +124,7 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 					fmt.Errorf("invalid semver range '%s': %w", ref.SemVer, err))
 			}
 		}
-		checkout = git.CheckoutOptions{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, RefName: ref.Name, Commit: ref.Commit}
+		checkout = gitsource.CheckoutOptions(ref)
 	}
 	checkout.ShallowClone = true
 	checkout.RecurseSubmodules = obj.Spec.RecurseSubmodules
@@ -135,43 +136,14 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 	return u, checkout, nil
 }
 
-// gitCredentials reads the Secrets of spec.secretRef and spec.proxySecretRef.
-// A Secret that does not exist yet is a failure to retry; a Secret with
-// unusable content is a spec error.
+// gitCredentials reads the Secrets of spec.secretRef and spec.proxySecretRef
+// (see gitsource.Credentials), recording a failure in FetchFailed.
 func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourcev1.GitRepository, u url.URL) (*git.AuthOptions, *git.ProxyOptions, error) {
-	var data map[string][]byte
-	if obj.Spec.SecretRef != nil {
-		secret, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.SecretRef.Name)
-		if err != nil {
-			return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
-		}
-		data = secret
-	}
-	auth, err := git.NewAuthOptions(u, data)
+	auth, proxy, err := gitsource.Credentials(ctx, r.Client, obj, u)
 	if err != nil {
-		return nil, nil, markFetchFailed(obj, reconcile.Stall(sourcev1.AuthenticationFailedReason,
-			fmt.Errorf("invalid credentials in secret '%s': %w", secretName(obj.Spec.SecretRef), err)))
-	}
-	if obj.Spec.ProxySecretRef == nil {
-		return auth, nil, nil
-	}
-	proxyData, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.ProxySecretRef.Name)
-	if err != nil {
-		return nil, nil, markFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
-	}
-	proxy, err := git.NewProxyOptions(proxyData)
-	if err != nil {
-		return nil, nil, markFetchFailed(obj, reconcile.Stall(sourcev1.AuthenticationFailedReason,
-			fmt.Errorf("invalid proxy secret '%s': %w", obj.Spec.ProxySecretRef.Name, err)))
+		return nil, nil, markFetchFailed(obj, err)
 	}
 	return auth, proxy, nil
-}
-
-func secretName(ref *meta.LocalObjectReference) string {
-	if ref == nil {
-		return ""
-	}
-	return ref.Name
 }
 
 // markFetchFailed records a failure to fetch in the FetchFailed condition
