@@ -1,0 +1,268 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/oci"
+)
+
+// Defaults and bounds of Options.
+const (
+	// DefaultTimeout bounds a scan or a digest request when
+	// Options.Timeout is zero.
+	DefaultTimeout = time.Minute
+	// DefaultMaxTags is the safety cap on the tags a registry may list
+	// when Options.MaxTags is zero.
+	DefaultMaxTags = 100_000
+	// DefaultPageSize is how many tags each list request asks for (the n
+	// parameter) when Options.PageSize is zero.
+	DefaultPageSize = 1000
+	// MaxResponseBytes caps the body of every response of a registry: a
+	// page of tags, a token, an error.
+	MaxResponseBytes = 16 << 20
+)
+
+// DefaultExclusions is the exclusion list of an ImageRepository that sets
+// none: cosign signatures.
+var DefaultExclusions = []string{`^.*\.sig$`}
+
+// Options say which repository to scan and how to reach its registry.
+type Options struct {
+	// Image is the repository, as ParseImage reads it.
+	Image string
+	// Insecure allows plain HTTP. Without it, plain HTTP is refused
+	// except to a loopback address.
+	Insecure bool
+	// DockerConfigJSON is the .dockerconfigjson of the secretRef Secret.
+	// Only the entry of the repository's registry host is used, and its
+	// credentials are sent to that host only (and to the token service it
+	// names), never to a host a response redirects to.
+	DockerConfigJSON []byte
+	// CA, ClientCert and ClientKey are the ca.crt, tls.crt and tls.key of
+	// the certSecretRef Secret.
+	CA, ClientCert, ClientKey []byte
+	// Proxy is the proxySecretRef's proxy, with its user and password;
+	// nil means the proxy of the environment (HTTPS_PROXY, NO_PROXY).
+	Proxy *url.URL
+	// Timeout bounds the whole scan, every page included, or the digest
+	// request; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Exclusions are the regular expressions of the tags to leave out;
+	// nil means DefaultExclusions, an empty list none.
+	Exclusions []string
+	// MaxTags caps the tags the registry may list, excluded ones
+	// included; zero means DefaultMaxTags. A longer list fails the scan
+	// and nothing is written.
+	MaxTags int
+	// PageSize is how many tags each list request asks for; zero means
+	// DefaultPageSize.
+	PageSize int
+
+	// responseLimit, when set, replaces MaxResponseBytes (for tests).
+	responseLimit int64
+}
+
+// timeout returns Timeout or its default.
+func (o Options) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return DefaultTimeout
+}
+
+// maxTags returns MaxTags or its default.
+func (o Options) maxTags() int {
+	if o.MaxTags > 0 {
+		return o.MaxTags
+	}
+	return DefaultMaxTags
+}
+
+// connection is what the calls to one repository need: the options of
+// go-containerregistry's remote calls and the scrubber of their errors.
+type connection struct {
+	remote  []remote.Option
+	scrub   scrubber
+	timeout time.Duration
+}
+
+// connect prepares the calls to repo: the transport of the TLS and proxy
+// settings, bounded by guardTransport, and the credentials of repo's
+// registry. Faulty settings are *InvalidSpecErrors.
+func (o Options) connect(ctx context.Context, repo name.Repository) (*connection, error) {
+	c := &connection{timeout: o.timeout()}
+	if o.Proxy != nil {
+		pass, _ := o.Proxy.User.Password()
+		c.scrub.add(pass)
+	}
+	base, err := o.transport()
+	if err != nil {
+		return nil, err
+	}
+	auth, err := o.authenticator(ctx, repo, &c.scrub)
+	if err != nil {
+		return nil, err
+	}
+	pageSize := o.PageSize
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	c.remote = []remote.Option{remote.WithContext(ctx), remote.WithTransport(base), remote.WithAuth(auth),
+		remote.WithPageSize(pageSize), remote.WithUserAgent("windlass-image-reflector")}
+	return c, nil
+}
+
+// transport returns the HTTP transport of o's TLS and proxy settings,
+// bounded by guardTransport.
+func (o Options) transport() (http.RoundTripper, error) {
+	var certData map[string][]byte
+	if len(o.CA)+len(o.ClientCert)+len(o.ClientKey) > 0 {
+		certData = map[string][]byte{httptransport.KeyCA: o.CA,
+			httptransport.KeyClientCert: o.ClientCert, httptransport.KeyClientKey: o.ClientKey}
+	}
+	tlsConfig, err := httptransport.TLSConfig(certData)
+	if err != nil {
+		return nil, invalidSpec("certSecretRef", err)
+	}
+	limit := o.responseLimit
+	if limit <= 0 {
+		limit = MaxResponseBytes
+	}
+	return &guardTransport{next: httptransport.New(tlsConfig, o.Proxy), insecure: o.Insecure, limit: limit}, nil
+}
+
+// authenticator returns the credentials of repo's registry in
+// DockerConfigJSON (anonymous without an entry) and records them in
+// scrub.
+func (o Options) authenticator(ctx context.Context, repo name.Repository, scrub *scrubber) (authn.Authenticator, error) {
+	if len(o.DockerConfigJSON) == 0 {
+		return authn.Anonymous, nil
+	}
+	kc, err := oci.KeychainFromDockerConfigs(o.DockerConfigJSON)
+	if err != nil {
+		return nil, invalidSpec("secretRef", err)
+	}
+	resolved, err := authn.Resolve(ctx, kc, repo)
+	if err != nil {
+		return nil, invalidSpec("secretRef", errors.New("the credentials of "+repo.RegistryStr()+" cannot be read"))
+	}
+	cfg, err := authn.Authorization(ctx, resolved)
+	if err != nil {
+		return nil, invalidSpec("secretRef", errors.New("the credentials of "+repo.RegistryStr()+" cannot be read"))
+	}
+	if *cfg == (authn.AuthConfig{}) {
+		return authn.Anonymous, nil
+	}
+	scrub.add(cfg.Auth, cfg.IdentityToken, cfg.RegistryToken)
+	scrub.addBasic(cfg.Username, cfg.Password)
+	return authn.FromConfig(*cfg), nil
+}
+
+// guardTransport bounds what a registry can make a scan do:
+//   - plain HTTP only with Insecure, or to a loopback address (traffic
+//     that never leaves the machine);
+//   - a redirect never goes from HTTPS down to HTTP, and a redirected
+//     request to another host (or port) carries no Authorization or
+//     Cookie header, whatever the layers above copied;
+//   - every response body is cut at limit bytes with an error, so that no
+//     registry can stream forever or fill the memory with one page.
+type guardTransport struct {
+	next     http.RoundTripper
+	insecure bool
+	limit    int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.insecure && !isLoopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: set insecure to allow it", req.URL.Host)
+	}
+	if prev := req.Response; prev != nil && prev.Request != nil {
+		from := prev.Request.URL
+		if from.Scheme == "https" && req.URL.Scheme != "https" {
+			return nil, fmt.Errorf("refusing a redirect from https://%s to plain HTTP", from.Host)
+		}
+		if hostPort(from) != hostPort(req.URL) {
+			req = req.Clone(req.Context())
+			req.Header.Del("Authorization")
+			req.Header.Del("Cookie")
+		}
+	}
+	resp, err := g.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > g.limit {
+		resp.Body.Close()
+		return nil, &responseTooLargeError{limit: g.limit}
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: g.limit, limit: g.limit}
+	return resp, nil
+}
+
+// isLoopback tells whether host is localhost or a loopback IP address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostPort returns the lower-cased host of u with its port, the scheme's
+// default port when u names none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// responseTooLargeError is a response body longer than the cap.
+type responseTooLargeError struct{ limit int64 }
+
+func (e *responseTooLargeError) Error() string {
+	return fmt.Sprintf("the registry's response is larger than %d bytes, the most that is read", e.limit)
+}
+
+// limitedBody is a response body that fails once more than limit bytes
+// come.
+type limitedBody struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+// Read implements io.Reader.
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var probe [1]byte
+		n, err := b.ReadCloser.Read(probe[:])
+		if n > 0 {
+			return 0, &responseTooLargeError{limit: b.limit}
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
