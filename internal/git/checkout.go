@@ -267,6 +267,7 @@ func (c *Client) initRepo(r *remote) (*gogit.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("initialising repository in work directory: %w", err)
 	}
+	c.repo = repo
 	_, err = repo.CreateRemote(&config.RemoteConfig{Name: gogit.DefaultRemoteName, URLs: []string{r.url}})
 	if err != nil {
 		return nil, fmt.Errorf("configuring remote: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -94,6 +95,8 @@ type Client struct {
 	cloned bool
 	// storage holds the clone's objects and references, in memory.
 	storage *limitedStorage
+	// repo is the repository of the clone, kept for a Workspace.
+	repo *gogit.Repository
 
 	// State of the Clone in progress.
 	ctx    context.Context // governs the connections (see operation.go)
@@ -134,7 +137,7 @@ func (c *Client) Close() {
 	c.closed = true
 	c.signer = nil
 	c.knownHosts = nil
-	c.storage = nil
+	c.storage, c.repo = nil, nil
 	c.limits.releaseMemory()
 }
 
@@ -162,19 +165,29 @@ func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 	c.ctx = ctx
 	defer c.endOperation()
 	commit, err := c.clone(ctx, rawURL, opts)
-	if tooLarge := c.limits.exceeded(); tooLarge != nil {
-		// Whatever go-git made of the failed read, the cause is the limit.
-		err = fmt.Errorf("cloning '%s': %w", SanitizeURL(rawURL), tooLarge)
-	}
-	if err != nil {
-		c.storage = nil
+	if err = c.operationError(ctx, "cloning", rawURL, err); err != nil {
+		c.storage, c.repo = nil, nil
 		c.limits.releaseMemory()
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) && !errors.Is(err, ErrTooLarge) {
-			err = fmt.Errorf("%w: %w", ctxErr, err)
-		}
-		return nil, SanitizeError(err, c.secrets()...)
+		return nil, err
 	}
 	return commit, nil
+}
+
+// operationError returns what a Clone (or an operation of a Workspace)
+// reports for err: the byte limit it went over, whatever go-git made of the
+// failed read, with the context's error when it is done, and without
+// credentials. It returns nil when err is nil and no limit was exceeded.
+func (c *Client) operationError(ctx context.Context, action, rawURL string, err error) error {
+	if tooLarge := c.limits.exceeded(); tooLarge != nil {
+		err = fmt.Errorf("%s '%s': %w", action, SanitizeURL(rawURL), tooLarge)
+	}
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) && !errors.Is(err, ErrTooLarge) {
+		err = fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return SanitizeError(err, c.secrets()...)
 }
 
 // clone validates and dispatches by reference precedence.

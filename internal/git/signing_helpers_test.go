@@ -7,10 +7,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -74,83 +70,6 @@ func newSSHKey(t testing.TB, kind string) ssh.Signer {
 // authorizedKey returns the authorized_keys line of a signer's public key.
 func authorizedKey(s ssh.Signer) []byte {
 	return ssh.MarshalAuthorizedKey(s.PublicKey())
-}
-
-// sshSigSigner signs Git objects with an SSHSIG signature, written here from
-// OpenSSH's PROTOCOL.sshsig independently of what ssh-keygen produces. It
-// implements go-git's Signer.
-type sshSigSigner struct {
-	signer    ssh.Signer
-	namespace string
-	hashAlg   string
-}
-
-// Sign implements go-git's Signer.
-func (s sshSigSigner) Sign(message io.Reader) ([]byte, error) {
-	payload, err := io.ReadAll(message)
-	if err != nil {
-		return nil, err
-	}
-	return s.sign(payload)
-}
-
-// sign returns the armored SSHSIG signature of payload.
-func (s sshSigSigner) sign(payload []byte) ([]byte, error) {
-	return s.signWithAlgorithm(payload, "")
-}
-
-// signWithAlgorithm is sign with a chosen signature algorithm ("" for the
-// default).
-func (s sshSigSigner) signWithAlgorithm(payload []byte, algorithm string) ([]byte, error) {
-	var digest []byte
-	if s.hashAlg == "sha256" {
-		sum := sha256.Sum256(payload)
-		digest = sum[:]
-	} else {
-		sum := sha512.Sum512(payload)
-		digest = sum[:]
-	}
-	signed := append([]byte("SSHSIG"), ssh.Marshal(struct {
-		Namespace, Reserved, HashAlg string
-		Hash                         []byte
-	}{s.namespace, "", s.hashAlg, digest})...)
-	sig, err := s.rawSign(signed, algorithm)
-	if err != nil {
-		return nil, err
-	}
-	blob := append([]byte("SSHSIG"), ssh.Marshal(struct {
-		Version                      uint32
-		PublicKey                    []byte
-		Namespace, Reserved, HashAlg string
-		Signature                    []byte
-	}{1, s.signer.PublicKey().Marshal(), s.namespace, "", s.hashAlg, ssh.Marshal(sig)})...)
-	return armorSSHSig(blob), nil
-}
-
-// rawSign signs with algorithm, or by default with rsa-sha2-512 for RSA keys
-// and the key's own algorithm otherwise.
-func (s sshSigSigner) rawSign(data []byte, algorithm string) (*ssh.Signature, error) {
-	if algorithm == "" && s.signer.PublicKey().Type() == ssh.KeyAlgoRSA {
-		algorithm = ssh.KeyAlgoRSASHA512
-	}
-	if as, ok := s.signer.(ssh.AlgorithmSigner); ok && algorithm != "" {
-		return as.SignWithAlgorithm(rand.Reader, data, algorithm)
-	}
-	return s.signer.Sign(rand.Reader, data)
-}
-
-// armorSSHSig wraps an SSHSIG blob in its armor, 70 columns wide as
-// ssh-keygen writes it.
-func armorSSHSig(blob []byte) []byte {
-	b64 := base64.StdEncoding.EncodeToString(blob)
-	var out strings.Builder
-	out.WriteString("-----BEGIN SSH SIGNATURE-----\n")
-	for len(b64) > 70 {
-		out.WriteString(b64[:70] + "\n")
-		b64 = b64[70:]
-	}
-	out.WriteString(b64 + "\n-----END SSH SIGNATURE-----\n")
-	return []byte(out.String())
 }
 
 // testSig is the fixed identity of commits and tags made with go-git.

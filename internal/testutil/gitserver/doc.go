@@ -14,6 +14,9 @@
 // removals, symlinks and tags into the bare repository with git's own
 // plumbing (git fast-import), so the repository stays a normal bare
 // repository that any client can clone, fetch from and push to.
+// Repo.SetHook and Repo.SetConfig give a repository server-side hooks (a
+// pre-receive hook that refuses a push, or records its push options) and
+// configuration (receive.advertisePushOptions...).
 //
 // The core API does not depend on package testing, so a non-test program
 // (a demo or an end-to-end harness) can use it; NewForTest and the Must*
