@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
@@ -39,6 +40,12 @@ const (
 	// NotificationController sends alerts (Providers, Alerts) and serves
 	// webhooks (Receivers).
 	NotificationController = "notification"
+	// ImageReflectorController scans ImageRepositories, elects the images
+	// of ImagePolicies and serves the tags.
+	ImageReflectorController = "image-reflector"
+	// ImageAutomationController commits the images of ImagePolicies to Git
+	// (ImageUpdateAutomations).
+	ImageAutomationController = "image-automation"
 )
 
 // controller is one controller the manager can run: adding a controller
@@ -171,6 +178,18 @@ var controllers = []controller{
 		},
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Notification.bindFlags(fs) },
 		setup: (*Manager).setupNotification,
+	},
+	{
+		name:  ImageReflectorController,
+		kinds: func() []client.Object { return []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}} },
+		flags: func(fs *pflag.FlagSet, o *Options) { o.Image.bindFlags(fs) },
+		setup: (*Manager).setupImageReflector,
+	},
+	{
+		name:  ImageAutomationController,
+		kinds: func() []client.Object { return []client.Object{&imagev1.ImageUpdateAutomation{}} },
+		flags: func(*pflag.FlagSet, *Options) {},
+		setup: (*Manager).setupImageAutomation,
 	},
 }
 

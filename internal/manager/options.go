@@ -62,6 +62,8 @@ type Options struct {
 	Helm HelmOptions
 	// Notification holds the options of the notification controller.
 	Notification NotificationOptions
+	// Image holds the options of the image controllers.
+	Image ImageOptions
 	// EventsAddr is the notification controller's event endpoint, where
 	// the controllers of this process post their events when it runs in
 	// another process; empty posts none (or hands them over in process,

@@ -22,7 +22,7 @@ func TestSelectedControllers(t *testing.T) {
 		{name: "by name", in: []string{"source"}, want: []string{"source"}},
 		{name: "reference names", in: []string{"source-controller", " source "}, want: []string{"source"}},
 		{name: "set-up order", in: []string{"kustomize", "source"}, want: []string{"source", "kustomize"}},
-		{name: "unknown", in: []string{"image"}, wantErr: `unknown controller "image": choose from source, kustomize, helm, gating, notification`},
+		{name: "unknown", in: []string{"image"}, wantErr: `unknown controller "image": choose from source, kustomize, helm, gating, notification, image-reflector, image-automation`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("invalid --watch-label-selector")))
 	opts, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.ByObject).To(HaveLen(10), "the sources, Kustomizations, HelmReleases, Alerts, Providers and Receivers are sharded")
+	g.Expect(opts.ByObject).To(HaveLen(13), "the sources, Kustomizations, HelmReleases, Alerts, Providers, Receivers and the image kinds are sharded")
 	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
 }
 
@@ -173,7 +173,8 @@ func TestCheckProxyEnvironment(t *testing.T) {
 // read by every shard), flags and a setup.
 func TestControllersTable(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController, HelmController, GatingController, NotificationController}), "sources are set up first")
+	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController, HelmController, GatingController, NotificationController,
+		ImageReflectorController, ImageAutomationController}), "sources are set up first")
 	for _, c := range controllers {
 		g.Expect(c.name).NotTo(BeEmpty())
 		if c.name != GatingController {
@@ -184,7 +185,7 @@ func TestControllersTable(t *testing.T) {
 	}
 	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cache.ByObject).To(HaveLen(10), "every kind of every controller is sharded, but Gates, which every shard reads")
+	g.Expect(cache.ByObject).To(HaveLen(13), "every kind of every controller is sharded, but Gates, which every shard reads")
 }
 
 // TestLeaderElectionID: all controllers share one lease whatever this build

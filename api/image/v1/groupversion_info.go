@@ -30,8 +30,20 @@ var (
 const (
 	// ReasonScanFailed: the registry could not be listed.
 	ReasonScanFailed = "ScanFailed"
-	// ReasonAuthenticationFailed: the registry refused the credentials.
+	// ReasonAuthenticationFailed: the registry refused the credentials, or
+	// they cannot be read.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonInsecureDisallowed: spec.insecure asks for plain HTTP, which
+	// the controller refuses.
+	ReasonInsecureDisallowed = "InsecureConnectionsDisallowed"
+	// ReasonInvalidSpec: the spec is invalid in a way the schema cannot
+	// tell (a regular expression that does not compile).
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInvalidImage: spec.image is not an image repository.
+	ReasonInvalidImage = "InvalidImage"
+	// ReasonUnsupportedProvider: spec.provider is one Windlass does not
+	// serve.
+	ReasonUnsupportedProvider = "UnsupportedProvider"
 	// ReasonInvalidPolicy: the policy's rule cannot be compiled.
 	ReasonInvalidPolicy = "InvalidPolicy"
 	// ReasonDependencyNotReady: the ImageRepository has no tags yet.

@@ -1,0 +1,128 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
+	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/registry"
+	"github.com/windlass-dev/windlass/internal/secret"
+)
+
+// registryOptions returns the options of a request to obj's registry: its
+// credentials (spec.secretRef and the image pull secrets of
+// spec.serviceAccountName), TLS settings and proxy. A Secret or service
+// account that does not exist yet fails and is retried; unusable content
+// stalls.
+func registryOptions(ctx context.Context, c client.Reader, obj *imagev1.ImageRepository, allowHTTP bool) (registry.Options, error) {
+	opts := registry.Options{
+		Image:      obj.Spec.Image,
+		Insecure:   obj.Spec.Insecure,
+		Timeout:    obj.GetTimeout(),
+		Exclusions: obj.GetExclusionList(),
+	}
+	if obj.Spec.Insecure && !allowHTTP {
+		return opts, reconcile.Stall(imagev1.ReasonInsecureDisallowed,
+			fmt.Errorf("spec.insecure asks for plain HTTP, which the controller refuses (--insecure-allow-http=false)"))
+	}
+	configs, err := dockerConfigs(ctx, c, obj)
+	if err != nil {
+		return opts, err
+	}
+	if opts.DockerConfigJSON, err = mergeDockerConfigs(configs); err != nil {
+		return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, err)
+	}
+	if ref := obj.Spec.CertSecretRef; ref != nil {
+		data, err := secret.Data(ctx, c, obj.Namespace, ref.Name)
+		if err != nil {
+			return opts, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+		}
+		if _, err := httptransport.TLSConfig(data); err != nil {
+			return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid TLS secret '%s': %w", ref.Name, err))
+		}
+		opts.CA, opts.ClientCert, opts.ClientKey = data["ca.crt"], data["tls.crt"], data["tls.key"]
+	}
+	if ref := obj.Spec.ProxySecretRef; ref != nil {
+		data, err := secret.Data(ctx, c, obj.Namespace, ref.Name)
+		if err != nil {
+			return opts, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+		}
+		if opts.Proxy, err = httptransport.ProxyURL(data); err != nil {
+			return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid proxy secret '%s': %w", ref.Name, err))
+		}
+	}
+	return opts, nil
+}
+
+// namedConfig is a docker config and the Secret it comes from.
+type namedConfig struct {
+	secret string
+	data   []byte
+}
+
+// dockerConfigs returns the docker configs of spec.secretRef, then of the
+// image pull secrets of spec.serviceAccountName.
+func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepository) ([]namedConfig, error) {
+	var names []string
+	if obj.Spec.SecretRef != nil {
+		names = append(names, obj.Spec.SecretRef.Name)
+	}
+	if sa := obj.Spec.ServiceAccountName; sa != "" {
+		var account corev1.ServiceAccount
+		if err := c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &account); err != nil {
+			return nil, reconcile.Fail(imagev1.ReasonAuthenticationFailed,
+				fmt.Errorf("service account '%s/%s': %w", obj.Namespace, sa, client.IgnoreNotFound(err)))
+		}
+		for _, ref := range account.ImagePullSecrets {
+			names = append(names, ref.Name)
+		}
+	}
+	configs := make([]namedConfig, 0, len(names))
+	for _, name := range names {
+		data, err := secret.Data(ctx, c, obj.Namespace, name)
+		if err != nil {
+			return nil, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+		}
+		config, ok := data[corev1.DockerConfigJsonKey]
+		if !ok {
+			return nil, reconcile.Stall(imagev1.ReasonAuthenticationFailed,
+				fmt.Errorf("secret '%s' has no '%s' key: create it with kubectl create secret docker-registry", name, corev1.DockerConfigJsonKey))
+		}
+		configs = append(configs, namedConfig{secret: name, data: config})
+	}
+	return configs, nil
+}
+
+// mergeDockerConfigs merges the "auths" of several docker configs into
+// one; for a registry named twice, the first config wins.
+func mergeDockerConfigs(configs []namedConfig) ([]byte, error) {
+	switch len(configs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return configs[0].data, nil
+	}
+	merged := map[string]json.RawMessage{}
+	for _, cfg := range configs {
+		var parsed struct {
+			Auths map[string]json.RawMessage `json:"auths"`
+		}
+		if err := json.Unmarshal(cfg.data, &parsed); err != nil {
+			// The error of encoding/json quotes no value of the input.
+			return nil, fmt.Errorf("secret '%s': '%s' is not a docker config: %w", cfg.secret, corev1.DockerConfigJsonKey, err)
+		}
+		for host, auth := range parsed.Auths {
+			if _, ok := merged[host]; !ok {
+				merged[host] = auth
+			}
+		}
+	}
+	return json.Marshal(map[string]any{"auths": merged})
+}
