@@ -241,7 +241,7 @@ func TestImageUpdateAutomation_ManyOnOneBranch(t *testing.T) {
 		}
 		return b.String()
 	}()))
-	g.Expect(s.show(g, "rev-list", "--count", "main")).To(Equal(fmt.Sprint(2+n) + "\n"), "one commit per automation")
+	g.Expect(s.show(g, "rev-list", "--count", "main")).To(Equal(fmt.Sprint(2+n)+"\n"), "one commit per automation")
 }
 
 // TestImageUpdateAutomation_Gate: a closed gate holds the automation; it
