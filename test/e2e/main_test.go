@@ -110,9 +110,9 @@ func buildWindlass(bin string) error {
 type controller struct {
 	*childproc.Process
 
-	// HealthAddr, MetricsAddr, StorageAddr and ReceiverAddr are host:port
-	// addresses the controller serves on.
-	HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr string
+	// HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr and TagsAddr are
+	// host:port addresses the controller serves on.
+	HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr, TagsAddr string
 }
 
 // shardLabel is the sharding label: the shared controller leaves alone the
@@ -125,11 +125,11 @@ const shardLabel = "sharding.fluxcd.io/key"
 // loopback port, and reconciling the objects that match selector; extra
 // flags are appended.
 func startController(kubeconfig, storagePath, selector string, extra ...string) (*controller, error) {
-	ports, err := childproc.FreeAddrs(4)
+	ports, err := childproc.FreeAddrs(5)
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], ReceiverAddr: ports[3]}
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], ReceiverAddr: ports[3], TagsAddr: ports[4]}
 	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", storagePath,
@@ -137,6 +137,7 @@ func startController(kubeconfig, storagePath, selector string, extra ...string) 
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
 		"--receiver-addr", c.ReceiverAddr,
+		"--image-tags-addr", c.TagsAddr,
 		"--watch-label-selector", selector,
 		"--log-encoding", "console",
 	}
