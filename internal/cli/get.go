@@ -53,25 +53,24 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 	fs.StringVar(&f.statusSelector, "status-selector", "", "only the objects whose condition has this status, e.g. ready=false")
 	fs.BoolVarP(&f.watch, "watch", "w", false, "after listing, print a row whenever an object changes, until interrupted")
 
-	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show sources"}
 	var reconciled []objectKind
 	for _, k := range objectKinds {
 		if !k.static {
 			reconciled = append(reconciled, k)
 		}
 	}
-	cmd.AddCommand(sources, f.command("all", nil, "Show every Windlass object that a controller reconciles", true, reconciled...))
-	var sourceKinds []objectKind
-	for _, k := range objectKinds {
-		if k.words[0] == "source" {
-			sourceKinds = append(sourceKinds, k)
-		}
+	cmd.AddCommand(f.command("all", nil, "Show every Windlass object that a controller reconciles", true, reconciled...))
+	parents := map[string]*cobra.Command{}
+	for _, g := range kindGroups {
+		group := &cobra.Command{Use: g.plural, Aliases: []string{g.word}, Short: "Show " + g.what}
+		group.AddCommand(f.command("all", nil, "Show all "+g.what, true, g.kinds()...))
+		cmd.AddCommand(group)
+		parents[g.word] = group
 	}
-	sources.AddCommand(f.command("all", nil, "Show every source", true, sourceKinds...))
 	for _, k := range objectKinds {
 		parent := cmd
-		if k.words[0] == "source" {
-			parent = sources
+		if group, ok := parents[k.words[0]]; ok && len(k.words) > 1 {
+			parent = group
 		}
 		parent.AddCommand(f.command(k.words[len(k.words)-1], k.aliases, "Show "+pluralKind(k.kind), false, k))
 	}

@@ -35,3 +35,30 @@ func rejectUnknownWords(root *cobra.Command) {
 		})
 	}
 }
+
+// kindGroup is a first word that several kinds share ("source git",
+// "image policy"): `get` lists them under its plural, and `get PLURAL all`
+// shows them all.
+type kindGroup struct {
+	// word is the kinds' first word; plural names the group in `get`.
+	word, plural string
+	// what the group holds, for help texts.
+	what string
+}
+
+// kindGroups are the groups of objectKinds.
+var kindGroups = []kindGroup{
+	{word: "source", plural: "sources", what: "sources"},
+	{word: "image", plural: "images", what: "ImageRepositories, ImagePolicies and ImageUpdateAutomations"},
+}
+
+// kinds returns the kinds of the group, in the order of objectKinds.
+func (g kindGroup) kinds() []objectKind {
+	var out []objectKind
+	for _, k := range objectKinds {
+		if k.words[0] == g.word && len(k.words) > 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
@@ -64,9 +65,10 @@ type kindColumns struct {
 
 // objectKinds are the kinds the verbs know, in dependency order (sources
 // before what applies them: a HelmChart after the sources it is built
-// from, a HelmRelease after its chart); then Gates, which sources and
-// appliers wait behind, and last the notification kinds, which only watch
-// or call on the others.
+// from, a HelmRelease after its chart); then the image kinds (a policy
+// after the repository it elects from, an automation after its policies);
+// then Gates, which sources, appliers and automations wait behind, and
+// last the notification kinds, which only watch or call on the others.
 var objectKinds = []objectKind{
 	{
 		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
@@ -148,6 +150,39 @@ var objectKinds = []objectKind{
 		dependsOn: func(o reconcilable) []meta.DependencyReference {
 			return dependenciesOfKind(helmv2.HelmReleaseKind, o.(*helmv2.HelmRelease).Spec.DependsOn)
 		},
+	},
+	{
+		words: []string{"image", "repository"}, aliases: []string{"imagerepository", "imagerepositories", "imgrepo"}, kind: imagev1.ImageRepositoryKind,
+		new: func() reconcilable { return &imagev1.ImageRepository{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &imagev1.ImageRepositoryList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImageRepository).Status.LastHandledReconcileAt },
+		revision:    imageRepositoryRevision,
+		columns:     imageRepositoryColumns,
+	},
+	{
+		words: []string{"image", "policy"}, aliases: []string{"imagepolicy", "imagepolicies", "imgpol"}, kind: imagev1.ImagePolicyKind,
+		new: func() reconcilable { return &imagev1.ImagePolicy{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &imagev1.ImagePolicyList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImagePolicy).Status.LastHandledReconcileAt },
+		revision:    imagePolicyRevision,
+		columns:     imagePolicyColumns,
+	},
+	{
+		words: []string{"image", "update"}, aliases: []string{"imageupdateautomation", "imageupdateautomations", "iua"}, kind: imagev1.ImageUpdateAutomationKind,
+		new: func() reconcilable { return &imagev1.ImageUpdateAutomation{} },
+		newList: func() (client.ObjectList, func() []reconcilable) {
+			l := &imagev1.ImageUpdateAutomationList{}
+			return l, func() []reconcilable { return items(l.Items) }
+		},
+		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImageUpdateAutomation).Status.LastHandledReconcileAt },
+		revision:    func(o reconcilable) string { return o.(*imagev1.ImageUpdateAutomation).Status.LastPushCommit },
+		columns:     imageUpdateColumns,
 	},
 	{
 		words: []string{"gate"}, aliases: []string{"gates"}, kind: gatingv1alpha1.GateKind,
