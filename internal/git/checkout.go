@@ -100,6 +100,9 @@ func (c *Client) cloneCommit(ctx context.Context, r *remote, opts CheckoutOption
 	if ref != "" {
 		specs = []config.RefSpec{config.RefSpec("+" + ref + ":" + localRefName(ref))}
 	}
+	if opts.Notes {
+		specs = append(specs, notesSpec)
+	}
 	if err := c.fetch(ctx, repo, r, specs, 0); err != nil {
 		return nil, err
 	}
@@ -155,8 +158,11 @@ func (c *Client) fetchAndCheckout(ctx context.Context, r *remote, ref string, op
 		depth = 1
 	}
 	local := localRefName(ref)
-	spec := config.RefSpec("+" + ref + ":" + local)
-	if err := c.fetch(ctx, repo, r, []config.RefSpec{spec}, depth); err != nil {
+	specs := []config.RefSpec{config.RefSpec("+" + ref + ":" + local)}
+	if opts.Notes {
+		specs = append(specs, notesSpec)
+	}
+	if err := c.fetch(ctx, repo, r, specs, depth); err != nil {
 		return nil, err
 	}
 	resolved, err := repo.Reference(plumbing.ReferenceName(local), true)
@@ -194,6 +200,11 @@ func (c *Client) checkout(ctx context.Context, repo *gogit.Repository, r *remote
 	commit, err := newCommit(commitObj, ref)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Notes {
+		if commit.Note, err = noteOf(repo.Storer, commitObj.Hash); err != nil {
+			return nil, err
+		}
 	}
 	if tagObj != nil {
 		if commit.ReferencingTag, err = newTag(tagObj); err != nil {

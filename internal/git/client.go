@@ -42,6 +42,11 @@ type CheckoutOptions struct {
 	// allows it: branches, tags, semver tags and reference names. A commit is
 	// always fetched with history.
 	ShallowClone bool
+	// Notes fetches the remote's notes (refs/notes/commits) along with the
+	// reference, and fills Commit.Note with the note of the commit checked
+	// out. A remote without notes costs nothing more; one with many notes
+	// costs their tree (one blob per note), within the byte limits.
+	Notes bool
 	// RecurseSubmodules checks out the submodules too, recursively.
 	RecurseSubmodules bool
 	// SparseCheckoutDirectories, when not empty, are the only directories

@@ -58,6 +58,10 @@ type Commit struct {
 	// ReferencingTag is the annotated tag the checkout resolved through, if
 	// any.
 	ReferencingTag *Tag
+	// Note is the commit's git note (refs/notes/commits), when the checkout
+	// asked for notes (CheckoutOptions.Notes) and there is one, cut at
+	// MaxNoteBytes.
+	Note string
 }
 
 // String returns the revision of the commit in the GitOps Toolkit format:

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/yaml"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/git"
@@ -137,49 +136,14 @@ func commitMessage(obj *imagev1.ImageUpdateAutomation, result *imageupdate.Resul
 	return msg, nil
 }
 
-// UpdateNote is the git note of an automated commit: what it changed and
-// why, readable with `git notes show` and `windlass trace`.
-type UpdateNote struct {
-	// Automation is the namespace/name of the ImageUpdateAutomation.
-	Automation string `json:"automation"`
-	// Policies are the policies whose images the commit writes.
-	Policies []NotePolicy `json:"policies"`
-	// Changes are the values the commit rewrote.
-	Changes []NoteChange `json:"changes"`
-}
-
-// NotePolicy is a policy of an update and why it elects its image.
-type NotePolicy struct {
-	// Name is the policy's namespace/name.
-	Name string `json:"name"`
-	// Image is the image it elects.
-	Image string `json:"image"`
-	// Previous is the image it elected before, if any.
-	Previous string `json:"previous,omitempty"`
-	// Reason says why: its rule, or a pin.
-	Reason string `json:"reason"`
-}
-
-// NoteChange is one value rewritten.
-type NoteChange struct {
-	File     string `json:"file"`
-	Object   string `json:"object,omitempty"`
-	Setter   string `json:"setter"`
-	OldValue string `json:"oldValue"`
-	NewValue string `json:"newValue"`
-}
-
-// NoteHeader starts the note of every automated commit.
-const NoteHeader = "windlass image update\n"
-
 // updateNote writes the note of a commit.
 func updateNote(obj *imagev1.ImageUpdateAutomation, scope *automationScope, result *imageupdate.Result) (string, error) {
-	note := UpdateNote{Automation: obj.Namespace + "/" + obj.Name}
+	note := imageupdate.UpdateNote{Automation: obj.Namespace + "/" + obj.Name}
 	used := map[imageupdate.PolicyKey]bool{}
 	for _, file := range slices.Sorted(maps.Keys(result.FileChanges)) {
 		for id, changes := range result.FileChanges[file] {
 			for _, c := range changes {
-				note.Changes = append(note.Changes, NoteChange{File: file, Object: objectName(id), Setter: c.Setter,
+				note.Changes = append(note.Changes, imageupdate.NoteChange{File: file, Object: objectName(id), Setter: c.Setter,
 					OldValue: c.OldValue, NewValue: c.NewValue})
 				if key, ok := setterPolicy(c.Setter); ok {
 					used[key] = true
@@ -187,7 +151,7 @@ func updateNote(obj *imagev1.ImageUpdateAutomation, scope *automationScope, resu
 			}
 		}
 	}
-	slices.SortFunc(note.Changes, func(a, b NoteChange) int {
+	slices.SortFunc(note.Changes, func(a, b imageupdate.NoteChange) int {
 		return strings.Compare(a.File+a.Object+a.Setter, b.File+b.Object+b.Setter)
 	})
 	for _, key := range slices.SortedFunc(maps.Keys(used), func(a, b imageupdate.PolicyKey) int {
@@ -197,16 +161,12 @@ func updateNote(obj *imagev1.ImageUpdateAutomation, scope *automationScope, resu
 			note.Policies = append(note.Policies, notePolicy(p))
 		}
 	}
-	out, err := yaml.Marshal(note)
-	if err != nil {
-		return "", err
-	}
-	return NoteHeader + string(out), nil
+	return note.Note()
 }
 
 // notePolicy says what a policy elects and why.
-func notePolicy(p *imagev1.ImagePolicy) NotePolicy {
-	np := NotePolicy{Name: p.Namespace + "/" + p.Name, Image: p.Status.LatestRef.String()}
+func notePolicy(p *imagev1.ImagePolicy) imageupdate.NotePolicy {
+	np := imageupdate.NotePolicy{Name: p.Namespace + "/" + p.Name, Image: p.Status.LatestRef.String()}
 	if prev := p.Status.ObservedPreviousRef; prev != nil {
 		np.Previous = prev.String()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
@@ -118,7 +119,7 @@ func TestImageUpdateAutomation_Story(t *testing.T) {
 	g.Expect(s.show(g, "show", "main:deploy/app.yaml")).To(Equal(deployment(s.ns, s.image+":1.1.0")))
 	g.Expect(s.show(g, "log", "-1", "--format=%an <%ae>%n%P")).To(Equal("Image Bot <bot@example.com>\n" + s.initial + "\n"))
 	note := s.show(g, "notes", "show", head)
-	g.Expect(note).To(HavePrefix(NoteHeader))
+	g.Expect(note).To(HavePrefix(imageupdate.NoteHeader))
 	g.Expect(note).To(ContainSubstring("automation: " + s.ns + "/app"))
 	g.Expect(note).To(ContainSubstring("oldValue: " + s.image + ":1.0.0"))
 	g.Expect(note).To(ContainSubstring("reason: 'latest by policy: semver ^1.0'"))

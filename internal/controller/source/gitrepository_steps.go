@@ -21,6 +21,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/gitsource"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
@@ -127,6 +128,7 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 		checkout = gitsource.CheckoutOptions(ref)
 	}
 	checkout.ShallowClone = true
+	checkout.Notes = true
 	checkout.RecurseSubmodules = obj.Spec.RecurseSubmodules
 	checkout.SparseCheckoutDirectories = obj.Spec.SparseCheckout
 	if obj.Spec.Verification != nil && !obj.Spec.Verification.Mode.Normalize().Valid() {
@@ -295,6 +297,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		revision = sc.heldRevision
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
+	a.Metadata = noteMetadata(sc.commit.Note)
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the checkout"); err != nil {
 		return reconcile.ResultEmpty, err
 	}
@@ -311,6 +314,19 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
 	return reconcile.ResultSuccess, nil
+}
+
+// noteMetadata returns the artifact metadata of a commit's note: an
+// automated image update's note, so that what applies the artifact can
+// say why it changed (windlass trace). Other notes are not kept.
+func noteMetadata(note string) map[string]string {
+	if !imageupdate.IsNote(note) {
+		return nil
+	}
+	if len(note) > imageupdate.MaxNoteMetadataBytes {
+		note = strings.ToValidUTF8(note[:imageupdate.MaxNoteMetadataBytes], "")
+	}
+	return map[string]string{imageupdate.NoteMetadataKey: note}
 }
 
 // gitContentConfigChanged reports whether the spec asks for an artifact with
