@@ -41,7 +41,7 @@ func TestCloneReadsNotes(t *testing.T) {
 			head := r.commit("main", map[string]string{"a.txt": "2"}, "second")
 			tc.write(r, head)
 			if tc.wantNote != "" {
-				g.Expect(r.git("notes", "show", head) + "\n").To(Equal(tc.wantNote), "git reads the note as written")
+				g.Expect(r.git("notes", "show", head)+"\n").To(Equal(tc.wantNote), "git reads the note as written")
 			}
 			c, _ := newTestClient(t, nil, nil)
 			commit, err := c.Clone(context.Background(), r.url(), CheckoutOptions{Branch: "main", Notes: tc.notes, ShallowClone: tc.shallow})
