@@ -23,6 +23,7 @@ import (
 	apimeta "github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 )
 
 // traceFlags are the flags of `windlass trace`.
@@ -206,8 +207,38 @@ func traceSourceRef(ctx context.Context, c client.Client, r *report, ref kindRef
 	r.field("Namespace", source.GetNamespace())
 	traceSourceFields(r, source)
 	r.field("Revision", k.revision(source))
+	traceImageUpdate(r, source)
 	r.readiness(source)
 	return source, r.err
+}
+
+// traceImageUpdate writes why the source's revision changed when an
+// ImageUpdateAutomation made its commit: the git note of the commit, which
+// the GitRepository keeps in its artifact's metadata.
+func traceImageUpdate(r *report, source reconcilable) {
+	repo, ok := source.(*sourcev1.GitRepository)
+	if !ok || repo.Status.Artifact == nil {
+		return
+	}
+	note, ok := imageupdate.ParseNote(repo.Status.Artifact.Metadata[imageupdate.NoteMetadataKey])
+	if !ok {
+		return
+	}
+	r.field("Updated by", "ImageUpdateAutomation/"+note.Automation)
+	for _, p := range note.Policies {
+		image := p.Image
+		if p.Previous != "" {
+			image = p.Previous + " -> " + p.Image
+		}
+		r.field("Policy", fmt.Sprintf("%s: %s (%s)", p.Name, image, p.Reason))
+	}
+	for _, c := range note.Changes {
+		where := c.File
+		if c.Object != "" {
+			where += " " + c.Object
+		}
+		r.field("Changed", fmt.Sprintf("%s: %s -> %s", where, c.OldValue, c.NewValue))
+	}
 }
 
 // traceSourceFields prints what a source fetches, by its kind.

@@ -2,12 +2,19 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
+	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // TestTrace traces a ConfigMap that a Kustomization, itself applied by
@@ -82,4 +89,48 @@ func TestTraceBadInput(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
 		})
 	}
+}
+
+// TestTraceImageUpdate: an object applied from a commit of image update
+// automation traces to the automation, the policy and the values it
+// rewrote, read from the commit's git note.
+func TestTraceImageUpdate(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	sha := repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: %s\ndata:\n  image: ghcr.io/org/web:1.1.0\n", ns)}, "update")
+	note, err := imageupdate.UpdateNote{
+		Automation: ns + "/fleet",
+		Policies: []imageupdate.NotePolicy{{Name: ns + "/web", Image: "ghcr.io/org/web:1.1.0",
+			Previous: "ghcr.io/org/web:1.0.0", Reason: "latest by policy: semver ^1.0"}},
+		Changes: []imageupdate.NoteChange{{File: "deploy/cm.yaml", Object: "ConfigMap/" + ns + "/web", Setter: ns + ":web",
+			OldValue: "ghcr.io/org/web:1.0.0", NewValue: "ghcr.io/org/web:1.1.0"}},
+	}.Note()
+	g.Expect(err).NotTo(HaveOccurred())
+	out, err := srv.GitCommand(repo.Path(), "notes", "add", "-m", note, sha).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	createFromYAML(g, &sourcev1.GitRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %s}
+spec: {interval: 1h, url: %s/app.git, ref: {branch: main}}
+`, ns, base))
+	createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: web, namespace: %s}
+spec: {interval: 1h, path: ./deploy, prune: true, sourceRef: {kind: GitRepository, name: app}}
+`, ns))
+	g.Eventually(func() error {
+		_, _, err := run(t, "trace", "configmap", "web", "-n", ns)
+		return err
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	out2, _, err := run(t, "trace", "configmap", "web", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	normalize := strings.NewReplacer(ns, "NS", sha, "SHA", base, "http://GIT").Replace
+	expectGolden(t, g, "trace-image-update", normalize(out2))
 }
