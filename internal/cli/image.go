@@ -166,7 +166,7 @@ to --address, such as http://127.0.0.1:9292 after
 	fs := cmd.Flags()
 	fs.StringVar(&f.policy, "policy", "", "order and filter the tags as this ImagePolicy does: NAME, or NAMESPACE/NAME")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("list at most this many tags, up to %d (0: the image reflector's default, %d)", registry.MaxLimit, registry.DefaultLimit))
-	fs.StringVar(&f.address, "address", "", "the image reflector's HTTP address, like http://127.0.0.1:9292 (default: through the API server)")
+	fs.StringVar(&f.address, "address", "", "the image reflector's HTTP address, like http://127.0.0.1:9095 (default: through the API server)")
 	fs.StringVar(&f.controllerNamespace, "controller-namespace", defaultNamespace, "the namespace of the image reflector's Service")
 	fs.StringVarP(&f.output, "output", "o", "text", "output format: text (a tag a line) or json (the answer as it is)")
 	return cmd
