@@ -152,11 +152,11 @@ those the ImagePolicy's filter keeps, best first in its order.
 
 The request goes through the API server's proxy to the Service
 image-reflector-controller (port http) of --controller-namespace, or straight
-to --address, such as http://127.0.0.1:9292 after
+to --address, such as http://127.0.0.1:9095 after
   kubectl -n flux-system port-forward svc/image-reflector-controller 9292:http`,
 		Example: `  windlass image tags podinfo
   windlass image tags podinfo --policy podinfo --limit 3
-  windlass image tags app -n apps --address http://127.0.0.1:9292 -o json`,
+  windlass image tags app -n apps --address http://127.0.0.1:9095 -o json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: objectNames(kindNamed(imagev1.ImageRepositoryKind)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -244,7 +244,7 @@ func (f *imageFlags) tagsEndpoint(name string) (string, *http.Client, string, er
 			if strings.Contains(f.address, "@") {
 				shown = "(not shown: it may hold a password)"
 			}
-			return "", nil, "", fmt.Errorf("--address %s must be an http or https URL, like http://127.0.0.1:9292", shown)
+			return "", nil, "", fmt.Errorf("--address %s must be an http or https URL, like http://127.0.0.1:9095", shown)
 		}
 		base.Path, base.RawQuery = path.Join(base.Path, tagsPath), query.Encode()
 		return base.String(), &http.Client{}, "the image reflector at " + base.Host, nil
