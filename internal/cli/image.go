@@ -153,7 +153,7 @@ those the ImagePolicy's filter keeps, best first in its order.
 The request goes through the API server's proxy to the Service
 image-reflector-controller (port http) of --controller-namespace, or straight
 to --address, such as http://127.0.0.1:9095 after
-  kubectl -n flux-system port-forward svc/image-reflector-controller 9292:http`,
+  kubectl -n flux-system port-forward svc/image-reflector-controller 9095:http`,
 		Example: `  windlass image tags podinfo
   windlass image tags podinfo --policy podinfo --limit 3
   windlass image tags app -n apps --address http://127.0.0.1:9095 -o json`,
