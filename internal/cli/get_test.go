@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/controller/helm"
+	imagectrl "github.com/windlass-dev/windlass/internal/controller/image"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	receiverctrl "github.com/windlass-dev/windlass/internal/controller/receiver"
 	"github.com/windlass-dev/windlass/internal/controller/source"
@@ -39,6 +41,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -81,6 +84,7 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 			&sourcev1.OCIRepository{}: {Label: selector}, &sourcev1.Bucket{}: {Label: selector},
 			&sourcev1.HelmRepository{}: {Label: selector}, &sourcev1.HelmChart{}: {Label: selector},
 			&helmv2.HelmRelease{}: {Label: selector}, &notificationv1.Receiver{}: {Label: selector},
+			&imagev1.ImageRepository{}: {Label: selector}, &imagev1.ImagePolicy{}: {Label: selector},
 		}}})
 	if err != nil {
 		return err
@@ -112,8 +116,30 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	if err := startReceivers(ctx, mgr, opts); err != nil {
 		return err
 	}
+	if err := startImageReflector(ctx, mgr, opts); err != nil {
+		return err
+	}
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
+}
+
+// startImageReflector adds the ImageRepository and ImagePolicy
+// controllers to mgr, with a tag store of their own.
+func startImageReflector(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	dir, err := os.MkdirTemp("", "windlass-cli-tags-")
+	if err != nil {
+		return err
+	}
+	store, err := registry.NewStore(dir)
+	if err != nil {
+		return err
+	}
+	repos := &imagectrl.ImageRepositoryReconciler{Client: mgr.GetClient(), Store: store, AllowInsecureHTTP: true}
+	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	policies := &imagectrl.ImagePolicyReconciler{Client: mgr.GetClient(), Store: store, AllowInsecureHTTP: true, DependencyRequeue: time.Second}
+	return policies.SetupWithManager(ctx, mgr, opts)
 }
 
 // receiverAddr is the address of the webhook server of the tests'

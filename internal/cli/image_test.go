@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -437,35 +438,56 @@ func TestImageSet(t *testing.T) {
 	})
 }
 
-// TestImageSetWaits pins a policy and waits for it to elect the tag: the
-// test writes the status the image policy controller would, after the
-// request, and the automations are asked to reconcile only then.
+// TestImageSetWaits pins a policy of a real registry's repository and
+// waits for the image policy controller to elect the tag, then asks the
+// automations to reconcile, and only then; --clear gives the rule back.
 func TestImageSetWaits(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns, _ := seedPinScenario(t, g)
-	key := client.ObjectKey{Namespace: ns, Name: "app"}
-	done := make(chan struct{})
-	var out string
-	var err error
-	go func() {
-		defer close(done)
-		out, _, err = run(t, "image", "set", "app", "1.2.3", "-n", ns, "--timeout", "30s")
-	}()
-	var policy imagev1.ImagePolicy
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key, &policy)).To(Succeed())
-		g.Expect(policy.Annotations).To(HaveKey(meta.ReconcileRequestAnnotation))
-	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
-	g.Expect(requested(g, ns, "all")).To(BeEmpty(), "not before the policy elects the tag")
-	policy.Status.LatestRef = &imagev1.ImageRef{Name: "ghcr.io/org/app", Tag: policy.Annotations[imagev1.PinAnnotation]}
-	policy.Status.LastHandledReconcileAt = policy.Annotations[meta.ReconcileRequestAnnotation]
-	conditions.MarkTrue(&policy, meta.ReadyCondition, meta.SucceededReason, "Latest image tag for ghcr.io/org/app resolved to 1.2.3 (pinned by the %s annotation)", imagev1.PinAnnotation)
-	g.Expect(env.Client.Status().Update(ctx, &policy)).To(Succeed())
-	g.Eventually(done, 30*time.Second).Should(BeClosed())
+	ns := env.CreateNamespace(t)
+	host := testutil.StartRegistry(t, "", "")
+	img, err := random.Image(64, 1)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(ContainSubstring("✔ ImagePolicy " + ns + "/app elects ghcr.io/org/app:1.2.3: Latest image tag for ghcr.io/org/app resolved to 1.2.3 (pinned by the " +
-		imagev1.PinAnnotation + " annotation)\n"))
+	for _, tag := range []string{"1.2.3", "1.3.0"} {
+		ref, err := name.NewTag(host+"/app:"+tag, name.Insecure)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(remote.Write(ref, img)).To(Succeed())
+	}
+	createFromYAML(g, &imagev1.ImageRepository{}, fmt.Sprintf(`
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: app, namespace: %s}
+spec: {image: %s/app, interval: 1h, insecure: true}
+`, ns, host))
+	createFromYAML(g, &imagev1.ImagePolicy{}, fmt.Sprintf(`
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: app, namespace: %s}
+spec: {imageRepositoryRef: {name: app}, policy: {semver: {range: 1.x}}}
+`, ns))
+	g.Expect(env.Client.Create(ctx, &imagev1.ImageUpdateAutomation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: imagev1.ImageUpdateAutomationSpec{Interval: metav1.Duration{Duration: time.Hour},
+			SourceRef: imagev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "fleet"},
+			GitSpec:   &imagev1.GitSpec{Commit: imagev1.CommitSpec{Author: imagev1.CommitUser{Email: "bot@example.com"}}}}})).To(Succeed())
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	latest := func() string {
+		var p imagev1.ImagePolicy
+		if env.Client.Get(ctx, key, &p) != nil || p.Status.LatestRef == nil {
+			return ""
+		}
+		return p.Status.LatestRef.Tag
+	}
+	g.Eventually(latest, time.Minute, 100*time.Millisecond).Should(Equal("1.3.0"))
+
+	out, _, err := run(t, "image", "set", "app", "1.2.3", "-n", ns, "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest()).To(Equal("1.2.3"))
+	g.Expect(out).To(ContainSubstring("✔ ImagePolicy " + ns + "/app elects " + host + "/app:1.2.3: Latest image tag for " + host +
+		"/app resolved to 1.2.3 (pinned by the " + imagev1.PinAnnotation + " annotation)\n"))
 	g.Expect(out).To(HaveSuffix("✔ ImageUpdateAutomation " + ns + "/apps asked to reconcile\n"))
-	g.Expect(requested(g, ns, "apps")).To(Equal(policy.Status.LastHandledReconcileAt))
+	g.Expect(requested(g, ns, "apps")).NotTo(BeEmpty())
+
+	_, _, err = run(t, "image", "set", "app", "--clear", "-n", ns, "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(latest()).To(Equal("1.3.0"))
 }
