@@ -62,11 +62,22 @@ var durationFields = []durationField{
 	{"kustomize.toolkit.fluxcd.io/v1beta1", "Kustomization", "spec.retryInterval"},
 	{"kustomize.toolkit.fluxcd.io/v1beta1", "Kustomization", "spec.timeout"},
 	{"kustomize.toolkit.fluxcd.io/v1beta1", "Kustomization", "status.history[].lastReconciledDuration"},
+	{"image.toolkit.fluxcd.io/v1", "ImageRepository", "spec.interval"},
+	{"image.toolkit.fluxcd.io/v1", "ImageRepository", "spec.timeout"},
+	{"image.toolkit.fluxcd.io/v1beta2", "ImageRepository", "spec.interval"},
+	{"image.toolkit.fluxcd.io/v1beta2", "ImageRepository", "spec.timeout"},
+	{"image.toolkit.fluxcd.io/v1", "ImagePolicy", "spec.interval"},
+	{"image.toolkit.fluxcd.io/v1beta2", "ImagePolicy", "spec.interval"},
+	{"image.toolkit.fluxcd.io/v1", "ImageUpdateAutomation", "spec.interval"},
+	{"image.toolkit.fluxcd.io/v1beta2", "ImageUpdateAutomation", "spec.interval"},
 }
 
 var durationCRDs = []string{
 	"gitrepositories.source.toolkit.fluxcd.io",
 	"kustomizations.kustomize.toolkit.fluxcd.io",
+	"imagerepositories.image.toolkit.fluxcd.io",
+	"imagepolicies.image.toolkit.fluxcd.io",
+	"imageupdateautomations.image.toolkit.fluxcd.io",
 }
 
 // overflowingDurations match the pattern but overflow a time.Duration.
@@ -215,8 +226,16 @@ func schemaAt(s *apiextensionsv1.JSONSchemaProps, path string) *apiextensionsv1.
 // baseObject returns a valid object of f's kind and version.
 func baseObject(f durationField, ns, name string) *unstructured.Unstructured {
 	spec := map[string]any{"interval": "1m", "url": "https://h/r"}
-	if f.kind == "Kustomization" {
+	switch f.kind {
+	case "Kustomization":
 		spec = map[string]any{"interval": "1m", "prune": true, "sourceRef": map[string]any{"kind": "GitRepository", "name": "x"}}
+	case "ImageRepository":
+		spec = map[string]any{"interval": "1m", "image": "ghcr.io/org/app"}
+	case "ImagePolicy":
+		spec = map[string]any{"interval": "1m", "digestReflectionPolicy": "Always", "imageRepositoryRef": map[string]any{"name": "x"},
+			"policy": map[string]any{"semver": map[string]any{"range": "1.x"}}}
+	case "ImageUpdateAutomation":
+		spec = map[string]any{"interval": "1m", "sourceRef": map[string]any{"kind": "GitRepository", "name": "x"}}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": f.apiVersion, "kind": f.kind, "spec": spec,
