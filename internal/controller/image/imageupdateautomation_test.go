@@ -267,3 +267,18 @@ func TestImageUpdateAutomation_Gate(t *testing.T) {
 	g.Expect(env.Client.Status().Update(context.Background(), gateObj)).To(Succeed())
 	testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool { return a.Status.LastPushCommit != "" })
 }
+
+// TestImageUpdateAutomation_GitDown: a git host that is down fails the run
+// with a reason, and the automation pushes once it is back.
+func TestImageUpdateAutomation_GitDown(t *testing.T) {
+	g := NewWithT(t)
+	s := newAutomationStory(t)
+	s.git.SetDown(true)
+	a := s.automation("down")
+	create(g, a)
+	failed := notReady(g, a, imagev1.ReasonGitOperationFailed)
+	g.Expect(conditions.Message(failed, meta.ReadyCondition)).NotTo(ContainSubstring(gitPass))
+	s.git.SetDown(false)
+	a = testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool { return a.Status.LastPushCommit != "" })
+	g.Expect(s.repo.Head("main")).To(Equal(a.Status.LastPushCommit))
+}
