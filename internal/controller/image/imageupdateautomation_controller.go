@@ -85,12 +85,11 @@ type automationScope struct {
 // automationKind is the ImageUpdateAutomation kind for the runner.
 func (r *ImageUpdateAutomationReconciler) automationKind() reconcile.Kind[*imagev1.ImageUpdateAutomation] {
 	return reconcile.Kind[*imagev1.ImageUpdateAutomation]{
-		Name:               imagev1.ImageUpdateAutomationKind,
-		New:                func() *imagev1.ImageUpdateAutomation { return &imagev1.ImageUpdateAutomation{} },
-		NegativeConditions: nil,
-		SuccessReason:      meta.SucceededReason,
-		SuccessMessage:     automationMessage,
-		Revision:           func(obj *imagev1.ImageUpdateAutomation) string { return obj.Status.ObservedSourceRevision },
+		Name:           imagev1.ImageUpdateAutomationKind,
+		New:            func() *imagev1.ImageUpdateAutomation { return &imagev1.ImageUpdateAutomation{} },
+		SuccessReason:  meta.SucceededReason,
+		SuccessMessage: automationMessage,
+		Revision:       func(obj *imagev1.ImageUpdateAutomation) string { return obj.Status.ObservedSourceRevision },
 		Run: func(ctx context.Context, obj *imagev1.ImageUpdateAutomation, _ *patch.Helper) (reconcile.Result, error) {
 			scope := &automationScope{runStarted: time.Now()}
 			return reconcile.RunSteps(ctx, obj, scope, r.enforceGates, r.checkSpec, r.getSource,
@@ -275,13 +274,12 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 // is a tag, a semver range, a reference or a commit without a branch.
 func checkoutBranch(scope *automationScope) string {
 	c := scope.checkout
-	if c.Commit != "" || c.RefName != "" || c.SemVer != "" || c.Tag != "" {
-		if c.Commit != "" {
-			return c.Branch
-		}
+	switch {
+	case c.Commit != "":
+		return c.Branch
+	case c.RefName != "", c.SemVer != "", c.Tag != "":
 		return ""
-	}
-	if c.Branch == "" {
+	case c.Branch == "":
 		return git.DefaultBranch
 	}
 	return c.Branch
