@@ -112,6 +112,14 @@ func TestImageRepository_Credentials(t *testing.T) {
 	testutil.RequestReconcile(g, env.Client, repo, "after-fix")
 	repo = ready(g, repo)
 	g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(1))
+
+	// The image pull secrets of a service account work too.
+	create(g, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "puller"},
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}})
+	bySA := imageRepository(ns, "by-service-account", reg.host+"/private")
+	bySA.Spec.ServiceAccountName = "puller"
+	create(g, bySA)
+	g.Expect(ready(g, bySA).Status.LastScanResult.TagCount).To(Equal(1))
 }
 
 // TestImageRepository_InvalidSpec: a spec no retry can fix stalls.
