@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -207,10 +208,9 @@ func startTagsServer(t *testing.T, g *WithT, listen, ns string) (address, image,
 
 	ln, err := net.Listen("tcp", listen)
 	g.Expect(err).NotTo(HaveOccurred())
-	tagsCtx, stop := context.WithCancel(ctx)
-	server := &imagectrl.TagsServer{Client: env.Client, Store: store, Listener: ln}
-	go func() { _ = server.Start(tagsCtx) }()
-	t.Cleanup(stop)
+	server := &http.Server{Handler: imagectrl.TagsHandler(env.Client, store), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(ln) }()
+	t.Cleanup(func() { _ = server.Close() })
 	return ln.Addr().String(), image, other
 }
 

@@ -49,7 +49,7 @@ func (m *Manager) setupImageReflector(ctx context.Context, opts Options) error {
 	if opts.Image.TagsAddr == "" {
 		return nil
 	}
-	return (&imagectrl.TagsServer{Client: m.GetClient(), Store: store, Addr: opts.Image.TagsAddr}).SetupWithManager(m)
+	return m.Add(&httpServer{addr: opts.Image.TagsAddr, handler: imagectrl.TagsHandler(m.GetClient(), store)})
 }
 
 // setupImageAutomation sets up the ImageUpdateAutomation reconciler.

@@ -17,7 +17,7 @@
 //     pushes, never by force: a push that loses a race is applied again on
 //     the new head.
 //
-// The tag store is also served read-only over HTTP (TagsServer), so that
+// The tag store is also served read-only over HTTP (TagsHandler), so that
 // other tools and the CLI can list a repository's tags, ordered by a
 // policy.
 package image

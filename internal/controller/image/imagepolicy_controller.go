@@ -154,11 +154,7 @@ func (r *ImagePolicyReconciler) policiesOfRepository(ctx context.Context, repo c
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the ImagePolicies of an ImageRepository", "imagerepository", key)
 		return nil
 	}
-	requests := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return requests
+	return requestsFor(list.Items)
 }
 
 // compile compiles the policy's rule; a rule that cannot work stalls.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -36,7 +36,7 @@ import (
 
 var (
 	env *testenv.Environment
-	// tagsURL is the base URL of the tests' TagsServer.
+	// tagsURL is the base URL of the tests' tags server (TagsHandler).
 	tagsURL string
 	// store is the tag store of the tests' controllers.
 	store *registry.Store
@@ -82,14 +82,7 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	if err := automations.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	tagsURL = "http://" + ln.Addr().String()
-	if err := (&TagsServer{Client: mgr.GetClient(), Store: store, Listener: ln}).SetupWithManager(mgr); err != nil {
-		return err
-	}
+	tagsURL = httptest.NewServer(TagsHandler(mgr.GetClient(), store)).URL
 	go func() { _ = mgr.Start(ctx) }()
 	return nil
 }
