@@ -17,6 +17,7 @@ import (
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
@@ -33,22 +34,22 @@ import (
 
 // defaultAPIVersions are the apiVersions of the kinds a Receiver may name,
 // for the resources that give none: the versions the kinds are served at.
-// The image and artifact-generator kinds are not served by this build:
-// naming them fails at request time until their CRDs are installed.
+// The artifact-generator kind is not served by this build: naming it fails
+// at request time until its CRD is installed.
 var defaultAPIVersions = map[string]string{
-	sourcev1.GitRepositoryKind:    sourcev1.GroupVersion.String(),
-	sourcev1.OCIRepositoryKind:    sourcev1.GroupVersion.String(),
-	sourcev1.BucketKind:           sourcev1.GroupVersion.String(),
-	sourcev1.HelmRepositoryKind:   sourcev1.GroupVersion.String(),
-	sourcev1.HelmChartKind:        sourcev1.GroupVersion.String(),
-	"ExternalArtifact":            sourcev1.GroupVersion.String(),
-	kustomizev1.KustomizationKind: kustomizev1.GroupVersion.String(),
-	helmv2.HelmReleaseKind:        helmv2.GroupVersion.String(),
-	"ImageRepository":             "image.toolkit.fluxcd.io/v1",
-	"ImagePolicy":                 "image.toolkit.fluxcd.io/v1",
-	"ImageUpdateAutomation":       "image.toolkit.fluxcd.io/v1",
-	"ArtifactGenerator":           "source.extensions.fluxcd.io/v1beta1",
-	notificationv1.GateKind:       gatingv1alpha1.GroupVersion.String(),
+	sourcev1.GitRepositoryKind:        sourcev1.GroupVersion.String(),
+	sourcev1.OCIRepositoryKind:        sourcev1.GroupVersion.String(),
+	sourcev1.BucketKind:               sourcev1.GroupVersion.String(),
+	sourcev1.HelmRepositoryKind:       sourcev1.GroupVersion.String(),
+	sourcev1.HelmChartKind:            sourcev1.GroupVersion.String(),
+	"ExternalArtifact":                sourcev1.GroupVersion.String(),
+	kustomizev1.KustomizationKind:     kustomizev1.GroupVersion.String(),
+	helmv2.HelmReleaseKind:            helmv2.GroupVersion.String(),
+	imagev1.ImageRepositoryKind:       imagev1.GroupVersion.String(),
+	imagev1.ImagePolicyKind:           imagev1.GroupVersion.String(),
+	imagev1.ImageUpdateAutomationKind: imagev1.GroupVersion.String(),
+	"ArtifactGenerator":               "source.extensions.fluxcd.io/v1beta1",
+	notificationv1.GateKind:           gatingv1alpha1.GroupVersion.String(),
 }
 
 // resourceGVK returns the group, version and kind that ref names.
