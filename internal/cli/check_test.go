@@ -22,7 +22,7 @@ func TestCheckAfterInstall(t *testing.T) {
 	g := NewWithT(t)
 	ns, _, _ := installForTest(t, g, "--split")
 	out, _, err := run(t, "check", "-n", ns)
-	g.Expect(err).To(MatchError("5 checks failed"))
+	g.Expect(err).To(MatchError("7 checks failed"))
 	out = checkKubernetesVersion.ReplaceAllString(out, "Kubernetes X.Y.Z >=")
 	expectGolden(t, g, "check-installed", strings.ReplaceAll(out, ns, "NAMESPACE"))
 

@@ -32,7 +32,8 @@ func newInstallCommand() *cobra.Command {
 		Long: `Install the Windlass CRDs and controllers into the cluster: the namespace, a
 service account and its RBAC, a Deployment that runs the controllers (or one
 per controller with --split), the source-controller Service that serves the
-artifacts and a NetworkPolicy. The objects are applied with server-side apply
+artifacts, the image-reflector-controller Service that serves the scanned
+image tags, the webhook-receiver Service and a NetworkPolicy. The objects are applied with server-side apply
 (field manager "windlass"), the CRDs first; then install waits until the
 Deployments are Available. Running it again updates what changed and nothing
 else. --export prints the manifests instead, and needs no cluster.`,
@@ -51,7 +52,7 @@ else. --export prints the manifests instead, and needs no cluster.`,
 	fs.StringSliceVar(&f.components, "components", manager.AllControllers, "the controllers to install, comma-separated")
 	fs.StringVar(&f.registry, "registry", install.DefaultRegistry, "the registry and path of the windlass image")
 	fs.StringVar(&f.version, "version", "", "the image tag (default: this client's version, or latest for a development build)")
-	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact port")
+	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact and image tags ports")
 	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the CRDs and for the Deployments to be Available")
 	return cmd

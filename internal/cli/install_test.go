@@ -72,7 +72,8 @@ func TestInstallExport(t *testing.T) {
 		deps   []string
 	}{
 		{golden: "install-export-default", deps: []string{"windlass"}},
-		{golden: "install-export-split", args: []string{"--split"}, deps: []string{"gating-controller", "helm-controller", "kustomize-controller", "notification-controller", "source-controller"}},
+		{golden: "install-export-split", args: []string{"--split"}, deps: []string{"gating-controller", "helm-controller", "image-automation-controller", "image-reflector-controller",
+			"kustomize-controller", "notification-controller", "source-controller"}},
 		{golden: "install-export-source", args: []string{"--components", "source", "--network-policy=false", "--version", "v0.1.0"}, deps: []string{"windlass"}},
 	}
 	for _, tt := range tests {
@@ -171,7 +172,7 @@ func TestInstallExportPassesServerDryRun(t *testing.T) {
 func TestInstallRefusesBadFlags(t *testing.T) {
 	g := NewWithT(t)
 	_, _, err := run(t, "install", "--export", "--components", "image")
-	g.Expect(err).To(MatchError(`unknown component "image": choose from source, kustomize, helm, gating, notification`))
+	g.Expect(err).To(MatchError(`unknown component "image": choose from source, kustomize, helm, gating, notification, image-reflector, image-automation`))
 	_, _, err = run(t, "install", "--export", "--version", "v1 beta")
 	g.Expect(err).To(MatchError(ContainSubstring(`invalid --version "v1 beta"`)))
 }
@@ -199,9 +200,10 @@ func TestInstallIntoTheCluster(t *testing.T) {
 	ns, out, err := installForTest(t, g)
 	g.Expect(err.Error()).To(HavePrefix("after " + installTestTimeout + ", Deployment " + ns + "/windlass is not Available: "))
 	g.Expect(err.Error()).To(ContainSubstring("(see kubectl -n " + ns + " describe deployment windlass)"))
-	g.Expect(out).To(HavePrefix("► installing Windlass latest (source, kustomize, helm, gating, notification) in namespace " + ns + "\n"))
+	g.Expect(out).To(HavePrefix("► installing Windlass latest (source, kustomize, helm, gating, notification, image-reflector, image-automation) in namespace " + ns + "\n"))
 	g.Expect(out).To(ContainSubstring("✔ Deployment/" + ns + "/windlass created\n"))
 	g.Expect(out).To(ContainSubstring("✔ Service/" + ns + "/source-controller created\n"))
+	g.Expect(out).To(ContainSubstring("✔ Service/" + ns + "/image-reflector-controller created\n"))
 	g.Expect(out).To(ContainSubstring("✔ NetworkPolicy/" + ns + "/windlass created\n"))
 	g.Expect(out).To(HaveSuffix("◎ waiting for the Deployments to be Available: windlass\n"))
 

@@ -115,12 +115,15 @@ type session struct {
 	// webhookAddr is where the Receivers' webhooks are served,
 	// http://127.0.0.1:port.
 	webhookAddr string
-	gitServer   *gitserver.Server
-	repo        *gitserver.Repo
-	mirror      *folderMirror
-	syncObjs    []client.Object
-	logFiles    []*os.File
-	kubeconfig  bool
+	// tagsAddr is where the ImageRepositories' tags are served,
+	// http://127.0.0.1:port.
+	tagsAddr   string
+	gitServer  *gitserver.Server
+	repo       *gitserver.Repo
+	mirror     *folderMirror
+	syncObjs   []client.Object
+	logFiles   []*os.File
+	kubeconfig bool
 }
 
 // runDir holds the files of one run, removed when it stops.

@@ -22,7 +22,9 @@ import (
 )
 
 // startControllers runs every Windlass controller in this process against
-// the control plane, their artifacts served on a loopback port.
+// the control plane: the artifacts, the Receivers' webhooks and the image
+// tags served on loopback ports of their own, the artifacts and the tags
+// stored under the run folder.
 func (s *session) startControllers(ctx context.Context) error {
 	done := s.p.phase("starting the controllers")
 	logger, err := s.controllerLogger()
@@ -30,22 +32,11 @@ func (s *session) startControllers(ctx context.Context) error {
 		return done(err)
 	}
 	setLogger(logger)
-	addr, err := freeLoopbackAddr()
+	addrs, err := newLoopbackAddrs()
 	if err != nil {
 		return done(err)
 	}
-	webhooks, err := freeLoopbackAddr()
-	if err != nil {
-		return done(err)
-	}
-	opts := manager.DefaultOptions()
-	opts.MetricsAddr, opts.HealthAddr = "0", "0"
-	opts.Namespace = Namespace
-	opts.RequeueDependency = 2 * time.Second
-	opts.Source.StoragePath = filepath.Join(s.runDir(), "storage")
-	opts.Source.StorageAddr = addr
-	// Webhooks for Receivers are served on a loopback port of their own.
-	opts.Notification.ReceiverAddr = webhooks
+	opts := s.managerOptions(addrs)
 	// The manager gets its own context, so that stop ends it before the
 	// control plane rather than at the same time.
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -66,8 +57,51 @@ func (s *session) startControllers(ctx context.Context) error {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return done(fmt.Errorf("the controllers' cache did not sync (see %s)", filepath.Join(s.dir, "windlass.log")))
 	}
-	s.webhookAddr = "http://" + webhooks
-	return done(nil, "artifacts served at http://%s, Receivers' webhooks at %s; logs in %s", addr, s.webhookAddr, filepath.Join(s.dir, "windlass.log"))
+	s.webhookAddr, s.tagsAddr = "http://"+addrs.webhooks, "http://"+addrs.tags
+	return done(nil, "artifacts served at http://%s, Receivers' webhooks at %s, image tags at %s; logs in %s",
+		addrs.artifacts, s.webhookAddr, s.tagsAddr, filepath.Join(s.dir, "windlass.log"))
+}
+
+// loopbackAddrs are the addresses the controllers serve on, on 127.0.0.1.
+type loopbackAddrs struct {
+	// artifacts serves the source controller's artifacts.
+	artifacts string
+	// webhooks serves the Receivers' webhooks.
+	webhooks string
+	// tags serves the scanned tags of the ImageRepositories.
+	tags string
+}
+
+// newLoopbackAddrs picks a free loopback port for each address.
+func newLoopbackAddrs() (loopbackAddrs, error) {
+	var a loopbackAddrs
+	for _, addr := range []*string{&a.artifacts, &a.webhooks, &a.tags} {
+		var err error
+		if *addr, err = freeLoopbackAddr(); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// storageDir is where the controllers keep their files: the artifacts,
+// and the image tags in its images folder.
+func (s *session) storageDir() string { return filepath.Join(s.runDir(), "storage") }
+
+// managerOptions are the options of the dev session's manager: every
+// controller, serving on addrs only, storing under storageDir, with no
+// metrics or health server.
+func (s *session) managerOptions(addrs loopbackAddrs) manager.Options {
+	opts := manager.DefaultOptions()
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	opts.Namespace = Namespace
+	opts.RequeueDependency = 2 * time.Second
+	opts.Source.StoragePath = s.storageDir()
+	opts.Source.StorageAddr = addrs.artifacts
+	opts.Notification.ReceiverAddr = addrs.webhooks
+	// The image reflector stores its tags under the storage path too.
+	opts.Image.TagsAddr = addrs.tags
+	return opts
 }
 
 // freeLoopbackAddr returns an address on 127.0.0.1 with a port free now.
@@ -204,6 +238,7 @@ func (s *session) printHowToLook() {
 		s.p.line("  %s reconcile ks %s --with-source", cmd, repoName)
 		s.p.line("Edit the files under %s: each change is committed and applied within seconds.", s.opts.Path)
 	}
+	s.p.line("  curl %s/images/NAMESPACE/NAME/tags   # the tags an ImageRepository scanned", s.tagsAddr)
 	s.p.line("Logs: %s (controllers), %s", filepath.Join(s.dir, "windlass.log"), filepath.Join(s.dir, "kube-controller-manager.log"))
 	s.p.line("Press Ctrl-C to stop everything.")
 }

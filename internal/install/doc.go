@@ -1,7 +1,8 @@
 // Package install installs Windlass into a cluster and takes it out again.
 //
 // Render builds the manifests of an installation (CRDs, Namespace, RBAC,
-// the controllers' Deployments, the artifact Service and a NetworkPolicy)
+// the controllers' Deployments, the Services of the artifacts, the webhook
+// receiver, the event endpoint and the image tags, and a NetworkPolicy)
 // from the kustomizations embedded in package config, through the
 // kustomize API on an in-memory file system, with the options applied on
 // top: the controllers, the image's registry and tag, the namespace, one

@@ -101,7 +101,7 @@ func TestChecks(t *testing.T) {
 	g.Expect(crds[0].String()).To(MatchRegexp(`^✔ CustomResourceDefinition \S+ Established, serving (v1, v1beta1|v1, v1beta2|v1alpha1|v1beta2, v1beta3|v1)$`))
 
 	deployments := DeploymentChecks(ctx, env.Client, ns)
-	g.Expect(deployments).To(HaveLen(5))
+	g.Expect(deployments).To(HaveLen(7))
 	g.Expect(Passed(deployments)).To(BeFalse())
 	g.Expect(deployments[0].String()).To(HavePrefix("✗ Deployment " + ns + "/gating-controller is not Available: "))
 	g.Expect(deployments[0].String()).To(HaveSuffix(": see kubectl -n " + ns + " describe deployment gating-controller"))

@@ -44,6 +44,15 @@ const (
 	// EventsServiceName is the Service of the notification controller's
 	// event endpoint in a split installation, named as in the reference.
 	EventsServiceName = "notification-controller"
+	// ImageTagsServiceName is the Service of the image reflector's tags
+	// server, named as the reference names its image reflector's Service.
+	ImageTagsServiceName = "image-reflector-controller"
+	// ImageTagsPort is the container port of the image reflector's tags
+	// server, named ImageTagsPortName.
+	ImageTagsPort = 9095
+	// ImageTagsPortName names ImageTagsPort in the pod; the image tags
+	// Service targets it.
+	ImageTagsPortName = "image-tags"
 	// AllInOneDeployment is the Deployment that runs every controller.
 	AllInOneDeployment = "windlass"
 )
@@ -313,32 +322,49 @@ func (o Options) deployments() []deployment {
 	return out
 }
 
-// servesArtifacts reports whether d runs the source controller.
-func (d deployment) servesArtifacts() bool {
-	return slices.Contains(d.controllers, manager.SourceController)
+// runs reports whether d runs the controller called name.
+func (d deployment) runs(name string) bool {
+	return slices.Contains(d.controllers, name)
 }
 
-// notifies reports whether d runs the notification controller: it serves
-// the webhook receiver.
-func (d deployment) notifies() bool {
-	return slices.Contains(d.controllers, manager.NotificationController)
-}
-
-// args are the arguments of d's container. In a split installation the
-// notification controller serves its event endpoint, and the other
-// controllers post their events to it.
+// args are the arguments of d's container. The source controller and the
+// image reflector keep their files under /data (an emptyDir). In a split
+// installation the notification controller serves its event endpoint, and
+// the other controllers post their events to it.
 func (d deployment) args(split, notifications bool) []string {
 	args := []string{"controller", "--controllers=" + strings.Join(d.controllers, ","), "--enable-leader-election", "--log-encoding=json"}
-	if d.servesArtifacts() {
-		args = append(args, "--storage-path=/data", "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
+	if d.runs(manager.SourceController) || d.runs(manager.ImageReflectorController) {
+		args = append(args, "--storage-path=/data")
+	}
+	if d.runs(manager.SourceController) {
+		args = append(args, "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
+	}
+	if d.runs(manager.ImageReflectorController) {
+		args = append(args, fmt.Sprintf("--image-tags-addr=:%d", ImageTagsPort))
 	}
 	switch {
-	case split && d.notifies():
+	case split && d.runs(manager.NotificationController):
 		args = append(args, "--events-listen-addr=:9090")
 	case split && notifications:
 		args = append(args, "--events-addr=http://"+EventsServiceName+".$(RUNTIME_NAMESPACE).svc./")
 	}
 	return args
+}
+
+// podService is a Service in front of what one controller serves: its
+// selector is patched to the pods of the Deployment that runs it.
+type podService struct {
+	controller string
+	// dir is the kustomization of the Service, relative to the overlay.
+	dir  string
+	name string
+}
+
+// podServices are the Services of the controllers that serve something.
+var podServices = []podService{
+	{controller: manager.SourceController, dir: "../config/service", name: ServiceName},
+	{controller: manager.NotificationController, dir: "../config/receiver", name: ReceiverServiceName},
+	{controller: manager.ImageReflectorController, dir: "../config/image-tags", name: ImageTagsServiceName},
 }
 
 // jsonPatch is one RFC 6902 operation.
@@ -362,33 +388,28 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		Images:       []types.Image{{Name: baseImage, NewName: o.Registry + "/" + ImageName, NewTag: o.Version}},
 		Transformers: []string{"cluster-names.yaml"},
 	}
-	var artifactPods, notificationPods string
 	notifications := slices.Contains(o.Components, manager.NotificationController)
+	pods := map[string]string{} // controller: the Deployment that runs it
 	for _, d := range o.deployments() {
 		dir := "deployments/" + d.name
 		k.Resources = append(k.Resources, dir)
 		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d, d.args(o.Split, notifications)); err != nil {
 			return err
 		}
-		if d.servesArtifacts() {
-			artifactPods = d.name
-		}
-		if d.notifies() {
-			notificationPods = d.name
+		for _, c := range d.controllers {
+			pods[c] = d.name
 		}
 	}
-	if artifactPods != "" {
-		k.Resources = append(k.Resources, "../config/service")
-		k.Patches = append(k.Patches, mustPatch("Service", ServiceName, false,
-			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: artifactPods}))
-	}
-	if notificationPods != "" {
-		k.Resources = append(k.Resources, "../config/receiver")
-		k.Patches = append(k.Patches, mustPatch("Service", ReceiverServiceName, false,
-			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: notificationPods}))
-		if o.Split {
-			k.Resources = append(k.Resources, "../config/events")
+	for _, svc := range podServices {
+		if pods[svc.controller] == "" {
+			continue
 		}
+		k.Resources = append(k.Resources, svc.dir)
+		k.Patches = append(k.Patches, mustPatch("Service", svc.name, false,
+			jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: pods[svc.controller]}))
+	}
+	if o.Split && notifications {
+		k.Resources = append(k.Resources, "../config/events")
 	}
 	if o.NetworkPolicy {
 		k.Resources = append(k.Resources, "../config/networkpolicy")
@@ -406,13 +427,19 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 }
 
 // writeDeployment writes the overlay of one Deployment, whose container
-// runs with args, into dir.
+// runs with args, into dir. Every Deployment has the emptyDirs of the base
+// at /data and /tmp (the root file system is read-only); the one that runs
+// the image reflector also exposes the image tags port.
 func writeDeployment(fsys filesys.FileSystem, dir string, d deployment, args []string) error {
 	ops := []jsonPatch{
 		{Op: "replace", Path: "/metadata/name", Value: d.name},
 		{Op: "replace", Path: "/spec/selector/matchLabels/app", Value: d.name},
 		{Op: "replace", Path: "/spec/template/metadata/labels/app", Value: d.name},
 		{Op: "replace", Path: "/spec/template/spec/containers/0/args", Value: args},
+	}
+	if d.runs(manager.ImageReflectorController) {
+		ops = append(ops, jsonPatch{Op: "add", Path: "/spec/template/spec/containers/0/ports/-",
+			Value: map[string]any{"name": ImageTagsPortName, "containerPort": ImageTagsPort, "protocol": "TCP"}})
 	}
 	k := types.Kustomization{
 		Resources: []string{"../../../config/manager"},

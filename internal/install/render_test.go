@@ -66,8 +66,8 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(objs[n].GetName()).To(Equal(DefaultNamespace))
 
 	d := find(objs, "Deployment", AllInOneDeployment)
-	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,helm,gating,notification",
-		"--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
+	g.Expect(containerArgs(g, d)).To(ContainElements("controller", "--controllers=source,kustomize,helm,gating,notification,image-reflector,image-automation",
+		"--storage-path=/data", "--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc", "--image-tags-addr=:9095"))
 	g.Expect(strings.Join(containerArgs(g, d), " ")).NotTo(ContainSubstring("--events"), "one process hands its events over in process")
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	g.Expect(containers[0].(map[string]any)["image"]).To(Equal("ghcr.io/windlass-dev/windlass:v1.2.3"))
@@ -98,7 +98,8 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 	g := NewWithT(t)
 	m, err := Render(Options{Version: "v2", Namespace: "gitops", Registry: "registry.example.com/team/", Split: true, NetworkPolicy: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "helm-controller", "gating-controller", "notification-controller"))
+	g.Expect(m.DeploymentNames()).To(ConsistOf("source-controller", "kustomize-controller", "helm-controller", "gating-controller", "notification-controller",
+		"image-reflector-controller", "image-automation-controller"))
 	objs, err := m.Objects()
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -138,6 +139,8 @@ func TestRenderComponents(t *testing.T) {
 	g.Expect(containerArgs(g, d)).To(ContainElement("--controllers=kustomize"))
 	g.Expect(find(objs, "Service", ServiceName)).To(BeNil(), "no artifact Service without the source controller")
 	g.Expect(find(objs, "Service", ReceiverServiceName)).To(BeNil(), "no webhook receiver without the notification controller")
+	g.Expect(find(objs, "Service", ImageTagsServiceName)).To(BeNil(), "no image tags Service without the image reflector")
+	g.Expect(containerPorts(g, d)).NotTo(HaveKey(ImageTagsPortName))
 }
 
 func TestRenderRefusesBadOptions(t *testing.T) {
@@ -145,7 +148,7 @@ func TestRenderRefusesBadOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{Version: "v1", Components: []string{"image"}}, `unknown component "image": choose from source, kustomize, helm, gating, notification`},
+		{Options{Version: "v1", Components: []string{"image"}}, `unknown component "image": choose from source, kustomize, helm, gating, notification, image-reflector, image-automation`},
 		{Options{Version: "not a tag"}, `invalid --version "not a tag"`},
 		{Options{Version: ""}, `invalid --version ""`},
 		{Options{Version: "v1", Registry: "https://ghcr.io/x"}, `invalid --registry "https://ghcr.io/x"`},
