@@ -446,13 +446,7 @@ func TestImageSetWaits(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	host := testutil.StartRegistry(t, "", "")
-	img, err := random.Image(64, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, tag := range []string{"1.2.3", "1.3.0"} {
-		ref, err := name.NewTag(host+"/app:"+tag, name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img)).To(Succeed())
-	}
+	testutil.PushImage(t, host+"/app", []string{"1.2.3", "1.3.0"})
 	createFromYAML(g, &imagev1.ImageRepository{}, fmt.Sprintf(`
 apiVersion: image.toolkit.fluxcd.io/v1
 kind: ImageRepository

@@ -179,7 +179,7 @@ func TestInstallRefusesBadFlags(t *testing.T) {
 
 // installTestTimeout is the --timeout of the tests' installs: it bounds the
 // apply too, which takes seconds on a loaded machine.
-const installTestTimeout = "6s"
+const installTestTimeout = "15s"
 
 // installForTest installs Windlass into a new namespace, with a timeout
 // that the Deployment cannot meet (the control plane has no kubelet), and

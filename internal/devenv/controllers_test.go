@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +45,7 @@ func TestControllersServeOnLoopback(t *testing.T) {
 	g.Expect(s.tagsAddr).NotTo(Equal(s.webhookAddr))
 
 	host := testutil.StartRegistry(t, "", "")
-	pushRandomImage(g, host+"/app", "1.0.0", "1.1.0")
+	testutil.PushImage(t, host+"/app", []string{"1.0.0", "1.1.0"})
 	g.Expect(s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}})).To(Succeed())
 	repo := &imagev1.ImageRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "app"},
@@ -67,18 +64,6 @@ func TestControllersServeOnLoopback(t *testing.T) {
 	})).To(Succeed())
 	g.Expect(stored).NotTo(BeEmpty(), "the tags are stored under %s", s.storageDir())
 	g.Expect(strings.HasPrefix(s.storageDir(), s.runDir())).To(BeTrue(), "the storage goes with the run")
-}
-
-// pushRandomImage pushes one random image to the repository image (on a
-// plain-HTTP registry) under each of tags.
-func pushRandomImage(g *WithT, image string, tags ...string) {
-	img, err := random.Image(64, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, tag := range tags {
-		ref, err := name.NewTag(image+":"+tag, name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img)).To(Succeed())
-	}
 }
 
 // servedTags returns the tags that url serves, or nil while it serves

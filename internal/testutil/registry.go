@@ -12,7 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // StartRegistry starts go-containerregistry's in-process OCI registry
@@ -113,4 +116,23 @@ func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 	}
 	w.WriteHeader(rec.Code)
 	_, _ = io.Copy(w, bytes.NewReader(rec.Body.Bytes()))
+}
+
+// PushImage pushes one small random image to image (host/repository, over
+// plain HTTP) under each of tags, with opts (such as remote.WithAuth).
+func PushImage(t testing.TB, image string, tags []string, opts ...remote.Option) {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range tags {
+		ref, err := name.NewTag(image+":"+tag, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
+			t.Fatalf("pushing %s: %v", ref, err)
+		}
+	}
 }

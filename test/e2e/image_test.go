@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,7 +30,7 @@ func TestImageAutomation_NewTagReachesTheCluster(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	registry := testutil.StartRegistry(t, "", "")
 	image := registry + "/podinfo"
-	pushImage(g, image, "6.0.0")
+	testutil.PushImage(t, image, []string{"6.0.0"})
 
 	srv := gitserver.NewForTest(t)
 	srv.SetBasicAuth("bot", "git-p4ss")
@@ -119,7 +116,7 @@ spec:
 	}
 	g.Eventually(deployedImage, timeout, interval).Should(Equal(image + ":6.0.0"))
 
-	pushImage(g, image, "6.1.0", "7.0.0")
+	testutil.PushImage(t, image, []string{"6.1.0", "7.0.0"})
 	g.Eventually(deployedImage, timeout, interval).Should(Equal(image+":6.1.0"), "the new tag is applied, by way of Git")
 	head, err := repo.Head("main")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -143,17 +140,6 @@ spec:
 	}
 	g.Expect(json.NewDecoder(resp.Body).Decode(&tags)).To(Succeed())
 	g.Expect(tags.Tags).To(Equal([]string{"6.1.0", "6.0.0"}))
-}
-
-// pushImage pushes a random image to image under each tag.
-func pushImage(g *WithT, image string, tags ...string) {
-	img, err := random.Image(128, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, tag := range tags {
-		ref, err := name.NewTag(image+":"+tag, name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img)).To(Succeed())
-	}
 }
 
 // applyManifests creates the objects of a multi-document YAML stream.

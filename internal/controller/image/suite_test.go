@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,28 +115,12 @@ func startRegistry(t *testing.T, user, pass string) *testRegistry {
 
 // push pushes one random image to repo under every tag of tags.
 func (r *testRegistry) push(t *testing.T, repo string, tags ...string) {
-	t.Helper()
-	g := NewWithT(t)
-	img, err := random.Image(64, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, tag := range tags {
-		ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img)).To(Succeed())
-	}
+	testutil.PushImage(t, r.host+"/"+repo, tags)
 }
 
 // pushAuth pushes like push, with basic auth.
 func (r *testRegistry) pushAuth(t *testing.T, repo, user, pass string, tags ...string) {
-	t.Helper()
-	g := NewWithT(t)
-	img, err := random.Image(64, 1)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, tag := range tags {
-		ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: pass}))).To(Succeed())
-	}
+	testutil.PushImage(t, r.host+"/"+repo, tags, remote.WithAuth(&authn.Basic{Username: user, Password: pass}))
 }
 
 // imageRepository returns an ImageRepository of image, scanned every
