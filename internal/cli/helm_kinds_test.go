@@ -356,9 +356,14 @@ func (s *standIn) answer(ctx context.Context, ref kindRef) {
 	}
 	obj.(interface{ SetLastHandledReconcileRequest(string) }).SetLastHandledReconcileRequest(token)
 	conditions.MarkTrue(obj.(conditions.Setter), meta.ReadyCondition, meta.SucceededReason, "handled by the stand-in")
-	if env.Client.Status().Update(ctx, obj) == nil {
+	// Noted before the update, so that whoever sees the request handled
+	// finds it in the order; taken back when the update fails.
+	s.mu.Lock()
+	s.order = append(s.order, ref.kind+"/"+ref.name)
+	s.mu.Unlock()
+	if env.Client.Status().Update(ctx, obj) != nil {
 		s.mu.Lock()
-		s.order = append(s.order, ref.kind+"/"+ref.name)
+		s.order = s.order[:len(s.order)-1]
 		s.mu.Unlock()
 	}
 }
