@@ -122,7 +122,18 @@ func NewClient(workDir string, auth *AuthOptions, proxy *ProxyOptions) (*Client,
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		return nil, fmt.Errorf("git client: creating work directory: %w", err)
 	}
-	c := &Client{workDir: workDir, auth: auth, proxy: proxy}
+	c, err := newRemoteClient(auth, proxy)
+	if err != nil {
+		return nil, err
+	}
+	c.workDir = workDir
+	return c, nil
+}
+
+// newRemoteClient returns a Client without a work directory: it can talk
+// to remotes (LsRemote), not check out.
+func newRemoteClient(auth *AuthOptions, proxy *ProxyOptions) (*Client, error) {
+	c := &Client{auth: auth, proxy: proxy}
 	if auth == nil || auth.Transport != TransportSSH {
 		return c, nil
 	}

@@ -2,23 +2,22 @@ package git
 
 import (
 	"context"
-	"errors"
 )
 
-// LsRemote lists the references of the repository at rawURL, with the
-// Client's credentials, in one request: the full reference names
-// (refs/heads/main, refs/tags/v1) with the hashes they point at, and each
-// annotated tag peeled too, as "<ref>^{}". It is how a caller tells that
-// nothing moved without cloning. The transfer is bounded by the default
-// transfer limit, the connections by ctx; errors never contain
-// credentials. A Client that has cloned cannot list.
-func (c *Client) LsRemote(ctx context.Context, rawURL string) (map[string]string, error) {
-	if c.closed {
-		return nil, errors.New("git client is closed")
+// LsRemote lists the references of the repository at rawURL, with auth
+// and through proxy (both may be nil), in one request: the full reference
+// names (refs/heads/main, refs/tags/v1) with the hashes they point at, and
+// each annotated tag peeled too, as "<ref>^{}". It is how a caller tells
+// that nothing moved without cloning, and it needs no work directory. The
+// transfer is bounded by the default transfer limit, the connections by
+// ctx; errors never contain credentials, and bad SSH credentials are an
+// [*InvalidAuthError].
+func LsRemote(ctx context.Context, rawURL string, auth *AuthOptions, proxy *ProxyOptions) (map[string]string, error) {
+	c, err := newRemoteClient(auth, proxy)
+	if err != nil {
+		return nil, err
 	}
-	if c.cloned {
-		return nil, errors.New("git client has already cloned into its work directory")
-	}
+	defer c.Close()
 	c.ctx = ctx
 	c.limits = newCloneLimits(CheckoutOptions{})
 	defer c.endOperation()

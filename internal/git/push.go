@@ -475,7 +475,11 @@ func isNonFastForward(status, messages string) bool {
 			return true
 		}
 	}
-	return strings.Contains(status, "failed to update ref") && strings.Contains(messages, "but expected")
+	// The reference moved under the push: git reports the failed lock as
+	// "failed to update ref", or, in an atomic push, as "atomic
+	// transaction failed", with "is at X but expected Y" in its messages.
+	return (strings.Contains(status, "failed to update ref") || strings.Contains(status, "atomic transaction failed")) &&
+		strings.Contains(messages, "but expected")
 }
 
 // maxRemoteMessages bounds what is kept of the server's messages.

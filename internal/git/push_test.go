@@ -354,12 +354,15 @@ func TestIsNonFastForward(t *testing.T) {
 		{status: "failed to update ref",
 			messages: "error: cannot lock ref 'refs/heads/main': is at 1111 but expected 2222", want: true},
 		{status: "failed to update ref", messages: "error: unable to write", want: false},
+		{status: "atomic transaction failed",
+			messages: "error: cannot lock ref 'refs/heads/main': is at 1111 but expected 2222", want: true},
+		{status: "atomic transaction failed", messages: "error: unable to write", want: false},
 		{status: "pre-receive hook declined", messages: "protected branch", want: false},
 		{status: "hook declined", want: false},
 		{status: "deny updating a hidden ref", want: false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(tt.status+"/"+tt.messages, func(t *testing.T) {
 			NewWithT(t).Expect(isNonFastForward(tt.status, tt.messages)).To(Equal(tt.want))
 		})
 	}

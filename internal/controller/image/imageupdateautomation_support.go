@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -34,13 +35,9 @@ func (r *ImageUpdateAutomationReconciler) upToDate(ctx context.Context, obj *ima
 	if !ok {
 		return false
 	}
-	client, err := git.NewClient(r.WorkDir, scope.auth, scope.proxy)
+	refs, err := git.LsRemote(ctx, scope.url, scope.auth, scope.proxy)
 	if err != nil {
-		return false
-	}
-	defer client.Close()
-	refs, err := client.LsRemote(ctx, scope.url)
-	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Listing the remote failed, checking out instead", "error", err.Error())
 		return false
 	}
 	// The last run built on the push branch, or, while it did not exist,

@@ -126,10 +126,13 @@ func TestImageUpdateAutomation_Story(t *testing.T) {
 	g.Expect(testutil.EventMessages(g, env.Client, a, imagev1.ImageUpdateAutomationKind)).To(ContainElement(
 		fmt.Sprintf("Pushed: pushed commit '%s' to branch 'main'\n- %s:1.0.0 -> %s:1.1.0", head[:12], s.image, s.image)))
 
-	// Nothing new: the runs that follow list the remote and clone nothing.
-	ready(g, a)
+	// Nothing new: the runs that follow list the remote (one request each)
+	// and clone nothing, so they write no status (a checkout would record
+	// lastAutomationRunTime).
+	a = ready(g, a)
 	requests := s.git.RequestsFor("fleet.git")
 	g.Eventually(func() int64 { return s.git.RequestsFor("fleet.git") }, 20*time.Second).Should(BeNumerically(">=", requests+3))
+	g.Expect(get(g, a).ResourceVersion).To(Equal(a.ResourceVersion), "a run with nothing new writes nothing")
 	g.Expect(s.repo.Head("main")).To(Equal(head), "no commit when nothing changed")
 
 	s.reg.push(t, "app", "1.2.0")
