@@ -104,6 +104,18 @@ type Config struct {
 	// AlertWindow is passed to the controller as --rate-limit-interval,
 	// the dispatcher's window; its default (5m) when zero.
 	AlertWindow time.Duration
+	// Image turns the N applications into N image pipelines (see
+	// ImageResult): an ImageRepository of ImageTags tags each in an
+	// in-process registry, an ImagePolicy and an ImageUpdateAutomation
+	// each, pushing to one git repository.
+	Image bool
+	// ImageTags is the number of tags of every registry repository; 1000
+	// when zero.
+	ImageTags int
+	// ImageInterval is the interval of the ImageRepositories (1m when
+	// zero), and the no-op window is 1.2 of it; ImageAutomationInterval
+	// is the automations' (ImageInterval when zero).
+	ImageInterval, ImageAutomationInterval time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -114,6 +126,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("n must be at least 1")
 	}
 	var err error
+	if cfg.Image {
+		if cfg, err = cfg.withImageDefaults(); err != nil {
+			return cfg, err
+		}
+	}
 	if cfg, err = cfg.withKind(); err != nil {
 		return cfg, err
 	}
@@ -217,7 +234,7 @@ type Result struct {
 	// N is the number of applications.
 	N int `json:"n"`
 	// Source is the kind of the sources: GitRepository, OCIRepository,
-	// Bucket or HelmRepository.
+	// Bucket or HelmRepository; ImageRepository with -image.
 	Source string `json:"source"`
 	// Layout is the source layout.
 	Layout string `json:"layout"`
@@ -259,6 +276,8 @@ type Result struct {
 	Helm *HelmResult `json:"helm,omitempty"`
 	// Alert holds the figures of an -alert run, nil otherwise.
 	Alert *AlertResult `json:"alert,omitempty"`
+	// Image holds the figures of an -image run, nil otherwise.
+	Image *ImageResult `json:"image,omitempty"`
 
 	Details Details `json:"-"`
 }

@@ -54,7 +54,7 @@ type controller struct {
 // --kubeconfig, a diagnostic: the two paths build the client configuration
 // differently (see Config.KubeconfigViaEnv). extra are more flags.
 func startController(bin, kubeconfig, storagePath string, concurrent int, pprofAddr string, viaEnv bool, extra ...string) (*controller, error) {
-	ports, err := childproc.FreeAddrs(4)
+	ports, err := childproc.FreeAddrs(5)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +69,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 		"--metrics-addr", c.MetricsAddr,
 		"--health-addr", c.HealthAddr,
 		"--receiver-addr", ports[3],
+		"--image-tags-addr", ports[4],
 		"--log-level", "error",
 		"--concurrent", strconv.Itoa(concurrent),
 		"--pprof-addr", pprofAddr,

@@ -14,6 +14,7 @@
 //	go run ./test/bench -n 1000 -kind helmrelease -out helm.json
 //	go run ./test/bench -n 1000 -kind helmrelease -namespaces one -out helm-one.json
 //	go run ./test/bench -n 1000 -layout monorepo -alert -out alert.json
+//	go run ./test/bench -n 100 -image -image-tags 1000 -out image.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -158,6 +159,53 @@
 //     still held; none when every one recovered).
 //   - total: every message of the run.
 //
+// With -image, the N applications are N image update pipelines, and
+// the figures are under "image" in the JSON (source ImageRepository,
+// layout monorepo). The benchmark fills an in-process OCI registry (the
+// one of -source oci, its tag lists paged with a Link header as the
+// distribution spec says) with N repositories app-N of -image-tags tags
+// 1.0.0, 1.0.1… each: one small random image pushed once, then its
+// manifest put again under every other tag (registry_setup_seconds). One
+// git repository, served by git-http-backend (whatever -git-server says:
+// the native server takes no push) with basic auth, holds
+// apps/app-N/deploy.yaml, whose image names tag 1.0.0 with the setter
+// marker of the ImagePolicy app-N. There is one GitRepository with the
+// credentials, and for each application an ImageRepository (insecure,
+// interval -image-interval), an ImagePolicy (semver >=1.0.0, labelled
+// with its application) and an ImageUpdateAutomation (interval
+// -image-automation-interval, update path ./apps/app-N, the policy
+// selector of its label alone) that commits to main and pushes, racing
+// the others. Every phase counts the registry's requests (tag list
+// pages, scan passes: first pages; others), the git server's (fetches,
+// reference listings, push attempts: receive-pack advertisements, and
+// pushes sent), the commits added to main (git rev-list --count) and the
+// API server's writes to the image kinds and the GitRepository (object,
+// status, events); push_retries are the attempts that added no commit:
+//
+//   - ready: from the first creation until every ImagePolicy has a
+//     latestRef (policies_elected_seconds) and every automation has
+//     pushed (status.lastPushCommit) and is Ready; N commits and N scan
+//     passes are expected (one more per repository for every interval
+//     the phase lasts).
+//   - ready_settle: until every automation is Ready at the head of main
+//     (status.observedSourceRevision): one that pushed before the last
+//     push clones again, at its interval, to learn the new head.
+//   - change: the tag 1.1.0 is pushed to K = max(1, N/10) repositories
+//     and their ImageRepositories asked to reconcile; until the K
+//     automations pushed it (change_to_applied_seconds too): K commits.
+//   - change_settle: as ready_settle.
+//   - noop_tick: a window of 1.2 repository intervals (noop_tick_seconds):
+//     every repository scans once or twice (1 or 2 scan passes per
+//     repository: those created together scan together),
+//     and nothing is committed, fetched or written (noop_tick_writes adds
+//     the fetches, the files of the tag store written, the writes to the
+//     image kinds and the commits: it must be 0).
+//   - repositories_ready, policies_ready, automations_ready: the objects
+//     Ready at the end (N each).
+//
+// peak_rss_bytes, cpu_seconds and api_requests are measured as for the
+// Kustomizations. -image runs without -gate and -alert.
+//
 // With -gate, every Kustomization lists one Gate in spec.gates, created
 // closed (window 1h) before them, and the ready phase has two parts; the
 // figures are under "gate" in the JSON:
@@ -230,6 +278,10 @@ func main() {
 	flag.DurationVar(&cfg.GateQuiet, "gate-quiet", defaultGateQuiet, "with -gate, the window over which the held phase's API requests are counted")
 	flag.BoolVar(&cfg.Alert, "alert", false, "create a generic Provider posting to a loopback sink and an Alert (severity info) selecting every object of the run, count the messages by phase, and add a failure phase (git sources: a deleted branch, then a broken commit, each mended)")
 	flag.DurationVar(&cfg.AlertWindow, "alert-window", 0, "with -alert, the controller's --rate-limit-interval, its dedup and folding window (default 5m)")
+	flag.BoolVar(&cfg.Image, "image", false, "measure image update automation: N ImageRepositories (in-process registry), ImagePolicies and ImageUpdateAutomations pushing to one git repository (git-http-backend, whatever -git-server says)")
+	flag.IntVar(&cfg.ImageTags, "image-tags", defaultImageTags, "with -image, the number of tags of every registry repository")
+	flag.DurationVar(&cfg.ImageInterval, "image-interval", defaultImageInterval, "with -image, the ImageRepositories' interval; the no-op window is 1.2 of it")
+	flag.DurationVar(&cfg.ImageAutomationInterval, "image-automation-interval", 0, "with -image, the ImageUpdateAutomations' interval (default: -image-interval)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
@@ -303,6 +355,12 @@ func printTable(w io.Writer, res *Result) {
 		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files, %d object writes, %d new releases)",
 			res.NoopTickWrites, d.NoopDownloads, d.NoopFiles, h.NoopTickObjectWrites, h.NoopTickNewReleases))
 		for _, r := range helmRows(h) {
+			row(r[0], r[1])
+		}
+	} else if im := res.Image; im != nil {
+		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d tag store files, %d image object writes, %d image status writes, %d commits)",
+			res.NoopTickWrites, d.NoopDownloads, d.NoopFiles, im.Noop.ImageObjectWrites, im.Noop.ImageStatusWrites, im.Noop.Commits))
+		for _, r := range imageRows(im, res.N) {
 			row(r[0], r[1])
 		}
 	} else {

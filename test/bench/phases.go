@@ -23,9 +23,12 @@ import (
 // workers is how many objects the benchmark creates or annotates at once.
 const workers = 16
 
-// measure runs the three phases into res; a -kind helmrelease run has
-// phases of its own (see measureHelm).
+// measure runs the three phases into res; a -kind helmrelease run and an
+// -image run have phases of their own (see measureHelm, measureImage).
 func (r *run) measure(ctx context.Context, res *Result) error {
+	if r.cfg.Image {
+		return r.measureImage(ctx, res)
+	}
 	sources := r.kit.Sources(r.ns)
 	if r.cfg.Kind == KindHelmRelease {
 		r.apps = r.helmReleaseApps()
@@ -147,11 +150,7 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 		return err
 	}
 	downloads0 := r.kit.Downloads()
-	st0, err := r.ctrl.stats()
-	if err != nil {
-		return err
-	}
-	_, api0, err := r.ctrl.apiRequests()
+	st0, api0, err := r.controllerMark()
 	if err != nil {
 		return err
 	}
@@ -175,6 +174,29 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 	res.Details.NoopDownloads = sum(res.NoopTickDownloads)
 	res.Details.NoopFiles = int64(len(written))
 	res.NoopTickWrites = res.Details.NoopDownloads + res.Details.NoopFiles
+	if err := r.recordNoopController(res, st0, api0); err != nil {
+		return err
+	}
+	r.logf("no-op tick handled in %.2fs: downloads %v, %d files written %s",
+		res.NoopTickSeconds, res.NoopTickDownloads, res.Details.NoopFiles, strings.Join(written, " "))
+	return nil
+}
+
+// controllerMark reads the controller's figures at the start of a no-op
+// tick: its stats and its API requests by method (see
+// recordNoopController).
+func (r *run) controllerMark() (procStats, map[string]int64, error) {
+	st, err := r.ctrl.stats()
+	if err != nil {
+		return st, nil, err
+	}
+	_, api, err := r.ctrl.apiRequests()
+	return st, api, err
+}
+
+// recordNoopController records into res the controller's CPU time since
+// st0, its peak memory, and its API requests since api0, by method.
+func (r *run) recordNoopController(res *Result, st0 procStats, api0 map[string]int64) error {
 	st1, err := r.ctrl.stats()
 	if err != nil {
 		return err
@@ -191,8 +213,6 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 			res.Details.NoopAPIRequests[m] = d
 		}
 	}
-	r.logf("no-op tick handled in %.2fs: downloads %v, %d files written %s",
-		res.NoopTickSeconds, res.NoopTickDownloads, res.Details.NoopFiles, strings.Join(written, " "))
 	return nil
 }
 

@@ -69,6 +69,9 @@ type sourceKit interface {
 // the first revision of every application to it (for SourceHelm, the one
 // chart every release installs).
 func startSources(ctx context.Context, cfg Config, dir string) (sourceKit, error) {
+	if cfg.Image {
+		return startImageKit(ctx, cfg, filepath.Join(dir, "image"))
+	}
 	switch cfg.Source {
 	case SourceOCI:
 		return startOCIKit(ctx, cfg.N, filepath.Join(dir, "oci"))
