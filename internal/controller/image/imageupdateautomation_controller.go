@@ -61,6 +61,10 @@ type ImageUpdateAutomationReconciler struct {
 	// MaxPushAttempts bounds how many times a push that lost a race is
 	// applied again on the new head; zero means DefaultMaxPushAttempts.
 	MaxPushAttempts int
+
+	// branchTurns makes the automations that push to one branch take
+	// turns.
+	branchTurns turns
 }
 
 // DefaultMaxPushAttempts is ImageUpdateAutomationReconciler.MaxPushAttempts

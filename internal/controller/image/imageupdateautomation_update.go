@@ -109,9 +109,16 @@ func pushGroups(obj *imagev1.ImageUpdateAutomation, scope *automationScope) ([]p
 // tree is at (its remote tip when it exists, else the commit checked out),
 // and pushes them. A push that loses a race to another commit is
 // applied again on the new tip, at most MaxPushAttempts times; nothing is
-// ever force-pushed.
+// ever force-pushed. The automations of this process that push to the
+// same branch take turns (clones still run side by side): they would
+// otherwise lose races to each other, each costing a fetch and a push.
 func (r *ImageUpdateAutomationReconciler) pushGroup(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope,
 	ws *git.Workspace, g pushGroup) (pushed, error) {
+	unlock, err := r.branchTurns.lock(ctx, scope.url+"#"+g.branch)
+	if err != nil {
+		return pushed{}, err
+	}
+	defer unlock()
 	for attempt := 1; ; attempt++ {
 		result, err := imageupdate.ApplySetters(ws.Dir(), obj.GetUpdatePath(), g.refs)
 		if err != nil {
