@@ -36,7 +36,8 @@ func (m *Manager) setupImageReflector(ctx context.Context, opts Options) error {
 	}
 	events := m.events(ImageReflectorController)
 	repos := &imagectrl.ImageRepositoryReconciler{Client: m.GetClient(), Store: store, Events: events,
-		JitterPercent: opts.IntervalJitterPercentage, AllowInsecureHTTP: opts.InsecureAllowHTTP}
+		JitterPercent: opts.IntervalJitterPercentage, AllowInsecureHTTP: opts.InsecureAllowHTTP,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
 	if err := repos.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
 		return err
 	}

@@ -150,4 +150,3 @@ func applyManifests(g *WithT, manifests string) {
 		g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed(), doc)
 	}
 }
-

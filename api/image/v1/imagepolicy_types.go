@@ -71,6 +71,13 @@ type ImagePolicySpec struct {
 	// Windlass extension.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Gates are the gates (gating.toolkit.fluxcd.io) that must all be open
+	// for the policy to elect a new image: while one is closed, it keeps
+	// the image it elected (a freeze). A missing gate counts as closed. The
+	// namespace defaults to the policy's. A Windlass extension.
+	// +optional
+	Gates []meta.NamespacedObjectReference `json:"gates,omitempty"`
 }
 
 // ImagePolicyChoice is one rule: exactly one field is set.
@@ -204,6 +211,9 @@ func (in *ImagePolicy) GetRequeueAfter() time.Duration {
 	}
 	return DefaultDigestInterval
 }
+
+// GetGates returns spec.gates.
+func (in *ImagePolicy) GetGates() []meta.NamespacedObjectReference { return in.Spec.Gates }
 
 // GetDigestReflectionPolicy returns spec.digestReflectionPolicy, Never by
 // default.

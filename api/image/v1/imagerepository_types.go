@@ -97,6 +97,13 @@ type ImageRepositorySpec struct {
 	// Insecure allows plain HTTP to the registry.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// Gates are the gates (gating.toolkit.fluxcd.io) that must all be open
+	// for the repository to be scanned: while one is closed, the tags of the
+	// last scan stay as they are. A missing gate counts as closed. The
+	// namespace defaults to the repository's. A Windlass extension.
+	// +optional
+	Gates []meta.NamespacedObjectReference `json:"gates,omitempty"`
 }
 
 // ScanResult is the outcome of the last successful scan.
@@ -191,6 +198,9 @@ func (in *ImageRepository) IsSuspended() bool { return in.Spec.Suspend }
 
 // GetRequeueAfter returns spec.interval.
 func (in *ImageRepository) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
+
+// GetGates returns spec.gates.
+func (in *ImageRepository) GetGates() []meta.NamespacedObjectReference { return in.Spec.Gates }
 
 // MaxDefaultTimeout bounds the default timeout of a scan.
 const MaxDefaultTimeout = 5 * time.Minute

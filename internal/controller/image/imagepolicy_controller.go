@@ -17,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/imagepolicy"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -88,7 +90,7 @@ func (r *ImagePolicyReconciler) policyKind() reconcile.Kind[*imagev1.ImagePolicy
 			return obj.Status.LatestRef.String()
 		},
 		Run: func(ctx context.Context, obj *imagev1.ImagePolicy, _ *patch.Helper) (reconcile.Result, error) {
-			return reconcile.RunSteps(ctx, obj, &policyScope{}, r.compile, r.getRepository, r.elect, r.reflectDigest, r.record)
+			return reconcile.RunSteps(ctx, obj, &policyScope{}, r.enforceGates, r.compile, r.getRepository, r.elect, r.reflectDigest, r.record)
 		},
 	}
 }
@@ -124,6 +126,10 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	if err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return err
+	}
+	newList := func() client.ObjectList { return &imagev1.ImagePolicyList{} }
 	runner := &reconcile.Runner[*imagev1.ImagePolicy]{
 		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.policyKind(),
 	}
@@ -131,7 +137,14 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		Watches(&imagev1.ImagePolicy{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(pinChanged())).
 		Watches(&imagev1.ImageRepository{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository)).
+		Watches(&gatingv1alpha1.Gate{}, gate.EnqueueConsumers(r.Client, newList), builder.WithPredicates(gate.OpenedChanged())).
 		Complete(runner)
+}
+
+// enforceGates holds the policy while one of its gates is closed: it keeps
+// the image it elected (Approved=False).
+func (r *ImagePolicyReconciler) enforceGates(ctx context.Context, obj *imagev1.ImagePolicy, _ *policyScope) (reconcile.Result, error) {
+	return reconcile.ResultEmpty, gate.Enforce(ctx, r.Client, r.Events, obj, gate.Applier, r.NoCrossNamespaceRefs, r.dependencyRequeue())
 }
 
 // pinChanged passes the updates that set, change or remove the pin.

@@ -10,11 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/registry"
@@ -24,6 +27,7 @@ import (
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/finalizers,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="events.k8s.io",resources=events,verbs=create;patch
 
@@ -43,6 +47,8 @@ type ImageRepositoryReconciler struct {
 	// AllowInsecureHTTP lets spec.insecure reach a registry over plain
 	// HTTP.
 	AllowInsecureHTTP bool
+	// NoCrossNamespaceRefs refuses gates in another namespace.
+	NoCrossNamespaceRefs bool
 }
 
 // repositoryScope is what the steps of one run share.
@@ -69,7 +75,7 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 			return obj.Status.LastScanResult.Revision
 		},
 		Run: func(ctx context.Context, obj *imagev1.ImageRepository, _ *patch.Helper) (reconcile.Result, error) {
-			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.checkSpec, r.readCredentials, r.scan)
+			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.enforceGates, r.checkSpec, r.readCredentials, r.scan)
 		},
 		Finalize: func(_ context.Context, obj *imagev1.ImageRepository) error {
 			return r.Store.Delete(obj.Namespace, obj.Name)
@@ -78,12 +84,25 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 	}
 }
 
-// SetupWithManager registers the reconciler with mgr.
-func (r *ImageRepositoryReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+// SetupWithManager registers the reconciler with mgr: it watches the
+// Gates too.
+func (r *ImageRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImageRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return err
+	}
 	runner := &reconcile.Runner[*imagev1.ImageRepository]{
 		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.repositoryKind(),
 	}
-	return reconcile.NewControllerManagedBy(mgr, &imagev1.ImageRepository{}, opts).Complete(runner)
+	newList := func() client.ObjectList { return &imagev1.ImageRepositoryList{} }
+	return reconcile.NewControllerManagedBy(mgr, &imagev1.ImageRepository{}, opts).
+		Watches(&gatingv1alpha1.Gate{}, gate.EnqueueConsumers(r.Client, newList), builder.WithPredicates(gate.OpenedChanged())).
+		Complete(runner)
+}
+
+// enforceGates holds the repository while one of its gates is closed:
+// nothing is scanned meanwhile (Blocked=True).
+func (r *ImageRepositoryReconciler) enforceGates(ctx context.Context, obj *imagev1.ImageRepository, _ *repositoryScope) (reconcile.Result, error) {
+	return reconcile.ResultEmpty, gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter())
 }
 
 // checkSpec stalls a repository whose spec no retry can make work: an

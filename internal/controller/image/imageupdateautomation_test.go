@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -262,12 +261,7 @@ func TestImageUpdateAutomation_Gate(t *testing.T) {
 	g.Expect(conditions.Message(held, meta.ApprovedCondition)).To(ContainSubstring("gate '" + s.ns + "/release' is missing"))
 	g.Expect(s.repo.Head("main")).To(Equal(s.initial))
 
-	gateObj := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "release"},
-		Spec: gatingv1alpha1.GateSpec{Default: gatingv1alpha1.GateOpened}}
-	create(g, gateObj)
-	gateObj.Status.Conditions = []metav1.Condition{{Type: gatingv1alpha1.OpenedCondition, Status: metav1.ConditionTrue,
-		Reason: "Default", Message: "open by default", LastTransitionTime: metav1.Now(), ObservedGeneration: 1}}
-	g.Expect(env.Client.Status().Update(context.Background(), gateObj)).To(Succeed())
+	openGate(g, s.ns, "release")
 	testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool { return a.Status.LastPushCommit != "" })
 }
 

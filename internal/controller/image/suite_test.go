@@ -25,6 +25,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/conditions/check"
+	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/registry"
@@ -46,8 +47,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, startControllers))
 }
 
-// startControllers runs the three image reconcilers and the tags server
-// against the test control plane.
+// startControllers runs the three image reconcilers, the tags server and
+// the Gate controller against the test control plane.
 func startControllers(ctx context.Context, e *testenv.Environment) error {
 	logs = testutil.CaptureLogs()
 	dir, err := os.MkdirTemp("", "windlass-image-")
@@ -78,6 +79,10 @@ func startControllers(ctx context.Context, e *testenv.Environment) error {
 	automations := &ImageUpdateAutomationReconciler{Client: mgr.GetClient(), AllowInsecureHTTP: true,
 		Events: &event.Recorder{Kubernetes: mgr.GetEventRecorder("image-automation-controller")}}
 	if err := automations.SetupWithManager(ctx, mgr, opts); err != nil {
+		return err
+	}
+	gates := &gatingctrl.GateReconciler{Client: mgr.GetClient()}
+	if err := gates.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
 	tagsURL = httptest.NewServer(TagsHandler(mgr.GetClient(), store)).URL
