@@ -267,6 +267,10 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 		ref = &g.Checkout.Reference
 	}
 	scope.checkout = gitsource.CheckoutOptions(ref)
+	// The tip is all a commit needs: a push that its history would be
+	// needed to judge is reported as a race, and applied again on the
+	// fetched tip.
+	scope.checkout.ShallowClone = true
 	if pushBranch(obj, scope) == "" && !hasBranchTemplate(obj) {
 		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration,
 			fmt.Errorf("nothing to push to: the checkout is not a branch; set spec.git.push.branch"))
