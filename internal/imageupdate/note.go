@@ -81,3 +81,27 @@ func ParseNote(note string) (n UpdateNote, ok bool) {
 func IsNote(note string) bool {
 	return strings.HasPrefix(note, NoteHeader)
 }
+
+// Summary says in one line what the update changed: the automation and
+// each policy's image before and after, such as "image update by
+// ImageUpdateAutomation/apps/fleet: ghcr.io/org/web:1.0.0 -> 1.1.0".
+func (n UpdateNote) Summary() string {
+	changes := make([]string, 0, len(n.Policies))
+	for _, p := range n.Policies {
+		if p.Previous == "" {
+			changes = append(changes, p.Image)
+			continue
+		}
+		changes = append(changes, p.Previous+" -> "+strings.TrimPrefix(p.Image, imageName(p.Previous)+":"))
+	}
+	return "image update by ImageUpdateAutomation/" + n.Automation + ": " + strings.Join(changes, ", ")
+}
+
+// imageName returns the name of an image reference name:tag[@digest].
+func imageName(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i]
+	}
+	return ref
+}

@@ -9,6 +9,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
@@ -42,19 +43,24 @@ func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa
 
 // apply applies the objects in stages, after a server-side dry run of all
 // of them: when the dry run refuses one, nothing is applied. It returns
-// what it applied and records the changes in an event.
+// what it applied and records the changes in an event, with why the
+// revision came when its artifact says (because, see appliedBecause).
 //
 // Objects join the status inventory before they are written (see
 // writeAhead), so that a later revision can prune them even when this run
 // dies half-way; when an apply fails half-way, what was applied stays in
 // the inventory for the same reason.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
-	objs []*unstructured.Unstructured, revision string, patcher *patch.Helper) (*ssa.ChangeSet, error) {
+	objs []*unstructured.Unstructured, revision, because string, patcher *patch.Helper) (*ssa.ChangeSet, error) {
 	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{
 		Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), BeforeWrite: writeAhead(obj, patcher),
 	})
 	if changes.Changed() {
-		r.Events.Normal(ctx, obj, kustomizev1.ReconciliationSucceededReason, revision, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
+		msg := fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision)
+		if because != "" {
+			msg += "\n" + because
+		}
+		r.Events.Normal(ctx, obj, kustomizev1.ReconciliationSucceededReason, revision, msg)
 	}
 	var invalid *ssa.ValidationError
 	switch {
@@ -65,6 +71,21 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return changes, nil
+}
+
+// appliedBecause says why a revision came, when its artifact carries the
+// note of an automated image update (imageupdate.NoteMetadataKey): the
+// event of its apply then tells which image it brings, so that an Alert
+// announces the update when it reaches the cluster (seed 004).
+func appliedBecause(artifact *meta.Artifact) string {
+	if artifact == nil {
+		return ""
+	}
+	note, ok := imageupdate.ParseNote(artifact.Metadata[imageupdate.NoteMetadataKey])
+	if !ok {
+		return ""
+	}
+	return note.Summary()
 }
 
 // writeAhead returns the ssa.ApplyOptions.BeforeWrite of obj: it adds the

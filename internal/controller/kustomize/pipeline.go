@@ -167,7 +167,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
 		return nil, err
 	}
-	changes, err := r.apply(ctx, obj, m, objs, revision, patcher)
+	changes, err := r.apply(ctx, obj, m, objs, revision, appliedBecause(artifact), patcher)
 	if err != nil {
 		return nil, err
 	}
