@@ -208,9 +208,9 @@ type ImageUpdateAutomationStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// LastAutomationRunTime is when the automation last checked the
-	// repository out and applied its policies (a run that finds neither
-	// the images nor the branch moved checks nothing out).
+	// LastAutomationRunTime is when a run of the automation last found
+	// something new: images elected, a branch moved, or a push (a run that
+	// finds neither the images nor the branch moved checks nothing out).
 	// +optional
 	LastAutomationRunTime *metav1.Time `json:"lastAutomationRunTime,omitempty"`
 

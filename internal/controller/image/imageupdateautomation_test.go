@@ -128,16 +128,18 @@ func TestImageUpdateAutomation_Story(t *testing.T) {
 	// Nothing new: the runs that follow list the remote (one request each)
 	// and clone nothing, so they write no status (a checkout would record
 	// lastAutomationRunTime).
-	// A run queued while the push was recorded may still see the status
-	// before it and check out once: let the runs settle, then count.
+	// Nothing new: the runs that follow list the remote (one request each)
+	// and clone nothing (no upload-pack request), so they write nothing.
+	// One checkout is allowed: a run may read the status from the cache
+	// before the push is in it.
 	ready(g, a)
-	runs := func(n int64) {
-		requests := s.git.RequestsFor("fleet.git")
-		g.Eventually(func() int64 { return s.git.RequestsFor("fleet.git") }, 20*time.Second).Should(BeNumerically(">=", requests+n))
-	}
-	runs(3)
+	clones := func() int64 { return s.git.RequestsFor("fleet.git/git-upload-pack") }
+	requests, cloned := s.git.RequestsFor("fleet.git"), clones()
+	g.Eventually(func() int64 { return s.git.RequestsFor("fleet.git") }, 30*time.Second).Should(BeNumerically(">=", requests+6))
+	g.Expect(clones()-cloned).To(BeNumerically("<=", 1), "runs with nothing new clone nothing")
 	a = get(g, a)
-	runs(3)
+	requests = s.git.RequestsFor("fleet.git")
+	g.Eventually(func() int64 { return s.git.RequestsFor("fleet.git") }, 30*time.Second).Should(BeNumerically(">=", requests+3))
 	g.Expect(get(g, a).ResourceVersion).To(Equal(a.ResourceVersion), "a run with nothing new writes nothing")
 	g.Expect(s.repo.Head("main")).To(Equal(head), "no commit when nothing changed")
 

@@ -59,7 +59,6 @@ func (r *ImageUpdateAutomationReconciler) update(ctx context.Context, obj *image
 	if err != nil {
 		return reconcile.ResultEmpty, gitError(err)
 	}
-	obj.Status.LastAutomationRunTime = &metav1.Time{Time: scope.runStarted}
 	var done []pushed
 	for i, g := range groups {
 		// The work tree is at the commit checked out only for the first
@@ -204,6 +203,16 @@ func pushOptions(obj *imagev1.ImageUpdateAutomation, branch string) git.PushOpti
 // event for each push, naming what it updated.
 func (r *ImageUpdateAutomationReconciler) recordPushes(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope,
 	done []pushed, base *git.Commit) {
+	before := obj.Status.DeepCopy()
+	defer func() {
+		// A checkout that found nothing new records nothing: a run that
+		// read a stale status from the cache and checked out for nothing
+		// writes nothing either.
+		if obj.Status.LastPushCommit != before.LastPushCommit || obj.Status.ObservedSourceRevision != before.ObservedSourceRevision ||
+			!maps.Equal(obj.Status.ObservedPolicies, before.ObservedPolicies) {
+			obj.Status.LastAutomationRunTime = &metav1.Time{Time: scope.runStarted}
+		}
+	}()
 	obj.Status.ObservedPolicies = scope.observed
 	obj.Status.ObservedSourceRevision = revisionOf(checkoutBranch(scope), base.Hash)
 	for _, p := range done {
