@@ -46,11 +46,13 @@ type Options struct {
 	// Insecure allows plain HTTP. Without it, plain HTTP is refused
 	// except to a loopback address.
 	Insecure bool
-	// DockerConfigJSON is the .dockerconfigjson of the secretRef Secret.
+	// DockerConfigs are the .dockerconfigjson of the credential Secrets
+	// (secretRef, then the service account's image pull secrets); the
+	// first that names the registry wins, and empty ones are skipped.
 	// Only the entry of the repository's registry host is used, and its
 	// credentials are sent to that host only (and to the token service it
 	// names), never to a host a response redirects to.
-	DockerConfigJSON []byte
+	DockerConfigs [][]byte
 	// CA, ClientCert and ClientKey are the ca.crt, tls.crt and tls.key of
 	// the certSecretRef Secret.
 	CA, ClientCert, ClientKey []byte
@@ -145,13 +147,18 @@ func (o Options) transport() (http.RoundTripper, error) {
 }
 
 // authenticator returns the credentials of repo's registry in
-// DockerConfigJSON (anonymous without an entry) and records them in
-// scrub.
+// DockerConfigs (anonymous without an entry) and records them in scrub.
 func (o Options) authenticator(ctx context.Context, repo name.Repository, scrub *scrubber) (authn.Authenticator, error) {
-	if len(o.DockerConfigJSON) == 0 {
+	var configs [][]byte
+	for _, c := range o.DockerConfigs {
+		if len(c) > 0 {
+			configs = append(configs, c)
+		}
+	}
+	if len(configs) == 0 {
 		return authn.Anonymous, nil
 	}
-	kc, err := oci.KeychainFromDockerConfigs(o.DockerConfigJSON)
+	kc, err := oci.KeychainFromDockerConfigs(configs...)
 	if err != nil {
 		return nil, invalidSpec("secretRef", err)
 	}

@@ -41,7 +41,7 @@ func TestDigest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := Digest(context.Background(), tc.ref, Options{DockerConfigJSON: tc.config})
+			got, err := Digest(context.Background(), tc.ref, Options{DockerConfigs: [][]byte{tc.config}})
 			switch {
 			case tc.wantSpec:
 				var spec *InvalidSpecError

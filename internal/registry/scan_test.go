@@ -270,7 +270,7 @@ func TestScanAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			s := newStore(t)
-			_, err := s.Scan(context.Background(), "apps", "private", Options{Image: reg.image("private"), DockerConfigJSON: tc.config})
+			_, err := s.Scan(context.Background(), "apps", "private", Options{Image: reg.image("private"), DockerConfigs: [][]byte{tc.config}})
 			switch {
 			case tc.wantAuth:
 				g.Expect(IsAuthError(err)).To(BeTrue(), "%v", err)
@@ -423,7 +423,7 @@ func TestRedirectCarriesNoCredentials(t *testing.T) {
 		})
 	})
 	s := newStore(t)
-	_, err := s.Scan(context.Background(), "apps", "app", Options{Image: reg.image("app"), DockerConfigJSON: dockerConfig(reg.host, testUser, testPass)})
+	_, err := s.Scan(context.Background(), "apps", "app", Options{Image: reg.image("app"), DockerConfigs: [][]byte{dockerConfig(reg.host, testUser, testPass)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(storedTags(t, s, "apps", "app")).To(Equal([]string{"elsewhere"}), "the redirect was followed")
 	g.Expect(reg.authHeaders()).To(ContainElement(HavePrefix("Basic ")), "the registry got the credentials")

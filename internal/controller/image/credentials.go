@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,12 +31,9 @@ func registryOptions(ctx context.Context, c client.Reader, obj *imagev1.ImageRep
 		return opts, reconcile.Stall(imagev1.ReasonInsecureDisallowed,
 			fmt.Errorf("spec.insecure asks for plain HTTP, which the controller refuses (--insecure-allow-http=false)"))
 	}
-	configs, err := dockerConfigs(ctx, c, obj)
-	if err != nil {
+	var err error
+	if opts.DockerConfigs, err = dockerConfigs(ctx, c, obj); err != nil {
 		return opts, err
-	}
-	if opts.DockerConfigJSON, err = mergeDockerConfigs(configs); err != nil {
-		return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, err)
 	}
 	if ref := obj.Spec.CertSecretRef; ref != nil {
 		data, err := secret.Data(ctx, c, obj.Namespace, ref.Name)
@@ -61,15 +57,10 @@ func registryOptions(ctx context.Context, c client.Reader, obj *imagev1.ImageRep
 	return opts, nil
 }
 
-// namedConfig is a docker config and the Secret it comes from.
-type namedConfig struct {
-	secret string
-	data   []byte
-}
-
 // dockerConfigs returns the docker configs of spec.secretRef, then of the
-// image pull secrets of spec.serviceAccountName.
-func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepository) ([]namedConfig, error) {
+// image pull secrets of spec.serviceAccountName, in that order: the
+// registry package takes the first that names the registry.
+func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepository) ([][]byte, error) {
 	var names []string
 	if obj.Spec.SecretRef != nil {
 		names = append(names, obj.Spec.SecretRef.Name)
@@ -84,7 +75,7 @@ func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepos
 			names = append(names, ref.Name)
 		}
 	}
-	configs := make([]namedConfig, 0, len(names))
+	configs := make([][]byte, 0, len(names))
 	for _, name := range names {
 		data, err := secret.Data(ctx, c, obj.Namespace, name)
 		if err != nil {
@@ -95,34 +86,7 @@ func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepos
 			return nil, reconcile.Stall(imagev1.ReasonAuthenticationFailed,
 				fmt.Errorf("secret '%s' has no '%s' key: create it with kubectl create secret docker-registry", name, corev1.DockerConfigJsonKey))
 		}
-		configs = append(configs, namedConfig{secret: name, data: config})
+		configs = append(configs, config)
 	}
 	return configs, nil
-}
-
-// mergeDockerConfigs merges the "auths" of several docker configs into
-// one; for a registry named twice, the first config wins.
-func mergeDockerConfigs(configs []namedConfig) ([]byte, error) {
-	switch len(configs) {
-	case 0:
-		return nil, nil
-	case 1:
-		return configs[0].data, nil
-	}
-	merged := map[string]json.RawMessage{}
-	for _, cfg := range configs {
-		var parsed struct {
-			Auths map[string]json.RawMessage `json:"auths"`
-		}
-		if err := json.Unmarshal(cfg.data, &parsed); err != nil {
-			// The error of encoding/json quotes no value of the input.
-			return nil, fmt.Errorf("secret '%s': '%s' is not a docker config: %w", cfg.secret, corev1.DockerConfigJsonKey, err)
-		}
-		for host, auth := range parsed.Auths {
-			if _, ok := merged[host]; !ok {
-				merged[host] = auth
-			}
-		}
-	}
-	return json.Marshal(map[string]any{"auths": merged})
 }
