@@ -26,6 +26,11 @@ const (
 	EtcdVersion       = "v3.6.8"
 )
 
+// recipe names the way Build compiles the binaries; it is part of the cache
+// folder's name, so that binaries an older recipe built (kube-apiserver
+// reporting v0.0.0-master, before the version was stamped) are built anew.
+const recipe = "stamped"
+
 // AssetsEnv names the environment variable that, when set, is the folder of
 // ready-built control-plane binaries (envtest's convention).
 const AssetsEnv = "KUBEBUILDER_ASSETS"
@@ -79,8 +84,8 @@ func AssetsDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(cache, "controlplane", fmt.Sprintf("k8s-%s-etcd-%s-%s-%s",
-		KubernetesVersion, EtcdVersion, runtime.GOOS, runtime.GOARCH)), nil
+	return filepath.Join(cache, "controlplane", fmt.Sprintf("k8s-%s-etcd-%s-%s-%s-%s",
+		KubernetesVersion, EtcdVersion, runtime.GOOS, runtime.GOARCH, recipe)), nil
 }
 
 // Missing returns the binaries that dir lacks.
@@ -148,7 +153,7 @@ func Build(ctx context.Context, dir string, progress Progress) error {
 // build cut short never leaves a broken binary behind.
 func buildBinary(ctx context.Context, goBin, src, dir string, b Binary) error {
 	out := filepath.Join(dir, b.Name)
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out+".tmp", b.Package)
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags="+ldflags(), "-o", out+".tmp", b.Package)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if output, err := cmd.CombinedOutput(); err != nil {
@@ -159,6 +164,22 @@ func buildBinary(ctx context.Context, goBin, src, dir string, b Binary) error {
 		return fmt.Errorf("building %s from %s: %w\n%s", b.Name, b.Package, err, lastLines(string(output), 20))
 	}
 	return os.Rename(out+".tmp", out)
+}
+
+// ldflags strips the binaries and stamps the Kubernetes version into them,
+// as the Kubernetes release build does: built from Go modules, kube-apiserver
+// would otherwise report v0.0.0-master, which charts that require a
+// kubeVersion (most public ones) refuse.
+func ldflags() string {
+	const pkg = "k8s.io/component-base/version"
+	major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return strings.Join([]string{"-s", "-w",
+		"-X", pkg + ".gitVersion=" + KubernetesVersion,
+		"-X", pkg + ".gitMajor=" + major,
+		"-X", pkg + ".gitMinor=" + minor,
+		"-X", pkg + ".gitTreeState=clean",
+	}, " ")
 }
 
 // writeModule writes the embedded build module to dir, dropping the .txt
