@@ -72,6 +72,11 @@ type Holding struct {
 	Err error
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
+	// Restored means the run, though held, restored what the hold keeps
+	// serving (an artifact lost from storage, rebuilt at the held
+	// revision): Summarize then writes Ready as for a success, so that it
+	// no longer tells of a failure the run mended.
+	Restored bool
 }
 
 func (e *Holding) Error() string { return e.Err.Error() }
@@ -85,18 +90,34 @@ func IsHolding(err error) bool {
 	return errors.As(err, &h)
 }
 
+// MarkRestored marks the Holding error err, if it is one, as a hold whose
+// run restored what it serves (see Holding.Restored), and returns it.
+func MarkRestored(err error) error {
+	var h *Holding
+	if errors.As(err, &h) {
+		h.Restored = true
+	}
+	return err
+}
+
 // Hold returns a Holding error.
 func Hold(reason string, err error, after time.Duration) error {
 	return &Holding{Reason: reason, Err: err, RequeueAfter: after}
 }
 
+// WaitingReason is the reason of a wait that gives none of its own.
+const WaitingReason = "Waiting"
+
 // Failure is a failure that a retry may mend, such as a host that is down. It
-// is retried with exponential backoff.
+// is retried with exponential backoff, or after RetryAfter when that is set.
 type Failure struct {
 	// Reason is the condition reason, in UpperCamelCase.
 	Reason string
 	// Err is the cause, shown to users in conditions and events.
 	Err error
+	// RetryAfter, when positive, is the fixed delay before the retry (a
+	// retry strategy the user chose), instead of the backoff.
+	RetryAfter time.Duration
 }
 
 func (e *Failure) Error() string { return e.Err.Error() }
@@ -131,6 +152,12 @@ func IsQuiet(err error) bool {
 
 // Fail returns a Failure error.
 func Fail(reason string, err error) error { return &Failure{Reason: reason, Err: err} }
+
+// FailRetryAfter returns a Failure error retried after the fixed delay
+// after, without backoff.
+func FailRetryAfter(reason string, err error, after time.Duration) error {
+	return &Failure{Reason: reason, Err: err, RetryAfter: after}
+}
 
 // ReasonOf returns the reason carried by err, or fallback when err carries
 // none.

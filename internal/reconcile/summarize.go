@@ -43,14 +43,20 @@ type Summary struct {
 // carries no credentials, since controller-runtime logs it):
 //
 //   - Stalling: Stalled=True and Ready=False; a terminal error, no retry.
-//   - Waiting: Ready=False and Reconciling=True; requeue after the wait.
+//   - Waiting: Ready=False and Reconciling=True, both with the reason of
+//     what the object waits for (a source, a dependency): kstatus
+//     InProgress, not a failure; requeue after the wait.
 //   - Progressing: Ready=Unknown and Reconciling=True; requeue after the
 //     delay it gives.
 //   - Holding: Ready, Stalled and the observed generation are left as the
 //     last run that worked wrote them (Ready=False with the hold's reason
-//     when there was none); Reconciling goes when Ready is True, so that
-//     they never contradict; requeue after the hold's delay, jittered.
-//   - any other error: Ready=False and Reconciling=True; retry with backoff.
+//     when there was none), or Ready=True as for a success when the held
+//     run restored what it serves (Holding.Restored) and nothing negative
+//     holds; Reconciling goes when Ready is True, so that they never
+//     contradict; requeue after the hold's delay, jittered.
+//   - any other error: Ready=False and Reconciling=True with the reason
+//     ProgressingWithRetry, which is how a failure is told from a wait;
+//     retry with backoff, or after the Failure's RetryAfter.
 //   - success: Ready=True (or False when a negative condition still holds)
 //     and the next run after the jittered interval.
 func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
@@ -62,7 +68,10 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 	)
 	switch {
 	case errors.As(s.Err, &holding):
-		if conditions.Get(obj, meta.ReadyCondition) == nil {
+		switch {
+		case holding.Restored && !conditions.IsTrue(obj, meta.StalledCondition) && firstTrue(obj, s.NegativeConditions) == "":
+			conditions.MarkTrue(obj, meta.ReadyCondition, s.SuccessReason, "%s", s.SuccessMessage)
+		case conditions.Get(obj, meta.ReadyCondition) == nil:
 			conditions.MarkFalse(obj, meta.ReadyCondition, holding.Reason, "%s", holding.Err.Error())
 		}
 		if conditions.IsTrue(obj, meta.ReadyCondition) {
@@ -77,8 +86,9 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		return ctrl.Result{}, reconcile.TerminalError(redact.Error(s.Err))
 	case errors.As(s.Err, &waiting):
 		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "%s", waiting.Err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, waiting.Reason, "%s", waiting.Err.Error())
+		reason := waitingReason(waiting)
+		conditions.MarkTrue(obj, meta.ReconcilingCondition, reason, "%s", waiting.Err.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", waiting.Err.Error())
 		return ctrl.Result{RequeueAfter: waiting.RequeueAfter}, nil
 	case errors.As(s.Err, &progressing):
 		conditions.Delete(obj, meta.StalledCondition)
@@ -90,6 +100,9 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure: %s", s.Err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", s.Err.Error())
+		if after := retryAfter(s.Err); after > 0 {
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
 		return ctrl.Result{}, redact.Error(s.Err)
 	}
 
@@ -105,6 +118,25 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: Jitter(s.Interval, jitterPercent(s.JitterPercent))}, nil
+}
+
+// waitingReason is the reason of a wait: its own, or WaitingReason when
+// it gives none (never ProgressingWithRetry, which marks a failure).
+func waitingReason(w *Waiting) string {
+	if w.Reason == "" || w.Reason == meta.ProgressingWithRetryReason {
+		return WaitingReason
+	}
+	return w.Reason
+}
+
+// retryAfter is the fixed delay a Failure asks to be retried after, or
+// zero for the usual backoff.
+func retryAfter(err error) time.Duration {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.RetryAfter
+	}
+	return 0
 }
 
 // jitterPercent returns percent, or DefaultJitterPercent for zero.

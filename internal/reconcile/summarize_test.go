@@ -23,6 +23,7 @@ func TestSummarize(t *testing.T) {
 		wantReason    string
 		wantStalled   bool
 		wantRecon     bool
+		wantReconWhy  string
 		wantObserved  bool
 		wantTerminal  bool
 		wantErr       bool
@@ -65,7 +66,26 @@ func TestSummarize(t *testing.T) {
 			wantReady:     "False",
 			wantReason:    meta.DependencyNotReadyReason,
 			wantRecon:     true,
+			wantReconWhy:  meta.DependencyNotReadyReason,
 			wantRequeueIn: [2]time.Duration{30 * time.Second, 30 * time.Second},
+		},
+		{
+			name:          "a wait without a reason of its own is not taken for a failure",
+			summary:       Summary{Err: Wait("", errors.New("dep"), 30*time.Second)},
+			wantReady:     "False",
+			wantReason:    WaitingReason,
+			wantRecon:     true,
+			wantReconWhy:  WaitingReason,
+			wantRequeueIn: [2]time.Duration{30 * time.Second, 30 * time.Second},
+		},
+		{
+			name:          "a failure with a retry delay is retried after it, without backoff, and marked as a failure",
+			summary:       Summary{Err: FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)},
+			wantReady:     "False",
+			wantReason:    "UpgradeFailed",
+			wantRecon:     true,
+			wantReconWhy:  meta.ProgressingWithRetryReason,
+			wantRequeueIn: [2]time.Duration{5 * time.Second, 5 * time.Second},
 		},
 		{
 			name: "a plain error takes the reason of the first negative condition",
@@ -73,11 +93,12 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkTrue(obj, meta.StalledCondition, "Old", "old")
 				conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "denied")
 			},
-			summary:    Summary{Err: errors.New("denied"), NegativeConditions: []string{sourcev1.IncludeUnavailableCondition, sourcev1.FetchFailedCondition}},
-			wantReady:  "False",
-			wantReason: sourcev1.AuthenticationFailedReason,
-			wantRecon:  true,
-			wantErr:    true,
+			summary:      Summary{Err: errors.New("denied"), NegativeConditions: []string{sourcev1.IncludeUnavailableCondition, sourcev1.FetchFailedCondition}},
+			wantReady:    "False",
+			wantReason:   sourcev1.AuthenticationFailedReason,
+			wantRecon:    true,
+			wantReconWhy: meta.ProgressingWithRetryReason,
+			wantErr:      true,
 		},
 		{
 			name: "a plain error after a stalled run does not take the stale Stalled reason",
@@ -111,6 +132,30 @@ func TestSummarize(t *testing.T) {
 			wantReady:     "False",
 			wantReason:    meta.FailedReason,
 			wantRecon:     true,
+			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
+		},
+		{
+			name: "a hold whose run restored what it serves says Ready again, as a success",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkFalse(obj, meta.ReadyCondition, sourcev1.StorageOperationFailedReason, "artifact disappeared")
+				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "rebuilding")
+			},
+			summary: Summary{Err: MarkRestored(Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
+				SuccessReason: meta.SucceededReason, SuccessMessage: "stored artifact", NegativeConditions: []string{sourcev1.FetchFailedCondition}},
+			wantReady:     "True",
+			wantReason:    meta.SucceededReason,
+			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
+		},
+		{
+			name: "a restored hold with a negative condition left keeps the failed Ready",
+			before: func(obj *sourcev1.GitRepository) {
+				conditions.MarkFalse(obj, meta.ReadyCondition, sourcev1.StorageOperationFailedReason, "artifact disappeared")
+				conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "denied")
+			},
+			summary: Summary{Err: MarkRestored(Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
+				SuccessReason: meta.SucceededReason, NegativeConditions: []string{sourcev1.FetchFailedCondition}},
+			wantReady:     "False",
+			wantReason:    sourcev1.StorageOperationFailedReason,
 			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
 		},
 		{
@@ -152,6 +197,9 @@ func TestSummarize(t *testing.T) {
 			g.Expect(conditions.Reason(obj, meta.ReadyCondition)).To(Equal(tt.wantReason))
 			g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(Equal(tt.wantStalled))
 			g.Expect(conditions.IsTrue(obj, meta.ReconcilingCondition)).To(Equal(tt.wantRecon))
+			if tt.wantReconWhy != "" {
+				g.Expect(conditions.Reason(obj, meta.ReconcilingCondition)).To(Equal(tt.wantReconWhy))
+			}
 			g.Expect(obj.Status.ObservedGeneration == 7).To(Equal(tt.wantObserved))
 			g.Expect(res.RequeueAfter).To(BeNumerically(">=", tt.wantRequeueIn[0]))
 			g.Expect(res.RequeueAfter).To(BeNumerically("<=", tt.wantRequeueIn[1]))

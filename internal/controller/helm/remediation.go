@@ -33,7 +33,7 @@ func (r *HelmReleaseReconciler) failed(ctx context.Context, obj *helmv2.HelmRele
 		obj.GetReleaseName(), sc.chart.Metadata.Name, sc.chart.Metadata.Version, cause)
 	conditions.MarkFalse(obj, helmv2.ReleasedCondition, reason, "%s", msg)
 	if retriesOnFailure(strategy) {
-		return reconcile.Wait(reason, fmt.Errorf("%s; retrying", msg), retryInterval(strategy))
+		return reconcile.FailRetryAfter(reason, fmt.Errorf("%s; retrying", msg), retryInterval(strategy))
 	}
 	remaining := retries < 0 || *failures <= int64(retries)
 	if remaining || remediateLast {
