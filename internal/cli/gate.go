@@ -268,7 +268,7 @@ func (f *verbFlags) waitGate(ctx context.Context, c client.Client, w io.Writer, 
 		if err := c.Get(ctx, key, latest); err != nil {
 			return false, nil //nolint:nilerr // a transient error is polled again
 		}
-		progress.observe(latest)
+		progress.observe(latest, latest.Generation, false)
 		return done(latest), nil
 	})
 	progress.stop()

@@ -412,8 +412,9 @@ func (f *imageFlags) waitPinned(ctx context.Context, c client.Client, w io.Write
 		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), latest); err != nil {
 			return false, nil //nolint:nilerr // a transient error is polled again
 		}
-		progress.observe(latest)
-		return latest.Status.LastHandledReconcileAt == token && readyDecided(latest) &&
+		handled := latest.Status.LastHandledReconcileAt == token
+		progress.observe(latest, latest.Generation, handled)
+		return handled && readyDecided(latest) &&
 			(tag != "" || !conditions.IsTrue(latest, meta.ReadyCondition) || !mentionsPin(conditions.Message(latest, meta.ReadyCondition))), nil
 	})
 	progress.stop()

@@ -279,7 +279,9 @@ func (f *verbFlags) requestAndWait(ctx context.Context, c client.Client, w io.Wr
 
 // waitOutcome waits until handled holds for obj and its Ready condition is
 // decided for its generation, then reports it: an error when it is not
-// Ready.
+// Ready. While the object waits for something else (a source, a
+// dependency, a gate) the wait goes on until the timeout, saying what it
+// waits for.
 func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Writer, k objectKind, obj reconcilable,
 	handled func(reconcilable) bool) error {
 	key := client.ObjectKeyFromObject(obj)
@@ -289,11 +291,15 @@ func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Write
 		if err := c.Get(ctx, key, latest); err != nil {
 			return false, nil //nolint:nilerr // a transient error is polled again
 		}
-		progress.observe(latest)
-		return handled(latest) && readyDecided(latest), nil
+		done := handled(latest)
+		progress.observe(latest, latest.GetGeneration(), done)
+		return done && readyDecided(latest), nil
 	})
 	progress.stop()
 	if err != nil {
+		if waiting := waitingFor(latest, latest.GetGeneration()); waiting != "" && handled(latest) {
+			return fmt.Errorf("%s was not reconciled within %s: it still waits: %s", k.describe(obj), f.timeout, waiting)
+		}
 		return fmt.Errorf("%s was not reconciled within %s (ready: %s)", k.describe(obj), f.timeout, conditions.Message(latest, meta.ReadyCondition))
 	}
 	ready := conditions.Get(latest, meta.ReadyCondition)
@@ -302,24 +308,6 @@ func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Write
 	}
 	fmt.Fprintf(w, "✔ %s reconciled: %s\n", k.describe(obj), firstLine(ready.Message))
 	return nil
-}
-
-// readyDecided reports whether obj's Ready condition is decided for its
-// current generation and no run is under way: True with the reconciliation
-// over, or False (a failure the controller retries is decided too; the
-// False of a previous run, while a new run reports its progress, is not).
-func readyDecided(obj reconcilable) bool {
-	ready := conditions.Get(obj, meta.ReadyCondition)
-	if ready == nil || ready.ObservedGeneration != obj.GetGeneration() {
-		return false
-	}
-	switch ready.Status {
-	case metav1.ConditionTrue:
-		return !conditions.IsTrue(obj, meta.ReconcilingCondition)
-	case metav1.ConditionFalse:
-		return !conditions.IsTrue(obj, meta.ReconcilingCondition) || conditions.Reason(obj, meta.ReconcilingCondition) != meta.ProgressingReason
-	}
-	return false
 }
 
 // setSuspended sets spec.suspend of the objects named (or all of the
