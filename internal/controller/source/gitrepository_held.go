@@ -34,15 +34,16 @@ var rebuildConditions = []string{
 // steps with the reference pinned to the held commit and the ignore rules,
 // submodules, sparse checkout and includes it was built with. The revision
 // in status stays the same, so appliers see no change; no new revision gets
-// through. An artifact that is fine costs no fetch at all.
-func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *sourcev1.GitRepository) error {
+// through. An artifact that is fine costs no fetch at all. It reports
+// whether it rebuilt the artifact.
+func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *sourcev1.GitRepository) (bool, error) {
 	a := obj.GetArtifact()
 	if a == nil {
-		return nil
+		return false, nil
 	}
 	why := r.store().checkStoredArtifact(ctx, obj, *a)
 	if why == "" {
-		return nil
+		return false, nil
 	}
 	revision := a.Revision
 	conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason, "artifact %s", why)
@@ -50,7 +51,7 @@ func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *
 	if err != nil {
 		err = fmt.Errorf("cannot rebuild the artifact at the held revision: %w", err)
 		conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, sourcev1.StorageOperationFailedReason, "%s", err.Error())
-		return reconcile.Stall(sourcev1.StorageOperationFailedReason, err)
+		return false, reconcile.Stall(sourcev1.StorageOperationFailedReason, err)
 	}
 	reconcile.MarkProgress(obj, "rebuilding artifact at the held revision '%s': artifact %s", revision, why)
 
@@ -69,13 +70,12 @@ func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *
 		}
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Rebuilt the artifact at the held revision", "revision", revision)
 	r.Events.Normal(ctx, obj, artifactRebuiltReason, revision,
 		fmt.Sprintf("artifact %s: rebuilt at the held revision '%s'", why, revision))
-	markReadyAfterRebuild(obj)
-	return nil
+	return true, nil
 }
 
 // heldSpec is the spec of a rebuild at the held commit hash, seen at ref
@@ -113,22 +113,6 @@ func specBranch(ref *sourcev1.GitRepositoryRef) string {
 		return ""
 	}
 	return git.DefaultBranch
-}
-
-// markReadyAfterRebuild says Ready=True again after a rebuild that follows
-// a failed one: the hold leaves Ready as it is, which would go on telling
-// that failure. A stalled object, or one with a negative condition, keeps
-// its Ready.
-func markReadyAfterRebuild(obj *sourcev1.GitRepository) {
-	if conditions.IsTrue(obj, meta.ReadyCondition) || conditions.IsTrue(obj, meta.StalledCondition) {
-		return
-	}
-	for _, t := range gitRepositoryNegativeConditions {
-		if conditions.IsTrue(obj, t) {
-			return
-		}
-	}
-	conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "%s", storedMessage(obj))
 }
 
 // includedArtifacts returns the artifacts to include: normally the current

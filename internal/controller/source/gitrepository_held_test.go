@@ -108,7 +108,8 @@ func TestRebuildHeldArtifact_UnparsableRevision(t *testing.T) {
 	a.Digest = "sha256:" + strings.Repeat("0", 64)
 	obj.Status.Artifact = &a
 
-	err := r.rebuildHeldArtifact(context.Background(), obj)
+	rebuilt, err := r.rebuildHeldArtifact(context.Background(), obj)
+	g.Expect(rebuilt).To(BeFalse())
 	var stalling *reconcile.Stalling
 	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(Equal("cannot rebuild the artifact at the held revision: " +
