@@ -34,6 +34,10 @@ func rowOf(kind string, obj statusObject, revision string, suspended bool, now t
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		r.Ready, r.Message = string(c.Status), firstLine(c.Message)
 	}
+	if held := gateHold(obj, obj.GetGeneration()); held != "" && conditions.Reason(obj, meta.ReadyCondition) != meta.GateClosedReason {
+		// Ready describes the last reconciliation; what comes next waits.
+		r.Message = "held back: " + held + " Last: " + r.Message
+	}
 	return r
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -131,7 +132,18 @@ func TestReconcileBehindAClosedGate(t *testing.T) {
 
 	g.Eventually(cmd.done, time.Minute).Should(Receive(&err))
 	g.Expect(err).NotTo(HaveOccurred(), cmd.out.String())
-	g.Expect(cmd.out.String()).To(ContainSubstring("✔ Kustomization " + ns + "/app reconciled: Applied revision: main@sha1:" + sha))
+	applied := "Applied revision: main@sha1:" + sha
+	g.Expect(cmd.out.String()).To(ContainSubstring("✔ Kustomization " + ns + "/app reconciled: " + applied))
+
+	// Closed again, `get` says that the next change waits, beside what
+	// was last applied.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(freeze), freeze)).To(Succeed())
+	setGateStatus(freeze, gate.Decision{Message: "Gate closed by request"})
+	g.Expect(env.Client.Status().Update(ctx, freeze)).To(Succeed())
+	g.Eventually(func() string {
+		out, _, _ := runQuietly(t, "get", "ks", "-n", ns, "--no-header")
+		return out
+	}, time.Minute).Should(MatchRegexp(`True\s+` + regexp.QuoteMeta("held back: Reconciliation is waiting approval, gate '"+ns+"/freeze' is closed. Last: "+applied)))
 }
 
 // runQuietly runs the command args to its end, like run, without moving
