@@ -157,6 +157,30 @@ var providerCases = []providerCase{{
 		g.Expect(r["tags"]).To(ContainElements("resolved", "severity: info", "revision: main@sha1:bbb"))
 	},
 }, {
+	typ: "incident.io", secrets: []string{"io-token"},
+	cfg: func(base string) notify.Config {
+		return notify.Config{Address: base + "/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66", Token: "io-token"}
+	},
+	check: func(g Gomega, fire, resolve, info recorded) {
+		for _, r := range []recorded{fire, resolve, info} {
+			g.Expect(r.Path).To(Equal("/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66"))
+			g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer io-token"))
+		}
+		f, r, i := jsonOf(g, fire.Body), jsonOf(g, resolve.Body), jsonOf(g, info.Body)
+		g.Expect(f).To(HaveKeyWithValue("status", "firing"))
+		g.Expect(f).To(HaveKeyWithValue("title", "Kustomization/apps.flux-system: health check failed"))
+		g.Expect(f).To(HaveKeyWithValue("description", "health check failed\n(and 2 more like it)"))
+		g.Expect(f).To(HaveKeyWithValue("deduplication_key", "kustomization/apps.flux-system"))
+		g.Expect(f["metadata"]).To(And(HaveKeyWithValue("revision", "main@sha1:aaa"), HaveKeyWithValue("cluster", "prod"),
+			HaveKeyWithValue("severity", "error"), HaveKeyWithValue("kind", "Kustomization"), Not(HaveKey("token"))))
+		g.Expect(r).To(HaveKeyWithValue("status", "resolved"))
+		g.Expect(r).To(HaveKeyWithValue("deduplication_key", f["deduplication_key"]), "the recovery resolves what the failure fired")
+		g.Expect(r).To(HaveKeyWithValue("description", "Resolved: Applied revision"))
+		g.Expect(i).To(HaveKeyWithValue("status", "firing"))
+		g.Expect(i["metadata"]).To(HaveKeyWithValue("severity", "info"))
+		g.Expect(i["deduplication_key"]).NotTo(Equal(f["deduplication_key"]), "an info event does not replace the failure")
+	},
+}, {
 	typ: "pagerduty", secrets: []string{"pd-routing-key"},
 	cfg: func(base string) notify.Config { return notify.Config{Address: base, Channel: "pd-routing-key"} },
 	check: func(g Gomega, fire, resolve, info recorded) {
@@ -331,6 +355,8 @@ func TestNewRefuses(t *testing.T) {
 		{notify.Config{Type: "opsgenie"}, "'token' is required"},
 		{notify.Config{Type: "datadog", Address: "https://api.datadoghq.eu"}, "'token' is required"},
 		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme/app"}, "'token' is required"},
+		{notify.Config{Type: "incident.io", Address: "https://api.incident.io/v2/alert_events/http/01GW"}, "'token' is required"},
+		{notify.Config{Type: "incident.io", Token: token}, "an address is required"},
 		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme", Token: token}, "must be a repository"},
 		{notify.Config{Type: "pagerduty", Address: "https://events.pagerduty.com"}, "routing (integration) key is required"},
 		{notify.Config{Type: "sentry", Address: "https://sentry.example.com/42"}, "must be a Sentry DSN"},
