@@ -17,6 +17,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -181,6 +185,44 @@ var providerCases = []providerCase{{
 		g.Expect(i["deduplication_key"]).NotTo(Equal(f["deduplication_key"]), "an info event does not replace the failure")
 	},
 }, {
+	typ: "otel", secrets: []string{"otel-token"},
+	cfg: func(base string) notify.Config {
+		return notify.Config{Address: base, Token: "otel-token", Headers: map[string]string{"X-Scope-OrgID": "tenant-1"}}
+	},
+	check: func(g Gomega, fire, resolve, info recorded) {
+		span := func(r recorded) (*tracepb.Span, string) {
+			g.Expect(r.Path).To(Equal("/v1/traces"))
+			g.Expect(r.Header.Get("Content-Type")).To(Equal("application/x-protobuf"))
+			g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer otel-token"))
+			g.Expect(r.Header.Get("X-Scope-OrgID")).To(Equal("tenant-1"))
+			var req coltracepb.ExportTraceServiceRequest
+			g.Expect(proto.UnmarshalOptions{}.Unmarshal(r.Body, &req)).To(Succeed())
+			g.Expect(req.ProtoReflect().GetUnknown()).To(BeEmpty())
+			g.Expect(req.ResourceSpans).To(HaveLen(1))
+			rs := req.ResourceSpans[0]
+			g.Expect(rs.ScopeSpans).To(HaveLen(1))
+			g.Expect(rs.ScopeSpans[0].Spans).To(HaveLen(1))
+			return rs.ScopeSpans[0].Spans[0], attrs(rs.Resource.Attributes)["service.name"]
+		}
+		f, service := span(fire)
+		r, _ := span(resolve)
+		i, _ := span(info)
+		g.Expect(service).To(Equal("kustomize-controller"))
+		g.Expect(f.Name).To(Equal("Kustomization/apps.flux-system"))
+		g.Expect(f.TraceId).To(HaveLen(16))
+		g.Expect(f.SpanId).To(HaveLen(8))
+		g.Expect(f.StartTimeUnixNano).To(Equal(uint64(at.UnixNano())))
+		g.Expect(f.Status.Code).To(Equal(tracepb.Status_STATUS_CODE_ERROR))
+		g.Expect(f.Status.Message).To(Equal("health check failed\n(and 2 more like it)"))
+		g.Expect(attrs(f.Attributes)).To(And(HaveKeyWithValue("event.revision", "main@sha1:aaa"), HaveKeyWithValue("event.cluster", "prod"),
+			HaveKeyWithValue("event.reason", "HealthCheckFailed"), HaveKeyWithValue("k8s.namespace.name", "flux-system")))
+		g.Expect(r.Status.Code).To(Equal(tracepb.Status_STATUS_CODE_OK))
+		g.Expect(attrs(r.Attributes)).To(HaveKeyWithValue("event.message", "Resolved: Applied revision"))
+		g.Expect(r.TraceId).To(Equal(i.TraceId), "the spans of one revision are one trace")
+		g.Expect(r.TraceId).NotTo(Equal(f.TraceId))
+		g.Expect(r.SpanId).NotTo(Equal(i.SpanId))
+	},
+}, {
 	typ: "pagerduty", secrets: []string{"pd-routing-key"},
 	cfg: func(base string) notify.Config { return notify.Config{Address: base, Channel: "pd-routing-key"} },
 	check: func(g Gomega, fire, resolve, info recorded) {
@@ -286,6 +328,15 @@ var providerCases = []providerCase{{
 		g.Expect(r["client_payload"]).To(HaveKeyWithValue("message", "Resolved: Applied revision"))
 	},
 }}
+
+// attrs returns string attributes as a map.
+func attrs(kvs []*commonpb.KeyValue) map[string]string {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		out[kv.Key] = kv.Value.GetStringValue()
+	}
+	return out
+}
 
 // TestProviders posts a failure, its recovery and an info event to each
 // type against a loopback HTTPS server, and checks the requests against
@@ -393,6 +444,8 @@ func TestEndpoints(t *testing.T) {
 		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://github.com/acme/app.git"}, failure, "https://api.github.com/repos/acme/app/dispatches"},
 		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://ghe.example.com/acme/app/"}, failure, "https://ghe.example.com/api/v3/repos/acme/app/dispatches"},
 		{notify.Config{Type: "sentry", Address: "https://pub:sec@o1.ingest.sentry.io/7"}, failure, "https://o1.ingest.sentry.io/api/7/envelope/"},
+		{notify.Config{Type: "otel", Address: "http://collector:4318/"}, failure, "http://collector:4318/v1/traces"},
+		{notify.Config{Type: "otel", Address: "https://otlp.example.com/otlp/v1/traces"}, failure, "https://otlp.example.com/otlp/v1/traces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantURL, func(t *testing.T) {
