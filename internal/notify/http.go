@@ -42,14 +42,23 @@ const maxRedirects = 10
 func Client(cfg Config) *http.Client {
 	transport := httptransport.New(cfg.TLS, cfg.Proxy)
 	if !cfg.AllowLinkLocal {
-		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLinkLocal}
-		transport.DialContext = dialer.DialContext
+		transport.DialContext = Dialer(cfg, 30*time.Second).DialContext
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirect}
+}
+
+// Dialer returns a dialer with timeout that refuses link-local addresses
+// unless cfg allows them, for providers that open their own connections.
+func Dialer(cfg Config, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowLinkLocal {
+		d.Control = refuseLinkLocal
+	}
+	return d
 }
 
 // sameHostRedirect is a client's CheckRedirect: it follows a redirect to
@@ -98,10 +107,19 @@ func CheckAddress(address string, allowLinkLocal bool) (*url.URL, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("invalid address %q: no host", redact.URL(address))
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
-		return nil, fmt.Errorf("address %q: %w", redact.URL(address), ErrLinkLocal)
+	if err := CheckHost(u.Hostname(), allowLinkLocal); err != nil {
+		return nil, fmt.Errorf("address %q: %w", redact.URL(address), err)
 	}
 	return u, nil
+}
+
+// CheckHost refuses a host that is a link-local IP literal unless
+// allowLinkLocal (a name that resolves to one is refused when dialled).
+func CheckHost(hostname string, allowLinkLocal bool) error {
+	if ip, err := netip.ParseAddr(strings.Trim(hostname, "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
+		return ErrLinkLocal
+	}
+	return nil
 }
 
 // StatusError is the error of a request the service answered with a

@@ -1,7 +1,8 @@
 // Package providers builds the Notifier of any Provider type Windlass
 // serves, from the packages that implement them: chat (chat tools and
 // generic webhooks), incident (incident and observability services, and
-// GitHub dispatch) and commitstatus (commit statuses on Git forges).
+// GitHub dispatch), commitstatus (commit statuses on Git forges) and
+// stream (message buses).
 package providers
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/chat"
 	"github.com/windlass-dev/windlass/internal/notify/commitstatus"
 	"github.com/windlass-dev/windlass/internal/notify/incident"
+	"github.com/windlass-dev/windlass/internal/notify/stream"
 )
 
 // family is one package of provider types.
@@ -25,6 +27,7 @@ var families = []family{
 	{types: chat.Types, new: chat.New},
 	{types: incident.Types, new: incident.New},
 	{types: commitstatus.Types, new: commitstatus.New},
+	{types: stream.Types, new: stream.New},
 }
 
 // Types returns every type served, sorted.
