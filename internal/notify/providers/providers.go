@@ -1,8 +1,8 @@
 // Package providers builds the Notifier of any Provider type Windlass
 // serves, from the packages that implement them: chat (chat tools and
 // generic webhooks), incident (incident and observability services, and
-// GitHub dispatch), commitstatus (commit statuses on Git forges) and
-// stream (message buses).
+// GitHub dispatch), commitstatus (commit statuses on Git forges), comment
+// (comments on pull and merge requests) and stream (message buses).
 package providers
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/notify"
 	"github.com/windlass-dev/windlass/internal/notify/chat"
+	"github.com/windlass-dev/windlass/internal/notify/comment"
 	"github.com/windlass-dev/windlass/internal/notify/commitstatus"
 	"github.com/windlass-dev/windlass/internal/notify/incident"
 	"github.com/windlass-dev/windlass/internal/notify/stream"
@@ -28,6 +29,7 @@ var families = []family{
 	{types: incident.Types, new: incident.New},
 	{types: commitstatus.Types, new: commitstatus.New},
 	{types: stream.Types, new: stream.New},
+	{types: comment.Types, new: comment.New},
 }
 
 // Types returns every type served, sorted.

@@ -13,7 +13,8 @@ import (
 func TestNew(t *testing.T) {
 	g := NewWithT(t)
 	want := []string{"alertmanager", "azuredevops", "bitbucket", "bitbucketserver", "datadog", "discord", "generic", "generic-hmac",
-		"gitea", "github", "githubdispatch", "gitlab", "googlechat", "grafana", "incident.io", "lark", "matrix", "msteams", "nats",
+		"gitea", "giteapullrequestcomment", "github", "githubdispatch", "githubpullrequestcomment", "gitlab",
+		"gitlabmergerequestcomment", "googlechat", "grafana", "incident.io", "lark", "matrix", "msteams", "nats",
 		"opsgenie", "otel", "pagerduty", "rocket", "sentry", "slack", "telegram", "webex", "zoom", "zulip"}
 	g.Expect(Types()).To(Equal(want))
 	n, err := New(notify.Config{Type: "generic", Address: "https://example.com/hook"})
