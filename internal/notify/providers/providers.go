@@ -48,6 +48,22 @@ func IsCommitStatus(providerType string) bool {
 	return slices.Contains(commitstatus.Types, providerType)
 }
 
+// NeedsToken tells whether a type cannot work without the Secret's token:
+// the commit-status and pull request comment types, which call a forge's
+// API.
+func NeedsToken(providerType string) bool {
+	return IsCommitStatus(providerType) || slices.Contains(comment.Types, providerType)
+}
+
+// AddressSchemes are the URL schemes of a type's address: nats:// and
+// tls:// for the stream types, http:// and https:// for the others.
+func AddressSchemes(providerType string) []string {
+	if slices.Contains(stream.Types, providerType) {
+		return []string{"nats", "tls"}
+	}
+	return []string{"https", "http"}
+}
+
 // New returns the Notifier of cfg.Type; a type Windlass does not serve is
 // an error that names the types it does.
 func New(cfg notify.Config) (notify.Notifier, error) {

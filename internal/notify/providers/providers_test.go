@@ -24,6 +24,11 @@ func TestNew(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(IsCommitStatus("github")).To(BeTrue())
 	g.Expect(IsCommitStatus("slack")).To(BeFalse())
+	g.Expect(NeedsToken("gitlab")).To(BeTrue())
+	g.Expect(NeedsToken("giteapullrequestcomment")).To(BeTrue())
+	g.Expect(NeedsToken("zoom")).To(BeFalse())
+	g.Expect(AddressSchemes("nats")).To(Equal([]string{"nats", "tls"}))
+	g.Expect(AddressSchemes("otel")).To(Equal([]string{"https", "http"}))
 	_, err = New(notify.Config{Type: "carrier-pigeon"})
 	g.Expect(err).To(MatchError(ContainSubstring(`provider type "carrier-pigeon" is not served by Windlass: choose one of alertmanager, azuredevops`)))
 }
