@@ -2,7 +2,10 @@ package stream
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -89,6 +92,35 @@ func TestPublish(t *testing.T) {
 	g.Expect(e.Reason).To(Equal("HealthCheckFailed"))
 	g.Expect(e.Message).To(Equal("health check failed\n(and 2 more like it)"))
 	g.Expect(e.Metadata).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/revision", "main@sha1:aaa"))
+}
+
+// TestPublishTLS: with certSecretRef's CA, the message goes over TLS to
+// a server whose certificate that CA signed; without it the handshake
+// fails.
+func TestPublishTLS(t *testing.T) {
+	g := NewWithT(t)
+	certs := httptest.NewUnstartedServer(nil)
+	certs.StartTLS() // only for its certificate, for 127.0.0.1
+	t.Cleanup(certs.Close)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+		TLS: true, TLSConfig: certs.TLS.Clone(), Username: publisher, Password: password})
+	g.Expect(err).NotTo(HaveOccurred())
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	g.Expect(ns.ReadyForConnections(30 * time.Second)).To(BeTrue())
+	address := ns.ClientURL()
+	g.Expect(address).To(HavePrefix("tls://"))
+	pool := x509.NewCertPool()
+	pool.AddCert(certs.Certificate())
+
+	n, err := New(notify.Config{Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password,
+		TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Post(context.Background(), message())).To(Succeed())
+
+	n, err = New(notify.Config{Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Post(context.Background(), message())).To(MatchError(ContainSubstring("certificate")))
 }
 
 // TestPublishRefused: the server's refusals (bad credentials, a subject
