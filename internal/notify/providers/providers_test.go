@@ -32,3 +32,27 @@ func TestNew(t *testing.T) {
 	_, err = New(notify.Config{Type: "carrier-pigeon"})
 	g.Expect(err).To(MatchError(ContainSubstring(`provider type "carrier-pigeon" is not served by Windlass: choose one of alertmanager, azuredevops`)))
 }
+
+// TestNewTypes: each type added with the Provider types the schema
+// accepts is built by the registry from the Config its README line
+// documents.
+func TestNewTypes(t *testing.T) {
+	repo := "https://github.com/org/app"
+	for _, cfg := range []notify.Config{
+		{Type: "zoom", Address: "https://integrations.zoom.us/chat/webhooks/incomingwebhook/abc", Token: "t"},
+		{Type: "incident.io", Address: "https://api.incident.io/v2/alert_events/http/01GW", Token: "t"},
+		{Type: "otel", Address: "http://otel-collector:4318"},
+		{Type: "nats", Address: "nats://nats:4222", Channel: "flux.events", BasicUsername: "u", Password: "p"},
+		{Type: "githubpullrequestcomment", Address: repo, Token: "t"},
+		{Type: "gitlabmergerequestcomment", Address: "https://gitlab.com/group/app", Token: "t"},
+		{Type: "giteapullrequestcomment", Address: "https://gitea.example.com/org/app", Token: "t"},
+	} {
+		t.Run(cfg.Type, func(t *testing.T) {
+			g := NewWithT(t)
+			n, err := New(cfg)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).NotTo(BeNil())
+			g.Expect(Types()).To(ContainElement(cfg.Type))
+		})
+	}
+}
