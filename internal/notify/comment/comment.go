@@ -18,9 +18,10 @@
 // reference's key, set on an object with the annotation
 // event.toolkit.fluxcd.io/change_request: "<number>"), the pull request's
 // number (the merge request's iid on GitLab). An event without it is
-// mapped through its revision: the pull requests, open or merged, that the
-// forge associates with the revision's commit (at most maxRequests). An
-// event with neither sends nothing, as the commit-status types do.
+// mapped through its revision: the open pull requests that the forge
+// associates with the revision's commit (at most maxRequests), as when a
+// preview environment follows a pull request's branch. An event with
+// neither sends nothing, as the commit-status types do.
 package comment
 
 import (
@@ -117,8 +118,8 @@ func changeRequest(m notify.Message) (string, bool) {
 	return "", false
 }
 
-// requestsOfCommit returns the open or merged pull requests of the commit
-// sha, at most maxRequests.
+// requestsOfCommit returns the open pull requests of the commit sha, at
+// most maxRequests.
 func (n *notifier) requestsOfCommit(ctx context.Context, sha string) ([]string, error) {
 	var found []pullRequest
 	err := n.do(ctx, notify.Request{Method: http.MethodGet, URL: n.forge.pullsOfCommit(n.repo.URL, sha), Into: n.forge.pullsInto(&found)})
@@ -131,7 +132,7 @@ func (n *notifier) requestsOfCommit(ctx context.Context, sha string) ([]string, 
 	}
 	var out []string
 	for _, pr := range found {
-		if pr.live() && len(out) < maxRequests {
+		if pr.open() && len(out) < maxRequests {
 			out = append(out, strconv.FormatInt(pr.number(), 10))
 		}
 	}

@@ -30,10 +30,10 @@ type forgeCase struct {
 var forgeCases = []forgeCase{
 	{typ: "githubpullrequestcomment", auth: [2]string{"Authorization", "Bearer " + token},
 		editPath: "PATCH /api/v3/repos/acme/app/issues/comments/", pageSize: 100,
-		pulls: []map[string]any{{"number": 9, "state": "closed", "merged_at": nil}, {"number": 7, "state": "open"}}},
+		pulls: []map[string]any{{"number": 9, "state": "closed", "merged_at": "2024-04-30T10:00:00Z"}, {"number": 7, "state": "open"}}},
 	{typ: "gitlabmergerequestcomment", auth: [2]string{"PRIVATE-TOKEN", token},
 		editPath: "PUT /api/v4/projects/acme%2Fapp/merge_requests/7/notes/", pageSize: 100,
-		pulls: []map[string]any{{"iid": 7, "state": "opened"}, {"iid": 9, "state": "closed"}}},
+		pulls: []map[string]any{{"iid": 7, "state": "opened"}, {"iid": 9, "state": "merged"}}},
 	{typ: "giteapullrequestcomment", auth: [2]string{"Authorization", "token " + token},
 		editPath: "PATCH /api/v1/repos/acme/app/issues/comments/", pageSize: 50,
 		pulls: []map[string]any{{"number": 7, "state": "open", "merged": false}}},
@@ -87,7 +87,7 @@ func TestOneCommentPerRequest(t *testing.T) {
 			g.Expect(n.Post(ctx, event("app-7", "Helm test passed", eventv1.SeverityInfo, byCommit))).To(Succeed())
 			g.Expect(srv.ours("7")).To(HaveLen(2))
 			g.Expect(srv.ours("7")[0].Body).To(ContainSubstring("> Helm test passed"))
-			g.Expect(srv.ours("9")).To(BeEmpty(), "a closed pull request that was not merged gets no comment")
+			g.Expect(srv.ours("9")).To(BeEmpty(), "a merged pull request gets no comment")
 			g.Expect(srv.creates).To(Equal(2))
 			g.Expect(srv.unauthored).To(BeZero())
 		})

@@ -101,14 +101,12 @@ type comment struct {
 }
 
 // pullRequest holds what the forges say of a pull request: GitHub and
-// Gitea its number, state ("open", "closed") and merge time or flag;
-// GitLab its iid and state ("opened", "merged", "closed", "locked").
+// Gitea its number and state ("open", "closed"), GitLab its iid and state
+// ("opened", "merged", "closed", "locked").
 type pullRequest struct {
-	Number   int64   `json:"number"`
-	IID      int64   `json:"iid"`
-	State    string  `json:"state"`
-	MergedAt *string `json:"merged_at"`
-	Merged   bool    `json:"merged"`
+	Number int64  `json:"number"`
+	IID    int64  `json:"iid"`
+	State  string `json:"state"`
 }
 
 // number is the pull request's number in URLs.
@@ -119,14 +117,9 @@ func (p pullRequest) number() int64 {
 	return p.Number
 }
 
-// live tells whether the pull request is open or merged: a closed one
-// that was not merged is left alone.
-func (p pullRequest) live() bool {
-	switch p.State {
-	case "open", "opened", "merged":
-		return p.number() > 0
-	case "closed":
-		return p.number() > 0 && (p.Merged || (p.MergedAt != nil && *p.MergedAt != ""))
-	}
-	return false
+// open tells whether the pull request is open: a merged or closed one is
+// left alone (the commit of a merged pull request is on the target branch,
+// where every object of the fleet would comment on it).
+func (p pullRequest) open() bool {
+	return (p.State == "open" || p.State == "opened") && p.number() > 0
 }
