@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -112,7 +113,7 @@ func (p *natsPublisher) publish(ctx context.Context, m notify.Message) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nc, err := nats.Connect(p.server, p.options(timeout)...)
+	nc, err := nats.Connect(p.server, p.options(ctx, timeout)...)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", redact.URL(p.server), err)
 	}
@@ -134,11 +135,11 @@ func (p *natsPublisher) publish(ctx context.Context, m notify.Message) error {
 }
 
 // options are the connection's: a name, no reconnection, the bounded
-// dialer, TLS and the credentials.
-func (p *natsPublisher) options(timeout time.Duration) []nats.Option {
+// dialer (which gives up with ctx), TLS and the credentials.
+func (p *natsPublisher) options(ctx context.Context, timeout time.Duration) []nats.Option {
 	opts := []nats.Option{
 		nats.Name("windlass-notification"), nats.NoReconnect(), nats.Timeout(timeout),
-		nats.SetCustomDialer(notify.Dialer(p.cfg, timeout)),
+		nats.SetCustomDialer(ctxDialer{ctx: ctx, dialer: notify.Dialer(p.cfg, timeout)}),
 	}
 	if p.cfg.TLS != nil {
 		opts = append(opts, nats.Secure(p.cfg.TLS.Clone()))
@@ -150,6 +151,17 @@ func (p *natsPublisher) options(timeout time.Duration) []nats.Option {
 		opts = append(opts, nats.Token(p.cfg.Token))
 	}
 	return opts
+}
+
+// ctxDialer dials with a context, which nats.CustomDialer does not take.
+type ctxDialer struct {
+	ctx    context.Context
+	dialer *net.Dialer
+}
+
+// Dial implements nats.CustomDialer.
+func (d ctxDialer) Dial(network, address string) (net.Conn, error) {
+	return d.dialer.DialContext(d.ctx, network, address)
 }
 
 // addressPassword returns the password of the address, a secret.
