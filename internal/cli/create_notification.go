@@ -77,18 +77,18 @@ func (p *providerFlags) object(name string, f *createFlags) (*notificationv1beta
 	if err != nil {
 		return nil, err
 	}
-	if !notificationv1beta3.ProviderTypeServed(p.providerType) {
+	if !slices.Contains(servedProviderTypes(), p.providerType) {
 		return nil, fmt.Errorf("--type %q is not a provider type Windlass sends to: choose one of %s",
 			p.providerType, strings.Join(servedProviderTypes(), ", "))
 	}
-	if err := checkProviderAddress(p.address); err != nil {
+	if err := checkProviderAddress(p.providerType, p.address); err != nil {
 		return nil, err
 	}
 	if p.address == "" && p.secretRef == "" {
 		return nil, errors.New("give the service's address: --address, or --secret-ref naming a Secret with an address key")
 	}
-	if notificationv1beta3.IsCommitStatusType(p.providerType) && p.secretRef == "" {
-		return nil, fmt.Errorf("a %s provider needs --secret-ref: a Secret whose token key may set commit statuses", p.providerType)
+	if providers.NeedsToken(p.providerType) && p.secretRef == "" {
+		return nil, fmt.Errorf("a %s provider needs --secret-ref: a Secret whose token key may call the forge's API (commit statuses, pull request comments)", p.providerType)
 	}
 	spec := notificationv1beta3.ProviderSpec{Type: p.providerType, Address: p.address, Channel: p.channel, Username: p.username}
 	for _, ref := range []struct {
@@ -114,15 +114,20 @@ func (p *providerFlags) object(name string, f *createFlags) (*notificationv1beta
 	return &notificationv1beta3.Provider{ObjectMeta: om, Spec: spec}, nil
 }
 
-// checkProviderAddress refuses an --address that is not an http(s) URL, or
-// that carries a password, which belongs in the Secret.
-func checkProviderAddress(address string) error {
+// checkProviderAddress refuses an --address that is not a URL of the
+// type's schemes (http(s), or nats:// and tls:// for nats), or that carries
+// a password, which belongs in the Secret.
+func checkProviderAddress(providerType, address string) error {
 	if address == "" {
 		return nil
 	}
+	schemes := providers.AddressSchemes(providerType)
 	u, err := url.Parse(address)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("--address must be an http or https URL, like https://hooks.example.com/notify")
+	if err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "" {
+		if slices.Contains(schemes, "http") {
+			return errors.New("--address must be an http or https URL, like https://hooks.example.com/notify")
+		}
+		return fmt.Errorf("--address must be a %s URL, like %s://host:4222", strings.Join(schemes, " or "), schemes[0])
 	}
 	if _, hasPassword := u.User.Password(); hasPassword {
 		return errors.New("--address must not carry a password: put the address in a Secret's address key and pass --secret-ref")

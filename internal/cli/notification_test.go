@@ -66,7 +66,9 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 	withType := slices.Clip(append(slices.Clone(rcv), "--type", "github", "--secret-ref", "token"))
 	tests := []refusedFlags{
 		{"provider: no type", append(provider, "--address", "https://x.example.com"), `--type "" is not a provider type Windlass sends to`},
-		{"provider: a type not served", append(provider, "--type", "zoom", "--address", "https://x.example.com"), `--type "zoom" is not a provider type`},
+		{"provider: a type not served", append(provider, "--type", "azureeventhub", "--address", "https://x.example.com"), `--type "azureeventhub" is not a provider type`},
+		{"provider: nats over http", append(provider, "--type", "nats", "--address", "https://nats.example.com"), "--address must be a nats or tls URL, like nats://host:4222"},
+		{"provider: a comment without a token", append(provider, "--type", "githubpullrequestcomment", "--address", "https://github.com/org/app"), "a githubpullrequestcomment provider needs --secret-ref"},
 		{"provider: no address", append(provider, "--type", "generic"), "give the service's address: --address, or --secret-ref"},
 		{"provider: an address that is no URL", append(provider, "--type", "generic", "--address", "hooks.example.com"), "--address must be an http or https URL"},
 		{"provider: an address with a password", append(provider, "--type", "generic", "--address", "https://bot:s3cr3t@hooks.example.com"), "--address must not carry a password"},
@@ -325,16 +327,19 @@ func TestTriggerReceiver(t *testing.T) {
 	})
 }
 
-// The types create alert-provider offers are those the API says Windlass
-// serves, and every one of them.
+// The types create alert-provider offers are those the notifiers serve:
+// the newer ones too, and not the two the API accepts that Windlass does
+// not serve.
 func TestServedProviderTypes(t *testing.T) {
 	g := NewWithT(t)
 	served := servedProviderTypes()
-	g.Expect(served).To(HaveEach(Satisfy(notificationv1beta3.ProviderTypeServed)))
-	for _, typ := range []string{"generic", "slack", "pagerduty", "github", "azuredevops", "githubdispatch"} {
+	for _, typ := range []string{"generic", "slack", "pagerduty", "github", "azuredevops", "githubdispatch",
+		notificationv1beta3.ProviderTypeZoom, notificationv1beta3.ProviderTypeIncidentIO, notificationv1beta3.ProviderTypeNATS,
+		notificationv1beta3.ProviderTypeOTel, notificationv1beta3.ProviderTypeGitHubPullRequestComment,
+		notificationv1beta3.ProviderTypeGitLabMergeRequestComment, notificationv1beta3.ProviderTypeGiteaPullRequestComment} {
 		g.Expect(served).To(ContainElement(typ))
 	}
-	g.Expect(served).NotTo(ContainElement(notificationv1beta3.ProviderTypeZoom))
+	g.Expect(served).NotTo(ContainElements(notificationv1beta3.ProviderTypeAzureEventHub, notificationv1beta3.ProviderTypeGooglePubSub))
 }
 
 // An event source or a Receiver's resource is written as the other kind

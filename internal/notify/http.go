@@ -42,14 +42,23 @@ const maxRedirects = 10
 func Client(cfg Config) *http.Client {
 	transport := httptransport.New(cfg.TLS, cfg.Proxy)
 	if !cfg.AllowLinkLocal {
-		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLinkLocal}
-		transport.DialContext = dialer.DialContext
+		transport.DialContext = Dialer(cfg, 30*time.Second).DialContext
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirect}
+}
+
+// Dialer returns a dialer with timeout that refuses link-local addresses
+// unless cfg allows them, for providers that open their own connections.
+func Dialer(cfg Config, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowLinkLocal {
+		d.Control = refuseLinkLocal
+	}
+	return d
 }
 
 // sameHostRedirect is a client's CheckRedirect: it follows a redirect to
@@ -98,15 +107,26 @@ func CheckAddress(address string, allowLinkLocal bool) (*url.URL, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("invalid address %q: no host", redact.URL(address))
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
-		return nil, fmt.Errorf("address %q: %w", redact.URL(address), ErrLinkLocal)
+	if err := CheckHost(u.Hostname(), allowLinkLocal); err != nil {
+		return nil, fmt.Errorf("address %q: %w", redact.URL(address), err)
 	}
 	return u, nil
+}
+
+// CheckHost refuses a host that is a link-local IP literal unless
+// allowLinkLocal (a name that resolves to one is refused when dialled).
+func CheckHost(hostname string, allowLinkLocal bool) error {
+	if ip, err := netip.ParseAddr(strings.Trim(hostname, "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
+		return ErrLinkLocal
+	}
+	return nil
 }
 
 // StatusError is the error of a request the service answered with a
 // status other than 2xx.
 type StatusError struct {
+	// Method is the request's method (POST when empty).
+	Method string
 	// URL is the request's URL, redacted.
 	URL string
 	// Code is the HTTP status code.
@@ -117,7 +137,11 @@ type StatusError struct {
 
 // Error implements error.
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("POST %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	method := e.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	msg := fmt.Sprintf("%s %s: %d %s", method, e.URL, e.Code, http.StatusText(e.Code))
 	if e.Answer != "" {
 		msg += ": " + e.Answer
 	}
@@ -136,38 +160,33 @@ type Request struct {
 	Method string
 	// URL is where it goes.
 	URL string
-	// Body is sent as JSON, unless it is a []byte (sent as is).
+	// Body is sent as JSON, unless it is a []byte (sent as is); a request
+	// without Body has no body.
 	Body any
 	// ContentType is application/json when empty.
 	ContentType string
 	// Headers are added (after cfg.Headers, so they win).
 	Headers map[string]string
+	// Into, when set, receives the JSON answer of a 2xx answer (read up to
+	// maxJSONAnswer).
+	Into any
 }
+
+// maxJSONAnswer bounds a JSON answer that a provider reads.
+const maxJSONAnswer = 8 << 20
 
 // Do sends req with client, adding cfg's headers, and returns an error
 // unless the answer is 2xx. The answer's body is read up to a bound and
-// discarded.
+// decoded into req.Into, or discarded.
 func Do(ctx context.Context, client *http.Client, cfg Config, req Request) error {
-	body, ok := req.Body.([]byte)
-	if !ok {
-		var err error
-		if body, err = json.Marshal(req.Body); err != nil {
-			return fmt.Errorf("encoding the payload: %w", err)
-		}
-	}
 	method := req.Method
 	if method == "" {
 		method = http.MethodPost
 	}
-	r, err := http.NewRequestWithContext(ctx, method, req.URL, bytes.NewReader(body))
+	r, err := newRequest(ctx, method, req)
 	if err != nil {
-		return fmt.Errorf("invalid URL %q", redact.URL(req.URL))
+		return err
 	}
-	contentType := req.ContentType
-	if contentType == "" {
-		contentType = "application/json"
-	}
-	r.Header.Set("Content-Type", contentType)
 	for k, v := range cfg.Headers {
 		r.Header.Set(k, v)
 	}
@@ -179,12 +198,47 @@ func Do(ctx context.Context, client *http.Client, cfg Config, req Request) error
 		return redact.Error(fmt.Errorf("%s %s: %w", method, redact.URL(req.URL), unwrapURLError(err)))
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &StatusError{URL: redact.URL(req.URL), Code: resp.StatusCode, Answer: redact.String(strings.TrimSpace(string(answer)))}
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return &StatusError{Method: method, URL: redact.URL(req.URL), Code: resp.StatusCode, Answer: redact.String(strings.TrimSpace(string(answer)))}
+	}
+	if req.Into == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONAnswer)).Decode(req.Into); err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, redact.URL(req.URL), err)
 	}
 	return nil
+}
+
+// newRequest returns the HTTP request of req: its body and Content-Type,
+// none for a request without Body.
+func newRequest(ctx context.Context, method string, req Request) (*http.Request, error) {
+	var body io.Reader
+	if req.Body != nil {
+		data, ok := req.Body.([]byte)
+		if !ok {
+			var err error
+			if data, err = json.Marshal(req.Body); err != nil {
+				return nil, fmt.Errorf("encoding the payload: %w", err)
+			}
+		}
+		body = bytes.NewReader(data)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, req.URL, body)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL %q", redact.URL(req.URL))
+	}
+	if req.Body != nil {
+		contentType := req.ContentType
+		if contentType == "" {
+			contentType = "application/json"
+		}
+		r.Header.Set("Content-Type", contentType)
+	}
+	return r, nil
 }
 
 // unwrapURLError drops the *url.Error around err: it quotes the URL whole.

@@ -76,7 +76,7 @@ func (s Scrubber) Error(err error) error {
 	}
 	var se *StatusError
 	if errors.As(err, &se) {
-		return &StatusError{URL: s.String(se.URL), Code: se.Code, Answer: s.String(se.Answer)}
+		return &StatusError{Method: se.Method, URL: s.String(se.URL), Code: se.Code, Answer: s.String(se.Answer)}
 	}
 	msg := err.Error()
 	if clean := s.String(msg); clean != msg {

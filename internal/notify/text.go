@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,4 +47,17 @@ func Fields(m Message) [][2]string {
 // resolve one).
 func IsError(m Message) bool {
 	return m.Severity == "error" && !m.Resolves
+}
+
+// WireEvent is the event of m in its wire format
+// (event.toolkit.fluxcd.io/v1beta1) as JSON, its message being Text(m),
+// for providers that send the event itself.
+func WireEvent(m Message) ([]byte, error) {
+	e := m.Event
+	e.Message = Text(m)
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the event: %w", err)
+	}
+	return body, nil
 }

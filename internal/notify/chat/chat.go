@@ -1,7 +1,7 @@
 // Package chat holds the chat and generic provider types of the
 // notification Provider: generic and generic-hmac webhooks, and the chat
 // services slack, msteams, discord, googlechat, rocket, matrix, webex,
-// telegram, lark and zulip. Each type turns a notify.Message into the
+// telegram, lark, zulip and zoom. Each type turns a notify.Message into the
 // request its service documents (the payload of each type is described,
 // with the documentation it follows, next to its code) and sends it with
 // notify.Do.
@@ -34,7 +34,7 @@ import (
 // Types are the provider types this package serves.
 var Types = []string{
 	"generic", "generic-hmac", "slack", "msteams", "discord", "googlechat",
-	"rocket", "matrix", "webex", "telegram", "lark", "zulip",
+	"rocket", "matrix", "webex", "telegram", "lark", "zulip", "zoom",
 }
 
 // requestFunc builds the request that sends one message.
@@ -55,6 +55,7 @@ var constructors = map[string]func(cfg notify.Config) (requestFunc, error){
 	"telegram":     newTelegram,
 	"lark":         newLark,
 	"zulip":        newZulip,
+	"zoom":         newZoom,
 }
 
 // New validates cfg for its type and returns the Notifier that posts to

@@ -186,6 +186,13 @@ func chatCases() []chatCase {
 			return notify.Config{Type: "lark", Address: b + "/open-apis/bot/v2/hook/xyz"}
 		}, method: http.MethodPost, path: "/open-apis/bot/v2/hook/xyz", contentType: jsonType,
 			auth: noAuth, shape: larkShape, styles: [2]string{"red", "green"}},
+		{name: "zoom", cfg: func(b string) notify.Config {
+			return notify.Config{Type: "zoom", Address: b + "/chat/webhooks/incomingwebhook/hook-id", Token: secretToken}
+		}, method: http.MethodPost, path: "/chat/webhooks/incomingwebhook/hook-id", contentType: jsonType,
+			auth: func(g Gomega, r recorded) {
+				g.Expect(r.Header.Get("Authorization")).To(Equal(secretToken), "the verification token, as is")
+				g.Expect(r.RawQuery).To(Equal("format=full"))
+			}, shape: zoomShape, styles: [2]string{"error", "info"}},
 		{name: "zulip", cfg: func(b string) notify.Config {
 			return notify.Config{Type: "zulip", Address: b, Channel: "deploys", BasicUsername: "bot@example.com", Password: secretToken}
 		}, method: http.MethodPost, path: "/api/v1/messages", contentType: "application/x-www-form-urlencoded",

@@ -4,8 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/windlass-dev/windlass/internal/notify"
@@ -36,7 +34,7 @@ func newGeneric(cfg notify.Config) (requestFunc, error) {
 		return nil, err
 	}
 	return func(m notify.Message) (notify.Request, error) {
-		body, err := wireEvent(m)
+		body, err := notify.WireEvent(m)
 		if err != nil {
 			return notify.Request{}, err
 		}
@@ -64,7 +62,7 @@ func newGenericHMAC(cfg notify.Config) (requestFunc, error) {
 		return nil, err
 	}
 	return func(m notify.Message) (notify.Request, error) {
-		body, err := wireEvent(m)
+		body, err := notify.WireEvent(m)
 		if err != nil {
 			return notify.Request{}, err
 		}
@@ -75,17 +73,6 @@ func newGenericHMAC(cfg notify.Config) (requestFunc, error) {
 		}
 		return notify.Request{URL: u.String(), Body: body, Headers: headers}, nil
 	}, nil
-}
-
-// wireEvent is the event of m as JSON, its message being notify.Text.
-func wireEvent(m notify.Message) ([]byte, error) {
-	e := m.Event
-	e.Message = notify.Text(m)
-	body, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the event: %w", err)
-	}
-	return body, nil
 }
 
 func genericHeaders(cfg notify.Config, m notify.Message) map[string]string {

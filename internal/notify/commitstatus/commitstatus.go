@@ -128,7 +128,7 @@ func (n *notifier) Post(ctx context.Context, m notify.Message) error {
 	if !ok {
 		return nil
 	}
-	sha, ok := commitOf(revision)
+	sha, ok := CommitOf(revision)
 	if !ok {
 		return nil
 	}

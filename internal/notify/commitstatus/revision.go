@@ -9,11 +9,11 @@ import (
 // sha1HexLen is the length of a Git SHA-1 in hex.
 const sha1HexLen = 40
 
-// commitOf returns the Git commit SHA-1 that revision names, in lower
+// CommitOf returns the Git commit SHA-1 that revision names, in lower
 // case: "<ref>@sha1:<hex>", "sha1:<hex>", the legacy "<branch>/<hex>" or a
 // bare SHA-1. It reports false for anything else, a "sha256:" digest
 // included (see the package documentation).
-func commitOf(revision string) (string, bool) {
+func CommitOf(revision string) (string, bool) {
 	rev := revision
 	if i := strings.LastIndex(rev, "@"); i >= 0 {
 		rev = rev[i+1:]

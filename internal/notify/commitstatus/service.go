@@ -98,7 +98,7 @@ func (s *github) request(sha string, st status) notify.Request {
 		state = "failure"
 	}
 	return notify.Request{
-		URL:     s.api + "/repos" + escapePath(s.owner, s.repo) + "/statuses/" + sha,
+		URL:     s.repoURL() + "/statuses/" + sha,
 		Headers: map[string]string{"Accept": "application/vnd.github+json"},
 		Body: map[string]string{
 			"state":       state,
@@ -135,7 +135,7 @@ func (s *gitlab) request(sha string, st status) notify.Request {
 		state = "failed"
 	}
 	return notify.Request{
-		URL: s.api + "/projects/" + url.PathEscape(s.project) + "/statuses/" + sha,
+		URL: s.repoURL() + "/statuses/" + sha,
 		Body: map[string]string{
 			"state":       state,
 			"name":        st.key,
@@ -176,7 +176,7 @@ func (s *gitea) request(sha string, st status) notify.Request {
 		state = "failure"
 	}
 	return notify.Request{
-		URL: s.api + "/repos" + escapePath(s.owner, s.repo) + "/statuses/" + sha,
+		URL: s.repoURL() + "/statuses/" + sha,
 		Body: map[string]string{
 			"state":       state,
 			"context":     st.key,

@@ -119,7 +119,7 @@ func TestCommitOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.revision, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := commitOf(tt.revision)
+			got, ok := CommitOf(tt.revision)
 			g.Expect(ok).To(Equal(tt.want != ""))
 			g.Expect(got).To(Equal(tt.want))
 		})

@@ -9,6 +9,10 @@
 //     message; info events are change events;
 //   - opsgenie: an Opsgenie alert, closed by the recovery message;
 //   - datadog: a Datadog event;
+//   - incident.io: an incident.io alert (Alert Events V2, HTTP source),
+//     resolved by the recovery message;
+//   - otel: an OpenTelemetry span (OTLP/HTTP), in the trace of the
+//     event's revision;
 //   - sentry: a Sentry event sent to the project of a DSN;
 //   - githubdispatch: a GitHub repository_dispatch event.
 //
@@ -43,7 +47,7 @@ import (
 )
 
 // Types are the provider types this package serves.
-var Types = []string{"alertmanager", "datadog", "githubdispatch", "grafana", "opsgenie", "pagerduty", "sentry"}
+var Types = []string{"alertmanager", "datadog", "githubdispatch", "grafana", "incident.io", "opsgenie", "otel", "pagerduty", "sentry"}
 
 // target is what a provider type makes of a Config: how it turns a message
 // into a request, and the secrets its errors must not show.
@@ -59,7 +63,9 @@ var builders = map[string]func(cfg notify.Config) (*target, error){
 	"datadog":        newDatadog,
 	"githubdispatch": newGitHubDispatch,
 	"grafana":        newGrafana,
+	"incident.io":    newIncidentIO,
 	"opsgenie":       newOpsgenie,
+	"otel":           newOTel,
 	"pagerduty":      newPagerDuty,
 	"sentry":         newSentry,
 }

@@ -17,6 +17,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -157,6 +161,68 @@ var providerCases = []providerCase{{
 		g.Expect(r["tags"]).To(ContainElements("resolved", "severity: info", "revision: main@sha1:bbb"))
 	},
 }, {
+	typ: "incident.io", secrets: []string{"io-token"},
+	cfg: func(base string) notify.Config {
+		return notify.Config{Address: base + "/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66", Token: "io-token"}
+	},
+	check: func(g Gomega, fire, resolve, info recorded) {
+		for _, r := range []recorded{fire, resolve, info} {
+			g.Expect(r.Path).To(Equal("/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66"))
+			g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer io-token"))
+		}
+		f, r, i := jsonOf(g, fire.Body), jsonOf(g, resolve.Body), jsonOf(g, info.Body)
+		g.Expect(f).To(HaveKeyWithValue("status", "firing"))
+		g.Expect(f).To(HaveKeyWithValue("title", "Kustomization/apps.flux-system: health check failed"))
+		g.Expect(f).To(HaveKeyWithValue("description", "health check failed\n(and 2 more like it)"))
+		g.Expect(f).To(HaveKeyWithValue("deduplication_key", "kustomization/apps.flux-system"))
+		g.Expect(f["metadata"]).To(And(HaveKeyWithValue("revision", "main@sha1:aaa"), HaveKeyWithValue("cluster", "prod"),
+			HaveKeyWithValue("severity", "error"), HaveKeyWithValue("kind", "Kustomization"), Not(HaveKey("token"))))
+		g.Expect(r).To(HaveKeyWithValue("status", "resolved"))
+		g.Expect(r).To(HaveKeyWithValue("deduplication_key", f["deduplication_key"]), "the recovery resolves what the failure fired")
+		g.Expect(r).To(HaveKeyWithValue("description", "Resolved: Applied revision"))
+		g.Expect(i).To(HaveKeyWithValue("status", "firing"))
+		g.Expect(i["metadata"]).To(HaveKeyWithValue("severity", "info"))
+		g.Expect(i["deduplication_key"]).NotTo(Equal(f["deduplication_key"]), "an info event does not replace the failure")
+	},
+}, {
+	typ: "otel", secrets: []string{"otel-token"},
+	cfg: func(base string) notify.Config {
+		return notify.Config{Address: base, Token: "otel-token", Headers: map[string]string{"X-Scope-OrgID": "tenant-1"}}
+	},
+	check: func(g Gomega, fire, resolve, info recorded) {
+		span := func(r recorded) (*tracepb.Span, string) {
+			g.Expect(r.Path).To(Equal("/v1/traces"))
+			g.Expect(r.Header.Get("Content-Type")).To(Equal("application/x-protobuf"))
+			g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer otel-token"))
+			g.Expect(r.Header.Get("X-Scope-OrgID")).To(Equal("tenant-1"))
+			var req coltracepb.ExportTraceServiceRequest
+			g.Expect(proto.UnmarshalOptions{}.Unmarshal(r.Body, &req)).To(Succeed())
+			g.Expect(req.ProtoReflect().GetUnknown()).To(BeEmpty())
+			g.Expect(req.ResourceSpans).To(HaveLen(1))
+			rs := req.ResourceSpans[0]
+			g.Expect(rs.ScopeSpans).To(HaveLen(1))
+			g.Expect(rs.ScopeSpans[0].Spans).To(HaveLen(1))
+			return rs.ScopeSpans[0].Spans[0], attrs(rs.Resource.Attributes)["service.name"]
+		}
+		f, service := span(fire)
+		r, _ := span(resolve)
+		i, _ := span(info)
+		g.Expect(service).To(Equal("kustomize-controller"))
+		g.Expect(f.Name).To(Equal("Kustomization/apps.flux-system"))
+		g.Expect(f.TraceId).To(HaveLen(16))
+		g.Expect(f.SpanId).To(HaveLen(8))
+		g.Expect(f.StartTimeUnixNano).To(Equal(uint64(at.UnixNano())))
+		g.Expect(f.Status.Code).To(Equal(tracepb.Status_STATUS_CODE_ERROR))
+		g.Expect(f.Status.Message).To(Equal("health check failed\n(and 2 more like it)"))
+		g.Expect(attrs(f.Attributes)).To(And(HaveKeyWithValue("event.revision", "main@sha1:aaa"), HaveKeyWithValue("event.cluster", "prod"),
+			HaveKeyWithValue("event.reason", "HealthCheckFailed"), HaveKeyWithValue("k8s.namespace.name", "flux-system")))
+		g.Expect(r.Status.Code).To(Equal(tracepb.Status_STATUS_CODE_OK))
+		g.Expect(attrs(r.Attributes)).To(HaveKeyWithValue("event.message", "Resolved: Applied revision"))
+		g.Expect(r.TraceId).To(Equal(i.TraceId), "the spans of one revision are one trace")
+		g.Expect(r.TraceId).NotTo(Equal(f.TraceId))
+		g.Expect(r.SpanId).NotTo(Equal(i.SpanId))
+	},
+}, {
 	typ: "pagerduty", secrets: []string{"pd-routing-key"},
 	cfg: func(base string) notify.Config { return notify.Config{Address: base, Channel: "pd-routing-key"} },
 	check: func(g Gomega, fire, resolve, info recorded) {
@@ -263,6 +329,15 @@ var providerCases = []providerCase{{
 	},
 }}
 
+// attrs returns string attributes as a map.
+func attrs(kvs []*commonpb.KeyValue) map[string]string {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		out[kv.Key] = kv.Value.GetStringValue()
+	}
+	return out
+}
+
 // TestProviders posts a failure, its recovery and an info event to each
 // type against a loopback HTTPS server, and checks the requests against
 // what each service documents.
@@ -331,6 +406,8 @@ func TestNewRefuses(t *testing.T) {
 		{notify.Config{Type: "opsgenie"}, "'token' is required"},
 		{notify.Config{Type: "datadog", Address: "https://api.datadoghq.eu"}, "'token' is required"},
 		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme/app"}, "'token' is required"},
+		{notify.Config{Type: "incident.io", Address: "https://api.incident.io/v2/alert_events/http/01GW"}, "'token' is required"},
+		{notify.Config{Type: "incident.io", Token: token}, "an address is required"},
 		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme", Token: token}, "must be a repository"},
 		{notify.Config{Type: "pagerduty", Address: "https://events.pagerduty.com"}, "routing (integration) key is required"},
 		{notify.Config{Type: "sentry", Address: "https://sentry.example.com/42"}, "must be a Sentry DSN"},
@@ -367,6 +444,8 @@ func TestEndpoints(t *testing.T) {
 		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://github.com/acme/app.git"}, failure, "https://api.github.com/repos/acme/app/dispatches"},
 		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://ghe.example.com/acme/app/"}, failure, "https://ghe.example.com/api/v3/repos/acme/app/dispatches"},
 		{notify.Config{Type: "sentry", Address: "https://pub:sec@o1.ingest.sentry.io/7"}, failure, "https://o1.ingest.sentry.io/api/7/envelope/"},
+		{notify.Config{Type: "otel", Address: "http://collector:4318/"}, failure, "http://collector:4318/v1/traces"},
+		{notify.Config{Type: "otel", Address: "https://otlp.example.com/otlp/v1/traces"}, failure, "https://otlp.example.com/otlp/v1/traces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantURL, func(t *testing.T) {

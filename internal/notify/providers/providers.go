@@ -1,7 +1,8 @@
 // Package providers builds the Notifier of any Provider type Windlass
 // serves, from the packages that implement them: chat (chat tools and
 // generic webhooks), incident (incident and observability services, and
-// GitHub dispatch) and commitstatus (commit statuses on Git forges).
+// GitHub dispatch), commitstatus (commit statuses on Git forges), comment
+// (comments on pull and merge requests) and stream (message buses).
 package providers
 
 import (
@@ -11,8 +12,10 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/notify"
 	"github.com/windlass-dev/windlass/internal/notify/chat"
+	"github.com/windlass-dev/windlass/internal/notify/comment"
 	"github.com/windlass-dev/windlass/internal/notify/commitstatus"
 	"github.com/windlass-dev/windlass/internal/notify/incident"
+	"github.com/windlass-dev/windlass/internal/notify/stream"
 )
 
 // family is one package of provider types.
@@ -25,6 +28,8 @@ var families = []family{
 	{types: chat.Types, new: chat.New},
 	{types: incident.Types, new: incident.New},
 	{types: commitstatus.Types, new: commitstatus.New},
+	{types: stream.Types, new: stream.New},
+	{types: comment.Types, new: comment.New},
 }
 
 // Types returns every type served, sorted.
@@ -41,6 +46,22 @@ func Types() []string {
 // only the events that carry a revision.
 func IsCommitStatus(providerType string) bool {
 	return slices.Contains(commitstatus.Types, providerType)
+}
+
+// NeedsToken tells whether a type cannot work without the Secret's token:
+// the commit-status and pull request comment types, which call a forge's
+// API.
+func NeedsToken(providerType string) bool {
+	return IsCommitStatus(providerType) || slices.Contains(comment.Types, providerType)
+}
+
+// AddressSchemes are the URL schemes of a type's address: nats:// and
+// tls:// for the stream types, http:// and https:// for the others.
+func AddressSchemes(providerType string) []string {
+	if slices.Contains(stream.Types, providerType) {
+		return []string{"nats", "tls"}
+	}
+	return []string{"https", "http"}
 }
 
 // New returns the Notifier of cfg.Type; a type Windlass does not serve is
