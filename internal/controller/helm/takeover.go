@@ -8,6 +8,7 @@ import (
 	hrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
@@ -42,12 +43,20 @@ func foreign(obj *helmv2.HelmRelease, last *hrelease.Release) bool {
 }
 
 // checkTakeover makes sure that obj's identity may upgrade last, a release
-// that obj did not make, before anything is written: a release the
+// that obj did not make, to the chart and values of the run (rendered with
+// the cluster, as the identity) before anything is written: a release the
 // identity could not upgrade is not taken, and stays as it is. The refusal
 // counts as no failed attempt and is not remediated: the release is not
 // obj's.
 func (r *HelmReleaseReconciler) checkTakeover(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, last *hrelease.Release) error {
-	if err := sc.runner.CheckUpgradeAccess(ctx, last); err != nil {
+	next, _, err := sc.runner.Render(ctx, sc.chart, sc.values, helmaction.RenderOptions{
+		ReleaseName: obj.GetReleaseName(), Namespace: obj.GetReleaseNamespace(), PostRenderer: sc.postRenderer,
+	})
+	if err != nil {
+		return reconcile.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made: rendering the chart: %w",
+			last.Namespace, last.Name, last.Version, err))
+	}
+	if err := sc.runner.CheckUpgradeAccess(ctx, last, next); err != nil {
 		return reconcile.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made, as %s: %w",
 			last.Namespace, last.Name, last.Version, r.identityOf(obj), err))
 	}

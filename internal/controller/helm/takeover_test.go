@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	hchart "helm.sh/helm/v4/pkg/chart/v2"
 	hcommon "helm.sh/helm/v4/pkg/release/common"
 	hrelease "helm.sh/helm/v4/pkg/release/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,11 +44,12 @@ func helmCLI(t *testing.T, args ...string) {
 }
 
 // installWithCLI installs chart app 1.0.0 as release "app" in ns with the
-// helm CLI, with greeting "cli", and serves the same chart to HelmReleases.
-func installWithCLI(t *testing.T, g *WithT, ns string) {
+// helm CLI, with greeting "cli", and serves the same chart, and more, to
+// HelmReleases.
+func installWithCLI(t *testing.T, g *WithT, ns string, more ...*hchart.Chart) {
 	t.Helper()
 	ch := helmtest.Chart(t, "app", "1.0.0")
-	newRepository(t, g, ns, ch)
+	newRepository(t, g, ns, append([]*hchart.Chart{ch}, more...)...)
 	helmCLI(t, "install", "app", helmtest.Package(t, ch, t.TempDir()), "--namespace", ns, "--set", "greeting=cli")
 	cm := configMap(g, ns, "app-cm")
 	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "cli"))
@@ -112,15 +115,18 @@ func TestTakeOverReleaseOfHelmCLI(t *testing.T) {
 }
 
 // TestTakeoverNeedsTheRightsOfTheServiceAccount: a HelmRelease whose
-// service account could not upgrade the helm CLI's release does not take
-// it: it fails with a condition that says why, and the release stays as
-// the CLI left it, until the service account is granted the rights.
+// service account could not upgrade the helm CLI's release to its chart
+// does not take it: it fails with a condition that names the missing
+// right, and the release stays as the CLI left it, until the service
+// account is granted every right the upgrade needs.
 func TestTakeoverNeedsTheRightsOfTheServiceAccount(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	installWithCLI(t, g, ns)
+	// The HelmRelease's chart adds a ConfigMap to the CLI's release.
+	installWithCLI(t, g, ns, helmtest.Chart(t, "app", "1.1.0", helmtest.WithTemplate("extra.yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {}\n")))
 	// The service account may read and write the release's records and
-	// read its ConfigMap, not change it.
+	// read ConfigMaps, not change them.
 	grantRole(g, ns, "deployer", "records", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}})
 	grantRole(g, ns, "deployer", "read", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
 		Verbs: []string{"get", "list", "watch"}})
@@ -130,23 +136,34 @@ func TestTakeoverNeedsTheRightsOfTheServiceAccount(t *testing.T) {
 		hr.Spec.Values = valuesJSON(`{"greeting":"gitops"}`)
 	})
 	key := client.ObjectKeyFromObject(hr)
-	got := waitForHR(g, key, hrReason(meta.ReadyCondition, "False", TakeoverRefusedReason))
-	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(And(
-		ContainSubstring("not taking over release "+ns+"/app.v1, which another tool made, as service account "+ns+"/deployer"),
-		ContainSubstring("may not patch ConfigMap "+ns+"/app-cm")))
-	g.Expect(got.Status.InstallFailures+got.Status.UpgradeFailures).To(BeZero(), "a refused takeover is no failed attempt")
-	g.Expect(releaseRecords(g, ns)).To(ConsistOf("sh.helm.release.v1.app.v1"), "the release is untouched")
-	cm := configMap(g, ns, "app-cm")
-	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "cli"))
-	g.Expect(cm.Labels).NotTo(HaveKey(helmv2.NameLabel))
+	refused := func(right string) {
+		t.Helper()
+		got := waitForHR(g, key, func(hr *helmv2.HelmRelease) bool {
+			c := conditions.Get(hr, meta.ReadyCondition)
+			return c != nil && c.Reason == TakeoverRefusedReason && strings.Contains(c.Message, right)
+		})
+		g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring(
+			"not taking over release " + ns + "/app.v1, which another tool made, as service account " + ns + "/deployer"))
+		g.Expect(got.Status.InstallFailures+got.Status.UpgradeFailures).To(BeZero(), "a refused takeover is no failed attempt")
+		g.Expect(releaseRecords(g, ns)).To(ConsistOf("sh.helm.release.v1.app.v1"), "the release is untouched")
+		cm := configMap(g, ns, "app-cm")
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "cli"))
+		g.Expect(cm.Labels).NotTo(HaveKey(helmv2.NameLabel))
+	}
+	refused("the identity may not patch ConfigMap " + ns + "/app-cm")
 
-	// Granted the rights, the service account takes it over.
-	grantRole(g, ns, "deployer", "write", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"},
-		Verbs: []string{"create", "update", "patch", "delete"}})
+	// Allowed to change the CLI's objects, it must still make the one its
+	// chart adds.
+	grantRole(g, ns, "deployer", "patch", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"patch", "update"}})
+	refused("the identity may not create ConfigMap " + ns + "/app-extra")
+
+	// Granted every right, the service account takes it over.
+	grantRole(g, ns, "deployer", "create", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete"}})
 	waitForHR(g, key, func(hr *helmv2.HelmRelease) bool {
-		return hrReady("1.0.0")(hr) && hr.Status.History.Latest().Version == 2
+		return hrReady("1.1.0")(hr) && hr.Status.History.Latest().Version == 2
 	})
 	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "gitops"))
+	g.Expect(configMap(g, ns, "app-extra").Labels).To(HaveKeyWithValue(helmv2.NameLabel, "app"))
 }
 
 // grantRole gives the service account sa of ns a Role called name with

@@ -19,20 +19,24 @@ type access struct {
 	what string
 }
 
-// CheckUpgradeAccess tells whether the Runner's identity may upgrade rel
-// as it stands: read and patch every object of its manifest, and write the
-// release's records in the storage namespace. The API server answers for
-// the identity (SelfSubjectAccessReview), so nothing is written when a
-// right is missing: the error names the first right refused. Hooks are not
-// checked: they are made afresh by the upgrade.
-func (r *Runner) CheckUpgradeAccess(ctx context.Context, rel *releasev1.Release) error {
+// CheckUpgradeAccess tells whether the Runner's identity may upgrade rel to
+// the manifest next (rel's own when empty): read and patch the objects of
+// next, create those that rel does not have, delete those of rel that next
+// drops, and write the release's records in the storage namespace. The API
+// server answers for the identity (SelfSubjectAccessReview), so nothing is
+// written when a right is missing: the error names the first right
+// refused. Hooks are not checked.
+func (r *Runner) CheckUpgradeAccess(ctx context.Context, rel *releasev1.Release, next string) error {
 	if r.getter == nil {
 		return errNoCluster
 	}
 	if rel == nil {
 		return nil
 	}
-	needed, err := r.upgradeAccess(rel)
+	if next == "" {
+		next = rel.Manifest
+	}
+	needed, err := r.upgradeAccess(rel, next)
 	if err != nil {
 		return err
 	}
@@ -44,36 +48,80 @@ func (r *Runner) CheckUpgradeAccess(ctx context.Context, rel *releasev1.Release)
 	return nil
 }
 
-// upgradeAccess lists the rights that upgrading rel needs.
-func (r *Runner) upgradeAccess(rel *releasev1.Release) ([]access, error) {
+// upgradeAccess lists the rights that upgrading rel to the manifest next
+// needs.
+func (r *Runner) upgradeAccess(rel *releasev1.Release, next string) ([]access, error) {
 	record := "sh.helm.release.v1." + rel.Name + ".v" + strconv.Itoa(rel.Version)
 	needed := []access{
 		{verb: "create", resource: "secrets", namespace: r.storageNamespace, what: "the release's records (Secrets) in namespace " + r.storageNamespace},
 		{verb: "update", resource: "secrets", namespace: r.storageNamespace, name: record, what: "Secret " + r.storageNamespace + "/" + record},
 	}
-	objs, err := ObjectsOf(rel.Manifest)
+	have, err := r.manifestObjects(rel, rel.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("reading the manifest of release %s v%d: %w", rel.Name, rel.Version, err)
+		return nil, err
 	}
+	want, err := r.manifestObjects(rel, next)
+	if err != nil {
+		return nil, err
+	}
+	had, keeps := keys(have), keys(want)
+	for _, o := range want {
+		verbs := []string{"get", "patch"}
+		if !had[o.key()] {
+			verbs = append(verbs, "create")
+		}
+		for _, verb := range verbs {
+			o.verb = verb
+			needed = append(needed, o)
+		}
+	}
+	for _, o := range have {
+		if !keeps[o.key()] {
+			o.verb = "delete"
+			needed = append(needed, o)
+		}
+	}
+	return needed, nil
+}
+
+// key identifies the object of a right.
+func (a access) key() string {
+	return a.group + "/" + a.resource + "/" + a.namespace + "/" + a.name
+}
+
+// keys returns the set of the objects of rights.
+func keys(rights []access) map[string]bool {
+	out := make(map[string]bool, len(rights))
+	for _, a := range rights {
+		out[a.key()] = true
+	}
+	return out
+}
+
+// manifestObjects returns the objects of manifest, a manifest of rel, in
+// order, as rights without a verb.
+func (r *Runner) manifestObjects(rel *releasev1.Release, manifest string) ([]access, error) {
+	objs, err := ObjectsOf(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("reading a manifest of release %s: %w", rel.Name, err)
+	}
+	out := make([]access, 0, len(objs))
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		mapping, err := r.getter.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			return nil, fmt.Errorf("mapping %s %s of release %s: %w", gvk.Kind, o.GetName(), rel.Name, err)
 		}
-		ns, what := "", gvk.Kind+" "+o.GetName()
+		a := access{group: mapping.Resource.Group, resource: mapping.Resource.Resource, name: o.GetName(), what: gvk.Kind + " " + o.GetName()}
 		if mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
-			if ns = o.GetNamespace(); ns == "" {
-				ns = rel.Namespace
+			if a.namespace = o.GetNamespace(); a.namespace == "" {
+				a.namespace = rel.Namespace
 			}
-			what = gvk.Kind + " " + ns + "/" + o.GetName()
+			a.what = gvk.Kind + " " + a.namespace + "/" + o.GetName()
 		}
-		for _, verb := range []string{"get", "patch"} {
-			needed = append(needed, access{verb: verb, group: mapping.Resource.Group, resource: mapping.Resource.Resource,
-				namespace: ns, name: o.GetName(), what: what})
-		}
+		out = append(out, a)
 	}
-	return needed, nil
+	return out, nil
 }
 
 // checkAccess asks the API server whether the identity has right a.

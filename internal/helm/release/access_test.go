@@ -50,10 +50,13 @@ func TestCheckUpgradeAccess(t *testing.T) {
 	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}}
 	readConfigMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}
 	patchConfigMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch"}}
+	addConfigMaps := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch", "create"}}
 	tests := []struct {
 		name string
 		// setup grants rights and returns the runner to check with.
-		setup   func(t *testing.T, f *fixture) *Runner
+		setup func(t *testing.T, f *fixture) *Runner
+		// next is the manifest to upgrade to: the release's own when empty.
+		next    string
 		wantErr string
 	}{
 		{
@@ -85,6 +88,35 @@ func TestCheckUpgradeAccess(t *testing.T) {
 			},
 			wantErr: "the identity may not create the release's records (Secrets) in namespace <storage>",
 		},
+		{
+			name: "a service account that may not create an object the upgrade adds",
+			setup: func(t *testing.T, f *fixture) *Runner {
+				grant(t, f.storage, f.storage, "patcher", secrets)
+				grant(t, f.target, f.storage, "patcher", patchConfigMaps)
+				return f.runnerAs(t, "patcher")
+			},
+			next:    configMapYAML("app-cm") + configMapYAML("app-extra"),
+			wantErr: "the identity may not create ConfigMap <target>/app-extra",
+		},
+		{
+			name: "a service account that may not delete an object the upgrade drops",
+			setup: func(t *testing.T, f *fixture) *Runner {
+				grant(t, f.storage, f.storage, "adder", secrets)
+				grant(t, f.target, f.storage, "adder", addConfigMaps)
+				return f.runnerAs(t, "adder")
+			},
+			next:    configMapYAML("app-other"),
+			wantErr: "the identity may not delete ConfigMap <target>/app-cm",
+		},
+		{
+			name: "a service account that may make every change of the upgrade",
+			setup: func(t *testing.T, f *fixture) *Runner {
+				grant(t, f.storage, f.storage, "owner", secrets)
+				grant(t, f.target, f.storage, "owner", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}})
+				return f.runnerAs(t, "owner")
+			},
+			next: configMapYAML("app-other"),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +124,7 @@ func TestCheckUpgradeAccess(t *testing.T) {
 			f := newFixture(t)
 			rel := f.install(t, "app", basicChart(t, "1.0.0"), map[string]any{"greeting": "one"})
 			run := tt.setup(t, f)
-			check := func() error { return run.CheckUpgradeAccess(context.Background(), rel) }
+			check := func() error { return run.CheckUpgradeAccess(context.Background(), rel, tt.next) }
 			// Roles reach the authorizer moments after they are made.
 			if tt.wantErr == "" {
 				g.Eventually(check, testutil.WaitTimeout, 100*time.Millisecond).Should(Succeed())
@@ -102,4 +134,9 @@ func TestCheckUpgradeAccess(t *testing.T) {
 			g.Eventually(check, testutil.WaitTimeout, 100*time.Millisecond).Should(MatchError(want))
 		})
 	}
+}
+
+// configMapYAML is a manifest document of a ConfigMap without a namespace.
+func configMapYAML(name string) string {
+	return "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata: {}\n"
 }
