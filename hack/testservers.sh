@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the test servers (the distribution registry, the versitygw S3 gateway
-# and the cosign CLI) from the Go module in hack/testservers, once, into a cache
-# outside the checkout, and prints the folder that holds them. The tests find
-# them there through internal/testutil/testservers (WINDLASS_TESTSERVERS
-# overrides the folder).
+# Builds the test servers (the distribution registry, the versitygw S3 gateway,
+# the cosign CLI and the helm CLI) from the Go module in hack/testservers, once,
+# into a cache outside the checkout, and prints the folder that holds them. The
+# tests find them there through internal/testutil/testservers
+# (WINDLASS_TESTSERVERS overrides the folder).
 #
 #   hack/testservers.sh          build what is missing, print the folder
 #   hack/testservers.sh --print  print the folder only
@@ -23,6 +23,11 @@ servers=(
 	"registry github.com/distribution/distribution/v3/cmd/registry github.com/distribution/distribution/v3"
 	"versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw"
 	"cosign github.com/sigstore/cosign/v3/cmd/cosign github.com/sigstore/cosign/v3"
+)
+# Programs kept in that folder under their name and version (helm-v4.2.4), so
+# that adding or bumping one builds it alone.
+versioned=(
+	"helm helm.sh/helm/v4/cmd/helm helm.sh/helm/v4"
 )
 
 # version MODULE prints the version hack/testservers/go.mod requires.
@@ -45,10 +50,17 @@ fi
 
 if ! $print_only; then
 	command -v go >/dev/null || { echo "testservers: building the test servers needs Go (https://go.dev/dl/) on the PATH" >&2; exit 1; }
+	# Each entry of missing is "FILE PACKAGE".
 	missing=()
 	for s in "${servers[@]}"; do
-		read -r name _ <<<"$s"
-		[[ -x "$dir/$name" ]] || missing+=("$s")
+		read -r name pkg _ <<<"$s"
+		[[ -x "$dir/$name" ]] || missing+=("$name $pkg")
+	done
+	for s in "${versioned[@]}"; do
+		read -r name pkg module <<<"$s"
+		v="$(version "$module")"
+		[[ -n "$v" ]] || { echo "testservers: $module is not in hack/testservers/go.mod" >&2; exit 1; }
+		[[ -x "$dir/$name-$v" ]] || missing+=("$name-$v $pkg")
 	done
 	if ((${#missing[@]} > 0)); then
 		mkdir -p "$dir"

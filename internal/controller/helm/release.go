@@ -115,33 +115,31 @@ func retriesExceeded(obj *helmv2.HelmRelease) error {
 }
 
 // reconcileRelease installs or upgrades the release when it is not what obj
-// declares, tests it, and remediates a failure as configured.
+// declares, or not obj's (a takeover), tests it, and remediates a failure
+// as configured.
 func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, force bool) error {
-	name := obj.GetReleaseName()
-	recovered, err := sc.runner.RecoverPending(ctx, name)
+	last, err := r.lastRelease(ctx, obj, sc)
 	if err != nil {
-		return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
-	}
-	if recovered != nil {
-		sc.acted = true
-		r.Events.Warning(ctx, obj, helmv2.GetLastReleaseFailedReason, sc.revision,
-			fmt.Sprintf("Release %s/%s.v%d was left %s by an interrupted action: marked failed", recovered.Namespace,
-				recovered.Name, recovered.Version, "pending"))
-	}
-	last, err := sc.runner.Last(name)
-	if err != nil {
-		return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
+		return err
 	}
 	prDigest, cmDigest := r.digests(obj)
-	if !force && last != nil && last.Info.Status == hcommon.StatusDeployed && desired(obj, sc, last, prDigest, cmDigest) {
+	takeover := foreign(obj, last)
+	if !force && !takeover && last != nil && last.Info.Status == hcommon.StatusDeployed && desired(obj, sc, last, prDigest, cmDigest) {
 		sc.last = last
 		return nil
 	}
 	if attemptChanged(obj, sc) {
 		resetFailures(obj)
 	} else if !force && exhausted(obj) {
-		sc.last = last
+		if !takeover { // a release another tool made is not recorded as obj's
+			sc.last = last
+		}
 		return retriesExceeded(obj)
+	}
+	if takeover {
+		if err := r.checkTakeover(ctx, obj, sc, last); err != nil {
+			return err
+		}
 	}
 	action, err := r.act(ctx, obj, sc, last)
 	if err != nil {
@@ -154,6 +152,27 @@ func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, obj *helmv
 	obj.Status.ObservedPostRenderersDigest, obj.Status.ObservedCommonMetadataDigest = prDigest, cmDigest
 	conditions.Delete(obj, helmv2.RemediatedCondition)
 	return nil
+}
+
+// lastRelease returns the newest release of obj's name, or nil; one left
+// pending by an interrupted action is marked failed first.
+func (r *HelmReleaseReconciler) lastRelease(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (*hrelease.Release, error) {
+	name := obj.GetReleaseName()
+	recovered, err := sc.runner.RecoverPending(ctx, name)
+	if err != nil {
+		return nil, reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
+	}
+	if recovered != nil {
+		sc.acted = true
+		r.Events.Warning(ctx, obj, helmv2.GetLastReleaseFailedReason, sc.revision,
+			fmt.Sprintf("Release %s/%s.v%d was left %s by an interrupted action: marked failed", recovered.Namespace,
+				recovered.Name, recovered.Version, "pending"))
+	}
+	last, err := sc.runner.Last(name)
+	if err != nil {
+		return nil, reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
+	}
+	return last, nil
 }
 
 // act runs the install or upgrade that brings the release to what obj

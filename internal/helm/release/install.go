@@ -50,7 +50,9 @@ type InstallOptions struct {
 	// CreateNamespace creates Namespace when it does not exist.
 	CreateNamespace bool
 	// ServerSideApply applies with server-side apply (the HelmRelease
-	// default) rather than client-side apply.
+	// default) rather than client-side apply; its conflicts with other
+	// field managers (a release made by the helm CLI, kubectl) are
+	// forced.
 	ServerSideApply bool
 	// TakeOwnership adopts objects that exist and belong to no release.
 	TakeOwnership bool
@@ -112,6 +114,7 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	act.SkipCRDs = true // applied above
 	act.CreateNamespace = opts.CreateNamespace
 	act.ServerSideApply = opts.ServerSideApply
+	act.ForceConflicts = opts.ServerSideApply
 	act.TakeOwnership = opts.TakeOwnership
 	act.PostRenderer = opts.PostRenderer
 	act.PostRenderStrategy = prs

@@ -48,12 +48,13 @@ type UpgradeOptions struct {
 	// are applied before the upgrade.
 	CRDs string
 	// ServerSideApply is SSAEnabled, SSADisabled or SSAAuto (the default:
-	// as the last release was applied).
+	// as the last release was applied). Server-side apply forces its
+	// conflicts with other field managers.
 	ServerSideApply string
 	// TakeOwnership adopts objects that exist and belong to no release.
 	TakeOwnership bool
-	// Force forces conflicts with server-side apply, and replaces objects
-	// whose update fails with client-side apply.
+	// Force replaces objects whose update fails, with client-side apply;
+	// server-side apply forces conflicts with or without it.
 	Force bool
 	// PreserveValues merges values over the values of the last release;
 	// otherwise the last release's values are not used.
@@ -127,7 +128,7 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 	act.DisableOpenAPIValidation = opts.DisableOpenAPIValidation
 	act.SkipSchemaValidation = opts.DisableSchemaValidation
 	act.ServerSideApply = ssaFlag(ssa)
-	act.ForceConflicts = opts.Force && ssa
+	act.ForceConflicts = ssa
 	act.ForceReplace = opts.Force && !ssa
 	act.TakeOwnership = opts.TakeOwnership
 	act.ReuseValues = opts.PreserveValues
@@ -167,13 +168,14 @@ type RollbackOptions struct {
 	WaitForJobs bool
 	// DisableHooks skips the chart's hooks.
 	DisableHooks bool
-	// Force forces conflicts with server-side apply, and replaces objects
-	// whose update fails with client-side apply.
+	// Force replaces objects whose update fails, with client-side apply;
+	// server-side apply forces conflicts with or without it.
 	Force bool
 	// CleanupOnFail deletes the objects that a failed rollback created.
 	CleanupOnFail bool
 	// ServerSideApply is SSAEnabled, SSADisabled or SSAAuto (the default:
-	// as the version rolled back to was applied).
+	// as the version rolled back to was applied). Server-side apply forces
+	// its conflicts with other field managers.
 	ServerSideApply string
 	// MaxHistory is how many versions are kept (0: all).
 	MaxHistory int
@@ -209,7 +211,7 @@ func (r *Runner) Rollback(ctx context.Context, releaseName string, opts Rollback
 	act.WaitForJobs = opts.WaitForJobs
 	act.DisableHooks = opts.DisableHooks
 	act.ServerSideApply = ssaFlag(ssa)
-	act.ForceConflicts = opts.Force && ssa
+	act.ForceConflicts = ssa
 	act.ForceReplace = opts.Force && !ssa
 	act.CleanupOnFail = opts.CleanupOnFail
 	act.MaxHistory = opts.MaxHistory

@@ -1,7 +1,8 @@
 // Package testservers runs real test servers on the loopback interface for
 // Windlass's tests: the reference OCI registry (distribution) with optional
 // basic auth and TLS, an S3 gateway over a folder that checks SigV4
-// credentials (versitygw), and the cosign CLI for signing images.
+// credentials (versitygw), the cosign CLI for signing images, and the helm
+// CLI for releases made by another tool than Windlass.
 //
 // The servers are Go programs built once, by `make testservers`
 // (hack/testservers.sh), from the module in hack/testservers into a folder
@@ -39,6 +40,9 @@ const (
 	RegistryVersion  = "v3.1.2"
 	VersityGWVersion = "v1.8.0"
 	CosignVersion    = "v3.1.3"
+	// HelmVersion is the helm CLI's; its binary is named after it
+	// (helm-<version>), so that a new version is built alone.
+	HelmVersion = "v4.2.4"
 )
 
 // DirEnv names the environment variable that, when set, is the folder of
@@ -50,10 +54,11 @@ const (
 	registryBinary  = "registry"
 	versitygwBinary = "versitygw"
 	cosignBinary    = "cosign"
+	helmBinary      = "helm-" + HelmVersion
 )
 
 // binaries are the programs that Dir must hold.
-var binaries = []string{registryBinary, versitygwBinary, cosignBinary}
+var binaries = []string{registryBinary, versitygwBinary, cosignBinary, helmBinary}
 
 // startTimeout bounds how long a server may take to answer after start.
 const startTimeout = 30 * time.Second
@@ -103,6 +108,13 @@ func binary(t testing.TB, name string) string {
 func Cosign(t testing.TB) string {
 	t.Helper()
 	return binary(t, cosignBinary)
+}
+
+// Helm returns the path of the helm CLI binary, failing t when the test
+// servers are not built.
+func Helm(t testing.TB) string {
+	t.Helper()
+	return binary(t, helmBinary)
 }
 
 // start runs cmd as a child process that dies with the test binary, stops

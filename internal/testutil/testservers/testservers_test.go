@@ -129,3 +129,22 @@ func expectUnauthorized(g Gomega, err error) {
 	g.Expect(errors.As(err, &terr)).To(BeTrue(), "want a registry error, got %v", err)
 	g.Expect(terr.StatusCode).To(Equal(http.StatusUnauthorized))
 }
+
+func TestHelmIsTheVersionBothModulesPin(t *testing.T) {
+	g := NewWithT(t)
+	for _, mod := range []string{"../../../hack/testservers/go.mod", "../../../go.mod"} {
+		data, err := os.ReadFile(mod)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(data)).To(MatchRegexp(`(?m)^\s*(require\s+)?helm\.sh/helm/v4 `+HelmVersion+`(\s|$)`),
+			"%s pins another helm than HelmVersion: the CLI of the tests must be the SDK's version", mod)
+	}
+}
+
+func TestHelmCLIRuns(t *testing.T) {
+	g := NewWithT(t)
+	cmd := exec.Command(Helm(t), "version", "--template", "{{.GoVersion}}")
+	cmd.Env = serverEnv(t.TempDir())
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(HavePrefix("go1."))
+}
