@@ -1,0 +1,155 @@
+package devenv
+
+import (
+	"bufio"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/windlass-dev/windlass/internal/controlplane"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+)
+
+// startupTimeout bounds the start of a dev run on a loaded machine.
+const startupTimeout = 4 * time.Minute
+
+// TestDevLeavesNothingBehind: a dev run killed outright leaves etcd and
+// kube-apiserver running; the next run stops them, removes their files
+// and says so. When that run's output is a pipe whose reader is gone
+// (`windlass dev | tee` after Ctrl-C ended tee), SIGINT still stops it
+// cleanly: no process, file or listening port is left.
+func TestDevLeavesNothingBehind(t *testing.T) {
+	g := NewWithT(t)
+	assets, err := testenv.AssetsDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	cache, tmp := t.TempDir(), t.TempDir()
+	env := append(childproc.CleanEnv(), devChildEnv+"=1", controlplane.CacheDirEnv+"="+cache,
+		controlplane.AssetsEnv+"="+assets, "TMPDIR="+tmp)
+
+	first := startDev(t, env)
+	g.Eventually(first.out.String, startupTimeout, 100*time.Millisecond).Should(ContainSubstring("Windlass dev is running"))
+	dead := readRecord(t, cache)
+	t.Cleanup(func() { stopAll(dead) })
+	g.Expect(childNames(dead)).To(ConsistOf("etcd", "kube-apiserver", "kube-controller-manager"))
+	g.Expect(first.cmd.Process.Kill()).To(Succeed())
+	g.Expect(first.cmd.Wait()).To(HaveOccurred())
+	g.Expect(running(dead)).To(ContainElements("etcd", "kube-apiserver"), "left running by the killed run")
+
+	second := startDev(t, env)
+	g.Eventually(second.out.String, startupTimeout, 100*time.Millisecond).Should(ContainSubstring("Windlass dev is running"))
+	g.Expect(second.out.String()).To(MatchRegexp(`✔ stopped what a previous windlass dev \(pid %d\) left running: .*etcd \(pid \d+\)`, dead.PID))
+	g.Expect(running(dead)).To(BeEmpty())
+	rec := readRecord(t, cache)
+	t.Cleanup(func() { stopAll(rec) })
+	host := apiServerHost(t, rec.Kubeconfig)
+
+	second.closeReader()
+	g.Expect(second.cmd.Process.Signal(os.Interrupt)).To(Succeed())
+	exited := make(chan error, 1)
+	go func() { exited <- second.cmd.Wait() }()
+	g.Eventually(exited, time.Minute).Should(Receive(&err))
+	g.Expect(err).NotTo(HaveOccurred(), "exits with status 0, not killed by SIGPIPE")
+	g.Expect(running(rec)).To(BeEmpty())
+	g.Expect(rec.Kubeconfig).NotTo(BeAnExistingFile())
+	g.Expect(filepath.Join(cache, "dev", "run")).NotTo(BeADirectory())
+	g.Expect(os.ReadDir(tmp)).To(BeEmpty(), "no certificate or etcd folder in the temporary folder")
+	_, err = net.DialTimeout("tcp", host, 5*time.Second)
+	g.Expect(err).To(HaveOccurred(), "nothing listens on the API server's port")
+}
+
+// devProcess is a dev run in a child process, its output in a pipe.
+type devProcess struct {
+	cmd *exec.Cmd
+	// reader is the pipe's read end; out what was read from it.
+	reader *os.File
+	out    childproc.Buffer
+}
+
+// startDev runs the test binary as windlass dev with env.
+func startDev(t *testing.T, env []string) *devProcess {
+	t.Helper()
+	g := NewWithT(t)
+	r, w, err := os.Pipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	p := &devProcess{cmd: exec.Command(os.Args[0], "-test.run=^$"), reader: r}
+	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, w, &p.out
+	p.cmd.SysProcAttr = childproc.SysProcAttr()
+	g.Expect(p.cmd.Start()).To(Succeed())
+	w.Close()
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			_, _ = p.out.Write(append(sc.Bytes(), '\n'))
+		}
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Signal(os.Interrupt)
+			_ = p.cmd.Wait()
+		}
+		p.closeReader()
+	})
+	return p
+}
+
+// closeReader closes the read end of the output pipe, as when tee ends.
+func (p *devProcess) closeReader() { _ = p.reader.Close() }
+
+// readRecord reads the lock's record in the cache folder.
+func readRecord(t *testing.T, cache string) Record {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cache, "dev", "lock"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	r, ok := parseRecord(data)
+	NewWithT(t).Expect(ok).To(BeTrue(), "the lock holds a record: %s", data)
+	return r
+}
+
+// childNames returns the names of the record's children.
+func childNames(r Record) []string {
+	var names []string
+	for _, c := range r.Children {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// running returns the names of the record's children that still run
+// their recorded program.
+func running(r Record) []string {
+	var names []string
+	for _, c := range r.Children {
+		if exe, err := processExe(c.PID); err == nil && exe == c.Exe {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// stopAll kills the record's children that still run, should the test
+// fail before the run stops them.
+func stopAll(r Record) {
+	for _, c := range r.Children {
+		if exe, err := processExe(c.PID); err == nil && exe == c.Exe {
+			killAndWait(c.PID)
+		}
+	}
+}
+
+// apiServerHost returns the host:port of the API server of a kubeconfig.
+func apiServerHost(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	u, err := url.Parse(cfg.Host)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return u.Host
+}

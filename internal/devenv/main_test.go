@@ -1,0 +1,33 @@
+package devenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// devChildEnv, when set, makes the test binary run `windlass dev` (the
+// demo) with its output on its standard output, as the command line does,
+// instead of the tests: the stories run it as a child process.
+const devChildEnv = "WINDLASS_DEVENV_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(devChildEnv) != "" {
+		os.Exit(runDevChild())
+	}
+	os.Exit(m.Run())
+}
+
+// runDevChild runs a dev session until SIGINT or SIGTERM.
+func runDevChild() int {
+	ctx, stop := SignalContext(context.Background())
+	defer stop()
+	err := Run(ctx, Options{Out: os.Stdout, Timeout: 3 * time.Minute, SyncInterval: time.Second, Command: "windlass"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "windlass dev:", err)
+		return 1
+	}
+	return 0
+}
