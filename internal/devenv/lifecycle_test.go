@@ -2,6 +2,7 @@ package devenv
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/url"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/controlplane"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
@@ -152,4 +155,52 @@ func apiServerHost(t *testing.T, kubeconfig string) string {
 	u, err := url.Parse(cfg.Host)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return u.Host
+}
+
+// TestDevPathReportsAFailedChangeAndGoesOn: with --path, a broken file is
+// reported as not applied at once, with the build's message, and the next
+// edit, which fixes it, is committed and applied.
+func TestDevPathReportsAFailedChangeAndGoesOn(t *testing.T) {
+	g := NewWithT(t)
+	assets, err := testenv.AssetsDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	dir := t.TempDir()
+	write := func(name, content string) {
+		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+	}
+	write("settings.yaml", configMap("one"))
+	cache := t.TempDir()
+	dev := startDev(t, append(childproc.CleanEnv(), devChildEnv+"=1", devChildPathEnv+"="+dir,
+		controlplane.CacheDirEnv+"="+cache, controlplane.AssetsEnv+"="+assets))
+	g.Eventually(dev.out.String, startupTimeout, 100*time.Millisecond).Should(ContainSubstring("Windlass dev is running"))
+	rec := readRecord(t, cache)
+	t.Cleanup(func() { stopAll(rec) })
+
+	write("broken.yaml", "kind: [\n")
+	g.Eventually(dev.out.String, 2*time.Minute, 100*time.Millisecond).Should(
+		MatchRegexp(`(?m)^✗ did not apply main@sha1:[0-9a-f]{12}: .*broken\.yaml`))
+
+	g.Expect(os.Remove(filepath.Join(dir, "broken.yaml"))).To(Succeed())
+	write("settings.yaml", configMap("two"))
+	g.Eventually(dev.out.String, 2*time.Minute, 100*time.Millisecond).Should(
+		MatchRegexp(`(?s)✗ did not apply .*▸ committed .*✔ applied main@sha1:[0-9a-f]{40}\n`))
+	c := kubeClient(t, rec.Kubeconfig)
+	var cm corev1.ConfigMap
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "settings"}, &cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("value", "two"))
+}
+
+// configMap is a ConfigMap manifest whose value is value.
+func configMap(value string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  value: " + value + "\n"
+}
+
+// kubeClient returns a client for the cluster of a kubeconfig.
+func kubeClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return c
 }

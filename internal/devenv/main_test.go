@@ -13,6 +13,9 @@ import (
 // instead of the tests: the stories run it as a child process.
 const devChildEnv = "WINDLASS_DEVENV_TEST_CHILD"
 
+// devChildPathEnv, when set, is the folder the child serves (--path).
+const devChildPathEnv = "WINDLASS_DEVENV_TEST_PATH"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(devChildEnv) != "" {
 		os.Exit(runDevChild())
@@ -24,7 +27,8 @@ func TestMain(m *testing.M) {
 func runDevChild() int {
 	ctx, stop := SignalContext(context.Background())
 	defer stop()
-	err := Run(ctx, Options{Out: os.Stdout, Timeout: 3 * time.Minute, SyncInterval: time.Second, Command: "windlass"})
+	err := Run(ctx, Options{Out: os.Stdout, Path: os.Getenv(devChildPathEnv), Timeout: 3 * time.Minute,
+		SyncInterval: 200 * time.Millisecond, Command: "windlass"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "windlass dev:", err)
 		return 1
