@@ -34,6 +34,7 @@ the control plane once) and git.`,
 			o.Out = cmd.OutOrStdout()
 			o.Terminal = term.IsTerminal(o.Out)
 			o.Command = commandName()
+			o.Version = Version
 			return devenv.Run(ctx, o)
 		},
 	}

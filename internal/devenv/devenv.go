@@ -48,6 +48,8 @@ type Options struct {
 	SyncInterval time.Duration
 	// Command is how the user runs windlass, for the hints printed.
 	Command string
+	// Version is the version of windlass, recorded for the command line.
+	Version string
 }
 
 // ErrNoGit says that git is needed to serve the repository.
@@ -59,7 +61,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	s := &session{opts: o, dir: filepath.Join(cache, "dev"), p: newPrinter(o.Out, o.Terminal)}
+	s := &session{opts: o, dir: devDir(cache), p: newPrinter(o.Out, o.Terminal)}
 	if s.opts.KubeconfigOut == "" {
 		s.opts.KubeconfigOut = filepath.Join(s.dir, "kubeconfig")
 	}
@@ -72,7 +74,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return ErrNoGit
 	}
-	s.record = Record{PID: os.Getpid(), Kubeconfig: s.opts.KubeconfigOut, Log: filepath.Join(s.dir, "windlass.log")}
+	s.record = Record{PID: os.Getpid(), Kubeconfig: s.opts.KubeconfigOut, Log: filepath.Join(s.dir, "windlass.log"), Version: o.Version}
 	l, previous, err := acquireLock(s.dir, s.record)
 	if err != nil {
 		return err

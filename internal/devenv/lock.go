@@ -26,6 +26,8 @@ type Record struct {
 	Kubeconfig string `json:"kubeconfig"`
 	// Log is the controllers' log file.
 	Log string `json:"log,omitempty"`
+	// Version is the version of windlass that runs it.
+	Version string `json:"version,omitempty"`
 	// Children are the control-plane processes it started.
 	Children []Child `json:"children,omitempty"`
 }
@@ -111,11 +113,11 @@ func (l *lock) release() {
 // user's cache folder, if one does: its process is alive and its
 // kubeconfig exists.
 func Running() (Record, bool) {
-	cache, err := controlplane.CacheDir()
+	path, err := RecordPath()
 	if err != nil {
 		return Record{}, false
 	}
-	data, err := os.ReadFile(filepath.Join(cache, "dev", "lock"))
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return Record{}, false
 	}
@@ -134,3 +136,16 @@ func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// RecordPath is the lock file of this user's windlass dev, which holds the
+// record of the run.
+func RecordPath() (string, error) {
+	cache, err := controlplane.CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(devDir(cache), "lock"), nil
+}
+
+// devDir is the dev folder of the cache: lock, logs and the run folder.
+func devDir(cache string) string { return filepath.Join(cache, "dev") }
