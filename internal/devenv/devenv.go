@@ -245,9 +245,10 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	return done(nil, "kube-apiserver at %s", s.config.Host)
 }
 
-// newEnvironment prepares etcd and kube-apiserver, with etcd's data and
-// the API server's certificates and keys in the run folder, so that they
-// go with it.
+// newEnvironment prepares etcd and kube-apiserver, started through
+// launchers that have them killed should windlass dev die, with etcd's
+// data and the API server's certificates and keys in the run folder, so
+// that they go with it.
 func (s *session) newEnvironment(assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	etcdData, certs := filepath.Join(s.runDir(), "etcd"), filepath.Join(s.runDir(), "certs")
 	for _, dir := range []string{etcdData, certs} {
@@ -255,9 +256,14 @@ func (s *session) newEnvironment(assets string, crds []*apiextensionsv1.CustomRe
 			return err
 		}
 	}
+	programs, err := launchers(filepath.Join(s.runDir(), "bin"), assets)
+	if err != nil {
+		return fmt.Errorf("preparing the control plane's launchers: %w", err)
+	}
 	s.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme.New()}
-	s.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdData}
+	s.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdData, Path: programs["etcd"]}
 	api := s.env.ControlPlane.GetAPIServer()
+	api.Path = programs["kube-apiserver"]
 	api.CertDir = certs
 	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	return nil
