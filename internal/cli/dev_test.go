@@ -103,6 +103,15 @@ func TestFindingTheCluster(t *testing.T) {
 		g.Expect(err).To(MatchError(fmt.Sprintf("no cluster to talk to: the file $KUBECONFIG names (%s) does not exist: "+
 			"set --kubeconfig or $KUBECONFIG, or start a local cluster with windlass dev", missing)))
 	})
+	t.Run("a $KUBECONFIG that names an empty file", func(t *testing.T) {
+		g := NewWithT(t)
+		t.Setenv(controlplane.CacheDirEnv, t.TempDir())
+		empty := filepath.Join(t.TempDir(), "empty")
+		g.Expect(os.WriteFile(empty, nil, 0o600)).To(Succeed())
+		t.Setenv("KUBECONFIG", empty)
+		_, _, err := runWithoutKubeconfig("get", "ks")
+		g.Expect(err).To(MatchError(HavePrefix(fmt.Sprintf("no cluster to talk to: the kubeconfig $KUBECONFIG names (%s) holds no cluster: ", empty))))
+	})
 	t.Run("a $KUBECONFIG that names no file, while windlass dev runs", func(t *testing.T) {
 		g := NewWithT(t)
 		dev := runningDev(t, g, kubeconfig)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -95,13 +96,24 @@ func (k *kubeFlags) noKubeconfig() (*rest.Config, error) {
 		hint = fmt.Sprintf("windlass dev runs (pid %d): export KUBECONFIG=%s", dev.PID, dev.Kubeconfig)
 	}
 	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-		return nil, fmt.Errorf("no cluster to talk to: the file $KUBECONFIG names (%s) does not exist: %s", env, hint)
+		return nil, fmt.Errorf("no cluster to talk to: %s: %s", kubeconfigEnvProblem(env), hint)
 	}
 	if running {
 		return k.load(dev.Kubeconfig)
 	}
 	return nil, fmt.Errorf("no cluster to talk to: $KUBECONFIG is not set and %s does not exist: %s",
 		clientcmd.RecommendedHomeFile, hint)
+}
+
+// kubeconfigEnvProblem says why the files $KUBECONFIG names (env) give no
+// cluster: they do not exist, or they hold none.
+func kubeconfigEnvProblem(env string) string {
+	for _, path := range filepath.SplitList(env) {
+		if _, err := os.Stat(path); err == nil {
+			return fmt.Sprintf("the kubeconfig $KUBECONFIG names (%s) holds no cluster", env)
+		}
+	}
+	return fmt.Sprintf("the file $KUBECONFIG names (%s) does not exist", env)
 }
 
 // devRun returns the record of the windlass dev that runs the cluster the

@@ -331,6 +331,7 @@ func (s *session) controllerLogger() (logr.Logger, error) {
 // kubeconfig of a control plane that is gone.
 func (s *session) stop() {
 	if s.env == nil {
+		_ = os.RemoveAll(s.runDir())
 		return
 	}
 	done := s.p.phase("stopping")
