@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/windlass-dev/windlass/internal/devenv"
 	"github.com/windlass-dev/windlass/internal/install"
 )
 
@@ -70,7 +71,11 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 		}
 		failed += writeChecks(w, crds)
 		fmt.Fprintln(w, "► checking the controllers")
-		failed += writeChecks(w, install.DeploymentChecks(ctx, c, f.kube.namespace))
+		if dev, ok := f.kube.devRun(cfg); ok {
+			failed += writeChecks(w, []install.Check{devCheck(dev)})
+		} else {
+			failed += writeChecks(w, install.DeploymentChecks(ctx, c, f.kube.namespace))
+		}
 	}
 	switch failed {
 	case 0:
@@ -80,6 +85,12 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("1 check failed")
 	}
 	return fmt.Errorf("%d checks failed", failed)
+}
+
+// devCheck says that the controllers of a windlass dev cluster run in
+// windlass dev, not in Deployments.
+func devCheck(dev devenv.Record) install.Check {
+	return install.Check{OK: true, Message: fmt.Sprintf("controllers run in windlass dev (pid %d), not in a Deployment; their log: %s", dev.PID, dev.Log)}
 }
 
 // versionCheck checks the Kubernetes version of the cluster behind cfg.

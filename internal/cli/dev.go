@@ -2,10 +2,8 @@ package cli
 
 import (
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,11 +29,12 @@ the control plane once) and git.`,
   windlass dev --path ./deploy --kubeconfig-out ./dev.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := devenv.SignalContext(cmd.Context())
 			defer stop()
 			o.Out = cmd.OutOrStdout()
 			o.Terminal = term.IsTerminal(o.Out)
 			o.Command = commandName()
+			o.Version = Version
 			return devenv.Run(ctx, o)
 		},
 	}

@@ -22,6 +22,7 @@ type installFlags struct {
 	networkPolicy bool
 	split         bool
 	timeout       time.Duration
+	force         bool
 }
 
 func newInstallCommand() *cobra.Command {
@@ -54,6 +55,7 @@ else. --export prints the manifests instead, and needs no cluster.`,
 	fs.StringVar(&f.version, "version", "", "the image tag (default: this client's version, or latest for a development build)")
 	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact and image tags ports")
 	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
+	fs.BoolVar(&f.force, "force", false, "install even into the cluster of windlass dev, whose controllers run in windlass dev")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the CRDs and for the Deployments to be Available")
 	return cmd
 }
@@ -87,6 +89,9 @@ func (f *installFlags) run(cmd *cobra.Command) error {
 		_, err = w.Write(data)
 		return err
 	}
+	if err := f.refuseDev(); err != nil {
+		return err
+	}
 	c, err := f.kube.client()
 	if err != nil {
 		return err
@@ -112,5 +117,20 @@ func (f *installFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(w, "✔ Windlass %s installed in %s\n", m.Options.Version, ns)
+	return nil
+}
+
+// refuseDev refuses to install into the cluster of windlass dev, unless
+// forced: its controllers already run in windlass dev, and it has no
+// scheduler or kubelet to run a Deployment.
+func (f *installFlags) refuseDev() error {
+	cfg, err := f.kube.restConfig()
+	if err != nil {
+		return err
+	}
+	if dev, ok := f.kube.devRun(cfg); ok && !f.force {
+		return fmt.Errorf("this is the cluster of windlass dev (pid %d): its controllers already run in windlass dev, "+
+			"and it has no scheduler or kubelet to run them in a Deployment; nothing to install (--force installs anyway)", dev.PID)
+	}
 	return nil
 }

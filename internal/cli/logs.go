@@ -50,7 +50,7 @@ func newLogsCommand() *cobra.Command {
 		Long: `Show the logs of the Windlass controllers, one line each: time, level, the
 object a line is about, the message and its values. The logs are read from
 the controller pods of the namespace (-n, default flux-system), or from a file
-(--from-file) such as the one windlass dev writes. --kind, --name,
+(--from-file); on the cluster of windlass dev, from the log it writes. --kind, --name,
 --namespace-of-object, --level and --since keep only the lines that match;
 lines that are not JSON are shown as they are unless one of them is set.`,
 		Example: `  windlass logs --kind ks --name app --level error
@@ -85,6 +85,14 @@ func (f *logsFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("invalid --tail %d: give a number of lines, or -1 for all", f.tail)
 	}
 	p := &logPrinter{w: cmd.OutOrStdout(), filter: filter}
+	if f.fromFile == "" {
+		if cfg, err := f.kube.restConfig(); err == nil {
+			if dev, ok := f.kube.devRun(cfg); ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "reading the log of windlass dev (pid %d): %s\n", dev.PID, dev.Log)
+				f.fromFile = dev.Log
+			}
+		}
+	}
 	if f.fromFile != "" {
 		if f.since > 0 {
 			p.filter.since = now().Add(-f.since)

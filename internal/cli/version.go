@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -24,8 +25,9 @@ func newVersionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version of windlass, and of the controllers in the cluster",
 		Long: `Print the version of this client and, when Windlass is installed in the
-namespace, the version of its controllers (the tag of their image). It does
-not fail when the cluster cannot be reached or Windlass is not installed.`,
+namespace, the version of its controllers (the tag of their image), or of the
+windlass dev whose cluster it is. It does not fail when the cluster cannot be
+reached or Windlass is not installed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd)
@@ -50,6 +52,13 @@ func (f *versionFlags) run(cmd *cobra.Command) error {
 // controllerVersion returns the image tag of the Windlass Deployments of
 // the namespace, "not installed", or why it is unknown.
 func (f *versionFlags) controllerVersion(ctx context.Context) string {
+	cfg, err := f.kube.restConfig()
+	if err != nil {
+		return "unknown (no cluster to talk to)"
+	}
+	if dev, ok := f.kube.devRun(cfg); ok {
+		return fmt.Sprintf("%s (controllers run in windlass dev, pid %d)", cmp.Or(dev.Version, "unknown"), dev.PID)
+	}
 	c, err := f.kube.client()
 	if err != nil {
 		return "unknown (no cluster to talk to)"

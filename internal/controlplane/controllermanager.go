@@ -68,6 +68,7 @@ func StartControllerManager(ctx context.Context, opts ControllerManagerOptions) 
 	procCtx, stop := context.WithCancel(ctx)
 	cmd := exec.CommandContext(procCtx, opts.Binary, controllerManagerArgs(opts.Kubeconfig)...)
 	cmd.Stdout, cmd.Stderr = opts.Output, opts.Output
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {

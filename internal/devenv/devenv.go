@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +48,8 @@ type Options struct {
 	SyncInterval time.Duration
 	// Command is how the user runs windlass, for the hints printed.
 	Command string
+	// Version is the version of windlass, recorded for the command line.
+	Version string
 }
 
 // ErrNoGit says that git is needed to serve the repository.
@@ -58,7 +61,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	s := &session{opts: o, dir: filepath.Join(cache, "dev"), p: newPrinter(o.Out, o.Terminal)}
+	s := &session{opts: o, dir: devDir(cache), p: newPrinter(o.Out, o.Terminal)}
 	if s.opts.KubeconfigOut == "" {
 		s.opts.KubeconfigOut = filepath.Join(s.dir, "kubeconfig")
 	}
@@ -71,11 +74,19 @@ func Run(ctx context.Context, o Options) (err error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return ErrNoGit
 	}
-	l, err := acquireLock(s.dir, s.opts.KubeconfigOut)
+	s.record = Record{PID: os.Getpid(), Kubeconfig: s.opts.KubeconfigOut, Log: filepath.Join(s.dir, "windlass.log"), Version: o.Version}
+	l, previous, err := acquireLock(s.dir, s.record)
 	if err != nil {
 		return err
 	}
+	s.lock = l
 	defer l.release()
+	s.stopLeftovers(previous)
+	restore, err := s.useRunDir()
+	if err != nil {
+		return err
+	}
+	defer restore()
 	defer s.stop()
 	s.p.line("windlass dev: kubeconfig %s", s.opts.KubeconfigOut)
 	for _, step := range []func(context.Context) error{
@@ -107,6 +118,10 @@ type session struct {
 	dir string
 	p   *printer
 
+	// lock is held while the session runs; record is what it says.
+	lock   *lock
+	record Record
+
 	env     *envtest.Environment
 	config  *rest.Config
 	client  client.Client
@@ -128,6 +143,31 @@ type session struct {
 
 // runDir holds the files of one run, removed when it stops.
 func (s *session) runDir() string { return filepath.Join(s.dir, "run") }
+
+// useRunDir makes an empty run folder and points $TMPDIR into it, so that
+// every temporary file of the run (the test framework's, the git
+// server's, the controllers'), and of the processes it starts, goes with
+// it. It returns the function that points $TMPDIR back.
+func (s *session) useRunDir() (restore func(), err error) {
+	if err := os.RemoveAll(s.runDir()); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(s.runDir(), "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		return nil, err
+	}
+	return func() {
+		if had {
+			_ = os.Setenv("TMPDIR", old)
+		} else {
+			_ = os.Unsetenv("TMPDIR")
+		}
+	}, nil
+}
 
 // checkPath fails early on a --path that cannot be served.
 func (s *session) checkPath() error {
@@ -172,12 +212,12 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return done(err)
 	}
-	if err := os.RemoveAll(s.runDir()); err != nil {
+	if err := s.newEnvironment(assets, crds); err != nil {
 		return done(err)
 	}
-	s.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme.New()}
-	s.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
-	if s.config, err = s.env.Start(); err != nil {
+	s.config, err = s.env.Start()
+	s.recordChildren(assets)
+	if err != nil {
 		return done(fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err))
 	}
 	if s.client, err = client.New(s.config, client.Options{Scheme: s.env.Scheme}); err != nil {
@@ -198,10 +238,46 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	s.kcm, err = controlplane.StartControllerManager(ctx, controlplane.ControllerManagerOptions{
 		Binary: filepath.Join(assets, "kube-controller-manager"), Kubeconfig: kcmConfig, Output: log, Client: s.client,
 	})
+	s.recordChildren(assets)
 	if err != nil {
 		return done(fmt.Errorf("%w (its log: %s)", err, log.Name()))
 	}
 	return done(nil, "kube-apiserver at %s", s.config.Host)
+}
+
+// newEnvironment prepares etcd and kube-apiserver, started through
+// launchers that have them killed should windlass dev die, with etcd's
+// data and the API server's certificates and keys in the run folder, so
+// that they go with it.
+func (s *session) newEnvironment(assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	etcdData, certs := filepath.Join(s.runDir(), "etcd"), filepath.Join(s.runDir(), "certs")
+	for _, dir := range []string{etcdData, certs} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	programs, err := launchers(filepath.Join(s.runDir(), "bin"), assets)
+	if err != nil {
+		return fmt.Errorf("preparing the control plane's launchers: %w", err)
+	}
+	s.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme.New()}
+	s.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdData, Path: programs["etcd"]}
+	api := s.env.ControlPlane.GetAPIServer()
+	api.Path = programs["kube-apiserver"]
+	api.CertDir = certs
+	api.Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
+	return nil
+}
+
+// recordChildren writes the control-plane processes running now into the
+// lock, for the next run to stop should this one die without stopping
+// them.
+func (s *session) recordChildren(assets string) {
+	if s.lock == nil {
+		return
+	}
+	s.record.Children = controlPlaneChildren(assets)
+	s.lock.write(s.record)
 }
 
 // writeKubeconfig issues the system:masters user name and writes its
@@ -255,6 +331,7 @@ func (s *session) controllerLogger() (logr.Logger, error) {
 // kubeconfig of a control plane that is gone.
 func (s *session) stop() {
 	if s.env == nil {
+		_ = os.RemoveAll(s.runDir())
 		return
 	}
 	done := s.p.phase("stopping")

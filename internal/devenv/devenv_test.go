@@ -3,6 +3,7 @@ package devenv
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,17 +45,26 @@ func TestRunSaysWhatIsMissing(t *testing.T) {
 	}
 }
 
-// TestSecondRunSaysOneRuns: the lock names the run that holds it.
+// TestSecondRunSaysOneRuns: the lock names the run that holds it, gives
+// the next run the record of the previous one, and is emptied on release.
 func TestSecondRunSaysOneRuns(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
-	l, err := acquireLock(dir, "/tmp/first.kubeconfig")
+	first := Record{PID: os.Getpid(), Kubeconfig: "/tmp/first.kubeconfig"}
+	l, previous, err := acquireLock(dir, first)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = acquireLock(dir, "/tmp/second.kubeconfig")
+	g.Expect(previous).To(BeZero())
+	_, _, err = acquireLock(dir, Record{PID: os.Getpid(), Kubeconfig: "/tmp/second.kubeconfig"})
 	g.Expect(err).To(MatchError(ErrAlreadyRunning))
-	g.Expect(err.Error()).To(ContainSubstring("kubeconfig /tmp/first.kubeconfig"))
-	l.release()
-	again, err := acquireLock(dir, "/tmp/second.kubeconfig")
-	g.Expect(err).NotTo(HaveOccurred(), "free once released")
+	g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("(pid %d, kubeconfig /tmp/first.kubeconfig)", os.Getpid())))
+	first.Children = []Child{{Name: "etcd", PID: 1, Exe: "/bin/etcd"}}
+	l.write(first)
+	l.file.Close() // as when the process dies: the kernel drops the lock, the record stays
+	again, previous, err := acquireLock(dir, Record{PID: os.Getpid(), Kubeconfig: "/tmp/second.kubeconfig"})
+	g.Expect(err).NotTo(HaveOccurred(), "free once its holder is gone")
+	g.Expect(previous).To(Equal(first))
 	again.release()
+	data, err := os.ReadFile(filepath.Join(dir, "lock"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data).To(BeEmpty(), "a run that stopped leaves nothing to stop")
 }

@@ -243,11 +243,16 @@ func (s *session) printHowToLook() {
 	s.p.line("Press Ctrl-C to stop everything.")
 }
 
-// followFolder commits the user's folder whenever it changes, asks for the
-// GitRepository to be reconciled at once, and says how the apply went.
+// followFolder commits the user's folder whenever it changes and asks for
+// the GitRepository to be reconciled at once; reportApplies says how each
+// commit's apply went, while the edits that follow are committed.
 func (s *session) followFolder(ctx context.Context) {
 	tick := time.NewTicker(s.opts.SyncInterval)
 	defer tick.Stop()
+	// commits holds the latest commit whose outcome is not said yet: a
+	// newer one replaces it.
+	commits := make(chan string, 1)
+	go s.reportApplies(ctx, commits)
 	lastErr := ""
 	for {
 		select {
@@ -271,36 +276,87 @@ func (s *session) followFolder(ctx context.Context) {
 		if err := s.client.Patch(ctx, s.syncObjs[0].DeepCopyObject().(client.Object), requestReconcile()); err != nil {
 			s.p.line("✗ asking for a reconciliation: %v", err)
 		}
-		s.waitApplied(ctx, sha)
+		select {
+		case <-commits:
+		default:
+		}
+		commits <- sha
 	}
 }
 
-// waitApplied waits until the dev Kustomization has attempted commit sha,
-// and says whether it applied it.
-func (s *session) waitApplied(ctx context.Context, sha string) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
+// reportApplies says, for the latest commit received, whether the dev
+// Kustomization applied it, as soon as it is decided, or that it has not
+// attempted it after the timeout.
+func (s *session) reportApplies(ctx context.Context, commits <-chan string) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	key := client.ObjectKeyFromObject(s.syncObjs[1])
+	sha, deadline := "", time.Time{}
 	for {
-		var ks kustomizev1.Kustomization
-		if err := s.client.Get(ctx, key, &ks); err == nil && strings.HasSuffix(ks.Status.LastAttemptedRevision, sha) &&
-			!conditions.IsTrue(&ks, meta.ReconcilingCondition) && ks.Status.ObservedGeneration == ks.Generation {
-			if c := conditions.Get(&ks, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
-				s.p.line("✔ applied %s", ks.Status.LastAppliedRevision)
-			} else if c != nil {
-				s.p.line("✗ %s did not apply %s@sha1:%s: %s", describe(s.syncObjs[1]), branch, short(sha), c.Message)
-			}
-			return
-		}
 		select {
 		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded {
-				s.p.line("✗ %s has not attempted %s@sha1:%s after %s", describe(s.syncObjs[1]), branch, short(sha), s.opts.Timeout)
-			}
 			return
-		case <-time.After(250 * time.Millisecond):
+		case sha = <-commits:
+			deadline = time.Now().Add(s.opts.Timeout)
+		case <-tick.C:
 		}
+		if sha == "" {
+			continue
+		}
+		var ks kustomizev1.Kustomization
+		if err := s.client.Get(ctx, key, &ks); err != nil {
+			continue
+		}
+		switch outcome, message := applyOutcome(&ks, sha); {
+		case outcome == applied:
+			s.p.line("✔ applied %s", ks.Status.LastAppliedRevision)
+		case outcome == failed:
+			s.p.line("✗ did not apply %s@sha1:%s: %s", branch, short(sha), message)
+		case time.Now().After(deadline):
+			s.p.line("✗ %s has not attempted %s@sha1:%s after %s: %s", describe(s.syncObjs[1]), branch, short(sha), s.opts.Timeout, message)
+		default:
+			continue
+		}
+		sha = ""
 	}
+}
+
+// outcome is how a Kustomization's run of a commit ended, if it did.
+type outcome int
+
+const (
+	// undecided: the run of the commit has not ended yet, or waits for
+	// something else (a source's artifact, a dependency).
+	undecided outcome = iota
+	// applied: the commit is applied and Ready.
+	applied
+	// failed: the run of the commit failed; it is retried later.
+	failed
+)
+
+// applyOutcome returns how the Kustomization's run of commit sha ended,
+// and its Ready message. A run failed when the commit was attempted and
+// Ready is False for the current generation while nothing is under way,
+// or only a retry is (Reconciling with reason ProgressingWithRetry); a
+// Kustomization that waits for something else (Reconciling with that
+// reason) is still going.
+func applyOutcome(ks *kustomizev1.Kustomization, sha string) (outcome, string) {
+	ready := conditions.Get(ks, meta.ReadyCondition)
+	if ready == nil {
+		return undecided, "not reconciled yet"
+	}
+	if ks.Status.ObservedGeneration != ks.Generation || !strings.HasSuffix(ks.Status.LastAttemptedRevision, sha) {
+		return undecided, ready.Message
+	}
+	reconciling := conditions.Get(ks, meta.ReconcilingCondition)
+	settled := reconciling == nil || reconciling.Status != metav1.ConditionTrue
+	switch {
+	case ready.Status == metav1.ConditionTrue && settled && strings.HasSuffix(ks.Status.LastAppliedRevision, sha):
+		return applied, ready.Message
+	case ready.Status == metav1.ConditionFalse && (settled || reconciling.Reason == meta.ProgressingWithRetryReason):
+		return failed, ready.Message
+	}
+	return undecided, ready.Message
 }
 
 // short returns the first 12 characters of a commit hash.
