@@ -102,9 +102,10 @@ func IsCommitStatusType(t string) bool {
 // ProviderSpec says where and how notifications are sent.
 type ProviderSpec struct {
 	// Type of the service that receives the notifications. Every type of the
-	// reference API is accepted; Windlass serves all but zoom, incident.io,
-	// otel, azureeventhub, googlepubsub, nats and the pull and merge request
-	// comment types (see ProviderTypeServed).
+	// reference API is in the enum; azureeventhub and googlepubsub are
+	// refused at admission because Windlass does not serve them, and the
+	// other types ProviderTypeServed leaves out fail the Alerts that use them.
+	// +kubebuilder:validation:XValidation:rule="!(self in ['azureeventhub', 'googlepubsub'])",messageExpression="'provider type ' + self + ' is not served by Windlass'"
 	// +kubebuilder:validation:Enum=generic;generic-hmac;slack;msteams;discord;googlechat;rocket;matrix;webex;telegram;lark;zulip;zoom;alertmanager;pagerduty;grafana;opsgenie;datadog;sentry;incident.io;otel;githubdispatch;azureeventhub;googlepubsub;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubpullrequestcomment;gitlabmergerequestcomment;giteapullrequestcomment
 	// +required
 	Type string `json:"type"`
