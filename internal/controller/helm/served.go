@@ -1,0 +1,37 @@
+package helm
+
+import (
+	"context"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// checkServed is the first step: it stalls a HelmRelease whose spec asks
+// for what the schema accepts but Windlass does not serve, before a chart
+// is fetched or a release made. A kubeConfig with configMapRef (workload
+// identity) names a remote cluster: installing on the local one instead
+// would be wrong, so it stalls (UnsupportedKubeConfig). A chartRef kind
+// such as ExternalArtifact stalls with UnsupportedSourceKind.
+func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (reconcile.Result, error) {
+	if err := unservedKubeConfig(obj); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if ref := obj.Spec.ChartRef; ref != nil {
+		if err := chartSources().Check(ref.Kind); err != nil {
+			return reconcile.ResultEmpty, err
+		}
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+// unservedKubeConfig returns the stall of a kubeConfig Windlass does not
+// serve, or nil.
+func unservedKubeConfig(obj *helmv2.HelmRelease) error {
+	if err := impersonation.CheckServed(obj.Spec.KubeConfig); err != nil {
+		return reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
+	}
+	return nil
+}
