@@ -2,9 +2,11 @@ package helm
 
 import (
 	"context"
+	"fmt"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
@@ -14,7 +16,10 @@ import (
 // is fetched or a release made. A kubeConfig with configMapRef (workload
 // identity) names a remote cluster: installing on the local one instead
 // would be wrong, so it stalls (UnsupportedKubeConfig). A chartRef kind
-// such as ExternalArtifact stalls with UnsupportedSourceKind.
+// such as ExternalArtifact stalls with UnsupportedSourceKind, and
+// spec.chart.spec.verify.provider notation with
+// UnsupportedVerificationProvider (rather than waiting on a HelmChart that
+// would stall for it).
 func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (reconcile.Result, error) {
 	if err := unservedKubeConfig(obj); err != nil {
 		return reconcile.ResultEmpty, err
@@ -23,6 +28,10 @@ func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (r
 		if err := chartSources().Check(ref.Kind); err != nil {
 			return reconcile.ResultEmpty, err
 		}
+	}
+	if c := obj.Spec.Chart; c != nil && c.Spec.Verify != nil && c.Spec.Verify.Provider != sourcev1.VerificationProviderCosign {
+		return reconcile.ResultEmpty, reconcile.Stall(meta.UnsupportedVerificationProviderReason, fmt.Errorf(
+			"spec.chart.spec.verify.provider '%s' is not served by Windlass: use cosign", c.Spec.Verify.Provider))
 	}
 	return reconcile.ResultSuccess, nil
 }

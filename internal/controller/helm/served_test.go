@@ -24,6 +24,7 @@ func TestCheckServed(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		chartRef   *helmv2.CrossNamespaceSourceReference
+		verify     string
 		kubeConfig *meta.KubeConfigReference
 		wantReason string
 		wantErr    string
@@ -34,12 +35,20 @@ func TestCheckServed(t *testing.T) {
 		{name: "remote cluster by configMapRef",
 			kubeConfig: &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}},
 			wantReason: meta.UnsupportedKubeConfigReason, wantErr: "spec.kubeConfig.configMapRef (workload identity for remote clusters) is not served"},
+		{name: "chart verified with cosign", verify: "cosign"},
+		{name: "chart verified with notation", verify: "notation",
+			wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.chart.spec.verify.provider 'notation' is not served by Windlass"},
 		{name: "chartRef to an ExternalArtifact", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "c"},
 			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'ExternalArtifact' is not served by Windlass (served: HelmChart, OCIRepository)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			obj := &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{ChartRef: tc.chartRef, KubeConfig: tc.kubeConfig}}
+			if tc.verify != "" {
+				obj.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+					Chart: "app", Verify: &helmv2.HelmChartTemplateVerification{Provider: tc.verify},
+				}}
+			}
 			_, err := checkServed(context.Background(), obj, &releaseScope{})
 			if tc.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
