@@ -102,3 +102,35 @@ func TestExternalArtifactSourceIsStalled(t *testing.T) {
 	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("source kind 'ExternalArtifact' is not served by Windlass"))
 }
+
+// TestSwitchToUnservedKubeConfigLeavesObjects: a Kustomization that applied
+// to the local cluster and is then pointed at a remote cluster through
+// configMapRef stalls; deleting it does not hang on its finalizer (security.md
+// row 23) and prunes nothing, since where the inventory now lives cannot be
+// reached: the objects are left in place and a Warning says so.
+func TestSwitchToUnservedKubeConfigLeavesObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	_, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, kustomization("app", "app", "  path: ./deploy\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	ready := waitForKs(g, key, ksReady(""))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed())
+
+	ready.Spec.KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}}
+	g.Expect(env.Client.Update(ctx, ready)).To(Succeed())
+	waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
+		return ksReason("False", meta.UnsupportedKubeConfigReason)(k) && k.Status.ObservedGeneration == k.Generation
+	})
+
+	g.Expect(env.Client.Delete(ctx, ready)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &kustomizev1.Kustomization{}))
+	}, timeout, interval).Should(BeTrue(), "the finalizer lets it go")
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})).To(Succeed(), "nothing is pruned")
+	g.Eventually(func() []string {
+		return testutil.EventMessages(g, env.Client, ready, kustomizev1.KustomizationKind)
+	}, timeout, interval).Should(ContainElement(ContainSubstring("the applied objects are left in place")))
+}
