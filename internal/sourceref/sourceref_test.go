@@ -14,6 +14,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 func TestResolverGet(t *testing.T) {
@@ -84,15 +85,11 @@ func TestKindsCheck(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			g := NewWithT(t)
-			err := Served().Check(tc.kind)
+			reason := meta.UnsupportedSourceKindReason
 			if tc.served {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
+				reason = ""
 			}
-			var stalling *reconcile.Stalling
-			g.Expect(errors.As(err, &stalling)).To(BeTrue())
-			g.Expect(stalling.Reason).To(Equal(meta.UnsupportedSourceKindReason))
-			g.Expect(err).To(MatchError(ContainSubstring("source kind '" + tc.kind + "' is not served by Windlass")))
+			testutil.ExpectStall(g, Served().Check(tc.kind), reason, "source kind '"+tc.kind+"' is not served by Windlass")
 		})
 	}
 }

@@ -2,7 +2,6 @@ package helm
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -15,7 +14,6 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
@@ -50,14 +48,7 @@ func TestCheckServed(t *testing.T) {
 				}}
 			}
 			_, err := checkServed(context.Background(), obj, &releaseScope{})
-			if tc.wantErr == "" {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			var stalling *reconcile.Stalling
-			g.Expect(errors.As(err, &stalling)).To(BeTrue())
-			g.Expect(stalling.Reason).To(Equal(tc.wantReason))
-			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			testutil.ExpectStall(g, err, tc.wantReason, tc.wantErr)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
 
@@ -31,7 +30,10 @@ func TestCheckServedSteps(t *testing.T) {
 	}
 	helmRepo := func(typ, provider string) func() error {
 		obj := &sourcev1.HelmRepository{Spec: sourcev1.HelmRepositorySpec{Type: typ, Provider: provider}}
-		return func() error { _, err := (&HelmRepositoryReconciler{}).checkServed(ctx, obj, &helmRepositoryScope{}); return err }
+		return func() error {
+			_, err := (&HelmRepositoryReconciler{}).checkServed(ctx, obj, &helmRepositoryScope{})
+			return err
+		}
 	}
 	chart := func(v *sourcev1.OCIRepositoryVerification) func() error {
 		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v}}
@@ -61,15 +63,7 @@ func TestCheckServedSteps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := tc.check()
-			if tc.wantErr == "" {
-				g.Expect(err).NotTo(HaveOccurred())
-				return
-			}
-			var stalling *reconcile.Stalling
-			g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
-			g.Expect(stalling.Reason).To(Equal(tc.wantReason))
-			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+			testutil.ExpectStall(g, tc.check(), tc.wantReason, tc.wantErr)
 		})
 	}
 }
