@@ -89,4 +89,20 @@ const (
 
 	// InvalidCELExpressionReason: a CEL expression does not compile.
 	InvalidCELExpressionReason string = "InvalidCELExpression"
+
+	// UnsupportedProviderReason: spec.provider names a cloud provider
+	// (aws, azure, gcp) whose workload identity Windlass does not serve.
+	UnsupportedProviderReason string = "UnsupportedProvider"
+
+	// UnsupportedVerificationProviderReason: spec.verify.provider names a
+	// verifier Windlass does not serve (notation).
+	UnsupportedVerificationProviderReason string = "UnsupportedVerificationProvider"
+
+	// UnsupportedSourceKindReason: a sourceRef or chartRef names a kind
+	// Windlass does not serve (ExternalArtifact).
+	UnsupportedSourceKindReason string = "UnsupportedSourceKind"
+
+	// UnsupportedKubeConfigReason: spec.kubeConfig names a remote cluster in
+	// a way Windlass does not serve (configMapRef, workload identity).
+	UnsupportedKubeConfigReason string = "UnsupportedKubeConfig"
 )

@@ -75,7 +75,11 @@ type NamespacedObjectKindReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// KubeConfigReference names the kubeconfig of a remote cluster.
+// KubeConfigReference names the kubeconfig of a remote cluster: exactly one
+// of SecretRef and ConfigMapRef. Windlass serves SecretRef only; an object
+// with ConfigMapRef is stalled, never applied to the local cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) || has(self.configMapRef)",message="exactly one of spec.kubeConfig.secretRef or spec.kubeConfig.configMapRef must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.secretRef) || !has(self.configMapRef)",message="exactly one of spec.kubeConfig.secretRef or spec.kubeConfig.configMapRef must be set"
 type KubeConfigReference struct {
 	// SecretRef names a Secret holding the kubeconfig, under Key ('value' or
 	// 'value.yaml' by default).
@@ -83,7 +87,8 @@ type KubeConfigReference struct {
 	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
 
 	// ConfigMapRef names a ConfigMap that describes how to reach the cluster
-	// with workload identity.
+	// with workload identity. Not served by Windlass: an object that sets it
+	// is stalled (reason UnsupportedKubeConfig); use SecretRef.
 	// +optional
 	ConfigMapRef *LocalObjectReference `json:"configMapRef,omitempty"`
 }

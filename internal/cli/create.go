@@ -259,8 +259,10 @@ func (k *ksFlags) decryption() (*kustomizev1.Decryption, error) {
 	return d, nil
 }
 
-// sourceKinds are the kinds a Kustomization's source may be.
-var sourceKinds = []string{sourcev1.GitRepositoryKind, "OCIRepository", "Bucket", "ExternalArtifact"}
+// sourceKinds are the kinds a Kustomization's source may be. The schema's
+// ExternalArtifact is refused: Windlass does not serve it (such a
+// Kustomization would be Stalled).
+var sourceKinds = []string{sourcev1.GitRepositoryKind, "OCIRepository", "Bucket"}
 
 // parseSourceRef parses --source: [Kind/][namespace/]name. A first part
 // that is a source kind (in any case) or that has capitals (which no
@@ -276,7 +278,10 @@ func parseSourceRef(s string) (kustomizev1.CrossNamespaceSourceReference, error)
 	}
 	if len(parts) == 3 || (len(parts) == 2 && looksLikeKind(parts[0])) {
 		kind, ok := sourceKindNamed(parts[0])
-		if !ok {
+		switch {
+		case !ok && strings.EqualFold(parts[0], "ExternalArtifact"):
+			return ref, errors.New("--source kind ExternalArtifact is not served by Windlass: use GitRepository, OCIRepository or Bucket")
+		case !ok:
 			return ref, fmt.Errorf("--source kind %q is not one of %s", parts[0], strings.Join(sourceKinds, ", "))
 		}
 		ref.Kind, parts = kind, parts[1:]

@@ -79,6 +79,9 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"alert: no source", withProvider, "--event-source is required"},
 		{"alert: a source without a kind", append(withProvider, "--event-source", "app"), `--event-source "app" is not Kind/[NAMESPACE/]NAME`},
 		{"alert: a kind that sends no events", append(withProvider, "--event-source", "Gate/prod"), `--event-source kind "Gate" is not one of`},
+		{"alert: a kind not served", append(withProvider, "--event-source", "ExternalArtifact/app"), "--event-source kind ExternalArtifact is not served by Windlass"},
+		{"provider: azureeventhub, not served", append(provider, "--type", "azureeventhub", "--address", "https://x.example.com"), `--type "azureeventhub" is not a provider type`},
+		{"provider: googlepubsub, not served", append(provider, "--type", "googlepubsub", "--address", "https://x.example.com"), `--type "googlepubsub" is not a provider type`},
 		{"alert: a bad namespace", append(withProvider, "--event-source", "Kustomization/Apps/app"), `"Apps" is not a namespace name`},
 		{"alert: another severity", append(withProvider, "--event-source", "Kustomization/app", "--event-severity", "warning"), `--event-severity "warning": choose info or error`},
 		{"alert: a regex that is none", append(withProvider, "--event-source", "Kustomization/app", "--inclusion-list", "(upgrade"), `--inclusion-list "(upgrade" is not a Go regular expression`},
@@ -88,6 +91,7 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"receiver: no resource", withType, "--resource is required"},
 		{"receiver: an action on a source", append(withType, "--resource", "GitRepository/app:open"), "only a Gate takes an action"},
 		{"receiver: another action", append(withType, "--resource", "Gate/prod:approve"), `the action "approve" is not open or close`},
+		{"receiver: a kind not served", append(withType, "--resource", "artifactgenerator/gen"), "--resource kind ArtifactGenerator is not served by Windlass"},
 		{"receiver: a bad name", append(withType, "--resource", "GitRepository/App"), `--resource "App" is not an object name`},
 	}
 	expectRefused(t, tests)

@@ -35,6 +35,22 @@ import (
 // the policy. The object's spec or the Secret must change.
 var ErrInvalidKubeConfig = errors.New("invalid kubeconfig")
 
+// ErrUnservedKubeConfig is wrapped by the error about a spec.kubeConfig that
+// names its remote cluster in a way Windlass does not serve: a configMapRef
+// (workload identity). Such an object must never fall through to the local
+// cluster.
+var ErrUnservedKubeConfig = errors.New("spec.kubeConfig.configMapRef (workload identity for remote clusters) is not served by Windlass: " +
+	"use spec.kubeConfig.secretRef with a kubeconfig Secret")
+
+// CheckServed returns an error wrapping ErrUnservedKubeConfig when kc sets
+// configMapRef, and nil otherwise (no kubeConfig, or secretRef only).
+func CheckServed(kc *meta.KubeConfigReference) error {
+	if kc != nil && kc.ConfigMapRef != nil {
+		return fmt.Errorf("%w (configMapRef '%s')", ErrUnservedKubeConfig, kc.ConfigMapRef.Name)
+	}
+	return nil
+}
+
 // Factory builds and caches the Targets of tenants.
 type Factory struct {
 	// Config reaches the local cluster.
@@ -87,8 +103,13 @@ type Identity struct {
 	KubeConfig *meta.KubeConfigReference
 }
 
-// For returns the target of id. secrets reads the kubeconfig Secret.
+// For returns the target of id. secrets reads the kubeconfig Secret. A
+// kubeConfig Windlass does not serve is refused (see CheckServed), never
+// taken for the local cluster.
 func (f *Factory) For(ctx context.Context, id Identity, secrets client.Reader) (*Target, error) {
+	if err := CheckServed(id.KubeConfig); err != nil {
+		return nil, err
+	}
 	sa := id.ServiceAccountName
 	if sa == "" {
 		sa = f.DefaultServiceAccount

@@ -8,6 +8,9 @@ package sourceref
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +45,22 @@ func Served() Kinds {
 		sourcev1.OCIRepositoryKind: func() Source { return &sourcev1.OCIRepository{} },
 		sourcev1.BucketKind:        func() Source { return &sourcev1.Bucket{} },
 	}
+}
+
+// Check stalls (reason UnsupportedSourceKind) when kind is not one of ks:
+// a kind the schema accepts but Windlass does not serve, such as
+// ExternalArtifact. It reads nothing, so a reconciler can run it first.
+func (ks Kinds) Check(kind string) error {
+	if _, ok := ks[kind]; ok {
+		return nil
+	}
+	return reconcile.Stall(meta.UnsupportedSourceKindReason,
+		fmt.Errorf("source kind '%s' is not served by Windlass (served: %s)", kind, strings.Join(ks.Names(), ", ")))
+}
+
+// Names returns the kinds of ks, sorted.
+func (ks Kinds) Names() []string {
+	return slices.Sorted(maps.Keys(ks))
 }
 
 // Namespace returns the namespace of ref, as seen from an object in
@@ -87,12 +106,10 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 		return nil, reconcile.Stall(meta.AccessDeniedReason,
 			fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", ref.Kind, key))
 	}
-	newSource, ok := r.Kinds[ref.Kind]
-	if !ok {
-		return nil, reconcile.Stall(meta.ArtifactFailedReason,
-			fmt.Errorf("source kind '%s' is not supported by this version of Windlass", ref.Kind))
+	if err := r.Kinds.Check(ref.Kind); err != nil {
+		return nil, err
 	}
-	source := newSource()
+	source := r.Kinds[ref.Kind]()
 	if err := r.Client.Get(ctx, key, source); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, reconcile.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' not found", ref.Kind, key), r.Requeue)

@@ -14,6 +14,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 func TestResolverGet(t *testing.T) {
@@ -40,7 +41,10 @@ func TestResolverGet(t *testing.T) {
 			wantErr: "cross-namespace reference to GitRepository 'b/shared' is not allowed", wantReason: meta.AccessDeniedReason, wantStall: true},
 		{name: "same namespace named explicitly, locked", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "app", Namespace: "a"}, locked: true},
 		{name: "a kind not served", ref: Ref{Kind: "HelmChart", Name: "app"},
-			wantErr: "source kind 'HelmChart' is not supported", wantReason: meta.ArtifactFailedReason, wantStall: true},
+			wantErr: "source kind 'HelmChart' is not served by Windlass", wantReason: meta.UnsupportedSourceKindReason, wantStall: true},
+		{name: "ExternalArtifact, which the schema accepts", ref: Ref{Kind: "ExternalArtifact", Name: "app"},
+			wantErr:    "source kind 'ExternalArtifact' is not served by Windlass (served: Bucket, GitRepository, OCIRepository)",
+			wantReason: meta.UnsupportedSourceKindReason, wantStall: true},
 		{name: "missing", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "gone"},
 			wantErr: "source GitRepository 'a/gone' not found", wantReason: meta.ArtifactFailedReason},
 		{name: "no artifact yet", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "new"},
@@ -66,4 +70,26 @@ func TestResolverGet(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Key("a", Ref{Kind: "GitRepository", Name: "app"})).To(Equal("GitRepository/a/app"))
 	g.Expect(KeyOf("GitRepository", repo("a", "app", false))).To(Equal(Key("x", Ref{Kind: "GitRepository", Name: "app", Namespace: "a"})))
+}
+
+func TestKindsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		kind   string
+		served bool
+	}{
+		{kind: sourcev1.GitRepositoryKind, served: true},
+		{kind: sourcev1.OCIRepositoryKind, served: true},
+		{kind: sourcev1.BucketKind, served: true},
+		{kind: "ExternalArtifact"},
+		{kind: ""},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			g := NewWithT(t)
+			reason := meta.UnsupportedSourceKindReason
+			if tc.served {
+				reason = ""
+			}
+			testutil.ExpectStall(g, Served().Check(tc.kind), reason, "source kind '"+tc.kind+"' is not served by Windlass")
+		})
+	}
 }

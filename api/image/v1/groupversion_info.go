@@ -42,7 +42,8 @@ const (
 	// ReasonInvalidImage: spec.image is not an image repository.
 	ReasonInvalidImage = "InvalidImage"
 	// ReasonUnsupportedProvider: spec.provider is one Windlass does not
-	// serve.
+	// serve; the same reason as meta.UnsupportedProviderReason, which the
+	// source kinds use.
 	ReasonUnsupportedProvider = "UnsupportedProvider"
 	// ReasonInvalidPolicy: the policy's rule cannot be compiled.
 	ReasonInvalidPolicy = "InvalidPolicy"

@@ -90,7 +90,11 @@ type ResourceReference struct {
 	// Kind of the objects. Besides the kinds of the reference API, Windlass
 	// accepts Gate (gating.toolkit.fluxcd.io): a request opens or closes
 	// the gate (see Action), so that an approval in a chat tool or a CI job
-	// can let a change through.
+	// can let a change through. ExternalArtifact and ArtifactGenerator are in
+	// the enum of the reference API but refused at admission: Windlass has
+	// no such kinds.
+	// +kubebuilder:validation:XValidation:rule="self != 'ExternalArtifact' && self != 'ArtifactGenerator'",messageExpression="'kind ' + self + ' is not served by Windlass: no such kind exists here'"
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Enum=Bucket;GitRepository;Kustomization;HelmRelease;HelmChart;HelmRepository;ImageRepository;ImagePolicy;ImageUpdateAutomation;OCIRepository;ArtifactGenerator;ExternalArtifact;Gate
 	// +required
 	Kind string `json:"kind"`

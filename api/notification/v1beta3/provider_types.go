@@ -56,19 +56,25 @@ const (
 	ProviderTypeAzureDevOps     = "azuredevops"
 )
 
-// Provider types that the schema accepts, so that manifests written for
-// the reference API apply unchanged, but that Windlass does not serve: a
-// Provider of one of these types sends nothing, and the controller says so.
+// Provider types served since the reference added them: a chat message,
+// an alert event, a span, a message on a subject, a comment on a pull or
+// merge request.
 const (
 	ProviderTypeZoom                      = "zoom"
 	ProviderTypeIncidentIO                = "incident.io"
 	ProviderTypeOTel                      = "otel"
-	ProviderTypeAzureEventHub             = "azureeventhub"
-	ProviderTypeGooglePubSub              = "googlepubsub"
 	ProviderTypeNATS                      = "nats"
 	ProviderTypeGitHubPullRequestComment  = "githubpullrequestcomment"
 	ProviderTypeGitLabMergeRequestComment = "gitlabmergerequestcomment"
 	ProviderTypeGiteaPullRequestComment   = "giteapullrequestcomment"
+)
+
+// Provider types that the schema's enum keeps, as the reference API has
+// them, but that Windlass does not serve: the API server refuses a
+// Provider of one of these types (see ProviderSpec.Type).
+const (
+	ProviderTypeAzureEventHub = "azureeventhub"
+	ProviderTypeGooglePubSub  = "googlepubsub"
 )
 
 // ProviderTypeServed reports whether Windlass sends notifications for a
@@ -79,7 +85,9 @@ func ProviderTypeServed(t string) bool {
 		ProviderTypeDiscord, ProviderTypeGoogleChat, ProviderTypeRocket, ProviderTypeMatrix,
 		ProviderTypeWebex, ProviderTypeTelegram, ProviderTypeLark, ProviderTypeZulip,
 		ProviderTypeAlertmanager, ProviderTypePagerDuty, ProviderTypeGrafana, ProviderTypeOpsgenie,
-		ProviderTypeDatadog, ProviderTypeSentry, ProviderTypeGitHubDispatch:
+		ProviderTypeDatadog, ProviderTypeSentry, ProviderTypeGitHubDispatch,
+		ProviderTypeZoom, ProviderTypeIncidentIO, ProviderTypeOTel, ProviderTypeNATS,
+		ProviderTypeGitHubPullRequestComment, ProviderTypeGitLabMergeRequestComment, ProviderTypeGiteaPullRequestComment:
 		return true
 	}
 	return IsCommitStatusType(t)
@@ -102,9 +110,9 @@ func IsCommitStatusType(t string) bool {
 // ProviderSpec says where and how notifications are sent.
 type ProviderSpec struct {
 	// Type of the service that receives the notifications. Every type of the
-	// reference API is accepted; Windlass serves all but zoom, incident.io,
-	// otel, azureeventhub, googlepubsub, nats and the pull and merge request
-	// comment types (see ProviderTypeServed).
+	// reference API is in the enum; azureeventhub and googlepubsub are
+	// refused at admission because Windlass does not serve them.
+	// +kubebuilder:validation:XValidation:rule="!(self in ['azureeventhub', 'googlepubsub'])",messageExpression="'provider type ' + self + ' is not served by Windlass'"
 	// +kubebuilder:validation:Enum=generic;generic-hmac;slack;msteams;discord;googlechat;rocket;matrix;webex;telegram;lark;zulip;zoom;alertmanager;pagerduty;grafana;opsgenie;datadog;sentry;incident.io;otel;githubdispatch;azureeventhub;googlepubsub;nats;github;gitlab;gitea;bitbucket;bitbucketserver;azuredevops;githubpullrequestcomment;gitlabmergerequestcomment;giteapullrequestcomment
 	// +required
 	Type string `json:"type"`

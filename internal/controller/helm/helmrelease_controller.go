@@ -170,11 +170,11 @@ func (r *HelmReleaseReconciler) requestsFor(ctx context.Context, match client.Ma
 	return reqs
 }
 
-// run runs the steps of one HelmRelease: gates, chart, dependencies,
+// run runs the steps of one HelmRelease: what is not served, gates, chart, dependencies,
 // values, target, release, drift, health of custom resources.
 func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease, _ *patch.Helper) (reconcile.Result, error) {
 	return reconcile.RunSteps(ctx, obj, &releaseScope{},
-		r.reconcileGates, r.reconcileChart, r.reconcileDependencies, r.reconcileValues, r.reconcileTarget,
+		checkServed, r.reconcileGates, r.reconcileChart, r.reconcileDependencies, r.reconcileValues, r.reconcileTarget,
 		r.reconcileReleaseStep, r.reconcileDrift, r.reconcileHealth)
 }
 

@@ -8,6 +8,7 @@ import (
 	hrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 )
 
@@ -41,6 +42,11 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 func (r *HelmReleaseReconciler) uninstall(ctx context.Context, obj *helmv2.HelmRelease) error {
 	latest := obj.Status.History.Latest()
 	if latest == nil {
+		return nil
+	}
+	if err := unservedKubeConfig(obj); err != nil {
+		// The release's cluster cannot be reached: it is left in place.
+		r.Events.Warning(ctx, obj, meta.UnsupportedKubeConfigReason, latest.ChartVersion, "the release is left in place: "+err.Error())
 		return nil
 	}
 	t, err := r.target(ctx, obj)

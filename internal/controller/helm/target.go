@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/helm/postrender"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/helm/values"
@@ -65,6 +66,8 @@ func (r *HelmReleaseReconciler) target(ctx context.Context, obj *helmv2.HelmRele
 		Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName, KubeConfig: obj.Spec.KubeConfig,
 	}, r.Client)
 	switch {
+	case errors.Is(err, impersonation.ErrUnservedKubeConfig):
+		return nil, reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
 	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
 		return nil, reconcile.Stall(helmv2.InitFailedReason, err)
 	case err != nil:

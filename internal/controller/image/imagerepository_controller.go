@@ -111,7 +111,8 @@ func (r *ImageRepositoryReconciler) enforceGates(ctx context.Context, obj *image
 func (r *ImageRepositoryReconciler) checkSpec(_ context.Context, obj *imagev1.ImageRepository, _ *repositoryScope) (reconcile.Result, error) {
 	if p := obj.Spec.Provider; p != "" && p != imagev1.ProviderGeneric {
 		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonUnsupportedProvider,
-			fmt.Errorf("provider '%s' is not supported by Windlass: use 'generic' with spec.secretRef or spec.serviceAccountName", p))
+			fmt.Errorf("spec.provider '%s' is not served by Windlass (it needs a cloud workload identity): "+
+				"use provider generic with spec.secretRef or spec.serviceAccountName", p))
 	}
 	repo, err := registry.ParseImage(obj.Spec.Image)
 	if err != nil {

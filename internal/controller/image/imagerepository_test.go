@@ -132,7 +132,8 @@ func TestImageRepository_InvalidSpec(t *testing.T) {
 		{"exclusion", imagev1.ReasonInvalidSpec, "spec.exclusionList[0]: invalid regular expression", func(r *imagev1.ImageRepository) {
 			r.Spec.ExclusionList = []string{"(unclosed"}
 		}},
-		{"provider", imagev1.ReasonUnsupportedProvider, "provider 'aws' is not supported", func(r *imagev1.ImageRepository) { r.Spec.Provider = "aws" }},
+		{"provider", meta.UnsupportedProviderReason, "spec.provider 'aws' is not served by Windlass", func(r *imagev1.ImageRepository) { r.Spec.Provider = "aws" }},
+		{"provider-gcp", meta.UnsupportedProviderReason, "spec.provider 'gcp' is not served by Windlass", func(r *imagev1.ImageRepository) { r.Spec.Provider = "gcp" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -25,6 +25,8 @@ func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.K
 		Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName, KubeConfig: obj.Spec.KubeConfig,
 	}, r.Client)
 	switch {
+	case errors.Is(err, impersonation.ErrUnservedKubeConfig):
+		return nil, reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
 	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
 		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, err)
 	case err != nil:
@@ -133,6 +135,12 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 // keeps the finalizer and is retried.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
 	if obj.Spec.Suspend || obj.Status.Inventory == nil {
+		return nil
+	}
+	if err := unservedKubeConfig(obj); err != nil {
+		// Where the inventory lives cannot be reached: it is left in place.
+		r.Events.Warning(ctx, obj, meta.UnsupportedKubeConfigReason, obj.Status.LastAppliedRevision,
+			"the applied objects are left in place: "+err.Error())
 		return nil
 	}
 	if err := r.deleteInventory(ctx, obj); err != nil {

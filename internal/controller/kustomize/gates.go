@@ -13,8 +13,9 @@ import (
 
 // reconcileGates holds the run while a gate of spec.gates is closed or
 // missing: nothing is read, built, applied, pruned or drift-corrected, and
-// Ready keeps describing the last run. It is the first step, so an apply
-// under way when a gate closes finishes first. Approved tells whether the
+// Ready keeps describing the last run. It comes first, after checkServed
+// (which reads nothing), so an apply under way when a gate closes finishes
+// first. Approved tells whether the
 // gates let the object reconcile; an object without gates has none.
 func (r *KustomizationReconciler) reconcileGates(ctx context.Context, obj *kustomizev1.Kustomization, _ *ksScope) (reconcile.Result, error) {
 	err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Applier, r.NoCrossNamespaceRefs, obj.GetRequeueAfter())

@@ -45,14 +45,14 @@ type ksScope struct {
 	current bool
 }
 
-// run runs the pipeline: gates, source, dependencies, inputs, target, apply
+// run runs the pipeline: what is not served, gates, source, dependencies, inputs, target, apply
 // (build, apply, prune), health. Each step sets the status it owns; the
 // runner's Summarize sets the rest. When the inputs are those of the last
 // complete apply and nothing drifted, the run goes from the target straight
 // to the health checks (see applied.go).
 func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
 	return reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher},
-		r.reconcileGates, r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
+		checkServed, r.reconcileGates, r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
 }
 
 // reconcileSource finds the source and its artifact.

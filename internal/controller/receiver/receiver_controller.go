@@ -137,7 +137,7 @@ func (r *ReceiverReconciler) checkSpec(_ context.Context, obj *notificationv1.Re
 // noCrossNamespaceRefs is set, or a resourceFilter that does not compile.
 func CheckSpec(obj *notificationv1.Receiver, noCrossNamespaceRefs bool) error {
 	if !notificationv1.ReceiverTypeServed(obj.Spec.Type) || !slices.Contains(webhook.Types(), obj.Spec.Type) {
-		return reconcile.Stall(UnsupportedTypeReason, fmt.Errorf("receiver type '%s' is not supported by Windlass (supported: %s)",
+		return reconcile.Stall(UnsupportedTypeReason, fmt.Errorf("receiver type '%s' is not served by Windlass (served: %s)",
 			obj.Spec.Type, strings.Join(webhook.Types(), ", ")))
 	}
 	for _, ref := range obj.Spec.Resources {

@@ -74,7 +74,7 @@ func (r *BucketReconciler) store() artifactStore {
 func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (reconcile.Result, error) {
 	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout())}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // bucketScope carries what the steps of one run learn.

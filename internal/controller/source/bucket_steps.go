@@ -89,10 +89,6 @@ func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bu
 func (r *BucketReconciler) bucketOptions(ctx context.Context, obj *sourcev1.Bucket) (bucket.Options, error) {
 	spec := obj.Spec
 	o := bucket.Options{Endpoint: spec.Endpoint, Insecure: spec.Insecure, Region: spec.Region}
-	if p := spec.Provider; p != "" && p != sourcev1.BucketProviderGeneric {
-		return o, bucketFetchFailed(obj, reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
-			"provider '%s' needs a cloud identity or SDK, which Windlass does not support: use provider generic, which speaks the S3 API", p)))
-	}
 	if spec.Insecure && !r.AllowInsecureHTTP {
 		return o, bucketFetchFailed(obj, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("spec.insecure (plain HTTP) refused: the controller runs with --insecure-allow-http=false")))

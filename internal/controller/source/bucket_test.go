@@ -35,6 +35,8 @@ type s3Fixture struct {
 	endpoint string
 	// gets counts the GETs of objects (not listings).
 	gets atomic.Int64
+	// requests counts every request.
+	requests atomic.Int64
 	// down, when set, makes the proxy answer 503 to everything.
 	down atomic.Bool
 }
@@ -59,6 +61,7 @@ func startS3Fixture(t *testing.T, g *WithT, files map[string]string) *s3Fixture 
 		r.Host = host
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
 		if f.down.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -218,9 +221,13 @@ func TestBucketInvalidSpecStalls(t *testing.T) {
 		mutate func(*sourcev1.Bucket)
 		reason string
 		msg    string
+		// unserved: the value is not served, so not a request is sent.
+		unserved bool
 	}{
 		{name: "provider", mutate: func(b *sourcev1.Bucket) { b.Spec.Provider = sourcev1.BucketProviderGoogle },
-			reason: sourcev1.InvalidProviderConfigurationReason, msg: "provider 'gcp'"},
+			reason: meta.UnsupportedProviderReason, msg: "spec.provider 'gcp' is not served by Windlass", unserved: true},
+		{name: "provider-aws", mutate: func(b *sourcev1.Bucket) { b.Spec.Provider = sourcev1.BucketProviderAWS },
+			reason: meta.UnsupportedProviderReason, msg: "spec.provider 'aws' is not served by Windlass", unserved: true},
 		{name: "endpoint", mutate: func(b *sourcev1.Bucket) { b.Spec.Endpoint = "http://" + b.Spec.Endpoint },
 			reason: sourcev1.InvalidSpecReason, msg: "endpoint"},
 		{name: "secret", mutate: func(b *sourcev1.Bucket) { b.Spec.SecretRef = &meta.LocalObjectReference{Name: "tls-only"} },
@@ -233,12 +240,16 @@ func TestBucketInvalidSpecStalls(t *testing.T) {
 			}))).To(Succeed())
 			obj := f.newBucket(t, g, ns, tc.name)
 			tc.mutate(obj)
+			before := f.requests.Load()
 			g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 			got := waitForBucket(g, obj, func(o *sourcev1.Bucket) bool {
 				return conditions.IsTrue(o, meta.StalledCondition)
 			})
 			g.Expect(conditions.Reason(got, meta.StalledCondition)).To(Equal(tc.reason))
 			g.Expect(conditions.Message(got, meta.StalledCondition)).To(ContainSubstring(tc.msg))
+			if tc.unserved {
+				g.Expect(f.requests.Load()).To(Equal(before), "no request reached the bucket")
+			}
 		})
 	}
 }

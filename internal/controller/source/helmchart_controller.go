@@ -154,7 +154,7 @@ func (r *HelmChartReconciler) store() artifactStore {
 func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *patch.Helper) (reconcile.Result, error) {
 	sc := &helmChartScope{}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
 }
 
 // helmChartScope carries what the steps of one run learn.

@@ -82,9 +82,6 @@ func validateHelmChartSpec(obj *sourcev1.HelmChart) error {
 	default:
 		return stall(sourcev1.InvalidSpecReason, "spec.sourceRef.kind '%s' is not a HelmRepository, GitRepository or Bucket", spec.SourceRef.Kind)
 	}
-	if v := spec.Verify; v != nil && v.Provider != sourcev1.VerificationProviderCosign {
-		return stall(sourcev1.VerificationErrorReason, "verification provider '%s' is not supported: use cosign", v.Provider)
-	}
 	return nil
 }
 

@@ -70,9 +70,6 @@ func TestValidateHelmChartSpec(t *testing.T) {
 			o.Spec.SourceRef.Kind, o.Spec.Chart, o.Spec.Version = sourcev1.GitRepositoryKind, "./charts/app", ">=x"
 		}},
 		{name: "unknown kind", change: func(o *sourcev1.HelmChart) { o.Spec.SourceRef.Kind = "OCIRepository" }, reason: sourcev1.InvalidSpecReason},
-		{name: "notation", change: func(o *sourcev1.HelmChart) {
-			o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "notation"}
-		}, reason: sourcev1.VerificationErrorReason},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

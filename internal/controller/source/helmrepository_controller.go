@@ -101,9 +101,9 @@ func (r *HelmRepositoryReconciler) store() artifactStore {
 func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, _ *patch.Helper) (reconcile.Result, error) {
 	sc := &helmRepositoryScope{}
 	if obj.GetType() == sourcev1.HelmRepositoryTypeOCI {
-		return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileOCI)
+		return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileOCI)
 	}
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // helmRepositoryScope carries what the steps of one run learn.

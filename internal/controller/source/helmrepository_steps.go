@@ -156,10 +156,6 @@ func (r *HelmRepositoryReconciler) validateOCI(obj *sourcev1.HelmRepository) err
 	if _, err := oci.ParseRepository(spec.URL, oci.Options{Insecure: spec.Insecure}); err != nil {
 		return reconcile.Stall(sourcev1.URLInvalidReason, err)
 	}
-	if p := spec.Provider; p != "" && p != sourcev1.OCIProviderGeneric {
-		return reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
-			"provider '%s' needs a cloud workload identity, which Windlass does not support: use provider generic with spec.secretRef", p))
-	}
 	if spec.Insecure && !r.AllowInsecureHTTP {
 		return reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
 			errors.New("spec.insecure (plain HTTP) refused: the controller runs with --insecure-allow-http=false"))

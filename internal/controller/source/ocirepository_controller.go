@@ -73,7 +73,7 @@ func (r *OCIRepositoryReconciler) store() artifactStore {
 func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (reconcile.Result, error) {
 	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout())}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // ociScope carries what the steps of one run learn.

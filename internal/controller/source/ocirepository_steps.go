@@ -84,16 +84,9 @@ func (r *OCIRepositoryReconciler) validateOCISpec(obj *sourcev1.OCIRepository) e
 	stall := func(reason string, format string, args ...any) error {
 		return ociFetchFailed(obj, reason, reconcile.Stall(reason, fmt.Errorf(format, args...)))
 	}
-	if p := spec.Provider; p != "" && p != sourcev1.OCIProviderGeneric {
-		return stall(sourcev1.InvalidProviderConfigurationReason,
-			"provider '%s' needs a cloud workload identity, which Windlass does not support: use provider generic with secretRef or serviceAccountName", p)
-	}
 	if spec.Insecure && !r.AllowInsecureHTTP {
 		return stall(meta.InsecureConnectionsDisallowedReason,
 			"spec.insecure (plain HTTP) refused: the controller runs with --insecure-allow-http=false")
-	}
-	if v := spec.Verify; v != nil && v.Provider != sourcev1.VerificationProviderCosign {
-		return stall(sourcev1.VerificationErrorReason, "verification provider '%s' is not supported: use cosign", v.Provider)
 	}
 	if ref := spec.Reference; ref != nil {
 		if ref.Digest != "" && !isSHA256Digest(ref.Digest) {

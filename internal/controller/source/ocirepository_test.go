@@ -214,9 +214,11 @@ func TestOCIRepositoryInvalidSpecStalls(t *testing.T) {
 		mutate func(*sourcev1.OCIRepository)
 		reason string
 		msg    string
+		// unserved: the value is not served, so not a request is sent.
+		unserved bool
 	}{
-		{name: "cloud-provider", mutate: func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.OCIProviderAWS },
-			reason: sourcev1.InvalidProviderConfigurationReason, msg: "cloud workload identity"},
+		{name: "cloud-provider", unserved: true, mutate: func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.OCIProviderAWS },
+			reason: meta.UnsupportedProviderReason, msg: "spec.provider 'aws' is not served by Windlass"},
 		{name: "semver", mutate: func(o *sourcev1.OCIRepository) { o.Spec.Reference = &sourcev1.OCIRepositoryRef{SemVer: "not a range"} },
 			reason: sourcev1.InvalidSemverReason, msg: "invalid ref.semver"},
 		{name: "filter", mutate: func(o *sourcev1.OCIRepository) {
@@ -224,9 +226,11 @@ func TestOCIRepositoryInvalidSpecStalls(t *testing.T) {
 		}, reason: sourcev1.InvalidSpecReason, msg: "invalid ref.semverFilter"},
 		{name: "digest", mutate: func(o *sourcev1.OCIRepository) { o.Spec.Reference = &sourcev1.OCIRepositoryRef{Digest: "sha256:abc"} },
 			reason: sourcev1.InvalidSpecReason, msg: "is not sha256:<64 hex digits>"},
-		{name: "notation", mutate: func(o *sourcev1.OCIRepository) {
+		{name: "gcp", unserved: true, mutate: func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.OCIProviderGCP },
+			reason: meta.UnsupportedProviderReason, msg: "spec.provider 'gcp' is not served by Windlass"},
+		{name: "notation", unserved: true, mutate: func(o *sourcev1.OCIRepository) {
 			o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderNotation}
-		}, reason: sourcev1.VerificationErrorReason, msg: "'notation' is not supported"},
+		}, reason: meta.UnsupportedVerificationProviderReason, msg: "spec.verify.provider 'notation' is not served by Windlass"},
 		{name: "keyless-without-root", mutate: func(o *sourcev1.OCIRepository) {
 			o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderCosign}
 		}, reason: sourcev1.VerificationErrorReason, msg: "trustedRootSecretRef"},
@@ -237,11 +241,15 @@ func TestOCIRepositoryInvalidSpecStalls(t *testing.T) {
 			push(t, g, reg.host, "app:latest", map[string]string{"a.yaml": "a: 1\n"}, "")
 			obj := newOCIRepository(ns, tc.name, "oci://"+reg.host+"/app")
 			tc.mutate(obj)
+			heads, gets := reg.manifestHeads.Load(), reg.manifestGets.Load()
 			g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 			got := waitForOCI(g, obj, ociCondition(meta.StalledCondition, metav1.ConditionTrue, tc.reason))
 			g.Expect(conditions.Message(got, meta.StalledCondition)).To(ContainSubstring(tc.msg))
 			g.Expect(got.Status.Artifact).To(BeNil())
 			g.Expect(reg.blobGets.Load()).To(BeZero(), "nothing is downloaded for a spec that cannot work")
+			if tc.unserved {
+				g.Expect([]int64{reg.manifestHeads.Load(), reg.manifestGets.Load()}).To(Equal([]int64{heads, gets}), "not a request reached the registry")
+			}
 		})
 	}
 }

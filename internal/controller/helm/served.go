@@ -1,0 +1,46 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+)
+
+// checkServed is the first step: it stalls a HelmRelease whose spec asks
+// for what the schema accepts but Windlass does not serve, before a chart
+// is fetched or a release made. A kubeConfig with configMapRef (workload
+// identity) names a remote cluster: installing on the local one instead
+// would be wrong, so it stalls (UnsupportedKubeConfig). A chartRef kind
+// such as ExternalArtifact stalls with UnsupportedSourceKind, and
+// spec.chart.spec.verify.provider notation with
+// UnsupportedVerificationProvider (rather than waiting on a HelmChart that
+// would stall for it).
+func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (reconcile.Result, error) {
+	if err := unservedKubeConfig(obj); err != nil {
+		return reconcile.ResultEmpty, err
+	}
+	if ref := obj.Spec.ChartRef; ref != nil {
+		if err := chartSources().Check(ref.Kind); err != nil {
+			return reconcile.ResultEmpty, err
+		}
+	}
+	if c := obj.Spec.Chart; c != nil && c.Spec.Verify != nil && c.Spec.Verify.Provider != sourcev1.VerificationProviderCosign {
+		return reconcile.ResultEmpty, reconcile.Stall(meta.UnsupportedVerificationProviderReason, fmt.Errorf(
+			"spec.chart.spec.verify.provider '%s' is not served by Windlass: use cosign", c.Spec.Verify.Provider))
+	}
+	return reconcile.ResultSuccess, nil
+}
+
+// unservedKubeConfig returns the stall of a kubeConfig Windlass does not
+// serve, or nil.
+func unservedKubeConfig(obj *helmv2.HelmRelease) error {
+	if err := impersonation.CheckServed(obj.Spec.KubeConfig); err != nil {
+		return reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package helm
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+)
+
+func TestCheckServed(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		chartRef   *helmv2.CrossNamespaceSourceReference
+		verify     string
+		kubeConfig *meta.KubeConfigReference
+		wantReason string
+		wantErr    string
+	}{
+		{name: "spec.chart on the local cluster"},
+		{name: "chartRef to an OCIRepository", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: "c"}},
+		{name: "remote cluster by secretRef", kubeConfig: &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kc"}}},
+		{name: "remote cluster by configMapRef",
+			kubeConfig: &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}},
+			wantReason: meta.UnsupportedKubeConfigReason, wantErr: "spec.kubeConfig.configMapRef (workload identity for remote clusters) is not served"},
+		{name: "chart verified with cosign", verify: "cosign"},
+		{name: "chart verified with notation", verify: "notation",
+			wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.chart.spec.verify.provider 'notation' is not served by Windlass"},
+		{name: "chartRef to an ExternalArtifact", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "c"},
+			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'ExternalArtifact' is not served by Windlass (served: HelmChart, OCIRepository)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{ChartRef: tc.chartRef, KubeConfig: tc.kubeConfig}}
+			if tc.verify != "" {
+				obj.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+					Chart: "app", Verify: &helmv2.HelmChartTemplateVerification{Provider: tc.verify},
+				}}
+			}
+			_, err := checkServed(context.Background(), obj, &releaseScope{})
+			testutil.ExpectStall(g, err, tc.wantReason, tc.wantErr)
+		})
+	}
+}
+
+// TestUnservedKubeConfigInstallsNothing: a HelmRelease meant for a remote
+// cluster through configMapRef (workload identity, not served) is Stalled
+// at once: no HelmChart, no release, no object on the local cluster, and
+// it deletes cleanly. Both refs together are refused by the API server.
+func TestUnservedKubeConfigInstallsNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
+		hr.Spec.KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}}
+	})
+
+	got := waitForHR(g, client.ObjectKeyFromObject(hr), hrReason(meta.ReadyCondition, "False", meta.UnsupportedKubeConfigReason))
+	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("use spec.kubeConfig.secretRef"))
+	g.Expect(got.Status.History).To(BeEmpty())
+	g.Consistently(func(g Gomega) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app-cm"}, &corev1.ConfigMap{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no object of the chart on the local cluster")
+		var charts sourcev1.HelmChartList
+		g.Expect(env.Client.List(ctx, &charts, client.InNamespace(ns))).To(Succeed())
+		g.Expect(charts.Items).To(BeEmpty(), "no HelmChart is made")
+		var secrets corev1.SecretList
+		g.Expect(env.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+		g.Expect(secrets.Items).To(BeEmpty(), "no release record")
+	}, "2s", "200ms").Should(Succeed())
+
+	g.Expect(env.Client.Delete(ctx, hr)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), &helmv2.HelmRelease{}))
+	}, testutil.WaitTimeout).Should(BeTrue(), "the finalizer lets it go")
+
+	for name, kc := range map[string]*meta.KubeConfigReference{
+		"both": {SecretRef: &meta.SecretKeyReference{Name: "kc"}, ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}},
+		"none": {},
+	} {
+		bad := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-" + name}, Spec: *hr.Spec.DeepCopy()}
+		bad.Spec.KubeConfig = kc
+		err := env.Client.Create(ctx, bad)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+		g.Expect(err.Error()).To(ContainSubstring("exactly one of spec.kubeConfig.secretRef or spec.kubeConfig.configMapRef must be set"))
+	}
+}
+
+// TestExternalArtifactChartRefIsStalled: ExternalArtifact, which the schema
+// accepts as a chartRef kind, is not served: Stalled with a reason that
+// names it.
+func TestExternalArtifactChartRefIsStalled(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	hr := newRelease(g, ns, "ext", "", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Chart = nil
+		hr.Spec.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "chart"}
+	})
+	got := waitForHR(g, client.ObjectKeyFromObject(hr), hrReason(meta.ReadyCondition, "False", meta.UnsupportedSourceKindReason))
+	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("source kind 'ExternalArtifact' is not served by Windlass"))
+}

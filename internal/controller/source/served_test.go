@@ -1,0 +1,102 @@
+package source
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+)
+
+func TestCheckServedSteps(t *testing.T) {
+	ctx := context.Background()
+	cosign := &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderCosign}
+	notation := &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderNotation}
+	oci := func(provider string, v *sourcev1.OCIRepositoryVerification) func() error {
+		obj := &sourcev1.OCIRepository{Spec: sourcev1.OCIRepositorySpec{Provider: provider, Verify: v}}
+		return func() error { _, err := (&OCIRepositoryReconciler{}).checkServed(ctx, obj, &ociScope{}); return err }
+	}
+	bucket := func(provider string) func() error {
+		obj := &sourcev1.Bucket{Spec: sourcev1.BucketSpec{Provider: provider}}
+		return func() error { _, err := (&BucketReconciler{}).checkServed(ctx, obj, &bucketScope{}); return err }
+	}
+	helmRepo := func(typ, provider string) func() error {
+		obj := &sourcev1.HelmRepository{Spec: sourcev1.HelmRepositorySpec{Type: typ, Provider: provider}}
+		return func() error {
+			_, err := (&HelmRepositoryReconciler{}).checkServed(ctx, obj, &helmRepositoryScope{})
+			return err
+		}
+	}
+	chart := func(v *sourcev1.OCIRepositoryVerification) func() error {
+		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v}}
+		return func() error { _, err := (&HelmChartReconciler{}).checkServed(ctx, obj, &helmChartScope{}); return err }
+	}
+	for _, tc := range []struct {
+		name       string
+		check      func() error
+		wantReason string
+		wantErr    string
+	}{
+		{name: "OCIRepository generic, cosign", check: oci("generic", cosign)},
+		{name: "OCIRepository no provider", check: oci("", nil)},
+		{name: "OCIRepository aws", check: oci("aws", nil), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'aws' is not served by Windlass"},
+		{name: "OCIRepository azure", check: oci("azure", cosign), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'azure'"},
+		{name: "OCIRepository notation", check: oci("generic", notation),
+			wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.verify.provider 'notation' is not served by Windlass: use cosign"},
+		{name: "Bucket generic", check: bucket("generic")},
+		{name: "Bucket gcp", check: bucket("gcp"), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'gcp' is not served by Windlass"},
+		{name: "HelmRepository oci generic", check: helmRepo("oci", "generic")},
+		{name: "HelmRepository default generic", check: helmRepo("", "generic")},
+		{name: "HelmRepository oci aws", check: helmRepo("oci", "aws"), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'aws'"},
+		{name: "HelmRepository default azure", check: helmRepo("default", "azure"), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'azure'"},
+		{name: "HelmChart cosign", check: chart(cosign)},
+		{name: "HelmChart unverified", check: chart(nil)},
+		{name: "HelmChart notation", check: chart(notation), wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.verify.provider 'notation'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			testutil.ExpectStall(g, tc.check(), tc.wantReason, tc.wantErr)
+		})
+	}
+}
+
+// TestUnservedHelmValuesStall: a HelmRepository of either type with a cloud
+// provider, and a HelmChart verified with notation, are Stalled with a
+// reason naming the value; not a request reaches the chart repository.
+func TestUnservedHelmValuesStall(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	repo, unserved := helmtest.NewRepo(t), helmtest.NewRepo(t)
+	repo.Add(t, helmtest.Chart(t, "podinfo", "1.0.0"))
+	unserved.Add(t, helmtest.Chart(t, "podinfo", "1.0.0"))
+
+	plain := newHelmRepository(ns, "plain", unserved.URL())
+	plain.Spec.Provider = "aws"
+	ociRepo := newHelmRepository(ns, "oci", "oci://"+strings.TrimPrefix(unserved.URL(), "http://")+"/charts")
+	ociRepo.Spec.Type, ociRepo.Spec.Insecure, ociRepo.Spec.Provider = sourcev1.HelmRepositoryTypeOCI, true, "gcp"
+	served := newHelmRepository(ns, "served", repo.URL())
+	chart := newHelmChart(ns, "notation", sourcev1.HelmRepositoryKind, "served", "podinfo")
+	chart.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderNotation}
+	for _, obj := range []client.Object{plain, ociRepo, served, chart} {
+		g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	}
+
+	for obj, provider := range map[*sourcev1.HelmRepository]string{plain: "aws", ociRepo: "gcp"} {
+		got := waitForHelmRepo(g, obj, helmCondition[*sourcev1.HelmRepository](meta.StalledCondition, metav1.ConditionTrue, meta.UnsupportedProviderReason))
+		g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("spec.provider '" + provider + "' is not served by Windlass"))
+		g.Expect(got.Status.Artifact).To(BeNil())
+	}
+	got := waitForChart(g, chart, helmCondition[*sourcev1.HelmChart](meta.StalledCondition, metav1.ConditionTrue, meta.UnsupportedVerificationProviderReason))
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("spec.verify.provider 'notation' is not served by Windlass"))
+	waitForHelmRepo(g, served, helmRepoReady)
+	g.Expect(unserved.Requests("/index.yaml")).To(BeZero(), "the repositories with a cloud provider fetch nothing")
+	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(BeZero(), "the chart verified with notation is not downloaded")
+}
