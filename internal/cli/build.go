@@ -98,7 +98,7 @@ func (f *localVerb) command(verb, short string, leaf *cobra.Command) *cobra.Comm
 	f.kube.bind(cmd)
 	leaf.Use = "kustomization NAME --path DIR"
 	leaf.Aliases = []string{"ks", "kustomizations"}
-	leaf.Args = cobra.ExactArgs(1)
+	leaf.Args = nameArg
 	f.local.bind(leaf.Flags())
 	cmd.AddCommand(leaf)
 	return cmd

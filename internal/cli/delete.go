@@ -38,7 +38,7 @@ a source deletes its artifacts).`,
 		return &cobra.Command{
 			Use:   k.use("NAME"),
 			Short: "Delete a " + k.kind,
-			Args:  cobra.ExactArgs(1),
+			Args:  nameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return f.delete(cmd, k, args[0])
 			},

@@ -38,7 +38,7 @@ to Git and applied to another cluster.`,
 		return &cobra.Command{
 			Use:   k.use("[NAME]"),
 			Short: "Print a " + k.kind + ", or all of the namespace, as YAML",
-			Args:  cobra.MaximumNArgs(1),
+			Args:  optionalNameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if (len(args) == 1) == f.all {
 					return errors.New("name one object, or pass --all")

@@ -272,7 +272,7 @@ type listed struct {
 func listObjects(ctx context.Context, c client.Client, k objectKind, opts []client.ListOption, m matcher) ([]listed, string, error) {
 	list, all := k.newList()
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, "", listError(k.kind+"s", err)
+		return nil, "", listError(pluralKind(k.kind), err)
 	}
 	var out []listed
 	for _, o := range all() {
@@ -297,11 +297,6 @@ func rowsOf(objs []listed, at time.Time) []statusRow {
 		rows = append(rows, rowOf(l.kind.kind, l.obj, l.kind.revision(l.obj), l.obj.IsSuspended(), at))
 	}
 	return rows
-}
-
-// listError says what to do when a kind cannot be listed.
-func listError(kinds string, err error) error {
-	return fmt.Errorf("listing %s: %w (are the Windlass CRDs installed in this cluster?)", kinds, err)
 }
 
 // pluralKind returns the plural of a kind for help texts: GitRepositories,

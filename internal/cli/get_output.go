@@ -61,7 +61,7 @@ func watchChanges(ctx context.Context, c client.WithWatch, kinds []objectKind, v
 		list, _ := k.newList()
 		watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: versions[i]}})...)
 		if err != nil {
-			return fmt.Errorf("watching %ss: %w", k.kind, err)
+			return fmt.Errorf("watching %s: %w", pluralKind(k.kind), err)
 		}
 		defer watcher.Stop()
 		go func() {
@@ -87,7 +87,7 @@ func watchChanges(ctx context.Context, c client.WithWatch, kinds []objectKind, v
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("the API server ended the watch of %ss: run the command again", kind)
+			return fmt.Errorf("the API server ended the watch of %s: run the command again", pluralKind(kind))
 		case ch := <-changes:
 			if !m.matches(ch.obj) {
 				continue

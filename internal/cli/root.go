@@ -57,6 +57,8 @@ unchanged.`,
 	}
 	completeObjectNames(root)
 	rejectUnknownWords(root)
+	explainErrors(root)
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 

@@ -56,7 +56,7 @@ zero when the object is not Ready.`,
 		leaf := &cobra.Command{
 			Use:   k.use("NAME"),
 			Short: "Reconcile a " + k.kind + " now",
-			Args:  cobra.ExactArgs(1),
+			Args:  nameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
 					return f.reconcile(ctx, c, w, k, args[0])
@@ -94,7 +94,7 @@ func newSuspensionCommand(use, short string, suspend bool) *cobra.Command {
 		return &cobra.Command{
 			Use:   k.use("[NAME]"),
 			Short: short + ": " + k.kind,
-			Args:  cobra.MaximumNArgs(1),
+			Args:  optionalNameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if (len(args) == 1) == f.all {
 					return errors.New("name one object, or pass --all")
@@ -366,7 +366,7 @@ func (f *verbFlags) selected(ctx context.Context, c client.Client, k objectKind,
 	}
 	list, all := k.newList()
 	if err := c.List(ctx, list, client.InNamespace(f.kube.namespace)); err != nil {
-		return nil, listError(k.kind+"s", err)
+		return nil, listError(pluralKind(k.kind), err)
 	}
 	return all(), nil
 }
@@ -375,7 +375,7 @@ func (f *verbFlags) selected(ctx context.Context, c client.Client, k objectKind,
 func (f *verbFlags) get(ctx context.Context, c client.Client, k objectKind, name string) (reconcilable, error) {
 	obj := k.new()
 	if err := c.Get(ctx, client.ObjectKey{Namespace: f.kube.namespace, Name: name}, obj); err != nil {
-		return nil, fmt.Errorf("reading %s %s/%s: %w", k.kind, f.kube.namespace, name, err)
+		return nil, notFound(k.kind, f.kube.namespace, name, err)
 	}
 	return obj, nil
 }
