@@ -171,13 +171,26 @@ func Decode(docs [][]byte) ([]*unstructured.Unstructured, error) {
 		}
 		j, err := rn.MarshalJSON()
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, documentError(i, rn, err)
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, documentError(i, rn, err)
 		}
 		objs = append(objs, u)
 	}
 	return objs, nil
+}
+
+// documentError names the object of document i that does not decode, by
+// kind, namespace and name, and puts the YAML error on one line (the line
+// numbers are those of the built document, such as a duplicate key's).
+func documentError(i int, rn *kyaml.RNode, err error) error {
+	msg := strings.Replace(err.Error(), "unmarshal errors:\n  ", "", 1)
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	name := rn.GetName()
+	if ns := rn.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return fmt.Errorf("%s %s (document %d of the build): %s", rn.GetKind(), name, i, msg)
 }
