@@ -359,7 +359,7 @@ func TestGateRequest(t *testing.T) {
 				[]string{"open", "held", "--at", ago(5 * time.Minute)}},
 			{"a suspended gate", "Gate " + ns + "/sleeping is suspended, so it takes no request: resume it with `windlass resume gate sleeping -n " + ns + "`",
 				[]string{"close", "sleeping"}},
-			{"a gate that does not exist", "reading Gate " + ns + "/nothing", []string{"open", "nothing"}},
+			{"a gate that does not exist", "Gate " + ns + "/nothing not found: check its name and -n", []string{"open", "nothing"}},
 			{"an unknown action", `unknown action "ajar" for "windlass gate": choose one of close, open, status`, []string{"ajar", "held"}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {

@@ -23,17 +23,30 @@ func rejectUnknownWords(root *cobra.Command) {
 				if len(args) == 0 {
 					return cmd.Help()
 				}
-				var known []string
-				for _, c := range cmd.Commands() {
-					if c.IsAvailableCommand() {
-						known = append(known, c.Name())
-					}
-				}
-				return fmt.Errorf("unknown kind %q for %q: choose one of %s (see %s --help)",
-					args[0], cmd.CommandPath(), strings.Join(known, ", "), cmd.CommandPath())
+				return unknownKind(cmd, args[0])
 			}
 		})
 	}
+}
+
+// unknownKind returns the error of the group command cmd given word, which
+// names none of its subcommands: the closest ones, and all it knows.
+func unknownKind(cmd *cobra.Command, word string) error {
+	var known []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			known = append(known, c.Name())
+		}
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for commands
+	}
+	guess := ""
+	if near := cmd.SuggestionsFor(word); len(near) > 0 {
+		guess = fmt.Sprintf(" (did you mean %s?)", strings.Join(near, " or "))
+	}
+	return fmt.Errorf("unknown kind %q for %q%s: choose one of %s (see %s --help)",
+		word, cmd.CommandPath(), guess, strings.Join(known, ", "), cmd.CommandPath())
 }
 
 // kindGroup is a first word that several kinds share ("source git",

@@ -101,7 +101,7 @@ func TestVerbsBadInput(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "an object that does not exist", args: []string{"reconcile", "source", "git", "nothing", "-n", ns}, wantErr: "reading GitRepository " + ns + "/nothing"},
+		{name: "an object that does not exist", args: []string{"reconcile", "source", "git", "nothing", "-n", ns}, wantErr: "GitRepository " + ns + "/nothing not found: check its name and -n"},
 		{name: "neither a name nor --all", args: []string{"suspend", "ks", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a name and --all", args: []string{"resume", "ks", "app", "--all", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a timeout out of range", args: []string{"reconcile", "ks", "app", "--timeout", "0s", "-n", ns}, wantErr: "--timeout must be positive"},
