@@ -89,7 +89,7 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
 	fs.StringVar(&g.tag, "tag", "", "the tag to check out")
 	fs.StringVar(&g.semver, "tag-semver", "", "the highest tag in this semver range, like >=1.0.0 <2.0.0")
 	fs.StringVar(&g.commit, "commit", "", "the commit SHA to check out (with --branch, a shallow clone of that branch)")
-	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials (see `windlass create secret git`)")
+	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials, made with windlass create secret git")
 	fs.StringSliceVar(&g.ignorePaths, "ignore-paths", nil, "paths to leave out of the artifact, gitignore syntax (repeat or separate with commas)")
 	fs.BoolVar(&g.recurseSubmodules, "recurse-submodules", false, "clone the submodules too")
 	fs.DurationVar(&g.interval, "interval", time.Minute, "how often the remote is checked")

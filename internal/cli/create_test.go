@@ -202,7 +202,7 @@ func TestCreateBadFlags(t *testing.T) {
 		{"a commit and a tag", append(git, "--url", "https://example.com/app", "--commit", "abc", "--tag", "v1"), "pass one of --branch, --tag"},
 		{"a zero interval", append(git, "--url", "https://example.com/app", "--interval", "0s"), "--interval must be a positive duration"},
 		{"a negative interval", append(git, "--url", "https://example.com/app", "--interval=-1m"), "--interval must be a positive duration"},
-		{"an interval that is no duration", append(git, "--url", "https://example.com/app", "--interval", "often"), `invalid argument "often" for "--interval"`},
+		{"an interval that is no duration", append(git, "--url", "https://example.com/app", "--interval", "often"), `invalid --interval "often": write a duration like 1m or 30s`},
 		{"a label without a value", append(git, "--url", "https://example.com/app", "--label", "team"), `--label "team" is not key=value`},
 		{"a bad name", []string{"create", "source", "git", "App_1", "--url", "https://example.com/app", "-n", ns}, `NAME "App_1" is not an object name`},
 		{"missing --source", append(ks, "--path", "./deploy"), "--source is required"},

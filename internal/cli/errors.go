@@ -60,10 +60,23 @@ func checkArgs(cmd *cobra.Command, args []string, minArgs, maxArgs int) error {
 // with what was read.
 func notFound(kind, namespace, name string, err error) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %s/%s not found: check its name and -n", kind, namespace, name)
+		return &missingError{msg: fmt.Sprintf("%s %s/%s not found: check its name and -n", kind, namespace, name), err: err}
 	}
 	return fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
 }
+
+// missingError is the error of an object that does not exist: a message
+// for the user, and the API server's answer for apierrors.IsNotFound.
+type missingError struct {
+	msg string
+	err error
+}
+
+// Error returns the message for the user.
+func (e *missingError) Error() string { return e.msg }
+
+// Unwrap returns the API server's answer.
+func (e *missingError) Unwrap() error { return e.err }
 
 // listError says what to do when a kind cannot be listed: a cluster that
 // does not serve it lacks the CRDs.

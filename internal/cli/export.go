@@ -29,6 +29,9 @@ func newExportCommand() *cobra.Command {
 their status and without what the cluster writes (uid, resourceVersion,
 creationTimestamp, managedFields, finalizers), so that they can be committed
 to Git and applied to another cluster.`,
+		Example: `  windlass export source git app > app-source.yaml
+  windlass export kustomization --all -n apps > kustomizations.yaml
+  windlass export gate sre-approval`,
 	}
 	f.kube.bind(cmd)
 	fs := cmd.PersistentFlags()
@@ -36,9 +39,10 @@ to Git and applied to another cluster.`,
 	fs.BoolVar(&f.all, "all", false, "every object of the kind in the namespace")
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
 		return &cobra.Command{
-			Use:   k.use("[NAME]"),
-			Short: "Print a " + k.kind + ", or all of the namespace, as YAML",
-			Args:  optionalNameArg,
+			Use:     k.use("[NAME]"),
+			Short:   "Print a " + k.kind + ", or all of the namespace, as YAML",
+			Example: kindExamples("export", k, "app > app.yaml", "--all -n apps"),
+			Args:    optionalNameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if (len(args) == 1) == f.all {
 					return errors.New("name one object, or pass --all")

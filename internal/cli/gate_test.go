@@ -386,7 +386,8 @@ func TestCreateGate(t *testing.T) {
 	t.Run("without a gating controller", func(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run(t, "create", "gate", "lonely", "-n", ns, "--timeout", "1s")
-		g.Expect(err).To(MatchError("Gate " + ns + "/lonely was not evaluated within 1s: is the gating controller running? (windlass controller runs it)"))
+		g.Expect(err).To(MatchError("Gate " + ns + "/lonely was not evaluated within 1s: is the gating controller running? (windlass controller runs it)" +
+			" (Gate " + ns + "/lonely stays in the cluster, and its controller retries: create it again with other flags, or delete it with `windlass delete gate lonely -n " + ns + "`)"))
 		g.Expect(out).To(Equal("✚ Gate " + ns + "/lonely applied\n◎ waiting for Gate " + ns + "/lonely to be evaluated\n"))
 		var lonely gatingv1alpha1.Gate
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lonely"}, &lonely)).To(Succeed())

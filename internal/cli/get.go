@@ -82,7 +82,8 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 // every kind of the group, as `get sources all` does.
 func (f *getFlags) groupCommand(g kindGroup) *cobra.Command {
 	group := &cobra.Command{
-		Use: g.plural, Aliases: []string{g.word}, Short: "Show " + g.what + " (all of them without a kind)",
+		Use: g.plural, Aliases: []string{g.word}, Short: "Show " + g.what,
+		Long: "Show " + g.what + ": all of them, or those of the kind named.",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {

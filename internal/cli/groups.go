@@ -61,7 +61,7 @@ type kindGroup struct {
 
 // kindGroups are the groups of objectKinds.
 var kindGroups = []kindGroup{
-	{word: "source", plural: "sources", what: "sources"},
+	{word: "source", plural: "sources", what: "sources (Git and OCI repositories, Buckets, Helm repositories and charts)"},
 	{word: "image", plural: "images", what: "ImageRepositories, ImagePolicies and ImageUpdateAutomations"},
 }
 
@@ -74,4 +74,30 @@ func (g kindGroup) kinds() []objectKind {
 		}
 	}
 	return out
+}
+
+// groupShort returns the Short of the group command word under verb, such
+// as "Reconcile sources (Git and OCI repositories, ...)".
+func groupShort(verb *cobra.Command, word string) string {
+	what := word + "s"
+	for _, g := range kindGroups {
+		if g.word == word {
+			what = g.what
+		}
+	}
+	name := verb.Root().Name()
+	if verb.HasParent() {
+		name = verb.Name()
+	}
+	return strings.ToUpper(name[:1]) + name[1:] + " " + what
+}
+
+// kindExamples returns the Example of the command of kind k under verb:
+// one line per args, with the kind's words.
+func kindExamples(verb string, k objectKind, args ...string) string {
+	lines := make([]string, 0, len(args))
+	for _, a := range args {
+		lines = append(lines, "  windlass "+verb+" "+strings.Join(k.words, " ")+" "+a)
+	}
+	return strings.Join(lines, "\n")
 }
