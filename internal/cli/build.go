@@ -122,6 +122,10 @@ func (f *buildFlags) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
+	if f.dryRun && f.local.file == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note: --dry-run without --kustomization-file builds with an empty spec: no overlay applies,"+
+			" and no ${variable} is substituted")
+	}
 	objs, err := f.local.objects(ctx, c, ks, cmd.ErrOrStderr())
 	if err != nil {
 		return err

@@ -55,13 +55,7 @@ or from --creds.`,
 		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			differs, err := f.run(cmd, args[0])
-			switch {
-			case err != nil:
-				return &ExitError{Code: diffFailed, Err: err}
-			case differs:
-				return &ExitError{Code: diffDiffers}
-			}
-			return nil
+			return diffOutcome(cmd.OutOrStdout(), differs, err)
 		},
 	}
 	f.bind(cmd)
