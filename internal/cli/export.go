@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -86,6 +87,8 @@ var clusterAnnotations = []string{
 	meta.ReconcileRequestAnnotation,
 	meta.ForceRequestAnnotation,
 	meta.ResetRequestAnnotation,
+	gatingv1alpha1.OpenRequestAnnotation,
+	gatingv1alpha1.CloseRequestAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 }
 

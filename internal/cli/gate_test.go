@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -446,6 +448,11 @@ func TestGateVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("✔ Gate " + ns + "/verbs reconciled: "))
 
+	// The requests of `gate open` and `gate close` are the command line's,
+	// not the user's: export leaves them out, and keeps the user's own.
+	requests := fmt.Sprintf(`{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z",%q:"2026-01-02T00:00:00Z","team.example.com/owner":"sre"}}}`,
+		gatingv1alpha1.OpenRequestAnnotation, gatingv1alpha1.CloseRequestAnnotation)
+	g.Expect(env.Client.Patch(ctx, verbs, client.RawPatch(types.MergePatchType, []byte(requests)))).To(Succeed())
 	out, _, err = run(t, "export", "gate", "verbs", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	expectGolden(t, g, "gate-export", strings.ReplaceAll(out, ns, "NS"))
