@@ -81,11 +81,11 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
   windlass create source git app --url ssh://git@github.com/org/app --tag-semver ">=1.0.0" --secret-ref app-auth
   windlass create source git app --url https://github.com/org/app --branch main --export > app-source.yaml`,
 		Args: nameArg,
-		RunE: applyCreated(f, g.object),
+		RunE: g.createGitSource(f),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&g.url, "url", "", "the repository's URL: http, https or ssh (ssh://git@host/path)")
-	fs.StringVar(&g.branch, "branch", "", "the branch to follow (the controller's default is master)")
+	fs.StringVar(&g.branch, "branch", "", "the branch to follow (default master; without it, a remote with no master is followed at its default branch)")
 	fs.StringVar(&g.tag, "tag", "", "the tag to check out")
 	fs.StringVar(&g.semver, "tag-semver", "", "the highest tag in this semver range, like >=1.0.0 <2.0.0")
 	fs.StringVar(&g.commit, "commit", "", "the commit SHA to check out (with --branch, a shallow clone of that branch)")
