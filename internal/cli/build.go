@@ -285,7 +285,7 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	}
 	objs, err := build.Decode(docs)
 	if err != nil {
-		return nil, err
+		return nil, build.Locate(err, root, path, opts)
 	}
 	rules, err := kustomization.IgnoreRules(ks.Spec.Ignore)
 	if err != nil {
