@@ -1,8 +1,10 @@
 package build
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // buildMu serialises kustomize runs: kustomize keeps process-wide state
@@ -171,13 +174,84 @@ func Decode(docs [][]byte) ([]*unstructured.Unstructured, error) {
 		}
 		j, err := rn.MarshalJSON()
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, documentError(i, rn, err)
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, documentError(i, rn, err)
 		}
 		objs = append(objs, u)
 	}
 	return objs, nil
+}
+
+// DecodeError is a document of a build that does not decode into an
+// object, such as one with a duplicate key.
+type DecodeError struct {
+	// Index is the document's place in the build, from 0.
+	Index int
+	// Object names it: Kind namespace/name.
+	Object string
+	// File is the file it comes from, relative to the build's root, when
+	// Locate found it.
+	File string
+	// Reason is the YAML error, on one line; its line numbers are those of
+	// the built document.
+	Reason string
+	err    error
+}
+
+// Error says which object, from which file, and why.
+func (e *DecodeError) Error() string {
+	in := ""
+	if e.File != "" {
+		in = " in " + e.File
+	}
+	return fmt.Sprintf("%s%s (document %d of the build): %s", e.Object, in, e.Index, e.Reason)
+}
+
+// Unwrap returns the YAML error.
+func (e *DecodeError) Unwrap() error { return e.err }
+
+// documentError returns the DecodeError of document i, rn, whose decoding
+// failed with err.
+func documentError(i int, rn *kyaml.RNode, err error) error {
+	msg := strings.Replace(err.Error(), "unmarshal errors:\n  ", "", 1)
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	name := rn.GetName()
+	if ns := rn.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return &DecodeError{Index: i, Object: rn.GetKind() + " " + name, Reason: msg, err: err}
+}
+
+// Locate adds to a DecodeError of the build of path in root (as BuildYAML
+// with opts) the file its object comes from, found by building again with
+// origin annotations: only a build that failed pays for it. Any other
+// error, or a second build that tells nothing, is returned as it is.
+func Locate(err error, root, path string, opts Options) error {
+	var de *DecodeError
+	if !errors.As(err, &de) || de.File != "" {
+		return err
+	}
+	if !slices.Contains(opts.BuildMetadata, OriginAnnotations) {
+		opts.BuildMetadata = append(slices.Clone(opts.BuildMetadata), OriginAnnotations)
+	}
+	docs, berr := BuildYAML(root, path, opts)
+	if berr != nil || de.Index >= len(docs) {
+		return err
+	}
+	rn, perr := kyaml.Parse(string(docs[de.Index]))
+	if perr != nil {
+		return err
+	}
+	var origin struct {
+		Path string `json:"path"`
+	}
+	if yerr := sigsyaml.Unmarshal([]byte(rn.GetAnnotations()[buildMetadataAnnotations[0]]), &origin); yerr != nil || origin.Path == "" {
+		return err
+	}
+	located := *de
+	located.File = filepath.ToSlash(filepath.Join(path, origin.Path))
+	return &located
 }

@@ -145,19 +145,18 @@ func hasObject(data []byte) (bool, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	found := false
 	for {
-		var doc map[string]any
-		err := dec.Decode(&doc)
+		// Into any, not a map: a document that is not a mapping is no
+		// error then, and every error (a duplicate key is a TypeError) is
+		// one of the YAML, not to be skipped.
+		var v any
+		err := dec.Decode(&v)
 		if errors.Is(err, io.EOF) {
 			return found, nil
 		}
 		if err != nil {
-			var te *yaml.TypeError
-			if errors.As(err, &te) {
-				continue // a document that is not a mapping
-			}
-			return false, fmt.Errorf("not valid YAML: %w", err)
+			return false, fmt.Errorf("not valid YAML: %s", strings.ReplaceAll(err.Error(), "\n  ", " "))
 		}
-		if isObject(doc) {
+		if doc, ok := v.(map[string]any); ok && isObject(doc) {
 			found = true
 		}
 	}

@@ -94,7 +94,7 @@ left out. Credentials come from the docker config (docker login), or from
     --revision "$(git branch --show-current)@sha1:$(git rev-parse HEAD)"
   windlass push artifact oci://registry.local:5000/app:v1 --path ./deploy --source . --revision v1 \
     --reproducible --output json`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.bind(leaf)
@@ -224,7 +224,7 @@ out with ".." are refused, and so is a layer larger than --max-size
 uncompressed. A refused layer leaves nothing behind.`,
 		Example: `  windlass pull artifact oci://ghcr.io/org/config/app:v1 --output ./app
   windlass pull artifact oci://ghcr.io/org/config/app@sha256:3f0a... -o ./app`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.bind(leaf)
@@ -278,7 +278,7 @@ func newTagCommand() *cobra.Command {
 		Long: `Point the tags --tag of the artifact's repository at the artifact, without
 downloading or uploading its content.`,
 		Example: `  windlass tag artifact oci://ghcr.io/org/config/app:v1.2.0 --tag latest --tag production`,
-		Args:    cobra.ExactArgs(1),
+		Args:    nameArg,
 		RunE:    func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.bind(leaf)
@@ -328,7 +328,7 @@ func newListCommand() *cobra.Command {
 revision, source and creation time its manifest annotations record.`,
 		Example: `  windlass list artifacts oci://ghcr.io/org/config/app
   windlass list artifacts oci://ghcr.io/org/config/app -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.bind(leaf)

@@ -98,7 +98,7 @@ func (f *localVerb) command(verb, short string, leaf *cobra.Command) *cobra.Comm
 	f.kube.bind(cmd)
 	leaf.Use = "kustomization NAME --path DIR"
 	leaf.Aliases = []string{"ks", "kustomizations"}
-	leaf.Args = cobra.ExactArgs(1)
+	leaf.Args = nameArg
 	f.local.bind(leaf.Flags())
 	cmd.AddCommand(leaf)
 	return cmd
@@ -121,6 +121,10 @@ func (f *buildFlags) run(cmd *cobra.Command, name string) error {
 	ks, err := f.local.kustomization(ctx, c, f.kube.namespace, name)
 	if err != nil {
 		return err
+	}
+	if f.dryRun && f.local.file == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note: --dry-run without --kustomization-file builds with an empty spec: no overlay applies,"+
+			" and no ${variable} is substituted")
 	}
 	objs, err := f.local.objects(ctx, c, ks, cmd.ErrOrStderr())
 	if err != nil {
@@ -281,7 +285,7 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	}
 	objs, err := build.Decode(docs)
 	if err != nil {
-		return nil, err
+		return nil, build.Locate(err, root, path, opts)
 	}
 	rules, err := kustomization.IgnoreRules(ks.Spec.Ignore)
 	if err != nil {

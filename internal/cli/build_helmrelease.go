@@ -93,7 +93,7 @@ Secret's data and stringData is printed as "***".`,
 		Example: `  windlass build helmrelease podinfo -n apps
   windlass build hr podinfo -n apps --path ./charts/podinfo --values ./prod-values.yaml
   windlass build hr podinfo --dry-run --helmrelease-file ./apps/podinfo.yaml --path ./charts/podinfo`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, args[0])
 		},

@@ -95,7 +95,7 @@ func TestBuildDryRun(t *testing.T) {
 		g := NewWithT(t)
 		out, errOut, err := build()
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(errOut).To(BeEmpty())
+		g.Expect(errOut).To(Equal("note: --dry-run without --kustomization-file builds with an empty spec: no overlay applies, and no ${variable} is substituted\n"))
 		g.Expect(out).To(ContainSubstring("name: settings\n"), "no prefix")
 		g.Expect(out).To(ContainSubstring("greeting: ${greeting} from ${region:=nowhere}"), "no substitution without postBuild")
 		g.Expect(out).To(ContainSubstring("kustomize.toolkit.fluxcd.io/namespace: flux-system"))
@@ -128,6 +128,12 @@ func TestBuildBadInput(t *testing.T) {
 		{name: "a folder that does not build", args: []string{"build", "ks", "app", "--dry-run", "--path",
 			writeFolder(t, map[string]string{"kustomization.yaml": "resources: [missing.yaml]\n"})},
 			wantErr: "missing.yaml"},
+		{name: "a duplicate key", args: []string{"build", "ks", "app", "--dry-run", "--path",
+			writeFolder(t, map[string]string{"kustomization.yaml": "resources: [web.yaml]\n", "web.yaml": duplicateKey})},
+			wantErr: `ConfigMap demo/web in web.yaml (document 0 of the build): yaml: line 8: mapping key "extra" already defined at line 7`},
+		{name: "a duplicate key without a kustomization", args: []string{"build", "ks", "app", "--dry-run", "--path",
+			writeFolder(t, map[string]string{"web.yaml": duplicateKey})},
+			wantErr: `"web.yaml": not valid YAML: yaml: unmarshal errors: line 8: mapping key "extra" already defined at line 7`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +146,9 @@ func TestBuildBadInput(t *testing.T) {
 		})
 	}
 }
+
+// duplicateKey is a ConfigMap with the key extra twice.
+const duplicateKey = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: demo\ndata:\n  extra: a\n  extra: b\n"
 
 // writeFolder writes files into a new folder and returns it.
 func writeFolder(t *testing.T, files map[string]string) string {

@@ -80,16 +80,16 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
 		Example: `  windlass create source git podinfo --url https://github.com/stefanprodan/podinfo --branch master
   windlass create source git app --url ssh://git@github.com/org/app --tag-semver ">=1.0.0" --secret-ref app-auth
   windlass create source git app --url https://github.com/org/app --branch main --export > app-source.yaml`,
-		Args: cobra.ExactArgs(1),
-		RunE: applyCreated(f, g.object),
+		Args: nameArg,
+		RunE: g.createGitSource(f),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&g.url, "url", "", "the repository's URL: http, https or ssh (ssh://git@host/path)")
-	fs.StringVar(&g.branch, "branch", "", "the branch to follow (the controller's default is master)")
+	fs.StringVar(&g.branch, "branch", "", "the branch to follow (default master; without it, a remote with no master is followed at its default branch)")
 	fs.StringVar(&g.tag, "tag", "", "the tag to check out")
 	fs.StringVar(&g.semver, "tag-semver", "", "the highest tag in this semver range, like >=1.0.0 <2.0.0")
 	fs.StringVar(&g.commit, "commit", "", "the commit SHA to check out (with --branch, a shallow clone of that branch)")
-	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials (see `windlass create secret git`)")
+	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials, made with windlass create secret git")
 	fs.StringSliceVar(&g.ignorePaths, "ignore-paths", nil, "paths to leave out of the artifact, gitignore syntax (repeat or separate with commas)")
 	fs.BoolVar(&g.recurseSubmodules, "recurse-submodules", false, "clone the submodules too")
 	fs.DurationVar(&g.interval, "interval", time.Minute, "how often the remote is checked")
@@ -170,7 +170,7 @@ func newCreateKustomizationCommand(f *createFlags) *cobra.Command {
 		Example: `  windlass create kustomization podinfo --source podinfo --path ./kustomize --prune
   windlass create ks apps --source GitRepository/flux-system/fleet --path ./apps --depends-on infra --wait
   windlass create ks secrets --source fleet --path ./secrets --decryption-provider sops --decryption-secret sops-age --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, k.object),
 	}
 	fs := cmd.Flags()
@@ -399,7 +399,7 @@ opened or closed for DURATION; when schedules overlap, closing wins.`,
 		Example: `  windlass create gate sre-approval --window 2h
   windlass create gate no-deploy-friday --default opened --schedule "close 0 0 * * FRI for 24h in Europe/Berlin"
   windlass create gate releases --schedule "open 0 9 * * MON-THU for 8h in America/New_York" --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, g.object),
 	}
 	fs := cmd.Flags()
@@ -565,8 +565,23 @@ func (f *createFlags) apply(cmd *cobra.Command, obj client.Object, wait bool) er
 		if !wait {
 			return nil
 		}
-		return f.waitCreated(ctx, c, w, manifest.GetKind(), obj)
+		return leftBehind(f.waitCreated(ctx, c, w, manifest.GetKind(), obj), manifest.GetKind(), obj)
 	})
+}
+
+// leftBehind adds to err, the failure of an object applied, that the object
+// stays in the cluster and how to delete it.
+func leftBehind(err error, kind string, obj client.Object) error {
+	if err == nil {
+		return nil
+	}
+	for _, k := range objectKinds {
+		if k.kind == kind {
+			return fmt.Errorf("%w (%s stays in the cluster, and its controller retries: create it again with other flags, or delete it with `windlass delete %s %s -n %s`)",
+				err, k.describe(obj), strings.Join(k.words, " "), obj.GetName(), obj.GetNamespace())
+		}
+	}
+	return err
 }
 
 // waitCreated waits for the outcome of the object just applied, unless it

@@ -53,7 +53,7 @@ with --export). Without either, the bucket is read anonymously.`,
   echo "$SECRET_KEY" | windlass create source bucket assets --bucket-name assets --endpoint s3.amazonaws.com \
     --region eu-west-1 --prefix manifests/ --access-key AKIA... --secret-key-stdin
   windlass create source bucket podinfo --bucket-name podinfo --endpoint minio.minio:9000 --insecure --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			obj, err := b.object(args[0], f)
 			if err != nil {

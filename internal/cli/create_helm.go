@@ -49,7 +49,7 @@ unless --pass-credentials lets them follow the index to other hosts.
 		Example: `  windlass create source helm podinfo --url https://stefanprodan.github.io/podinfo
   windlass create source helm bitnami --url oci://registry-1.docker.io/bitnamicharts --interval 1h
   windlass create source helm private --url https://charts.example.com --secret-ref charts-auth --cert-secret-ref charts-ca --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, h.object),
 	}
 	fs := cmd.Flags()
@@ -181,7 +181,7 @@ installs it; a HelmRelease with --source makes its own HelmChart.`,
 		Example: `  windlass create source chart podinfo --source HelmRepository/podinfo --chart podinfo --chart-version ">=6.0.0 <7.0.0"
   windlass create source chart app --source GitRepository/fleet --chart ./charts/app --reconcile-strategy Revision
   windlass create source chart podinfo --source HelmRepository/podinfo --chart podinfo --values-files values.yaml,values-prod.yaml --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, h.object),
 	}
 	fs := cmd.Flags()
@@ -290,7 +290,7 @@ The Secret is printed only with --export, its data in base64 as kubectl
 prints it.`,
 		Example: `  windlass create secret helm charts-auth --username ci --password-stdin < token.txt
   windlass create secret helm charts-tls --ca-file ca.crt --cert-file tls.crt --key-file tls.key --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := s.readPasswordStdin(cmd.InOrStdin()); err != nil {
 				return err

@@ -64,7 +64,7 @@ merged in order into spec.values and so written into the HelmRelease.`,
   windlass create hr app --chart-ref OCIRepository/app-chart --depends-on db,Kustomization/flux-system/infra \
     --values-from Secret/app-values --drift-detection enabled
   windlass create hr podinfo --source HelmRepository/podinfo.flux-system --chart podinfo --export > podinfo.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, h.object),
 	}
 	fs := cmd.Flags()

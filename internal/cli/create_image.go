@@ -58,7 +58,7 @@ Credentials come from --secret-ref, a kubernetes.io/dockerconfigjson Secret
 		Example: `  windlass create image repository podinfo --image ghcr.io/stefanprodan/podinfo --interval 5m
   windlass create image repository app --image registry.example.com/org/app --secret-ref registry-auth --exclusion '^.*\.sig$' --exclusion '^sha-'
   windlass create image repository app --image ghcr.io/org/app --access-from-selector env=prod --export > app-images.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, r.object),
 	}
 	fs := cmd.Flags()
@@ -187,7 +187,7 @@ by a part of the tag, written with the expression's groups ($ts, ${1}).
 		Example: `  windlass create image policy podinfo --image-ref podinfo --select-semver ">=6.0.0 <7.0.0"
   windlass create image policy app --image-ref app.infra --select-numeric asc --filter-regex '^main-[a-f0-9]+-(?P<ts>[0-9]+)' --filter-extract '$ts'
   windlass create image policy app --image-ref app --select-alpha desc --reflect-digest Always --interval 30m --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, p.object),
 	}
 	fs := cmd.Flags()
@@ -342,7 +342,7 @@ holds one, over .AutomationObject, .Changed and .Values.`,
     --author-name windlass --author-email windlass@example.com
   windlass create image update apps --git-repo-ref fleet.infra --checkout-branch main --push-branch-template 'update-{{ .Policy }}' \
     --author-email bot@example.com --commit-template ./commit.tmpl --policy-selector team=apps --export`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, u.object),
 	}
 	fs := cmd.Flags()

@@ -69,7 +69,7 @@ password) belongs in a Secret's address key, named by --secret-ref, not in
 		Example: `  windlass create alert-provider slack --type slack --channel ops --secret-ref slack-url
   windlass create alert-provider oncall --type pagerduty --address https://events.pagerduty.com --secret-ref pd-routing-key
   windlass create alert-provider github-status --type github --address https://github.com/org/app --secret-ref github-token`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, p.object),
 	}
 	fs := cmd.Flags()
@@ -176,7 +176,7 @@ source is folded into one message; and when an object that failed is Ready
 again, one "Resolved" message goes to the Providers that heard of its failure.`,
 		Example: `  windlass create alert prod-failures --provider-ref oncall --event-severity error --event-source 'Kustomization/*' --event-source 'GitRepository/*'
   windlass create alert frontend-releases --provider-ref slack --event-source HelmRelease/frontend --inclusion-list '.*upgrade.*succeeded.*'`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, a.object),
 	}
 	fs := cmd.Flags()
@@ -270,7 +270,7 @@ and ` + "`windlass trigger receiver NAME`" + ` sends it a test request.`,
 		Example: `  windlass create receiver github --type github --event push --resource GitRepository/app --secret-ref webhook-token
   windlass create receiver registry --type harbor --resource 'OCIRepository/*' --secret-ref harbor-token
   windlass create receiver approve --type generic-hmac --resource Gate/prod-window:open --secret-ref ci-token`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, r.object),
 	}
 	fs := cmd.Flags()

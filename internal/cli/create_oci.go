@@ -59,7 +59,7 @@ an identity that --verify-issuer and --verify-subject match.`,
   windlass create source oci app --url oci://ghcr.io/org/app --digest sha256:3f0a... \
     --verify-provider cosign --verify-issuer "^https://token.actions.githubusercontent.com$" \
     --verify-subject "^https://github.com/org/app/" --export > app-source.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: applyCreated(f, o.object),
 	}
 	fs := cmd.Flags()
@@ -330,7 +330,7 @@ The Secret is printed only with --export, its data in base64 as kubectl
 prints it.`,
 		Example: `  windlass create secret oci ghcr-auth --url ghcr.io --username bot --password-stdin < token.txt
   windlass create secret oci registry-auth --url registry.example.com:5000 -u ci -p "$TOKEN" --export > registry-auth.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if s.passwordStdin {
 				if s.password != "" {

@@ -95,7 +95,7 @@ host publishes. The Secret is printed only with --export.`,
   windlass create secret git fleet-auth --url ssh://git@github.com/org/fleet --private-key-file ./id_ed25519
   windlass create secret git fleet-auth --url ssh://git@git.example.com/fleet \
     --private-key-file ./id_ed25519 --known-hosts-file ./known_hosts --export > fleet-auth.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := s.readPasswordStdin(cmd.InOrStdin()); err != nil {
 				return err

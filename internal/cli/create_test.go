@@ -150,6 +150,34 @@ func TestCreateAgainstTheCluster(t *testing.T) {
 	g.Expect(source.Spec.Interval).To(Equal(metav1.Duration{Duration: 2 * time.Hour}))
 }
 
+// TestCreateSourceGitDefaultBranch: without --branch, a remote that has
+// no master is followed at its default branch, and the command says so; a
+// remote with master keeps the controller's default.
+func TestCreateSourceGitDefaultBranch(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	sha := srv.MustInitRepo(t, "trunk.git", "trunk").MustCommit(t, "trunk", map[string]string{"a.txt": "a"}, "one")
+	srv.MustInitRepo(t, "classic.git", "master").MustCommit(t, "master", map[string]string{"a.txt": "a"}, "one")
+	controlled := "--label=" + controlledLabel + "=true"
+
+	out, errOut, err := run(t, "create", "source", "git", "trunk", "--url", base+"/trunk.git", controlled, "-n", ns, "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(errOut).To(Equal("note: the remote has no branch master (the default without --branch): following its default branch trunk\n"))
+	g.Expect(out).To(HaveSuffix(fmt.Sprintf("reconciled: stored artifact for revision 'trunk@sha1:%s'\n", sha)))
+	var source sourcev1.GitRepository
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "trunk"}, &source)).To(Succeed())
+	g.Expect(source.Spec.Reference).To(Equal(&sourcev1.GitRepositoryRef{Branch: "trunk"}))
+
+	out, errOut, err = run(t, "create", "source", "git", "classic", "--url", base+"/classic.git", controlled, "-n", ns, "--timeout", "1m")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(errOut).To(BeEmpty())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "classic"}, &source)).To(Succeed())
+	g.Expect(source.Spec.Reference).To(BeNil())
+}
+
 // TestCreateSecretSSH creates an SSH Secret whose known_hosts is scanned
 // from a real SSH git server, and a GitRepository that clones with it.
 func TestCreateSecretSSH(t *testing.T) {
@@ -202,7 +230,7 @@ func TestCreateBadFlags(t *testing.T) {
 		{"a commit and a tag", append(git, "--url", "https://example.com/app", "--commit", "abc", "--tag", "v1"), "pass one of --branch, --tag"},
 		{"a zero interval", append(git, "--url", "https://example.com/app", "--interval", "0s"), "--interval must be a positive duration"},
 		{"a negative interval", append(git, "--url", "https://example.com/app", "--interval=-1m"), "--interval must be a positive duration"},
-		{"an interval that is no duration", append(git, "--url", "https://example.com/app", "--interval", "often"), `invalid argument "often" for "--interval"`},
+		{"an interval that is no duration", append(git, "--url", "https://example.com/app", "--interval", "often"), `invalid --interval "often": write a duration like 1m or 30s`},
 		{"a label without a value", append(git, "--url", "https://example.com/app", "--label", "team"), `--label "team" is not key=value`},
 		{"a bad name", []string{"create", "source", "git", "App_1", "--url", "https://example.com/app", "-n", ns}, `NAME "App_1" is not an object name`},
 		{"missing --source", append(ks, "--path", "./deploy"), "--source is required"},

@@ -31,14 +31,18 @@ func newDeleteCommand() *cobra.Command {
 until it is gone: its controller first runs its finalizers (a Kustomization
 with prune deletes what it applied, a HelmRelease uninstalls its release,
 a source deletes its artifacts).`,
+		Example: `  windlass delete kustomization app
+  windlass delete source git app -n apps --silent
+  windlass delete helmrelease redis --timeout 2m`,
 	}
 	f.bindWaiting(cmd)
 	cmd.PersistentFlags().BoolVarP(&f.silent, "silent", "s", false, "delete without asking for confirmation")
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
 		return &cobra.Command{
-			Use:   k.use("NAME"),
-			Short: "Delete a " + k.kind,
-			Args:  cobra.ExactArgs(1),
+			Use:     k.use("NAME"),
+			Short:   "Delete a " + k.kind,
+			Example: kindExamples("delete", k, "app", "app -n apps --silent"),
+			Args:    nameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return f.delete(cmd, k, args[0])
 			},

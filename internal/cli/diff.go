@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kustomization"
@@ -78,17 +79,29 @@ diff could not be made.`,
 		Example: `  windlass diff kustomization apps --path ./clusters/prod/apps`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			differs, err := f.run(cmd, args[0])
-			switch {
-			case err != nil:
-				return &ExitError{Code: diffFailed, Err: err}
-			case differs:
-				return &ExitError{Code: diffDiffers}
-			}
-			return nil
+			return diffOutcome(cmd.OutOrStdout(), differs, err)
 		},
 	}
 	return addSubcommands(f.command("diff", "Show what applying a local folder would change in the cluster", leaf), newDiffArtifactCommand(),
 		newDiffHelmReleaseCommand(&f.kube))
+}
+
+// isTerminal says whether w is a terminal; tests replace it.
+var isTerminal = term.IsTerminal
+
+// diffOutcome returns the exit of a diff: failed, differs, or the same,
+// which a terminal is told (a script gets no output and exit code 0).
+func diffOutcome(w io.Writer, differs bool, err error) error {
+	switch {
+	case err != nil:
+		return &ExitError{Code: diffFailed, Err: err}
+	case differs:
+		return &ExitError{Code: diffDiffers}
+	}
+	if isTerminal(w) {
+		_, err = fmt.Fprintln(w, "✔ no changes")
+	}
+	return err
 }
 
 // run prints what applying the build of name would change, and reports

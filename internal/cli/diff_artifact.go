@@ -52,16 +52,10 @@ could not be made. Credentials come from the docker config (docker login),
 or from --creds.`,
 		Example: `  windlass diff artifact oci://ghcr.io/org/config/app:v1 --path ./deploy
   windlass diff artifact oci://registry.local:5000/app:latest --path ./deploy --ignore-paths "*.md,tests/" --insecure`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			differs, err := f.run(cmd, args[0])
-			switch {
-			case err != nil:
-				return &ExitError{Code: diffFailed, Err: err}
-			case differs:
-				return &ExitError{Code: diffDiffers}
-			}
-			return nil
+			return diffOutcome(cmd.OutOrStdout(), differs, err)
 		},
 	}
 	f.bind(cmd)

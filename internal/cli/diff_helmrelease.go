@@ -52,16 +52,10 @@ Exit code: 0 when nothing would change, 1 when something would, 2 when the
 diff could not be made.`,
 		Example: `  windlass diff helmrelease podinfo -n apps
   windlass diff hr podinfo -n apps --path ./charts/podinfo --values ./prod-values.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			differs, err := f.run(cmd, args[0])
-			switch {
-			case err != nil:
-				return &ExitError{Code: diffFailed, Err: err}
-			case differs:
-				return &ExitError{Code: diffDiffers}
-			}
-			return nil
+			return diffOutcome(cmd.OutOrStdout(), differs, err)
 		},
 	}
 	f.render.bind(cmd.Flags())

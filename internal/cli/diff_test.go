@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
 )
 
@@ -106,6 +108,15 @@ func TestDiff(t *testing.T) {
 		out, _, err := run(t, "diff", "kustomization", "apps", "-n", ns, "--path", dir)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out).To(BeEmpty())
+	})
+	t.Run("nothing changed, on a terminal", func(t *testing.T) {
+		g := NewWithT(t)
+		isTerminal = func(io.Writer) bool { return true }
+		t.Cleanup(func() { isTerminal = term.IsTerminal })
+		dir := localFolder(t, ns, func(map[string]string) {})
+		out, _, err := run(t, "diff", "kustomization", "apps", "-n", ns, "--path", dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(Equal("✔ no changes\n"))
 	})
 
 	tests := []struct {

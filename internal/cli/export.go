@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -29,6 +30,9 @@ func newExportCommand() *cobra.Command {
 their status and without what the cluster writes (uid, resourceVersion,
 creationTimestamp, managedFields, finalizers), so that they can be committed
 to Git and applied to another cluster.`,
+		Example: `  windlass export source git app > app-source.yaml
+  windlass export kustomization --all -n apps > kustomizations.yaml
+  windlass export gate sre-approval`,
 	}
 	f.kube.bind(cmd)
 	fs := cmd.PersistentFlags()
@@ -36,9 +40,10 @@ to Git and applied to another cluster.`,
 	fs.BoolVar(&f.all, "all", false, "every object of the kind in the namespace")
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
 		return &cobra.Command{
-			Use:   k.use("[NAME]"),
-			Short: "Print a " + k.kind + ", or all of the namespace, as YAML",
-			Args:  cobra.MaximumNArgs(1),
+			Use:     k.use("[NAME]"),
+			Short:   "Print a " + k.kind + ", or all of the namespace, as YAML",
+			Example: kindExamples("export", k, "app > app.yaml", "--all -n apps"),
+			Args:    optionalNameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if (len(args) == 1) == f.all {
 					return errors.New("name one object, or pass --all")
@@ -82,6 +87,8 @@ var clusterAnnotations = []string{
 	meta.ReconcileRequestAnnotation,
 	meta.ForceRequestAnnotation,
 	meta.ResetRequestAnnotation,
+	gatingv1alpha1.OpenRequestAnnotation,
+	gatingv1alpha1.CloseRequestAnnotation,
 	"kubectl.kubernetes.io/last-applied-configuration",
 }
 

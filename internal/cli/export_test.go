@@ -98,7 +98,7 @@ func TestExport(t *testing.T) {
 	t.Run("an object that does not exist", func(t *testing.T) {
 		g := NewWithT(t)
 		_, _, err := run(t, "export", "source", "git", "nothing", "-n", exportNamespace)
-		g.Expect(err).To(MatchError(ContainSubstring("reading GitRepository " + exportNamespace + "/nothing")))
+		g.Expect(err).To(MatchError(ContainSubstring("GitRepository " + exportNamespace + "/nothing not found: check its name and -n")))
 	})
 	t.Run("neither a name nor --all", func(t *testing.T) {
 		g := NewWithT(t)

@@ -85,7 +85,7 @@ it. When an open and a close request are both present, the later wins.`, title, 
 		Example: fmt.Sprintf(`  windlass gate %[1]s sre-approval
   windlass gate %[1]s sre-approval --for 2h -n apps
   windlass gate %[1]s sre-approval --at 2026-03-27T08:00:00Z`, action),
-		Args:              cobra.ExactArgs(1),
+		Args:              nameArg,
 		ValidArgsFunction: objectNames(gateKind()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := f.newRequest(cmd, open)
@@ -300,7 +300,7 @@ the state next changes by itself, the gate's spec, and every GitRepository
 and Kustomization, in any namespace, that names the gate in spec.gates, with
 its Approved (Kustomization) or Blocked (source) condition.`,
 		Example:           `  windlass gate status sre-approval -n flux-system`,
-		Args:              cobra.ExactArgs(1),
+		Args:              nameArg,
 		ValidArgsFunction: objectNames(gateKind()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
@@ -344,7 +344,7 @@ func gateConsumers(ctx context.Context, c client.Client, key types.NamespacedNam
 		}
 		list, all := k.newList()
 		if err := c.List(ctx, list); err != nil {
-			return nil, listError(k.kind+"s", err)
+			return nil, listError(pluralKind(k.kind), err)
 		}
 		var found []listed
 		for _, o := range all() {

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -359,7 +361,7 @@ func TestGateRequest(t *testing.T) {
 				[]string{"open", "held", "--at", ago(5 * time.Minute)}},
 			{"a suspended gate", "Gate " + ns + "/sleeping is suspended, so it takes no request: resume it with `windlass resume gate sleeping -n " + ns + "`",
 				[]string{"close", "sleeping"}},
-			{"a gate that does not exist", "reading Gate " + ns + "/nothing", []string{"open", "nothing"}},
+			{"a gate that does not exist", "Gate " + ns + "/nothing not found: check its name and -n", []string{"open", "nothing"}},
 			{"an unknown action", `unknown action "ajar" for "windlass gate": choose one of close, open, status`, []string{"ajar", "held"}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -386,7 +388,8 @@ func TestCreateGate(t *testing.T) {
 	t.Run("without a gating controller", func(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run(t, "create", "gate", "lonely", "-n", ns, "--timeout", "1s")
-		g.Expect(err).To(MatchError("Gate " + ns + "/lonely was not evaluated within 1s: is the gating controller running? (windlass controller runs it)"))
+		g.Expect(err).To(MatchError("Gate " + ns + "/lonely was not evaluated within 1s: is the gating controller running? (windlass controller runs it)" +
+			" (Gate " + ns + "/lonely stays in the cluster, and its controller retries: create it again with other flags, or delete it with `windlass delete gate lonely -n " + ns + "`)"))
 		g.Expect(out).To(Equal("✚ Gate " + ns + "/lonely applied\n◎ waiting for Gate " + ns + "/lonely to be evaluated\n"))
 		var lonely gatingv1alpha1.Gate
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lonely"}, &lonely)).To(Succeed())
@@ -445,6 +448,11 @@ func TestGateVerbs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("✔ Gate " + ns + "/verbs reconciled: "))
 
+	// The requests of `gate open` and `gate close` are the command line's,
+	// not the user's: export leaves them out, and keeps the user's own.
+	requests := fmt.Sprintf(`{"metadata":{"annotations":{%q:"2026-01-01T00:00:00Z",%q:"2026-01-02T00:00:00Z","team.example.com/owner":"sre"}}}`,
+		gatingv1alpha1.OpenRequestAnnotation, gatingv1alpha1.CloseRequestAnnotation)
+	g.Expect(env.Client.Patch(ctx, verbs, client.RawPatch(types.MergePatchType, []byte(requests)))).To(Succeed())
 	out, _, err = run(t, "export", "gate", "verbs", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	expectGolden(t, g, "gate-export", strings.ReplaceAll(out, ns, "NS"))

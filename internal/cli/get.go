@@ -48,7 +48,7 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 	fs := cmd.PersistentFlags()
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	fs.BoolVar(&f.noHeader, "no-header", false, "leave the header line out")
-	fs.StringVarP(&f.output, "output", "o", "table", "output format: table, yaml or json")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: table, wide (with the reason, and the whole message), yaml or json")
 	fs.StringVarP(&f.labelSelector, "label-selector", "l", "", "only the objects whose labels match, e.g. team=web")
 	fs.StringVar(&f.statusSelector, "status-selector", "", "only the objects whose condition has this status, e.g. ready=false")
 	fs.BoolVarP(&f.watch, "watch", "w", false, "after listing, print a row whenever an object changes, until interrupted")
@@ -62,8 +62,7 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 	cmd.AddCommand(f.command("all", nil, "Show every Windlass object that a controller reconciles", true, reconciled...))
 	parents := map[string]*cobra.Command{}
 	for _, g := range kindGroups {
-		group := &cobra.Command{Use: g.plural, Aliases: []string{g.word}, Short: "Show " + g.what}
-		group.AddCommand(f.command("all", nil, "Show all "+g.what, true, g.kinds()...))
+		group := f.groupCommand(g)
 		cmd.AddCommand(group)
 		parents[g.word] = group
 	}
@@ -72,42 +71,64 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 		if group, ok := parents[k.words[0]]; ok && len(k.words) > 1 {
 			parent = group
 		}
-		parent.AddCommand(f.command(k.words[len(k.words)-1], k.aliases, "Show "+pluralKind(k.kind), false, k))
+		leaf := f.command(k.words[len(k.words)-1]+" [NAME]", k.aliases, "Show "+pluralKind(k.kind)+", or one by its NAME", false, k)
+		leaf.ValidArgsFunction = objectNames(k)
+		parent.AddCommand(leaf)
 	}
 	return cmd
 }
 
-// command returns the subcommand that prints the objects of kinds.
+// groupCommand returns `get sources` (or `get images`): alone, it shows
+// every kind of the group, as `get sources all` does.
+func (f *getFlags) groupCommand(g kindGroup) *cobra.Command {
+	group := &cobra.Command{
+		Use: g.plural, Aliases: []string{g.word}, Short: "Show " + g.what,
+		Long: "Show " + g.what + ": all of them, or those of the kind named.",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownKind(cmd, args[0])
+			}
+			return f.run(cmd, true, g.kinds(), nil)
+		},
+	}
+	group.AddCommand(f.command("all", nil, "Show all "+g.what, true, g.kinds()...))
+	return group
+}
+
+// command returns the subcommand that prints the objects of kinds; the
+// command of one kind also takes the NAME of one object.
 func (f *getFlags) command(use string, aliases []string, short string, showKind bool, kinds ...objectKind) *cobra.Command {
+	args := cobra.NoArgs
+	if len(kinds) == 1 && !showKind {
+		args = optionalNameArg
+	}
 	return &cobra.Command{
 		Use:     use,
 		Aliases: aliases,
 		Short:   short,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, showKind, kinds)
+		Args:    args,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return f.run(cmd, showKind, kinds, names)
 		},
 	}
 }
 
-// run lists the objects of kinds and prints them, then watches them when
-// asked.
-func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind) error {
+// run lists the objects of kinds (or the one named) and prints them, then
+// watches them when asked.
+func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind, names []string) error {
 	match, err := f.filter()
 	if err != nil {
 		return err
 	}
-	if f.output != "table" && f.output != "yaml" && f.output != "json" {
-		return fmt.Errorf("invalid --output %q: choose table, yaml or json", f.output)
-	}
-	if f.watch && f.output != "table" {
-		return fmt.Errorf("--watch prints table rows: leave -o %s out", f.output)
+	if err := f.checkOutput(); err != nil {
+		return err
 	}
 	c, err := f.kube.watchClient()
 	if err != nil {
 		return err
 	}
-	opts := f.listOptions(match)
+	opts := f.listOptions(match, names)
 	var objs []listed
 	versions := make([]string, 0, len(kinds))
 	for _, k := range kinds {
@@ -117,10 +138,16 @@ func (f *getFlags) run(cmd *cobra.Command, showKind bool, kinds []objectKind) er
 		}
 		objs, versions = append(objs, l...), append(versions, version)
 	}
-	if f.output != "table" {
+	if len(names) == 1 && len(objs) == 0 && !f.watch {
+		return f.missing(cmd, c, kinds[0], names[0])
+	}
+	if f.output == "yaml" || f.output == "json" {
+		if len(names) == 1 {
+			return printObject(cmd.OutOrStdout(), f.output, objs[0])
+		}
 		return printObjects(cmd.OutOrStdout(), f.output, objs)
 	}
-	table := tableOptions{allNamespaces: f.allNamespaces, kinds: showKind, noHeader: f.noHeader}
+	table := tableOptions{allNamespaces: f.allNamespaces, kinds: showKind, noHeader: f.noHeader, wide: f.output == "wide"}
 	if len(objs) == 0 && !f.watch {
 		_, err := fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", f.where())
 		return err
@@ -169,6 +196,9 @@ func columnRow(k objectKind, obj reconcilable, gone bool, o tableOptions, at tim
 		cells[0] = "Deleted"
 	}
 	row = append(append(row, obj.GetName()), cells...)
+	if o.wide {
+		row = append(row, readyReason(obj))
+	}
 	return append(row, age(obj.GetCreationTimestamp(), at))
 }
 
@@ -180,7 +210,11 @@ func printColumns(w io.Writer, k objectKind, rows [][]string, o tableOptions) er
 		if o.allNamespaces {
 			header = append(header, "NAMESPACE")
 		}
-		header = append(append(append(header, "NAME"), k.columns.header...), "AGE")
+		header = append(append(header, "NAME"), k.columns.header...)
+		if o.wide {
+			header = append(header, "REASON")
+		}
+		header = append(header, "AGE")
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 	}
 	for _, r := range rows {
@@ -199,6 +233,47 @@ func watchColumns(ctx context.Context, c client.WithWatch, w io.Writer, k object
 	})
 }
 
+// checkOutput checks -o, and that --watch prints a table.
+func (f *getFlags) checkOutput() error {
+	switch f.output {
+	case "table", "wide", "yaml", "json":
+	default:
+		return fmt.Errorf("invalid --output %q: choose table, wide, yaml or json", f.output)
+	}
+	if f.watch && f.output != "table" && f.output != "wide" {
+		return fmt.Errorf("--watch prints table rows: leave -o %s out", f.output)
+	}
+	return nil
+}
+
+// missing returns the error of `get KIND NAME` that found nothing: the
+// object does not exist, or the selectors leave it out.
+func (f *getFlags) missing(cmd *cobra.Command, c client.Client, k objectKind, name string) error {
+	ns := f.kube.namespace
+	if f.allNamespaces {
+		return fmt.Errorf("no %s named %s in any namespace%s", k.kind, name, f.selected())
+	}
+	if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, k.new()); err != nil {
+		return notFound(k.kind, ns, name, err)
+	}
+	return fmt.Errorf("%s %s/%s does not match%s", k.kind, ns, name, f.selected())
+}
+
+// selected names the selectors given, for the errors of `get KIND NAME`.
+func (f *getFlags) selected() string {
+	var s []string
+	if f.labelSelector != "" {
+		s = append(s, "-l "+f.labelSelector)
+	}
+	if f.statusSelector != "" {
+		s = append(s, "--status-selector "+f.statusSelector)
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return " " + strings.Join(s, " and ")
+}
+
 // where names the namespaces the command looks in.
 func (f *getFlags) where() string {
 	if f.allNamespaces {
@@ -207,9 +282,13 @@ func (f *getFlags) where() string {
 	return "namespace " + f.kube.namespace
 }
 
-// listOptions are the namespace and label selector of the listing.
-func (f *getFlags) listOptions(m matcher) []client.ListOption {
+// listOptions are the namespace, label selector and name (of names, at
+// most one) of the listing.
+func (f *getFlags) listOptions(m matcher, names []string) []client.ListOption {
 	var opts []client.ListOption
+	if len(names) == 1 {
+		opts = append(opts, client.MatchingFields{"metadata.name": names[0]})
+	}
 	if !f.allNamespaces {
 		opts = append(opts, client.InNamespace(f.kube.namespace))
 	}
@@ -272,7 +351,7 @@ type listed struct {
 func listObjects(ctx context.Context, c client.Client, k objectKind, opts []client.ListOption, m matcher) ([]listed, string, error) {
 	list, all := k.newList()
 	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, "", listError(k.kind+"s", err)
+		return nil, "", listError(pluralKind(k.kind), err)
 	}
 	var out []listed
 	for _, o := range all() {
@@ -297,11 +376,6 @@ func rowsOf(objs []listed, at time.Time) []statusRow {
 		rows = append(rows, rowOf(l.kind.kind, l.obj, l.kind.revision(l.obj), l.obj.IsSuspended(), at))
 	}
 	return rows
-}
-
-// listError says what to do when a kind cannot be listed.
-func listError(kinds string, err error) error {
-	return fmt.Errorf("listing %s: %w (are the Windlass CRDs installed in this cluster?)", kinds, err)
 }
 
 // pluralKind returns the plural of a kind for help texts: GitRepositories,

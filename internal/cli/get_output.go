@@ -31,6 +31,19 @@ func printObjects(w io.Writer, format string, objs []listed) error {
 	return printStructured(w, format, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
+// printObject prints the one object of `get KIND NAME -o yaml|json`,
+// without its managed fields.
+func printObject(w io.Writer, format string, l listed) error {
+	obj := l.obj.DeepCopyObject().(client.Object)
+	gvk, err := apiutil.GVKForObject(obj, scheme.New())
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj.SetManagedFields(nil)
+	return printStructured(w, format, obj)
+}
+
 // watchRows prints a row for every change to the objects of kinds that
 // match, from the resource versions listed, until ctx ends.
 func watchRows(ctx context.Context, c client.WithWatch, w io.Writer, kinds []objectKind, versions []string,
@@ -61,7 +74,7 @@ func watchChanges(ctx context.Context, c client.WithWatch, kinds []objectKind, v
 		list, _ := k.newList()
 		watcher, err := c.Watch(ctx, list, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: versions[i]}})...)
 		if err != nil {
-			return fmt.Errorf("watching %ss: %w", k.kind, err)
+			return fmt.Errorf("watching %s: %w", pluralKind(k.kind), err)
 		}
 		defer watcher.Stop()
 		go func() {
@@ -87,7 +100,7 @@ func watchChanges(ctx context.Context, c client.WithWatch, kinds []objectKind, v
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("the API server ended the watch of %ss: run the command again", kind)
+			return fmt.Errorf("the API server ended the watch of %s: run the command again", pluralKind(kind))
 		case ch := <-changes:
 			if !m.matches(ch.obj) {
 				continue

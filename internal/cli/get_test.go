@@ -273,6 +273,49 @@ func TestGet(t *testing.T) {
 		})
 	}
 
+	t.Run("one object", func(t *testing.T) {
+		for _, tt := range []struct{ args, golden string }{
+			{"get ks db", "get-kustomization-db"},
+			{"get ks db -o wide", "get-kustomization-db-wide"},
+			{"get kustomizations -o wide", "get-kustomizations-wide"},
+			{"get sources git app", "get-source-git-app"},
+		} {
+			g := NewWithT(t)
+			out, _, err := run(t, append(strings.Fields(tt.args), "-n", ns1)...)
+			g.Expect(err).NotTo(HaveOccurred(), tt.args)
+			expectGolden(t, g, tt.golden, out)
+		}
+	})
+	t.Run("one object as YAML is the object, not a List", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "get", "ks", "app", "-n", ns1, "-o", "yaml")
+		g.Expect(err).NotTo(HaveOccurred())
+		var ks kustomizev1.Kustomization
+		g.Expect(yaml.UnmarshalStrict([]byte(out), &ks)).To(Succeed(), out)
+		g.Expect(ks.Kind).To(Equal(kustomizev1.KustomizationKind))
+		g.Expect(ks.Name).To(Equal("app"))
+		g.Expect(out).NotTo(ContainSubstring("managedFields"))
+	})
+	t.Run("one object that is missing or not selected", func(t *testing.T) {
+		g := NewWithT(t)
+		_, _, err := run(t, "get", "ks", "nope", "-n", ns1)
+		g.Expect(err).To(MatchError("Kustomization " + ns1 + "/nope not found: check its name and -n"))
+		_, _, err = run(t, "get", "ks", "app", "-n", ns1, "-l", "tier=data")
+		g.Expect(err).To(MatchError("Kustomization " + ns1 + "/app does not match -l tier=data"))
+	})
+	t.Run("a group without a kind lists all its kinds", func(t *testing.T) {
+		g := NewWithT(t)
+		out, _, err := run(t, "get", "sources", "-n", ns1)
+		g.Expect(err).NotTo(HaveOccurred())
+		expectGolden(t, g, "get-sources-all", out)
+	})
+	t.Run("a misspelled kind gets a suggestion", func(t *testing.T) {
+		g := NewWithT(t)
+		_, _, err := run(t, "get", "kustomizatons", "-n", ns1)
+		g.Expect(err).To(MatchError(HavePrefix(`unknown kind "kustomizatons" for "windlass get" (did you mean kustomization?): choose one of`)))
+		_, _, err = run(t, "get", "sources", "gitt", "-n", ns1)
+		g.Expect(err).To(MatchError(HavePrefix(`unknown kind "gitt" for "windlass get sources" (did you mean git?)`)))
+	})
 	t.Run("as YAML, a List without managed fields", func(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run(t, "get", "ks", "-n", ns1, "-o", "yaml")
@@ -302,7 +345,7 @@ func TestGet(t *testing.T) {
 	})
 	t.Run("bad flags are one-line errors", func(t *testing.T) {
 		for args, want := range map[string]string{
-			"-o wide":                 `invalid --output "wide": choose table, yaml or json`,
+			"-o yml":                  `invalid --output "yml": choose table, wide, yaml or json`,
 			"--status-selector ready": `invalid --status-selector "ready": write CONDITION=STATUS, e.g. ready=false`,
 			"-l a=b=c":                `invalid --label-selector "a=b=c"`,
 			"--watch -o yaml":         "--watch prints table rows: leave -o yaml out",

@@ -23,17 +23,30 @@ func rejectUnknownWords(root *cobra.Command) {
 				if len(args) == 0 {
 					return cmd.Help()
 				}
-				var known []string
-				for _, c := range cmd.Commands() {
-					if c.IsAvailableCommand() {
-						known = append(known, c.Name())
-					}
-				}
-				return fmt.Errorf("unknown kind %q for %q: choose one of %s (see %s --help)",
-					args[0], cmd.CommandPath(), strings.Join(known, ", "), cmd.CommandPath())
+				return unknownKind(cmd, args[0])
 			}
 		})
 	}
+}
+
+// unknownKind returns the error of the group command cmd given word, which
+// names none of its subcommands: the closest ones, and all it knows.
+func unknownKind(cmd *cobra.Command, word string) error {
+	var known []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			known = append(known, c.Name())
+		}
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for commands
+	}
+	guess := ""
+	if near := cmd.SuggestionsFor(word); len(near) > 0 {
+		guess = fmt.Sprintf(" (did you mean %s?)", strings.Join(near, " or "))
+	}
+	return fmt.Errorf("unknown kind %q for %q%s: choose one of %s (see %s --help)",
+		word, cmd.CommandPath(), guess, strings.Join(known, ", "), cmd.CommandPath())
 }
 
 // kindGroup is a first word that several kinds share ("source git",
@@ -48,7 +61,7 @@ type kindGroup struct {
 
 // kindGroups are the groups of objectKinds.
 var kindGroups = []kindGroup{
-	{word: "source", plural: "sources", what: "sources"},
+	{word: "source", plural: "sources", what: "sources (Git and OCI repositories, Buckets, Helm repositories and charts)"},
 	{word: "image", plural: "images", what: "ImageRepositories, ImagePolicies and ImageUpdateAutomations"},
 }
 
@@ -61,4 +74,30 @@ func (g kindGroup) kinds() []objectKind {
 		}
 	}
 	return out
+}
+
+// groupShort returns the Short of the group command word under verb, such
+// as "Reconcile sources (Git and OCI repositories, ...)".
+func groupShort(verb *cobra.Command, word string) string {
+	what := word + "s"
+	for _, g := range kindGroups {
+		if g.word == word {
+			what = g.what
+		}
+	}
+	name := verb.Root().Name()
+	if verb.HasParent() {
+		name = verb.Name()
+	}
+	return strings.ToUpper(name[:1]) + name[1:] + " " + what
+}
+
+// kindExamples returns the Example of the command of kind k under verb:
+// one line per args, with the kind's words.
+func kindExamples(verb string, k objectKind, args ...string) string {
+	lines := make([]string, 0, len(args))
+	for _, a := range args {
+		lines = append(lines, "  windlass "+verb+" "+strings.Join(k.words, " ")+" "+a)
+	}
+	return strings.Join(lines, "\n")
 }

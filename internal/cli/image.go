@@ -157,7 +157,7 @@ to --address, such as http://127.0.0.1:9095 after
 		Example: `  windlass image tags podinfo
   windlass image tags podinfo --policy podinfo --limit 3
   windlass image tags app -n apps --address http://127.0.0.1:9095 -o json`,
-		Args:              cobra.ExactArgs(1),
+		Args:              nameArg,
 		ValidArgsFunction: objectNames(kindNamed(imagev1.ImageRepositoryKind)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.tags(cmd, args[0])
@@ -318,7 +318,7 @@ the policy elects the tag (or, with --clear, its own choice again), unless
 		Example: `  windlass image set podinfo 6.5.0
   windlass image set podinfo 6.4.1 -n apps --no-wait
   windlass image set podinfo --clear`,
-		Args:              cobra.RangeArgs(1, 2),
+		Args:              rangeArgs(1, 2),
 		ValidArgsFunction: objectNames(kindNamed(imagev1.ImagePolicyKind)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tag, err := f.pinnedTag(args)
@@ -446,7 +446,7 @@ func automationsOf(ctx context.Context, c client.Client, w io.Writer, policy *im
 	k := kindNamed(imagev1.ImageUpdateAutomationKind)
 	var list imagev1.ImageUpdateAutomationList
 	if err := c.List(ctx, &list, client.InNamespace(policy.Namespace)); err != nil {
-		return nil, listError(k.kind+"s", err)
+		return nil, listError(pluralKind(k.kind), err)
 	}
 	var out []*imagev1.ImageUpdateAutomation
 	for i := range list.Items {

@@ -425,7 +425,7 @@ func TestImageSet(t *testing.T) {
 			"app .1.2.3":                      `TAG ".1.2.3" is not an image tag`,
 			"app 1.2.3+build":                 `TAG "1.2.3+build" is not an image tag`,
 			"app " + strings.Repeat("v", 129): "is not an image tag",
-			"nothing 1.2.3":                   "reading ImagePolicy " + ns + "/nothing",
+			"nothing 1.2.3":                   "ImagePolicy " + ns + "/nothing not found: check its name and -n",
 		} {
 			g := NewWithT(t)
 			_, _, err := run(t, append([]string{"image", "set", "-n", ns, "--no-wait"}, strings.Fields(args)...)...)

@@ -112,7 +112,7 @@ cluster, forward it first:
 		Example: `  windlass trigger receiver github
   windlass trigger receiver gitlab --event "Tag Push Hook" --payload ./tag-push.json
   windlass trigger receiver approve --address http://127.0.0.1:9292`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
 				return f.trigger(ctx, c, cmd.InOrStdin(), w, args[0])

@@ -18,6 +18,9 @@ import (
 // statusRow is one object as `get` shows it.
 type statusRow struct {
 	Kind, Namespace, Name, Revision, Suspended, Ready, Message, Age string
+	// Reason is the Ready condition's reason, and Detail its whole message
+	// on one line, for -o wide.
+	Reason, Detail string
 }
 
 // statusObject is an object with kstatus conditions.
@@ -33,6 +36,7 @@ func rowOf(kind string, obj statusObject, revision string, suspended bool, now t
 		Suspended: fmt.Sprint(suspended), Ready: "Unknown", Age: age(obj.GetCreationTimestamp(), now)}
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		r.Ready, r.Message = string(c.Status), firstLine(c.Message)
+		r.Reason, r.Detail = c.Reason, oneLine(c.Message)
 	}
 	if held := gateHold(obj, obj.GetGeneration()); held != "" && conditions.Reason(obj, meta.ReadyCondition) != meta.GateClosedReason {
 		// Ready describes the last reconciliation; what comes next waits.
@@ -55,6 +59,19 @@ func firstLine(s string) string {
 	return line
 }
 
+// oneLine returns s with its lines joined by spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " \n ")), " ")
+}
+
+// readyReason returns the reason of obj's Ready condition, or "".
+func readyReason(obj conditions.Getter) string {
+	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
 // tableOptions say how a table is printed.
 type tableOptions struct {
 	// allNamespaces adds a NAMESPACE column.
@@ -63,13 +80,16 @@ type tableOptions struct {
 	kinds bool
 	// noHeader leaves the header out.
 	noHeader bool
+	// wide adds the Ready condition's reason, and prints its whole message.
+	wide bool
 }
 
 // printTable prints rows as an aligned table.
 func printTable(w io.Writer, rows []statusRow, o tableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	if !o.noHeader {
-		fmt.Fprintln(tw, strings.Join(columns(o, statusRow{"KIND", "NAMESPACE", "NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE", "AGE"}), "\t"))
+		fmt.Fprintln(tw, strings.Join(columns(o, statusRow{Kind: "KIND", Namespace: "NAMESPACE", Name: "NAME", Revision: "REVISION",
+			Suspended: "SUSPENDED", Ready: "READY", Reason: "REASON", Message: "MESSAGE", Detail: "MESSAGE", Age: "AGE"}), "\t"))
 	}
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(columns(o, r), "\t"))
@@ -85,6 +105,9 @@ func columns(o tableOptions, r statusRow) []string {
 	}
 	if o.allNamespaces {
 		cells = append(cells, r.Namespace)
+	}
+	if o.wide {
+		return append(cells, r.Name, r.Revision, r.Suspended, r.Ready, r.Reason, r.Detail, r.Age)
 	}
 	return append(cells, r.Name, r.Revision, r.Suspended, r.Ready, r.Message, r.Age)
 }

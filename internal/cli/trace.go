@@ -59,7 +59,7 @@ as not managed by Windlass.`,
 		Example: `  windlass trace deployment web -n demo
   windlass trace ConfigMap/settings -n demo
   windlass trace widget main --api-version example.com/v1 -n demo`,
-		Args: cobra.RangeArgs(1, 2),
+		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := traceTarget(args)
 			if err != nil {

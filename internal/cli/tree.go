@@ -58,7 +58,7 @@ its own inventory below it, and so on down. With -o yaml or -o json, each
 node has kind, group, namespace, name and children.`,
 		Example: `  windlass tree kustomization flux-system
   windlass tree ks apps -n flux-system -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, kustomizationGroupKind, args[0])
 		},
@@ -72,7 +72,7 @@ own inventory below it, and so on down. With -o yaml or -o json, each node
 has kind, group, namespace, name and children.`,
 		Example: `  windlass tree helmrelease podinfo
   windlass tree hr podinfo -n apps -o yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, helmReleaseGroupKind, args[0])
 		},

@@ -47,6 +47,9 @@ func newReconcileCommand() *cobra.Command {
 		Long: `Ask the controller to reconcile an object now (the reconcile.fluxcd.io/requestedAt
 annotation), wait until it has, and print the outcome; the exit code is not
 zero when the object is not Ready.`,
+		Example: `  windlass reconcile source git app
+  windlass reconcile kustomization app --with-source
+  windlass reconcile helmrelease redis -n apps --force`,
 	}
 	f.bindWaiting(cmd)
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
@@ -54,9 +57,10 @@ zero when the object is not Ready.`,
 			return nil // nothing reconciles it: it is read when it is used
 		}
 		leaf := &cobra.Command{
-			Use:   k.use("NAME"),
-			Short: "Reconcile a " + k.kind + " now",
-			Args:  cobra.ExactArgs(1),
+			Use:     k.use("NAME"),
+			Short:   "Reconcile a " + k.kind + " now",
+			Example: kindExamples("reconcile", k, "app", "app -n apps --timeout 1m"),
+			Args:    nameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return f.run(cmd, func(ctx context.Context, c client.Client, w io.Writer) error {
 					return f.reconcile(ctx, c, w, k, args[0])
@@ -87,14 +91,17 @@ func newResumeCommand() *cobra.Command {
 // newSuspensionCommand returns suspend (suspend true) or resume.
 func newSuspensionCommand(use, short string, suspend bool) *cobra.Command {
 	f := &verbFlags{}
-	cmd := &cobra.Command{Use: use, Short: short}
+	cmd := &cobra.Command{Use: use, Short: short, Example: fmt.Sprintf(`  windlass %[1]s kustomization app
+  windlass %[1]s source git app -n apps
+  windlass %[1]s kustomization --all`, use)}
 	f.bindWaiting(cmd)
 	cmd.PersistentFlags().BoolVar(&f.all, "all", false, "every object of the kind in the namespace")
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
 		return &cobra.Command{
-			Use:   k.use("[NAME]"),
-			Short: short + ": " + k.kind,
-			Args:  cobra.MaximumNArgs(1),
+			Use:     k.use("[NAME]"),
+			Short:   short + ": " + k.kind,
+			Example: kindExamples(use, k, "app", "--all -n apps"),
+			Args:    optionalNameArg,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if (len(args) == 1) == f.all {
 					return errors.New("name one object, or pass --all")
@@ -154,7 +161,7 @@ func childCommand(parent *cobra.Command, name string) *cobra.Command {
 			return c
 		}
 	}
-	c := &cobra.Command{Use: name, Short: strings.ToUpper(name[:1]) + name[1:] + "s"}
+	c := &cobra.Command{Use: name, Short: groupShort(parent, name)}
 	parent.AddCommand(c)
 	return c
 }
@@ -354,7 +361,7 @@ func (f *verbFlags) selected(ctx context.Context, c client.Client, k objectKind,
 	}
 	list, all := k.newList()
 	if err := c.List(ctx, list, client.InNamespace(f.kube.namespace)); err != nil {
-		return nil, listError(k.kind+"s", err)
+		return nil, listError(pluralKind(k.kind), err)
 	}
 	return all(), nil
 }
@@ -363,7 +370,7 @@ func (f *verbFlags) selected(ctx context.Context, c client.Client, k objectKind,
 func (f *verbFlags) get(ctx context.Context, c client.Client, k objectKind, name string) (reconcilable, error) {
 	obj := k.new()
 	if err := c.Get(ctx, client.ObjectKey{Namespace: f.kube.namespace, Name: name}, obj); err != nil {
-		return nil, fmt.Errorf("reading %s %s/%s: %w", k.kind, f.kube.namespace, name, err)
+		return nil, notFound(k.kind, f.kube.namespace, name, err)
 	}
 	return obj, nil
 }

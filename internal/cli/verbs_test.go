@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
@@ -101,7 +103,7 @@ func TestVerbsBadInput(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "an object that does not exist", args: []string{"reconcile", "source", "git", "nothing", "-n", ns}, wantErr: "reading GitRepository " + ns + "/nothing"},
+		{name: "an object that does not exist", args: []string{"reconcile", "source", "git", "nothing", "-n", ns}, wantErr: "GitRepository " + ns + "/nothing not found: check its name and -n"},
 		{name: "neither a name nor --all", args: []string{"suspend", "ks", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a name and --all", args: []string{"resume", "ks", "app", "--all", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a timeout out of range", args: []string{"reconcile", "ks", "app", "--timeout", "0s", "-n", ns}, wantErr: "--timeout must be positive"},
@@ -135,6 +137,13 @@ spec: {suspend: true, interval: 1h, path: ./db, sourceRef: {kind: GitRepository,
 	} {
 		createFromYAML(g, &kustomizev1.Kustomization{}, fmt.Sprintf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: "+manifest, ns))
 	}
+	// The source's first artifact comes first: a Kustomization resumed
+	// before it fails, which is not what this test is about.
+	g.Eventually(func() *meta.Artifact {
+		var src sourcev1.GitRepository
+		_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app"}, &src)
+		return src.Status.Artifact
+	}, time.Minute).ShouldNot(BeNil())
 
 	out, _, err := run(t, "resume", "ks", "--all", "-n", ns, "--timeout", "1m")
 	g.Expect(err).NotTo(HaveOccurred(), out)

@@ -203,7 +203,7 @@ func (c *Client) operationError(ctx context.Context, action, rawURL string, err 
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) && !errors.Is(err, ErrTooLarge) {
 		err = fmt.Errorf("%w: %w", ctxErr, err)
 	}
-	return SanitizeError(err, c.secrets()...)
+	return SanitizeError(withoutEmptyReason(err), c.secrets()...)
 }
 
 // clone validates and dispatches by reference precedence.

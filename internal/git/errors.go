@@ -117,6 +117,21 @@ func SanitizeString(s string, secrets ...string) string {
 	return urlPattern.ReplaceAllStringFunc(s, SanitizeURL)
 }
 
+// withoutEmptyReason drops the ": " that go-git leaves at the end of a
+// refusal over HTTP (404, 401, 403) whose answer had no body, as in
+// "repository not found: ".
+func withoutEmptyReason(err error) error {
+	if err == nil || !(errors.Is(err, transport.ErrRepositoryNotFound) ||
+		errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)) {
+		return err
+	}
+	msg := strings.TrimRight(err.Error(), " ")
+	if trimmed, ok := strings.CutSuffix(msg, ":"); ok {
+		return &sanitizedError{msg: trimmed, err: err}
+	}
+	return err
+}
+
 // hostKeyError reports an SSH host key that known_hosts does not trust.
 type hostKeyError struct {
 	host    string

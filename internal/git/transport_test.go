@@ -163,7 +163,7 @@ func TestClone_Transports(t *testing.T) {
 				s.srv.SetDown(true)
 				return u + "/repo.git", sshData(identity, s.srv.KnownHosts())
 			}},
-		{name: "missing repository", wantErr: "not found",
+		{name: "missing repository", wantErr: "/nope.git': repository not found",
 			setup: func(t *testing.T, s *served) (string, map[string][]byte) {
 				return s.srv.MustStartHTTP(t) + "/nope.git", nil
 			}},
@@ -188,6 +188,7 @@ func runTransportCase(t *testing.T, tt transportCase) {
 		t.Logf("clone error: %v", err)
 		g.Expect(IsAuthError(err)).To(Equal(tt.wantAuth), "IsAuthError(%v)", err)
 		g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
+		g.Expect(err.Error()).NotTo(MatchRegexp(`:\s*$`), "no dangling reason")
 		expectNoSecrets(g, err)
 		return
 	}

@@ -51,7 +51,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(withQuietWarnings(cfg), ctrl.Options{
 		Scheme:                        scheme.New(),
 		Cache:                         cacheOpts,
 		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},

@@ -227,7 +227,7 @@ func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomi
 	}
 	objs, err := build.Decode(docs)
 	if err != nil {
-		return nil, buildFailed(err)
+		return nil, buildFailed(build.Locate(err, dir, path, opts))
 	}
 	rules, err := compileIgnoreRules(obj.Spec.Ignore)
 	if err != nil {
