@@ -177,8 +177,6 @@ func TestInvalidAlertsAreReported(t *testing.T) {
 	}{
 		{name: "link-local", provider: func(p *notificationv1beta3.Provider) { p.Spec.Address = "http://169.254.169.254/" },
 			reason: InvalidProviderReason, message: "link-local"},
-		{name: "unserved-type", provider: func(p *notificationv1beta3.Provider) { p.Spec.Type = notificationv1beta3.ProviderTypeAzureEventHub },
-			reason: InvalidProviderReason, message: `provider type "azureeventhub" is not served`},
 		{name: "bad-expr", provider: func(p *notificationv1beta3.Provider) {
 			p.Spec.Type, p.Spec.Address = notificationv1beta3.ProviderTypeGitHub, "https://github.com/org/repo"
 			p.Spec.CommitStatusExpr = "event.involvedObject.name +"
