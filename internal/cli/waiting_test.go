@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,37 +15,20 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
-// lockedBuffer is a buffer that a command writes while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // started is a command running in the background.
 type started struct {
-	out  *lockedBuffer
+	out  *testutil.LockedBuffer
 	done chan error
 }
 
 // start runs the command args in the background, its output readable
 // while it runs.
 func start(args ...string) *started {
-	s := &started{out: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &started{out: &testutil.LockedBuffer{}, done: make(chan error, 1)}
 	root := NewRootCommand(s.out, s.out)
 	root.SetArgs(append(args, "--kubeconfig", kubeconfig))
 	go func() { s.done <- root.Execute() }()

@@ -5,36 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
-
-// lockedBuffer is safe for the spinner's goroutine and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestSpinner: the line is drawn, redrawn in place, erased before a line
 // printed above it, and erased on Stop; nothing is drawn after Stop.
 func TestSpinner(t *testing.T) {
 	g := NewWithT(t)
-	var out lockedBuffer
+	var out testutil.LockedBuffer
 	s := NewSpinner(&out)
 	s.Start("fetching")
 	g.Eventually(func() int { return strings.Count(out.String(), "fetching") }).Should(BeNumerically(">=", 3), "redrawn")
