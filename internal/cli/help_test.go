@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 	g.Expect(help).NotTo(ContainSubstring("Additional Commands"), "every verb is in a group")
 
 	for _, path := range []string{"reconcile", "reconcile kustomization", "suspend", "suspend source git", "resume",
-		"resume kustomization", "export", "export gate", "delete", "delete helmrelease"} {
+		"resume kustomization", "export", "export gate", "delete", "delete helmrelease", "version"} {
 		cmd, _, err := root.Find(strings.Fields(path))
 		g.Expect(err).NotTo(HaveOccurred(), path)
 		g.Expect(cmd.Example).To(HavePrefix("  windlass "+strings.Fields(path)[0]), path)

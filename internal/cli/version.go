@@ -28,6 +28,9 @@ func newVersionCommand() *cobra.Command {
 namespace, the version of its controllers (the tag of their image), or of the
 windlass dev whose cluster it is. It does not fail when the cluster cannot be
 reached or Windlass is not installed.`,
+		Example: `  windlass version                  # this client, and the controllers of the current cluster
+  windlass version --client         # this client only, without reaching a cluster
+  windlass version -n windlass-sys  # Windlass installed in another namespace`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd)
