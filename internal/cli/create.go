@@ -613,3 +613,17 @@ func (f *createFlags) waitCreated(ctx context.Context, c client.Client, w io.Wri
 	}
 	return nil
 }
+
+// servedProvider refuses a --provider that Windlass does not serve: the
+// clouds' workload identity (aws, azure, gcp), which would make an object
+// that stalls. "" and generic are served.
+func servedProvider(provider string) error {
+	switch provider {
+	case "", sourcev1.OCIProviderGeneric:
+		return nil
+	case sourcev1.OCIProviderAWS, sourcev1.OCIProviderAzure, sourcev1.OCIProviderGCP:
+		return fmt.Errorf("--provider %s is not served by Windlass (the workload identity of cloud providers): "+
+			"use generic, and give the credentials in a Secret with --secret-ref", provider)
+	}
+	return fmt.Errorf("--provider %q is not a provider: use generic", provider)
+}

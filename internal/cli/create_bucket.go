@@ -76,7 +76,7 @@ with --export). Without either, the bucket is read anonymously.`,
 	fs.StringVar(&b.endpoint, "endpoint", "", "the object storage's host[:port], without a scheme, like minio.example.com:9000")
 	fs.StringVar(&b.region, "region", "", "the region of the bucket")
 	fs.StringVar(&b.prefix, "prefix", "", "only the objects whose keys start with this prefix")
-	fs.StringVar(&b.provider, "provider", sourcev1.BucketProviderGeneric, "the object storage: generic (any S3 API), aws, gcp or azure")
+	fs.StringVar(&b.provider, "provider", sourcev1.BucketProviderGeneric, "the object storage: generic, any S3 API (aws, gcp and azure are not served)")
 	fs.BoolVar(&b.insecure, "insecure", false, "talk to the endpoint over plain HTTP")
 	fs.StringVar(&b.secretRef, "secret-ref", "", "the Secret with the credentials, accesskey and secretkey")
 	fs.StringVar(&b.accessKey, "access-key", "", "the access key: with --secret-key-stdin, create the Secret NAME of the credentials")
@@ -119,10 +119,8 @@ func (b *bucketSourceFlags) object(name string, f *createFlags) (*sourcev1.Bucke
 // credentials sets the provider and the references of spec that the flags
 // give; with --access-key, the Secret is the one of the Bucket's name.
 func (b *bucketSourceFlags) credentials(spec *sourcev1.BucketSpec, name string) error {
-	switch b.provider {
-	case sourcev1.BucketProviderGeneric, sourcev1.BucketProviderAWS, sourcev1.BucketProviderGoogle, sourcev1.BucketProviderAzure:
-	default:
-		return fmt.Errorf("--provider %q is not supported: choose generic, aws, gcp or azure", b.provider)
+	if err := servedProvider(b.provider); err != nil {
+		return err
 	}
 	spec.Provider = b.provider
 	switch {
@@ -132,8 +130,6 @@ func (b *bucketSourceFlags) credentials(spec *sourcev1.BucketSpec, name string) 
 		return errors.New("--access-key needs --secret-key-stdin: pass the secret key on standard input")
 	case b.secretKeyStdin && b.accessKey == "":
 		return errors.New("--secret-key-stdin needs --access-key")
-	case b.accessKey != "" && b.provider != sourcev1.BucketProviderGeneric && b.provider != sourcev1.BucketProviderAWS:
-		return fmt.Errorf("--access-key is for --provider generic or aws: give the %s credentials in a Secret with --secret-ref", b.provider)
 	}
 	secretRef := b.secretRef
 	if b.accessKey != "" {

@@ -56,7 +56,7 @@ unless --pass-credentials lets them follow the index to other hosts.
 	fs.StringVar(&h.url, "url", "", "the repository: https://HOST/PATH (an index.yaml) or oci://HOST/REPOSITORY (charts in a registry)")
 	fs.StringVar(&h.secretRef, "secret-ref", "", "the Secret with username and password (see windlass create secret helm)")
 	fs.StringVar(&h.certRef, "cert-secret-ref", "", "the Secret with ca.crt (a CA to trust), tls.crt and tls.key (a client certificate)")
-	fs.StringVar(&h.provider, "provider", "", "oci:// only: where the credentials come from: generic (the default), aws, azure or gcp")
+	fs.StringVar(&h.provider, "provider", "", "oci:// only: where the credentials come from: generic (the default; aws, azure and gcp are not served)")
 	fs.BoolVar(&h.passCredentials, "pass-credentials", false, "send the credentials to the other hosts the index points at too (off: only to the repository's host)")
 	fs.BoolVar(&h.insecure, "insecure", false, "oci:// only: talk to the registry over plain HTTP")
 	fs.DurationVar(&h.interval, "interval", sourcev1.DefaultHelmRepositoryInterval, "how often the index is fetched again")
@@ -111,14 +111,8 @@ func (h *helmRepoFlags) checkForType(isOCI bool) error {
 	case h.passCredentials && h.secretRef == "":
 		return errors.New("--pass-credentials needs --secret-ref: it passes on the credentials of that Secret")
 	}
-	switch h.provider {
-	case "", sourcev1.OCIProviderGeneric:
-	case sourcev1.OCIProviderAWS, sourcev1.OCIProviderAzure, sourcev1.OCIProviderGCP:
-		if h.secretRef != "" {
-			return fmt.Errorf("--secret-ref is for --provider generic: %s uses the cloud identity", h.provider)
-		}
-	default:
-		return fmt.Errorf("--provider %q is not supported: choose generic, aws, azure or gcp", h.provider)
+	if err := servedProvider(h.provider); err != nil {
+		return err
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ an identity that --verify-issuer and --verify-subject match.`,
 	fs.StringVar(&o.semver, "tag-semver", "", "the highest tag in this semver range, like >=1.0.0 <2.0.0")
 	fs.StringVar(&o.semverFilter, "semver-filter", "", "with --tag-semver, only the tags this regular expression matches")
 	fs.StringVar(&o.digest, "digest", "", "the digest of the artifact to pull, sha256:<hex>")
-	fs.StringVar(&o.provider, "provider", sourcev1.OCIProviderGeneric, "where the credentials come from: generic, aws, azure or gcp")
+	fs.StringVar(&o.provider, "provider", sourcev1.OCIProviderGeneric, "where the credentials come from: generic (aws, azure and gcp are not served)")
 	fs.StringVar(&o.secretRef, "secret-ref", "", "the dockerconfigjson Secret of the registry's credentials (see windlass create secret oci)")
 	fs.StringVar(&o.serviceAccount, "service-account", "", "the service account whose imagePullSecrets give the credentials")
 	fs.StringVar(&o.certRef, "cert-ref", "", "the Secret with ca.crt (a CA to trust), tls.crt and tls.key (a client certificate)")
@@ -185,14 +185,8 @@ func (o *ociSourceFlags) ref() (*sourcev1.OCIRepositoryRef, error) {
 // credentials sets the provider and the references of spec that the flags
 // give: where the credentials, the TLS settings and the proxy come from.
 func (o *ociSourceFlags) credentials(spec *sourcev1.OCIRepositorySpec) error {
-	switch o.provider {
-	case sourcev1.OCIProviderGeneric:
-	case sourcev1.OCIProviderAWS, sourcev1.OCIProviderAzure, sourcev1.OCIProviderGCP:
-		if o.secretRef != "" || o.serviceAccount != "" {
-			return fmt.Errorf("--secret-ref and --service-account are for --provider generic: %s uses the cloud identity", o.provider)
-		}
-	default:
-		return fmt.Errorf("--provider %q is not supported: choose generic, aws, azure or gcp", o.provider)
+	if err := servedProvider(o.provider); err != nil {
+		return err
 	}
 	spec.Provider = o.provider
 	if o.serviceAccount != "" {
