@@ -19,13 +19,20 @@ import (
 // cloud workload identity, and spec.serviceAccountName is for those two
 // only. The reason is InvalidProviderConfiguration.
 func CheckProvider(obj *sourcev1.GitRepository) error {
+	sa := obj.Spec.ServiceAccountName
 	switch p := obj.Spec.Provider; p {
 	case "", sourcev1.GitProviderGeneric, sourcev1.GitProviderGitHub:
 	default:
+		what := fmt.Sprintf("provider '%s'", p)
+		if sa != "" {
+			what += fmt.Sprintf(" with spec.serviceAccountName '%s'", sa)
+		}
 		return reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
-			"provider '%s' is not served by Windlass (it needs a cloud workload identity): use provider generic with spec.secretRef, or github with a GitHub App", p))
+			"%s is not served by Windlass (it needs a cloud workload identity): use provider generic with spec.secretRef, or github with a GitHub App", what))
 	}
-	if sa := obj.Spec.ServiceAccountName; sa != "" {
+	// The CRD schema allows spec.serviceAccountName with azure and aws only;
+	// this catches an object stored under an older schema.
+	if sa != "" {
 		return reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
 			"spec.serviceAccountName '%s' is not served by Windlass: only the azure and aws providers use it, and Windlass serves neither", sa))
 	}

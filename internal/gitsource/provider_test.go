@@ -30,6 +30,7 @@ func TestCheckProvider(t *testing.T) {
 		{name: "azure", provider: sourcev1.GitProviderAzure, wantMsg: "provider 'azure' is not served"},
 		{name: "aws", provider: sourcev1.GitProviderAWS, wantMsg: "provider 'aws' is not served"},
 		{name: "service account", sa: "deployer", wantMsg: "spec.serviceAccountName 'deployer' is not served"},
+		{name: "service account with aws", provider: sourcev1.GitProviderAWS, sa: "deployer", wantMsg: "provider 'aws' with spec.serviceAccountName 'deployer' is not served"},
 		{name: "service account with github", provider: sourcev1.GitProviderGitHub, sa: "deployer", wantMsg: "'deployer' is not served"},
 	}
 	for _, tt := range tests {
