@@ -65,7 +65,7 @@ and no cluster is needed.`,
 // gitSourceFlags are the flags of `create source git`.
 type gitSourceFlags struct {
 	url, branch, tag, semver, commit string
-	secretRef                        string
+	secretRef, provider              string
 	ignorePaths                      []string
 	recurseSubmodules                bool
 	interval                         time.Duration
@@ -79,7 +79,8 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
 		Short:   "Create or update a GitRepository",
 		Example: `  windlass create source git podinfo --url https://github.com/stefanprodan/podinfo --branch master
   windlass create source git app --url ssh://git@github.com/org/app --tag-semver ">=1.0.0" --secret-ref app-auth
-  windlass create source git app --url https://github.com/org/app --branch main --export > app-source.yaml`,
+  windlass create source git app --url https://github.com/org/app --branch main --export > app-source.yaml
+  windlass create source git app --url https://github.com/org/app --branch main --provider github --secret-ref github-app`,
 		Args: nameArg,
 		RunE: g.createGitSource(f),
 	}
@@ -89,7 +90,8 @@ func newCreateSourceGitCommand(f *createFlags) *cobra.Command {
 	fs.StringVar(&g.tag, "tag", "", "the tag to check out")
 	fs.StringVar(&g.semver, "tag-semver", "", "the highest tag in this semver range, like >=1.0.0 <2.0.0")
 	fs.StringVar(&g.commit, "commit", "", "the commit SHA to check out (with --branch, a shallow clone of that branch)")
-	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials, made with windlass create secret git")
+	fs.StringVar(&g.secretRef, "secret-ref", "", "the Secret with the credentials, made with windlass create secret git (or githubapp)")
+	fs.StringVar(&g.provider, "provider", "", "generic (default), or github: --secret-ref names a Secret with githubAppID, githubAppInstallationID and githubAppPrivateKey (and githubAppBaseURL for GitHub Enterprise)")
 	fs.StringSliceVar(&g.ignorePaths, "ignore-paths", nil, "paths to leave out of the artifact, gitignore syntax (repeat or separate with commas)")
 	fs.BoolVar(&g.recurseSubmodules, "recurse-submodules", false, "clone the submodules too")
 	fs.DurationVar(&g.interval, "interval", time.Minute, "how often the remote is checked")
@@ -129,6 +131,16 @@ func (g *gitSourceFlags) object(name string, f *createFlags) (*sourcev1.GitRepos
 		}
 		obj.Spec.SecretRef = &meta.LocalObjectReference{Name: g.secretRef}
 	}
+	switch g.provider {
+	case "", sourcev1.GitProviderGeneric:
+	case sourcev1.GitProviderGitHub:
+		if g.secretRef == "" {
+			return nil, errors.New("--provider github needs --secret-ref: a Secret with the GitHub App's githubAppID, githubAppInstallationID and githubAppPrivateKey")
+		}
+	default:
+		return nil, fmt.Errorf("--provider '%s' is not served by Windlass: use generic or github", g.provider)
+	}
+	obj.Spec.Provider = g.provider
 	obj.Spec.Ignore = ignoreRules(g.ignorePaths)
 	return obj, nil
 }

@@ -124,7 +124,7 @@ host publishes. The Secret is printed only with --export.`,
 	fs.StringVar(&s.caFile, "ca-file", "", "a PEM bundle of the CAs to trust, for https")
 	fs.StringVar(&s.caFile, "ca-crt-file", "", "the same as --ca-file")
 	s.bindPasswordStdin(fs)
-	secret.AddCommand(cmd, newCreateSecretOCICommand(f))
+	secret.AddCommand(cmd, newCreateSecretOCICommand(f), newCreateSecretGitHubAppCommand(f))
 	return secret
 }
 

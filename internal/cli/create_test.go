@@ -62,6 +62,8 @@ func TestCreateExport(t *testing.T) {
 		{golden: "create-source-git", args: []string{"create", "source", "git", "podinfo", "--url", "https://github.com/stefanprodan/podinfo",
 			"--branch", "master", "--interval", "5m", "--secret-ref", "podinfo-auth", "--ignore-paths", "/docs,*.md",
 			"--recurse-submodules", "--label", "team=apps,tier=web"}},
+		{golden: "create-source-git-github-app", args: []string{"create", "source", "git", "app", "--url", "https://github.com/org/app",
+			"--branch", "main", "--provider", "github", "--secret-ref", "github-app"}},
 		{golden: "create-source-git-semver", args: []string{"create", "source", "git", "app", "-n", "apps",
 			"--url", "ssh://git@git.example.com/org/app", "--tag-semver", ">=1.0.0 <2.0.0"}},
 		{golden: "create-kustomization", args: []string{"create", "ks", "podinfo", "--source", "GitRepository/flux-system/podinfo",

@@ -258,7 +258,7 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("GitRepository '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", key))
 	}
-	if scope.auth, scope.proxy, err = gitsource.Credentials(ctx, r.Client, source, *u); err != nil {
+	if scope.auth, scope.proxy, err = gitsource.CredentialsWith(ctx, r.Client, source, *u, gitsource.Options{AllowInsecureHTTP: r.AllowInsecureHTTP}); err != nil {
 		return reconcile.ResultEmpty, err
 	}
 	scope.source, scope.url = source, source.Spec.URL

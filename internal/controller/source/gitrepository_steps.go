@@ -103,10 +103,13 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 }
 
 // validateGitSpec checks what the CRD schema cannot: that the URL parses
-// with a supported scheme and that a semver range is valid. It returns the
-// URL and the checkout options.
+// with a supported scheme, that Windlass serves the provider and that a
+// semver range is valid. It returns the URL and the checkout options.
 func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions, error) {
 	var checkout git.CheckoutOptions
+	if err := gitsource.CheckProvider(obj); err != nil {
+		return nil, checkout, err
+	}
 	u, err := url.Parse(obj.Spec.URL)
 	if err != nil {
 		// Neither the URL nor url.Parse's error, which quotes it, is shown:
@@ -139,9 +142,10 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 }
 
 // gitCredentials reads the Secrets of spec.secretRef and spec.proxySecretRef
-// (see gitsource.Credentials), recording a failure in FetchFailed.
+// and, with provider github, gets the app's installation token (see
+// gitsource.CredentialsWith), recording a failure in FetchFailed.
 func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourcev1.GitRepository, u url.URL) (*git.AuthOptions, *git.ProxyOptions, error) {
-	auth, proxy, err := gitsource.Credentials(ctx, r.Client, obj, u)
+	auth, proxy, err := gitsource.CredentialsWith(ctx, r.Client, obj, u, gitsource.Options{AllowInsecureHTTP: r.AllowInsecureHTTP})
 	if err != nil {
 		return nil, nil, markFetchFailed(obj, err)
 	}
