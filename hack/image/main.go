@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/windlass-dev/windlass/internal/image"
+	"github.com/windlass-dev/windlass/internal/containerimage"
 )
 
 // platforms is the repeatable -platform flag.
-type platforms []image.Platform
+type platforms []containerimage.Platform
 
 func (p *platforms) String() string {
 	parts := make([]string, 0, len(*p))
@@ -34,7 +34,7 @@ func (p *platforms) String() string {
 
 func (p *platforms) Set(s string) error {
 	for _, part := range strings.Split(s, ",") {
-		pl, err := image.ParsePlatform(strings.TrimSpace(part))
+		pl, err := containerimage.ParsePlatform(strings.TrimSpace(part))
 		if err != nil {
 			return err
 		}
@@ -53,11 +53,11 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	var ps platforms
-	opts := image.Options{}
+	opts := containerimage.Options{}
 	fs.Var(&ps, "platform", "os/arch=binary, repeatable or comma-separated: a platform and the windlass binary built for it")
 	out := fs.String("out", "bin/image", "the OCI image layout folder to write")
 	push := fs.String("push", "", "push to this reference (registry/repository:tag) instead of writing -out")
-	fs.StringVar(&opts.CACertificates, "ca-certificates", image.DefaultCACertificates, "the PEM bundle of CA certificates to put in the image")
+	fs.StringVar(&opts.CACertificates, "ca-certificates", containerimage.DefaultCACertificates, "the PEM bundle of CA certificates to put in the image")
 	fs.StringVar(&opts.Version, "version", "dev", "the version label, and the tag in the layout")
 	fs.StringVar(&opts.Revision, "revision", "", "the revision label (the commit)")
 	fs.StringVar(&opts.Source, "source", "https://github.com/windlass-dev/windlass", "the source label")
@@ -73,19 +73,19 @@ func run(args []string) error {
 		return err
 	}
 	opts.Created = created
-	idx, err := image.Build(opts)
+	idx, err := containerimage.Build(opts)
 	if err != nil {
 		return err
 	}
 	if *push != "" {
-		ref, err := image.Push(context.Background(), *push, idx)
+		ref, err := containerimage.Push(context.Background(), *push, idx)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("pushed %s (%s)\n", ref, ps.String())
 		return nil
 	}
-	if err := image.WriteLayout(*out, opts.Version, idx); err != nil {
+	if err := containerimage.WriteLayout(*out, opts.Version, idx); err != nil {
 		return err
 	}
 	fmt.Printf("wrote the OCI image layout %s (%s)\n", *out, ps.String())

@@ -1,4 +1,4 @@
-package image
+package containerimage
 
 import (
 	"archive/tar"

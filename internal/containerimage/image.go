@@ -1,11 +1,11 @@
-// Package image builds the Windlass container image without Docker, with
+// Package containerimage builds the Windlass container image without Docker, with
 // go-containerregistry: an empty base (scratch) and one layer that holds
 // the windlass binary at /usr/local/bin/windlass, the CA certificates, and
 // an /etc/passwd that names the user 65532 the image runs as. An image is
 // built per platform from a binary built for it, and the images are put in
 // one OCI image index, which is written to an OCI image layout folder or
 // pushed to a registry.
-package image
+package containerimage
 
 import (
 	"archive/tar"
