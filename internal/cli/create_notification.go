@@ -20,7 +20,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	"github.com/windlass-dev/windlass/internal/notify/providers"
-	"github.com/windlass-dev/windlass/internal/receiver"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // eventSourceKinds are the kinds an Alert's event source or a Receiver's
@@ -274,7 +274,7 @@ and ` + "`windlass trigger receiver NAME`" + ` sends it a test request.`,
 		RunE: applyCreated(f, r.object),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&r.receiverType, "type", "", "the service that calls the webhook: "+strings.Join(receiver.Types(), ", "))
+	fs.StringVar(&r.receiverType, "type", "", "the service that calls the webhook: "+strings.Join(webhook.Types(), ", "))
 	fs.StringArrayVar(&r.events, "event", nil, "an event to act on, such as push (GitHub) or 'Push Hook' (GitLab); default every event (repeat)")
 	fs.StringSliceVar(&r.resources, "resource", nil, "the objects to reconcile: Kind/name or Kind/namespace/name, name '*' for all; Gate/name:open|close (repeat or separate with commas)")
 	fs.StringVar(&r.secretRef, "secret-ref", "", "the Secret whose token key authenticates the requests")
@@ -290,7 +290,7 @@ func (r *receiverFlags) object(name string, f *createFlags) (*notificationv1.Rec
 		return nil, err
 	}
 	if !notificationv1.ReceiverTypeServed(r.receiverType) {
-		return nil, fmt.Errorf("--type %q is not a receiver type Windlass serves: choose one of %s", r.receiverType, strings.Join(receiver.Types(), ", "))
+		return nil, fmt.Errorf("--type %q is not a receiver type Windlass serves: choose one of %s", r.receiverType, strings.Join(webhook.Types(), ", "))
 	}
 	if r.secretRef == "" {
 		return nil, errors.New("--secret-ref is required: a Secret with the webhook's token in its token key")

@@ -35,7 +35,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/controller/helm"
 	imagectrl "github.com/windlass-dev/windlass/internal/controller/image"
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
-	receiverctrl "github.com/windlass-dev/windlass/internal/controller/receiver"
+	notificationctrl "github.com/windlass-dev/windlass/internal/controller/notification"
+
 	"github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
@@ -149,7 +150,7 @@ var receiverAddr string
 // startReceivers adds the Receiver controller and its webhook server,
 // on a loopback port, to mgr.
 func startReceivers(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	receivers := &receiverctrl.ReceiverReconciler{Client: mgr.GetClient()}
+	receivers := &notificationctrl.ReceiverReconciler{Client: mgr.GetClient()}
 	if err := receivers.SetupWithManager(ctx, mgr, opts); err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func startReceivers(ctx context.Context, mgr ctrl.Manager, opts reconcile.Contro
 		return err
 	}
 	receiverAddr = "http://" + ln.Addr().String()
-	server := &receiverctrl.Server{Client: mgr.GetClient(), Listener: ln}
+	server := &notificationctrl.WebhookServer{Client: mgr.GetClient(), Listener: ln}
 	return server.SetupWithManager(ctx, mgr)
 }
 

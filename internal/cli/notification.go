@@ -18,7 +18,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/receiver"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // providerColumns are the columns of `get alert-providers`: the service,
@@ -152,7 +152,7 @@ func (f *triggerFlags) trigger(ctx context.Context, c client.Client, in io.Reade
 	if err != nil {
 		return err
 	}
-	spec := receiver.Spec{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Token: token}
+	spec := webhook.Spec{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Token: token}
 	if f.event != "" {
 		spec.Events = []string{f.event}
 	}
@@ -160,7 +160,7 @@ func (f *triggerFlags) trigger(ctx context.Context, c client.Client, in io.Reade
 	if err != nil {
 		return err
 	}
-	req, err := receiver.NewRequest(ctx, target, spec, body)
+	req, err := webhook.NewRequest(ctx, target, spec, body)
 	if err != nil {
 		return err
 	}
@@ -195,12 +195,12 @@ func (f *triggerFlags) readPayload(in io.Reader) ([]byte, error) {
 		defer file.Close()
 		in = file
 	}
-	body, err := io.ReadAll(io.LimitReader(in, receiver.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(in, webhook.MaxBodyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading --payload: %w", err)
 	}
-	if len(body) > receiver.MaxBodyBytes {
-		return nil, fmt.Errorf("--payload is larger than a webhook accepts (%d bytes)", receiver.MaxBodyBytes)
+	if len(body) > webhook.MaxBodyBytes {
+		return nil, fmt.Errorf("--payload is larger than a webhook accepts (%d bytes)", webhook.MaxBodyBytes)
 	}
 	return body, nil
 }

@@ -20,7 +20,7 @@ import (
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/receiver"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // TestNotificationCreateExport prints the Providers, Alerts and Receivers
@@ -144,7 +144,7 @@ func TestNotificationCreateAgainstTheCluster(t *testing.T) {
 		"--resource", "GitRepository/app", "--secret-ref", "webhook-token", "--label", controlledLabel+"=true", "--timeout", "30s")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("✔ Receiver " + ns + "/github reconciled: Receiver initialized for path: " +
-		receiver.WebhookPath(token, "github", ns) + "\n"))
+		webhook.WebhookPath(token, "github", ns) + "\n"))
 	g.Expect(out).NotTo(ContainSubstring(token))
 }
 

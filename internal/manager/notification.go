@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	notifyctrl "github.com/windlass-dev/windlass/internal/controller/notification"
-	receiverctrl "github.com/windlass-dev/windlass/internal/controller/receiver"
+
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/notify/forward"
@@ -77,12 +77,12 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	if err := alerts.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
 		return err
 	}
-	receivers := &receiverctrl.ReceiverReconciler{Client: m.GetClient(), Events: events,
+	receivers := &notifyctrl.ReceiverReconciler{Client: m.GetClient(), Events: events,
 		JitterPercent: opts.IntervalJitterPercentage, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
 	if err := receivers.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
 		return err
 	}
-	server := &receiverctrl.Server{Client: m.GetClient(), Events: events, Addr: opts.Notification.ReceiverAddr,
+	server := &notifyctrl.WebhookServer{Client: m.GetClient(), Events: events, Addr: opts.Notification.ReceiverAddr,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
 	if err := server.SetupWithManager(ctx, m); err != nil {
 		return err

@@ -1,19 +1,3 @@
-// Package notification is the Alert side of the notification controller:
-// it turns each Alert (notification.toolkit.fluxcd.io/v1beta3) and the
-// Provider it names, with the Provider's Secrets, into one rule of a
-// dispatch.Dispatcher, and keeps the rule in step with them.
-//
-// v1beta3 Alerts and Providers have no status, so AlertReconciler is a
-// plain controller-runtime reconciler rather than a kind of the
-// internal/reconcile Runner, whose job is to write Ready, Reconciling and
-// Stalled: here a problem (a missing Provider or Secret, an invalid
-// Provider or Alert) is a Warning event on the Alert, and the Alert's rule
-// is removed until it is fixed. The rules live in memory, so an Alert
-// needs no finalizer: when it is gone, its rule is deleted.
-//
-// The events of the controllers reach the Dispatcher through
-// forward.Sink (internal/notify/forward), the Sink of each controller's
-// event.Recorder; this package adds no other sink.
 package notification
 
 import (

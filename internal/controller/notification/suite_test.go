@@ -94,8 +94,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, startController))
 }
 
-// startController runs the Alert controller and a dispatcher against the
-// test control plane, with Secrets read uncached as in production.
+// startController runs the Alert controller with a dispatcher, and the
+// Receiver controller with its webhook server, against the test control
+// plane, with Secrets read uncached as in production.
 func startController(ctx context.Context, e *testenv.Environment) error {
 	logs = testutil.CaptureLogs()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
@@ -109,16 +110,16 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 	dispatcher = dispatch.New(dispatch.Options{Window: window, FlushInterval: 100 * time.Millisecond,
 		Backoff: 100 * time.Millisecond, Now: clock.Now, Log: ctrl.Log.WithName("dispatcher")})
 	sink = &forward.Sink{Dispatcher: dispatcher, Scheme: e.Scheme, Controller: "kustomize-controller"}
-	reconciler = &AlertReconciler{
-		Client:     mgr.GetClient(),
-		Dispatcher: dispatcher,
-		Events:     &event.Recorder{Kubernetes: mgr.GetEventRecorder("notification-controller")},
-	}
+	events := &event.Recorder{Kubernetes: mgr.GetEventRecorder("notification-controller")}
+	reconciler = &AlertReconciler{Client: mgr.GetClient(), Dispatcher: dispatcher, Events: events}
 	err = reconciler.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
 	})
 	if err != nil {
+		return err
+	}
+	if err := startReceivers(ctx, mgr, events); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(dispatcher.Run)); err != nil {

@@ -1,4 +1,4 @@
-// Package receiver verifies and reads the webhooks that a Receiver
+// Package webhook verifies and reads the webhooks that a Receiver
 // (notification.toolkit.fluxcd.io/v1) accepts, without any controller or
 // server plumbing: Verify takes one HTTP request and the Receiver's type,
 // events and token, and says whether the request is authentic and what it
@@ -49,7 +49,7 @@
 // Errors wrap one of ErrUnauthorized, ErrTooLarge, ErrBadPayload or
 // ErrUnsupportedType (HTTPStatus maps them to a status code) and never hold
 // the token, an expected signature or the body.
-package receiver
+package webhook
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/api/meta"
@@ -27,8 +24,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 const (
@@ -36,33 +31,14 @@ const (
 	interval = 100 * time.Millisecond
 )
 
-var (
-	env  *testenv.Environment
-	logs *testutil.Logs
-	// serverURL is where the tests' Server listens.
-	serverURL string
-)
+// serverURL is where the tests' webhook Server listens.
+var serverURL string
 
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, startController))
-}
-
-// startController runs the Receiver reconciler and the webhook Server
-// against the test control plane, with a manager whose client reads
-// Secrets from the API, as Windlass's does.
-func startController(ctx context.Context, e *testenv.Environment) error {
-	logs = testutil.CaptureLogs()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-	})
-	if err != nil {
-		return err
-	}
-	events := &event.Recorder{Kubernetes: mgr.GetEventRecorder("notification-controller")}
+// startReceivers runs the Receiver reconciler and the webhook Server in
+// mgr, on a loopback port.
+func startReceivers(ctx context.Context, mgr ctrl.Manager, events *event.Recorder) error {
 	r := &ReceiverReconciler{Client: mgr.GetClient(), Events: events}
-	err = r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
+	err := r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
 		MaxConcurrentReconciles: 4,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
 	})
@@ -74,15 +50,11 @@ func startController(ctx context.Context, e *testenv.Environment) error {
 		return err
 	}
 	serverURL = "http://" + ln.Addr().String()
-	if err := (&Server{Client: mgr.GetClient(), Events: events, Listener: ln}).SetupWithManager(ctx, mgr); err != nil {
-		return err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
+	return (&WebhookServer{Client: mgr.GetClient(), Events: events, Listener: ln}).SetupWithManager(ctx, mgr)
 }
 
-// createSecret creates the token Secret name in ns.
-func createSecret(g Gomega, ns, name, token string) {
+// createTokenSecret creates the token Secret name in ns.
+func createTokenSecret(g Gomega, ns, name, token string) {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Data:       map[string][]byte{notificationv1.TokenKey: []byte(token)},
@@ -126,9 +98,9 @@ func expectedPath(token, name, namespace string) string {
 	return "/hook/" + hex.EncodeToString(sum[:])
 }
 
-// post sends body to the Server at path with headers and returns the
+// postWebhook sends body to the Server at path with headers and returns the
 // status code and the answer.
-func post(g Gomega, path string, headers map[string]string, body []byte) (int, string) {
+func postWebhook(g Gomega, path string, headers map[string]string, body []byte) (int, string) {
 	req, err := http.NewRequest(http.MethodPost, serverURL+path, bytes.NewReader(body))
 	g.Expect(err).NotTo(HaveOccurred())
 	for k, v := range headers {

@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
-	webhook "github.com/windlass-dev/windlass/internal/receiver"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // WebhookPathIndexKey indexes Receivers by status.webhookPath in the
@@ -49,12 +49,12 @@ const requestTimeout = 30 * time.Second
 // digestLength is the length of the hex SHA-256 at the end of a path.
 const digestLength = 64
 
-// Server serves the webhooks of Receivers at their status.webhookPath:
+// WebhookServer serves the webhooks of Receivers at their status.webhookPath:
 // POST /hook/<digest> (see the package documentation for the checks and
 // the answers). It is a manager.Runnable that every replica runs: reading
 // Receivers from the cache and annotating objects is safe from any number
 // of replicas at once.
-type Server struct {
+type WebhookServer struct {
 	// Client reads Receivers from the manager's cache (by the
 	// WebhookPathIndexKey index), reads their Secrets (the manager's
 	// client reads Secrets from the API), selects objects by their
@@ -90,7 +90,7 @@ func IndexWebhookPath(ctx context.Context, indexer client.FieldIndexer) error {
 
 // SetupWithManager registers the WebhookPathIndexKey index with mgr and adds
 // the Server to it, to serve while mgr runs.
-func (s *Server) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+func (s *WebhookServer) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := IndexWebhookPath(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -99,11 +99,11 @@ func (s *Server) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 
 // NeedLeaderElection is false: every replica serves webhooks, so that a
 // Service in front of them may send a request to any.
-func (s *Server) NeedLeaderElection() bool { return false }
+func (s *WebhookServer) NeedLeaderElection() bool { return false }
 
 // Start serves until ctx is done, then lets the requests under way finish
 // (for up to 10 seconds).
-func (s *Server) Start(ctx context.Context) error {
+func (s *WebhookServer) Start(ctx context.Context) error {
 	ln := s.Listener
 	if ln == nil {
 		var err error
@@ -139,7 +139,7 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // ServeHTTP answers one webhook request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -187,7 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // the path is not that of the Receiver's current token), 503 when it is
 // suspended, not Ready or its Secret cannot be read, 500 when the cache
 // cannot be read.
-func (s *Server) find(ctx context.Context, path string) (*notificationv1.Receiver, string, int) {
+func (s *WebhookServer) find(ctx context.Context, path string) (*notificationv1.Receiver, string, int) {
 	digest, ok := strings.CutPrefix(path, notificationv1.WebhookPathPrefix)
 	if !ok || !isHexDigest(digest) {
 		return nil, "", http.StatusNotFound
@@ -260,7 +260,7 @@ func objects(n int) string {
 }
 
 // now returns the Server's time.
-func (s *Server) now() time.Time {
+func (s *WebhookServer) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}

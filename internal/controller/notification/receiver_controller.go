@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/cel"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/patch"
-	webhook "github.com/windlass-dev/windlass/internal/receiver"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // +kubebuilder:rbac:groups=notification.toolkit.fluxcd.io,resources=receivers,verbs=get;list;watch;update;patch

@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func TestGitHubPush(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
 	const token = "gh-token-3f9a1c"
-	createSecret(g, ns, "token", token)
+	createTokenSecret(g, ns, "token", token)
 	webapp := newGitRepository(g, ns, "webapp")
 	other := newGitRepository(g, ns, "other")
 	web1 := newKustomization(g, ns, "frontend", map[string]string{"team": "web"})
@@ -114,17 +114,17 @@ func TestGitHubPush(t *testing.T) {
 		return map[string]string{"Content-Type": "application/json", "X-GitHub-Event": event,
 			"X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256": signature}
 	}
-	code, answer := post(g, path, headers("push", "sha256="+hmacSHA256("wrong-token", body)), body)
+	code, answer := postWebhook(g, path, headers("push", "sha256="+hmacSHA256("wrong-token", body)), body)
 	g.Expect(code).To(Equal(http.StatusUnauthorized))
 	g.Expect(answer).NotTo(ContainSubstring(token))
 	expectAnnotated()
 
 	ping := []byte(githubPing)
-	code, _ = post(g, path, headers("ping", "sha256="+hmacSHA256(token, ping)), ping)
+	code, _ = postWebhook(g, path, headers("ping", "sha256="+hmacSHA256(token, ping)), ping)
 	g.Expect(code).To(Equal(http.StatusOK))
 	expectAnnotated()
 
-	code, answer = post(g, path, headers("push", "sha256="+hmacSHA256(token, body)), body)
+	code, answer = postWebhook(g, path, headers("push", "sha256="+hmacSHA256(token, body)), body)
 	g.Expect(code).To(Equal(http.StatusOK), answer)
 	g.Expect(answer).To(ContainSubstring("requested 3 objects"))
 	expectAnnotated(webapp, web1, web2)
@@ -158,7 +158,7 @@ func containsObject(list []client.Object, o client.Object) bool {
 func TestResourceFilter(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	createSecret(g, ns, "token", "generic-token-77")
+	createTokenSecret(g, ns, "token", "generic-token-77")
 	frontend := newGitRepository(g, ns, "frontend")
 	backend := newGitRepository(g, ns, "backend")
 	rcv := createReceiver(g, ns, "filtered", notificationv1.ReceiverTypeGeneric,
@@ -166,7 +166,7 @@ func TestResourceFilter(t *testing.T) {
 		notificationv1.ResourceReference{Kind: sourcev1.GitRepositoryKind, Name: "*"})
 	path := waitReady(g, rcv).Status.WebhookPath
 
-	code, answer := post(g, path, map[string]string{"Content-Type": "application/json"}, []byte(`{"repository": {"name": "backend"}}`))
+	code, answer := postWebhook(g, path, map[string]string{"Content-Type": "application/json"}, []byte(`{"repository": {"name": "backend"}}`))
 	g.Expect(code).To(Equal(http.StatusOK), answer)
 	g.Expect(answer).To(ContainSubstring("requested 1 object"))
 	g.Expect(annotations(g, backend)).To(HaveKey(meta.ReconcileRequestAnnotation))
@@ -178,7 +178,7 @@ func TestResourceFilter(t *testing.T) {
 func TestGateClose(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	createSecret(g, ns, "token", "gate-token-19")
+	createTokenSecret(g, ns, "token", "gate-token-19")
 	gate := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: "prod-freeze", Namespace: ns}}
 	g.Expect(env.Client.Create(context.Background(), gate)).To(Succeed())
 	rcv := createReceiver(g, ns, "freeze", notificationv1.ReceiverTypeGeneric, nil,
@@ -186,7 +186,7 @@ func TestGateClose(t *testing.T) {
 	path := waitReady(g, rcv).Status.WebhookPath
 
 	before := time.Now().UTC().Truncate(time.Second)
-	code, answer := post(g, path, nil, nil)
+	code, answer := postWebhook(g, path, nil, nil)
 	g.Expect(code).To(Equal(http.StatusOK), answer)
 	got := annotations(g, gate)
 	g.Expect(got).NotTo(HaveKey(gatingv1alpha1.OpenRequestAnnotation))
@@ -198,10 +198,10 @@ func TestGateClose(t *testing.T) {
 	g.Expect(at).To(BeTemporally("<=", time.Now()))
 }
 
-// TestMissingSecret: a Receiver without its Secret is not Ready, says which
+// TestReceiverMissingSecret: a Receiver without its Secret is not Ready, says which
 // Secret, and serves nothing; the Secret makes it Ready. The token appears
 // in no condition, event or log.
-func TestMissingSecret(t *testing.T) {
+func TestReceiverMissingSecret(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
 	rcv := createReceiver(g, ns, "waiting", notificationv1.ReceiverTypeGitLab, nil,
@@ -216,7 +216,7 @@ func TestMissingSecret(t *testing.T) {
 	g.Expect(latest.Status.WebhookPath).To(BeEmpty())
 
 	const token = "s3cr3t-gitlab-token-5150"
-	createSecret(g, ns, "token", token)
+	createTokenSecret(g, ns, "token", token)
 	ready := waitReady(g, rcv)
 	g.Expect(ready.Status.WebhookPath).To(Equal(expectedPath(token, rcv.Name, ns)))
 
@@ -230,7 +230,7 @@ func TestMissingSecret(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "token"}, rotated)).To(Succeed())
 	rotated.Data[notificationv1.TokenKey] = []byte("rotated-" + token)
 	g.Expect(env.Client.Update(context.Background(), rotated)).To(Succeed())
-	code, _ := post(g, ready.Status.WebhookPath, map[string]string{"X-Gitlab-Token": token, "X-Gitlab-Event": "Push Hook"}, []byte(`{}`))
+	code, _ := postWebhook(g, ready.Status.WebhookPath, map[string]string{"X-Gitlab-Token": token, "X-Gitlab-Event": "Push Hook"}, []byte(`{}`))
 	g.Expect(code).To(Equal(http.StatusNotFound))
 	g.Eventually(func(g Gomega) string {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(rcv), latest)).To(Succeed())
@@ -246,7 +246,7 @@ func TestMissingSecret(t *testing.T) {
 func TestRefusedRequests(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	createSecret(g, ns, "token", "big-body-token")
+	createTokenSecret(g, ns, "token", "big-body-token")
 	repo := newGitRepository(g, ns, "webapp")
 	rcv := createReceiver(g, ns, "generic", notificationv1.ReceiverTypeGeneric, nil,
 		notificationv1.ResourceReference{Kind: sourcev1.GitRepositoryKind, Name: "webapp"})
@@ -267,7 +267,7 @@ func TestRefusedRequests(t *testing.T) {
 
 	unknown := "/hook/" + strings.Repeat("0", 64)
 	for _, p := range []string{unknown, "/hook/abc", "/", path + "/x"} {
-		code, _ := post(g, p, nil, nil)
+		code, _ := postWebhook(g, p, nil, nil)
 		g.Expect(code).To(Equal(http.StatusNotFound), p)
 	}
 	req, err := http.NewRequest(http.MethodGet, serverURL+path, nil)
@@ -278,12 +278,12 @@ func TestRefusedRequests(t *testing.T) {
 	suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
 	g.Expect(env.Client.Patch(context.Background(), rcv, suspend)).To(Succeed())
 	g.Eventually(func(g Gomega) int {
-		code, _ := post(g, path, nil, nil)
+		code, _ := postWebhook(g, path, nil, nil)
 		return code
 	}, timeout, interval).Should(Equal(http.StatusServiceUnavailable))
 	// Until the suspension reached the cache, requests were served.
 	last := annotations(g, repo)[meta.ReconcileRequestAnnotation]
-	code, _ = post(g, path, nil, nil)
+	code, _ = postWebhook(g, path, nil, nil)
 	g.Expect(code).To(Equal(http.StatusServiceUnavailable))
 	g.Expect(annotations(g, repo)[meta.ReconcileRequestAnnotation]).To(Equal(last), "a suspended Receiver annotates nothing")
 }

@@ -1,4 +1,27 @@
-// Package receiver holds the controller side of Receivers
+// Package notification holds the notification controller: Alerts and
+// Receivers.
+//
+// # Alerts
+//
+// The Alert side turns each Alert (notification.toolkit.fluxcd.io/v1beta3) and the
+// Provider it names, with the Provider's Secrets, into one rule of a
+// dispatch.Dispatcher, and keeps the rule in step with them.
+//
+// v1beta3 Alerts and Providers have no status, so AlertReconciler is a
+// plain controller-runtime reconciler rather than a kind of the
+// internal/reconcile Runner, whose job is to write Ready, Reconciling and
+// Stalled: here a problem (a missing Provider or Secret, an invalid
+// Provider or Alert) is a Warning event on the Alert, and the Alert's rule
+// is removed until it is fixed. The rules live in memory, so an Alert
+// needs no finalizer: when it is gone, its rule is deleted.
+//
+// The events of the controllers reach the Dispatcher through
+// forward.Sink (internal/notify/forward), the Sink of each controller's
+// event.Recorder; this package adds no other sink.
+//
+// # Receivers
+//
+// The package also holds the controller side of Receivers
 // (notification.toolkit.fluxcd.io/v1): the reconciler, which reads each
 // Receiver's token and publishes its webhook path in status.webhookPath,
 // and the Server, which serves those paths.
@@ -13,9 +36,9 @@
 //     the old path at once (404 otherwise, the same answer as for a path
 //     that never existed);
 //  2. the Receiver is not suspended and is Ready (503 otherwise);
-//  3. internal/receiver.Verify checks the body's size, then the signature
+//  3. internal/webhook.Verify checks the body's size, then the signature
 //     or token of the Receiver's type, then parses the event (401, 413,
-//     400 from receiver.HTTPStatus); a ping or an event not listed in
+//     400 from webhook.HTTPStatus); a ping or an event not listed in
 //     spec.events is answered 200 and does nothing.
 //
 // Then each spec.resources entry selects objects by kind, name (or '*'
@@ -27,4 +50,4 @@
 // close.gate.fluxcd.io/requestedAt, per the resource's action, as
 // `windlass gate open|close` does. No answer, event, condition or log
 // holds the token or the body.
-package receiver
+package notification

@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"context"
@@ -200,7 +200,7 @@ func requestPatch(t target, now time.Time) ([]byte, error) {
 // requestAll selects the objects of rcv's resources, keeps those the filter
 // accepts and asks for their reconciliation. It returns how many it asked
 // for, and every failure joined.
-func (s *Server) requestAll(ctx context.Context, rcv *notificationv1.Receiver, payload map[string]any) (int, error) {
+func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Receiver, payload map[string]any) (int, error) {
 	filter, err := s.filters.program(rcv)
 	if err != nil {
 		return 0, err
@@ -237,7 +237,7 @@ func (s *Server) requestAll(ctx context.Context, rcv *notificationv1.Receiver, p
 }
 
 // request patches the annotations of t.
-func (s *Server) request(ctx context.Context, t target) error {
+func (s *WebhookServer) request(ctx context.Context, t target) error {
 	body, err := requestPatch(t, s.now())
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func TestUnservedReceiverValues(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	createSecret(g, ns, "token", "gcr-token-0042")
+	createTokenSecret(g, ns, "token", "gcr-token-0042")
 	rcv := createReceiver(g, ns, "gcr", notificationv1.ReceiverTypeGCR, nil,
 		notificationv1.ResourceReference{Kind: sourcev1.GitRepositoryKind, Name: "webapp"})
 	latest := &notificationv1.Receiver{}

@@ -1,4 +1,4 @@
-package receiver
+package webhook
 
 import (
 	"crypto/hmac"

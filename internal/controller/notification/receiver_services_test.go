@@ -1,4 +1,4 @@
-package receiver
+package notification
 
 import (
 	"crypto/hmac"
@@ -14,8 +14,8 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	webhook "github.com/windlass-dev/windlass/internal/receiver"
 	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // hookService is one Receiver type and a request as its service sends it:
@@ -197,7 +197,7 @@ func TestEveryServiceThroughTheServer(t *testing.T) {
 			g := NewWithT(t)
 			ns := env.CreateNamespace(t)
 			token := "t0ken-of-" + svc.typ + "-8c1e"
-			createSecret(g, ns, "token", token)
+			createTokenSecret(g, ns, "token", token)
 			repo := newGitRepository(g, ns, "webapp")
 			rcv := createReceiver(g, ns, "hook", svc.typ, func(r *notificationv1.Receiver) { r.Spec.Events = svc.events },
 				notificationv1.ResourceReference{Kind: sourcev1.GitRepositoryKind, Name: "webapp"})
@@ -215,39 +215,39 @@ func TestEveryServiceThroughTheServer(t *testing.T) {
 
 			// The path is the only authentication of some types: the
 			// path of another token is not served.
-			code, _ := post(g, expectedPath("not-"+token, rcv.Name, ns), svc.headers(token, body), body)
+			code, _ := postWebhook(g, expectedPath("not-"+token, rcv.Name, ns), svc.headers(token, body), body)
 			refused("the path of another token", code, http.StatusNotFound)
 			if svc.authHeader != "" {
 				unsigned := svc.headers(token, body)
 				delete(unsigned, svc.authHeader)
-				code, answer := post(g, path, unsigned, body)
+				code, answer := postWebhook(g, path, unsigned, body)
 				refused("an unsigned request", code, http.StatusUnauthorized)
 				g.Expect(answer).To(Equal("unauthorized\n"))
 				forged := svc.headers("not-"+token, body)
-				code, _ = post(g, path, forged, body)
+				code, _ = postWebhook(g, path, forged, body)
 				refused("a request signed with another token", code, http.StatusUnauthorized)
 				tampered := append([]byte(svc.body[:len(svc.body)-1]), []byte(`,"x":1}`)...)
 				if svc.typ != notificationv1.ReceiverTypeGitLab && svc.typ != notificationv1.ReceiverTypeHarbor {
-					code, _ = post(g, path, svc.headers(token, body), tampered)
+					code, _ = postWebhook(g, path, svc.headers(token, body), tampered)
 					refused("a body changed after signing", code, http.StatusUnauthorized)
 				}
 			}
 			if svc.wrongShape != "" {
 				for _, bad := range []string{svc.wrongShape, `{"truncated": [`} {
-					code, answer := post(g, path, svc.headers(token, []byte(bad)), []byte(bad))
+					code, answer := postWebhook(g, path, svc.headers(token, []byte(bad)), []byte(bad))
 					refused("a payload "+bad, code, http.StatusBadRequest)
 					g.Expect(answer).To(Equal("bad webhook payload\n"))
 				}
 			}
 			if svc.other != nil {
 				headers, body := svc.other(token)
-				code, answer := post(g, path, headers, body)
+				code, answer := postWebhook(g, path, headers, body)
 				g.Expect(code).To(Equal(http.StatusOK), answer)
 				g.Expect(answer).To(Equal("skipped\n"))
 				g.Expect(annotated()).To(BeFalse(), "an event not in spec.events annotates nothing")
 			}
 
-			code, answer := post(g, path, svc.headers(token, body), body)
+			code, answer := postWebhook(g, path, svc.headers(token, body), body)
 			g.Expect(code).To(Equal(http.StatusOK), answer)
 			g.Expect(answer).To(Equal("requested 1 object\n"))
 			g.Expect(annotated()).To(BeTrue())
