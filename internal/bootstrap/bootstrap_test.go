@@ -13,7 +13,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/git"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // TestPush: the first push starts the branch of an empty repository, the

@@ -24,7 +24,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // fixedSSHKey returns an ed25519 key made from a fixed seed, so that

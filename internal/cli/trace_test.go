@@ -13,8 +13,8 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // TestTrace traces a ConfigMap that a Kustomization, itself applied by

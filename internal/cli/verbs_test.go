@@ -16,7 +16,7 @@ import (
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // createFromYAML creates the object manifest declares, for the tests'

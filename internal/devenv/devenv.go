@@ -27,8 +27,8 @@ import (
 
 	"github.com/windlass-dev/windlass/config/crd"
 	"github.com/windlass-dev/windlass/internal/controlplane"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/scheme"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // Options configure a dev session.

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // branch is the branch of the dev repository.

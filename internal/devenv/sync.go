@@ -17,8 +17,8 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/manager"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // startControllers runs every Windlass controller in this process against

@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // TestClone_MemoryBudgetIsShared: Clones hold the objects they fetched,

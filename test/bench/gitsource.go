@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // gitKit serves the repositories of a git run behind the clone-counting

@@ -23,8 +23,8 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // The fleet repository of an -image run and its credentials: the git

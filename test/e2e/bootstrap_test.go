@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // TestBootstrapGit: `windlass bootstrap git` commits the components and

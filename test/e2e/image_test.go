@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // The loop of seed 004, with no person in it: a new tag pushed to the

@@ -28,7 +28,7 @@ import (
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // A signed GitHub push to a Receiver's path makes the controller reconcile

@@ -16,9 +16,9 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // Credentials of the tests' git server, which refuses anonymous pushes.

@@ -8,9 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // TestAppliedImageUpdate: a revision that image update automation

@@ -19,8 +19,8 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -14,8 +14,8 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/githubapp"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil/githubapi"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // githubApp is a GitHub App installation served on loopback, and a git

@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 // TestGitRepository_ImageUpdateNote: the artifact of a commit made by

@@ -20,9 +20,9 @@ import (
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
 )
 
 func TestClassifyGitError(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/windlass-dev/windlass/internal/testutil/gitserver"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // A non-test program (a demo, an end-to-end harness) uses New and Stop

@@ -1,6 +1,8 @@
-// Package gitserver runs a real git server on the loopback interface for
-// Windlass's tests: unit tests of the git client, envtest stories of the
-// GitRepository controller, and end-to-end tests of the binary.
+// Package gitserver runs a real git server on the loopback interface:
+// `windlass dev` serves its demo repository and the folder it syncs with
+// it, and Windlass's tests use it too (unit tests of the git client,
+// envtest stories of the GitRepository controller, end-to-end tests of the
+// binary).
 //
 // A Server serves the bare repositories under its root folder with the
 // system's git (2.39 or newer): smart HTTP and HTTPS through
@@ -18,9 +20,8 @@
 // pre-receive hook that refuses a push, or records its push options) and
 // configuration (receive.advertisePushOptions...).
 //
-// The core API does not depend on package testing, so a non-test program
-// (a demo or an end-to-end harness) can use it; NewForTest and the Must*
-// helpers are conveniences for tests.
+// The core API does not depend on package testing; NewForTest and the
+// Must* helpers (testing.go) are conveniences for tests.
 //
 //	s := gitserver.NewForTest(t)
 //	repo := s.MustInitRepo(t, "podinfo.git", "main")
