@@ -15,7 +15,6 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/cli/term"
-	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
@@ -124,7 +123,7 @@ func (f *diffFlags) run(cmd *cobra.Command, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m, err := ssa.New(c, nil, ssa.Options{FieldManager: kustomize.FieldManager, Owner: kustomization.Owner(ks)})
+	m, err := ssa.New(c, nil, ssa.Options{FieldManager: kustomization.FieldManager, Owner: kustomization.Owner(ks)})
 	if err != nil {
 		return false, err
 	}

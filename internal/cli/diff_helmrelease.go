@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
 	"github.com/windlass-dev/windlass/internal/helm/drift"
+	"github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
@@ -82,7 +82,7 @@ func (f *diffHelmReleaseFlags) run(cmd *cobra.Command, name string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	m, err := ssa.New(cl.c, nil, ssa.Options{FieldManager: helmctrl.FieldManager, Owner: drift.Owner(hr)})
+	m, err := ssa.New(cl.c, nil, ssa.Options{FieldManager: release.FieldManager, Owner: drift.Owner(hr)})
 	if err != nil {
 		return false, err
 	}

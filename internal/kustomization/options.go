@@ -10,6 +10,11 @@ import (
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
+// FieldManager is the server-side apply field manager of the objects a
+// Kustomization applies: the reference implementation's, so that clusters
+// move over without conflicts.
+const FieldManager = "kustomize-controller"
+
 // BuildOptions maps the overlay fields of spec onto the options of
 // build.BuildYAML. Files and NoRemoteBases are left for the caller: they
 // come from the artifact and the controller's flags, not from the spec.

@@ -9,6 +9,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/drift"
+	"github.com/windlass-dev/windlass/internal/helm/release"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ssa"
@@ -32,7 +33,7 @@ func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.
 		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InventoryBuildFailedReason, err)
 	}
 	drift.SetReleaseMetadata(objs, sc.last.Name, sc.last.Namespace)
-	m, err := ssa.New(sc.target.Client, sc.target.Mapper, ssa.Options{FieldManager: FieldManager, Owner: drift.Owner(obj)})
+	m, err := ssa.New(sc.target.Client, sc.target.Mapper, ssa.Options{FieldManager: release.FieldManager, Owner: drift.Owner(obj)})
 	if err != nil {
 		return reconcile.ResultEmpty, reconcile.Fail(helmv2.DriftDetectedReason, err)
 	}

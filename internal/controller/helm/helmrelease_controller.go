@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"helm.sh/helm/v4/pkg/kube"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +37,6 @@ import (
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="*",resources="*",verbs="*"
-
-// FieldManager is the server-side apply field manager of drift
-// corrections: the reference implementation's.
-const FieldManager = "helm-controller"
 
 // Index keys of HelmReleases.
 const (
@@ -104,9 +98,6 @@ func successMessage(obj *helmv2.HelmRelease) string {
 // once), their dependencies of either kind, and their gates.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	r.charts.max = 64
-	// Helm applies with this field manager, process-wide: the one drift
-	// corrections use too, so that a correction leaves no second owner.
-	kube.ManagedFieldsManager = FieldManager
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &helmv2.HelmRelease{}, chartIndexKey, func(o client.Object) []string {
 		return []string{chartKey(o.(*helmv2.HelmRelease))}

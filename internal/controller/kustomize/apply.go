@@ -38,7 +38,7 @@ func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.K
 // applyManager returns the apply engine of obj for target t.
 func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa.Manager, error) {
 	return ssa.New(t.Client, t.Mapper, ssa.Options{
-		FieldManager: FieldManager,
+		FieldManager: kspec.FieldManager,
 		Owner:        kspec.Owner(obj),
 	})
 }

@@ -36,11 +36,6 @@ import (
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="*",resources="*",verbs="*"
 
-// FieldManager is the server-side apply field manager of applied objects:
-// the reference implementation's, so that clusters move over without
-// conflicts.
-const FieldManager = "kustomize-controller"
-
 // Index keys of Kustomizations.
 const (
 	sourceIndexKey     = ".spec.sourceRef"

@@ -13,6 +13,15 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 )
 
+// FieldManager is the server-side apply field manager of what Helm applies
+// for a HelmRelease and of drift corrections: the reference
+// implementation's, so that a correction leaves no second owner.
+const FieldManager = "helm-controller"
+
+// Helm's SDK applies with one field manager per process; Windlass's is
+// FieldManager.
+func init() { kube.ManagedFieldsManager = FieldManager }
+
 // TestOptions configure Test.
 type TestOptions struct {
 	// Timeout bounds the whole test run (DefaultTimeout when zero).
