@@ -189,10 +189,15 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 	}
 	if err != nil {
 		r.Events.Warning(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), r.revision(obj), conditions.Message(obj, meta.ReadyCondition))
-		if retry := r.retryInterval(obj); retry > 0 && !IsTerminal(err) {
+		retry := retryAfter(runErr)
+		if retry == 0 {
+			retry = r.retryInterval(obj)
+		}
+		if retry > 0 && !IsTerminal(err) {
 			// controller-runtime forgets the backoff of an item whose
 			// result has a RequeueAfter and no error: the retry comes
-			// after the kind's interval, and the failure is logged here.
+			// after the failure's or the kind's delay, and the failure is
+			// logged here.
 			ctrl.LoggerFrom(ctx).Error(err, "Reconciliation failed, retrying after the retry interval")
 			result.RequeueAfter = retry
 			err = nil

@@ -57,6 +57,7 @@ func TestRunner(t *testing.T) {
 		wantRequeue   [2]time.Duration
 		wantReady     string
 		wantReason    string
+		wantWarning   bool
 	}{
 		{
 			name:        "success is Ready and comes back after the interval",
@@ -79,6 +80,17 @@ func TestRunner(t *testing.T) {
 			wantRan:       true,
 			wantRequeue:   [2]time.Duration{2 * time.Minute, 2 * time.Minute},
 			wantReady:     "False", wantReason: sourcev1.GitOperationFailedReason,
+		},
+		{
+			name: "a failure with its own retry delay is retried after it, and recorded",
+			run: func(context.Context, *sourcev1.GitRepository) (Result, error) {
+				return ResultEmpty, FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)
+			},
+			retryInterval: 2 * time.Minute,
+			wantRan:       true,
+			wantRequeue:   [2]time.Duration{5 * time.Second, 5 * time.Second},
+			wantReady:     "False", wantReason: "UpgradeFailed",
+			wantWarning: true,
 		},
 		{
 			name: "a stall is terminal, even with a retry interval",
@@ -123,7 +135,8 @@ func TestRunner(t *testing.T) {
 			if tt.retryInterval != 0 {
 				kind.RetryInterval = func(*sourcev1.GitRepository) time.Duration { return max(tt.retryInterval, 0) }
 			}
-			r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
+			sink := &recordedEvents{}
+			r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind, Events: &event.Recorder{Sink: sink}}
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 			g.Expect(ran).To(Equal(tt.wantRan))
 			g.Expect(err != nil).To(Equal(tt.wantErr), "error: %v", err)
@@ -131,6 +144,9 @@ func TestRunner(t *testing.T) {
 			g.Expect(res.RequeueAfter).To(BeNumerically(">=", tt.wantRequeue[0]))
 			g.Expect(res.RequeueAfter).To(BeNumerically("<=", tt.wantRequeue[1]))
 			g.Expect(res.Priority).To(Equal(ptr.To(NormalPriority)))
+			if tt.wantWarning || tt.wantErr {
+				g.Expect(sink.events).To(ContainElement(HaveField("Type", event.TypeWarning)), "a failure is recorded")
+			}
 
 			stored := &sourcev1.GitRepository{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
@@ -260,4 +276,12 @@ func TestRunnerRecordsRecovery(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reasons()).To(HaveLen(2), "an object that stays Ready records nothing more")
+}
+
+// recordedEvents is an event.Sink that keeps what it receives.
+type recordedEvents struct{ events []event.Event }
+
+// Forward keeps e.
+func (r *recordedEvents) Forward(_ context.Context, _ client.Object, e event.Event) {
+	r.events = append(r.events, e)
 }

@@ -56,7 +56,8 @@ type Summary struct {
 //     contradict; requeue after the hold's delay, jittered.
 //   - any other error: Ready=False and Reconciling=True with the reason
 //     ProgressingWithRetry, which is how a failure is told from a wait;
-//     retry with backoff, or after the Failure's RetryAfter.
+//     the error is returned, for the runner to record, log and retry
+//     with backoff, or after the Failure's RetryAfter.
 //   - success: Ready=True (or False when a negative condition still holds)
 //     and the next run after the jittered interval.
 func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
@@ -100,9 +101,6 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure: %s", s.Err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", s.Err.Error())
-		if after := retryAfter(s.Err); after > 0 {
-			return ctrl.Result{RequeueAfter: after}, nil
-		}
 		return ctrl.Result{}, redact.Error(s.Err)
 	}
 

@@ -138,6 +138,9 @@ func TestRetryOnFailureRetriesWithoutRemediation(t *testing.T) {
 	g.Expect(conditions.Get(got, meta.ReadyCondition).Reason).To(Equal(helmv2.UpgradeFailedReason))
 	g.Expect(conditions.Get(got, helmv2.RemediatedCondition)).To(BeNil(), "a failure is retried, not remediated")
 	g.Expect(got.Status.History.Latest().Status).To(Equal("failed"))
+	g.Eventually(func(g Gomega) []string {
+		return testutil.WarningReasons(g, env.Client, got, helmv2.HelmReleaseKind)
+	}, testutil.WaitTimeout).Should(ContainElement(helmv2.UpgradeFailedReason), "each failed try is a Warning event")
 	configMap(g, ns, "app-cm")
 
 	repo.Add(t, helmtest.Chart(t, "app", "2.0.1"))
