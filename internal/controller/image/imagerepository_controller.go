@@ -75,7 +75,7 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 			return obj.Status.LastScanResult.Revision
 		},
 		Run: func(ctx context.Context, obj *imagev1.ImageRepository, _ *patch.Helper) (reconcile.Result, error) {
-			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.enforceGates, r.checkSpec, r.readCredentials, r.scan)
+			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.checkSpec, r.enforceGates, r.readCredentials, r.scan)
 		},
 		Finalize: func(_ context.Context, obj *imagev1.ImageRepository) error {
 			return r.Store.Delete(obj.Namespace, obj.Name)

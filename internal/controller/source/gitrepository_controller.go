@@ -118,7 +118,7 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
 	}}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 }
 
 // store returns the storage steps shared with the other source kinds.

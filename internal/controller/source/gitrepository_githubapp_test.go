@@ -168,12 +168,15 @@ func TestGitRepository_ProviderNotServed(t *testing.T) {
 		name     string
 		provider string
 		sa       string
+		gated    bool // behind a gate that does not exist, which holds it
 		wantMsg  string
 	}{
 		{name: "azure", provider: sourcev1.GitProviderAzure, wantMsg: "provider 'azure' is not served by Windlass"},
 		{name: "aws", provider: sourcev1.GitProviderAWS, wantMsg: "provider 'aws' is not served by Windlass"},
 		{name: "azure-service-account", provider: sourcev1.GitProviderAzure, sa: "deployer",
 			wantMsg: "provider 'azure' with spec.serviceAccountName 'deployer' is not served by Windlass"},
+		{name: "azure-behind-a-gate", provider: sourcev1.GitProviderAzure, gated: true,
+			wantMsg: "provider 'azure' is not served by Windlass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +184,9 @@ func TestGitRepository_ProviderNotServed(t *testing.T) {
 			g := NewWithT(t)
 			obj := newGitRepository(ns, tt.name, url)
 			obj.Spec.Provider, obj.Spec.ServiceAccountName = tt.provider, tt.sa
+			if tt.gated {
+				obj.Spec.Gates = []meta.NamespacedObjectReference{{Name: "missing"}}
+			}
 			g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 			got := waitFor(g, obj, hasCondition(meta.StalledCondition, metav1.ConditionTrue, meta.UnsupportedProviderReason))
 			g.Expect(conditions.Get(got, meta.StalledCondition).Message).To(ContainSubstring(tt.wantMsg))

@@ -107,9 +107,6 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 // semver range is valid. It returns the URL and the checkout options.
 func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions, error) {
 	var checkout git.CheckoutOptions
-	if err := gitsource.CheckProvider(obj); err != nil {
-		return nil, checkout, err
-	}
 	u, err := url.Parse(obj.Spec.URL)
 	if err != nil {
 		// Neither the URL nor url.Parse's error, which quotes it, is shown:

@@ -6,12 +6,19 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/gitsource"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
 // The checkServed steps run first in their kinds' runs, before a gate, a
 // Secret or the network is read: a value the schema accepts but Windlass
 // does not serve stalls at once, with a reason and a message that name it.
+
+// checkServed stalls a GitRepository whose spec.provider or
+// spec.serviceAccountName is not served.
+func (r *GitRepositoryReconciler) checkServed(_ context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
+	return served(gitsource.CheckProvider(obj))
+}
 
 // checkServed stalls an OCIRepository whose spec.provider or
 // spec.verify.provider is not served.

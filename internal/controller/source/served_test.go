@@ -39,12 +39,19 @@ func TestCheckServedSteps(t *testing.T) {
 		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v}}
 		return func() error { _, err := (&HelmChartReconciler{}).checkServed(ctx, obj, &helmChartScope{}); return err }
 	}
+	git := func(provider, sa string) func() error {
+		obj := &sourcev1.GitRepository{Spec: sourcev1.GitRepositorySpec{Provider: provider, ServiceAccountName: sa}}
+		return func() error { _, err := (&GitRepositoryReconciler{}).checkServed(ctx, obj, &gitScope{}); return err }
+	}
 	for _, tc := range []struct {
 		name       string
 		check      func() error
 		wantReason string
 		wantErr    string
 	}{
+		{name: "GitRepository generic", check: git("generic", "")},
+		{name: "GitRepository azure", check: git("azure", ""), wantReason: meta.UnsupportedProviderReason, wantErr: "provider 'azure' is not served by Windlass"},
+		{name: "GitRepository serviceAccountName", check: git("", "deployer"), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.serviceAccountName 'deployer'"},
 		{name: "OCIRepository generic, cosign", check: oci("generic", cosign)},
 		{name: "OCIRepository no provider", check: oci("", nil)},
 		{name: "OCIRepository aws", check: oci("aws", nil), wantReason: meta.UnsupportedProviderReason, wantErr: "spec.provider 'aws' is not served by Windlass"},
