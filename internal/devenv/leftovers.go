@@ -12,7 +12,8 @@ import (
 
 // stopLeftovers stops the processes that a previous run, which died
 // without stopping them, left running (those whose program is still the
-// one recorded, so that a process that reused an ID is spared), removes
+// one recorded and that started when recorded, so that a process that
+// reused an ID is spared), removes
 // its kubeconfig and run folder, and says so.
 func (s *session) stopLeftovers(prev Record) {
 	if prev.PID == 0 || prev.PID == os.Getpid() {
@@ -20,7 +21,7 @@ func (s *session) stopLeftovers(prev Record) {
 	}
 	var stopped []string
 	for _, c := range prev.Children {
-		if exe, err := processExe(c.PID); err != nil || exe != c.Exe {
+		if !c.isRunning() {
 			continue
 		}
 		if killAndWait(c.PID) {
@@ -80,7 +81,11 @@ func controlPlaneChildren(assets string) []Child {
 		if err != nil || filepath.Dir(exe) != filepath.Clean(assets) {
 			continue
 		}
-		out = append(out, Child{Name: filepath.Base(exe), PID: pid, Exe: exe})
+		started, err := processStart(pid)
+		if err != nil {
+			continue
+		}
+		out = append(out, Child{Name: filepath.Base(exe), PID: pid, Exe: exe, Started: started})
 	}
 	return out
 }

@@ -17,7 +17,7 @@ import (
 // folder, and says so.
 func TestStopLeftovers(t *testing.T) {
 	g := NewWithT(t)
-	leftover, other := startSleep(t), startSleep(t)
+	leftover, other, reused := startSleep(t), startSleep(t), startSleep(t)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(os.WriteFile(kubeconfig, []byte("stale"), 0o600)).To(Succeed())
@@ -26,9 +26,16 @@ func TestStopLeftovers(t *testing.T) {
 	g.Expect(os.MkdirAll(filepath.Join(s.runDir(), "etcd"), 0o700)).To(Succeed())
 	sleepExe, err := processExe(leftover.Process.Pid)
 	g.Expect(err).NotTo(HaveOccurred())
+	started, err := processStart(leftover.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred())
+	reusedStart, err := processStart(reused.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred())
 	dead := Record{PID: 999999, Kubeconfig: kubeconfig, Children: []Child{
-		{Name: "etcd", PID: leftover.Process.Pid, Exe: sleepExe},
-		{Name: "kube-apiserver", PID: other.Process.Pid, Exe: "/not/what/it/runs/kube-apiserver"},
+		{Name: "etcd", PID: leftover.Process.Pid, Exe: sleepExe, Started: started},
+		{Name: "kube-apiserver", PID: other.Process.Pid, Exe: "/not/what/it/runs/kube-apiserver", Started: started},
+		// The same program under the same ID, started at another time: a
+		// process that reused the ID of one the dead run recorded.
+		{Name: "kube-controller-manager", PID: reused.Process.Pid, Exe: sleepExe, Started: reusedStart - 1},
 	}}
 	l, _, err := acquireLock(dir, dead)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -43,6 +50,8 @@ func TestStopLeftovers(t *testing.T) {
 	g.Expect(other.ProcessState).To(BeNil(), "a process that only has a recorded ID is spared")
 	_, err = processExe(other.Process.Pid)
 	g.Expect(err).NotTo(HaveOccurred())
+	_, err = processExe(reused.Process.Pid)
+	g.Expect(err).NotTo(HaveOccurred(), "a process that runs the recorded program but started later is spared")
 	g.Expect(kubeconfig).NotTo(BeAnExistingFile())
 	g.Expect(s.runDir()).NotTo(BeADirectory())
 	g.Expect(out.String()).To(Equal(fmt.Sprintf(

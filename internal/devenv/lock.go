@@ -38,9 +38,22 @@ type Child struct {
 	Name string `json:"name"`
 	// PID is its process ID.
 	PID int `json:"pid"`
-	// Exe is the path of its program, which tells it from a later process
-	// that got the same ID.
-	Exe string `json:"exe"`
+	// Exe is the path of its program and Started when it started (clock
+	// ticks after boot): they tell it from a later process that got the
+	// same ID.
+	Exe     string `json:"exe"`
+	Started uint64 `json:"started,omitempty"`
+}
+
+// isRunning reports whether the process c names still runs: the same ID,
+// program and start time.
+func (c Child) isRunning() bool {
+	exe, err := processExe(c.PID)
+	if err != nil || exe != c.Exe {
+		return false
+	}
+	started, err := processStart(c.PID)
+	return err == nil && c.Started != 0 && started == c.Started
 }
 
 // String is how a message names the run.

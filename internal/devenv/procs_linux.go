@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -19,17 +20,7 @@ func childPIDs() []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command, which is in parentheses and may
-		// hold anything, are: state, parent ID, …
-		i := strings.LastIndex(string(stat), ") ")
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat)[i+2:])
+		fields := statFields(pid)
 		if len(fields) > 1 && fields[1] == strconv.Itoa(self) {
 			pids = append(pids, pid)
 		}
@@ -41,4 +32,31 @@ func childPIDs() []int {
 // when there is no such process (or it is a zombie).
 func processExe(pid int) (string, error) {
 	return os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+}
+
+// statFields returns the fields of /proc/<pid>/stat that follow the
+// command (which is in parentheses and may hold anything): state, parent
+// ID, …; nil when the process is gone.
+func statFields(pid int) []string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndex(string(stat), ") ")
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat)[i+2:])
+}
+
+// processStart returns when a process started, in clock ticks after boot
+// (field 22 of /proc/<pid>/stat): with the ID, it names one process, as
+// an ID reused by a later process has a later start.
+func processStart(pid int) (uint64, error) {
+	fields := statFields(pid)
+	const startField = 22 - 3 // the fields counted from the state, the third
+	if len(fields) <= startField {
+		return 0, fmt.Errorf("process %d: no start time", pid)
+	}
+	return strconv.ParseUint(fields[startField], 10, 64)
 }

@@ -10,3 +10,6 @@ func childPIDs() []int { return nil }
 
 // processExe cannot tell a process's program outside Linux.
 func processExe(int) (string, error) { return "", errors.New("not supported outside Linux") }
+
+// processStart cannot tell when a process started outside Linux.
+func processStart(int) (uint64, error) { return 0, errors.New("not supported outside Linux") }
