@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -30,6 +31,12 @@ func runningDev(t *testing.T, g *WithT, kubeconfig string) devenv.Record {
 	data, err := json.Marshal(rec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+	_, ok := devenv.Running()
+	g.Expect(ok).To(BeFalse(), "a record nobody holds the lock of is a run that died")
+	lock, err := os.Open(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = lock.Close() })
+	g.Expect(syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)).To(Succeed())
 	running, ok := devenv.Running()
 	g.Expect(ok).To(BeTrue())
 	g.Expect(running).To(Equal(rec))

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -21,17 +24,27 @@ import (
 
 // started is a command running in the background.
 type started struct {
-	out  *testutil.LockedBuffer
-	done chan error
+	out *testutil.LockedBuffer
+	// done receives the command's error; finished is closed after.
+	done     chan error
+	finished chan struct{}
 }
 
 // start runs the command args in the background, its output readable
-// while it runs.
-func start(args ...string) *started {
-	s := &started{out: &testutil.LockedBuffer{}, done: make(chan error, 1)}
+// while it runs; it is stopped when the test ends.
+func start(t *testing.T, args ...string) *started {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{out: &testutil.LockedBuffer{}, done: make(chan error, 1), finished: make(chan struct{})}
+	t.Cleanup(func() {
+		cancel()
+		<-s.finished
+	})
 	root := NewRootCommand(s.out, s.out)
 	root.SetArgs(append(args, "--kubeconfig", kubeconfig))
-	go func() { s.done <- root.Execute() }()
+	go func() {
+		s.done <- root.ExecuteContext(ctx)
+		close(s.finished)
+	}()
 	return s
 }
 
@@ -73,7 +86,7 @@ func TestReconcileWaitsForTheSourceArtifact(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	sha := appWithSource(t, g, ns, true)
 
-	cmd := start("reconcile", "ks", "app", "-n", ns, "--timeout", "2m")
+	cmd := start(t, "reconcile", "ks", "app", "-n", ns, "--timeout", "2m")
 	g.Eventually(cmd.out.String, time.Minute).Should(ContainSubstring(
 		fmt.Sprintf("◎ Kustomization %s/app waits: source GitRepository '%s/app' has no artifact yet", ns, ns)))
 	g.Consistently(cmd.done, 2*pollInterval).ShouldNot(Receive(), "a wait is not a failure")
@@ -101,10 +114,16 @@ func TestReconcileBehindAClosedGate(t *testing.T) {
 	sha := appWithSource(t, g, ns, false, "freeze")
 
 	held := fmt.Sprintf("held back: Reconciliation is waiting approval, gate '%s/freeze' is closed.", ns)
-	_, _, err := runQuietly(t, "reconcile", "ks", "app", "-n", ns, "--timeout", "5s")
-	g.Expect(err).To(MatchError(ContainSubstring("Kustomization " + ns + "/app was not reconciled within 5s: it still waits: " + held)))
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	testutil.WaitFor(g, env.Client, ks, func(ks *kustomizev1.Kustomization) bool {
+		return conditions.IsFalse(ks, meta.ApprovedCondition)
+	})
+	// Held already, the request is handled well within the timeout, even
+	// on a busy machine.
+	_, _, err := runQuietly(t, "reconcile", "ks", "app", "-n", ns, "--timeout", "15s")
+	g.Expect(err).To(MatchError(ContainSubstring("Kustomization " + ns + "/app was not reconciled within 15s: it still waits: " + held)))
 
-	cmd := start("reconcile", "ks", "app", "-n", ns, "--timeout", "2m")
+	cmd := start(t, "reconcile", "ks", "app", "-n", ns, "--timeout", "2m")
 	g.Eventually(cmd.out.String, time.Minute).Should(ContainSubstring("◎ Kustomization " + ns + "/app waits: " + held))
 	g.Consistently(cmd.done, 2*pollInterval).ShouldNot(Receive(), "a held object is not reconciled")
 

@@ -68,3 +68,25 @@ func TestSecondRunSaysOneRuns(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(data).To(BeEmpty(), "a run that stopped leaves nothing to stop")
 }
+
+// TestRunningNeedsTheLock: a run is found while it holds the lock, and not
+// once it is gone, although its record stays with a live process ID (this
+// test's, as a reused ID would be).
+func TestRunningNeedsTheLock(t *testing.T) {
+	g := NewWithT(t)
+	cache := t.TempDir()
+	t.Setenv(controlplane.CacheDirEnv, cache)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte("apiVersion: v1\n"), 0o600)).To(Succeed())
+	rec := Record{PID: os.Getpid(), Kubeconfig: kubeconfig}
+	l, _, err := acquireLock(devDir(cache), rec)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	running, ok := Running()
+	g.Expect(ok).To(BeTrue())
+	g.Expect(running).To(Equal(rec))
+
+	g.Expect(l.file.Close()).To(Succeed()) // the run dies, its record left
+	_, ok = Running()
+	g.Expect(ok).To(BeFalse())
+}

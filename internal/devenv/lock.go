@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,31 +124,37 @@ func (l *lock) release() {
 }
 
 // Running returns the record of the windlass dev that runs now from this
-// user's cache folder, if one does: its process is alive and its
-// kubeconfig exists.
+// user's cache folder, if one does: it holds the lock (a run that died
+// holds none, even once its process ID is reused) and its kubeconfig
+// exists.
 func Running() (Record, bool) {
 	path, err := RecordPath()
 	if err != nil {
 		return Record{}, false
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return Record{}, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return Record{}, false
+	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
+		return Record{}, false
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return Record{}, false
 	}
 	r, ok := parseRecord(data)
-	if !ok || !alive(r.PID) {
+	if !ok {
 		return Record{}, false
 	}
 	if _, err := os.Stat(r.Kubeconfig); err != nil {
 		return Record{}, false
 	}
 	return r, true
-}
-
-// alive reports whether a process with this ID exists.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // RecordPath is the lock file of this user's windlass dev, which holds the
