@@ -5,8 +5,10 @@ import (
 	"crypto/rsa"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,4 +194,78 @@ func TestApiMessage(t *testing.T) {
 	g.Expect(apiMessage([]byte("<html>\n  oops\n</html>"), "x")).To(Equal("<html> oops </html>"))
 	long := apiMessage([]byte(strings.Repeat("é", 500)), "x")
 	g.Expect([]rune(long)).To(HaveLen(maxMessageLength + 1))
+}
+
+// TestCache_RenewsAsTimePasses: a cached token is used until RenewBefore
+// its expiry, then renewed once.
+func TestCache_RenewsAsTimePasses(t *testing.T) {
+	g := NewWithT(t)
+	_, pemKey, _ := keys(t)
+	api := newAPI(t, "", time.Hour)
+	app, err := FromSecret(secretData(pemKey, api.URL))
+	g.Expect(err).NotTo(HaveOccurred())
+	c := NewCache(10)
+	start := time.Now()
+	c.now = func() time.Time { return start }
+	first, err := c.Token(context.Background(), app, http.DefaultClient)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	c.now = func() time.Time { return start.Add(time.Hour - RenewBefore - time.Minute) }
+	g.Expect(c.Token(context.Background(), app, http.DefaultClient)).To(Equal(first), "still fresh")
+	g.Expect(api.Issued()).To(Equal(int64(1)))
+
+	c.now = func() time.Time { return start.Add(time.Hour - RenewBefore + time.Second) }
+	renewed, err := c.Token(context.Background(), app, http.DefaultClient)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(renewed).NotTo(Equal(first))
+	g.Expect(api.Issued()).To(Equal(int64(2)))
+}
+
+// TestCache_SharesOneRequest: many callers of a cold cache share one token
+// request.
+func TestCache_SharesOneRequest(t *testing.T) {
+	g := NewWithT(t)
+	_, pemKey, _ := keys(t)
+	api := newAPI(t, "", time.Hour)
+	app, err := FromSecret(secretData(pemKey, api.URL))
+	g.Expect(err).NotTo(HaveOccurred())
+	c := NewCache(10)
+	var wg sync.WaitGroup
+	tokens := make([]string, 20)
+	for i := range tokens {
+		wg.Go(func() {
+			tok, err := c.Token(context.Background(), app, http.DefaultClient)
+			if err == nil {
+				tokens[i] = tok
+			}
+		})
+	}
+	wg.Wait()
+	g.Expect(api.Issued()).To(Equal(int64(1)))
+	for _, tok := range tokens {
+		g.Expect(tok).To(Equal(api.LastToken()))
+	}
+}
+
+// TestRequest_DoesNotFollowRedirects: a redirect of the token endpoint is
+// an error, and the JWT never reaches where it points.
+func TestRequest_DoesNotFollowRedirects(t *testing.T) {
+	g := NewWithT(t)
+	_, pemKey, _ := keys(t)
+	var leaked atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+	}))
+	t.Cleanup(elsewhere.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	app, err := FromSecret(secretData(pemKey, redirecting.URL))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = Request(context.Background(), app, http.DefaultClient, time.Now())
+	g.Expect(err).To(MatchError(ContainSubstring("307")))
+	g.Expect(leaked.Load()).To(BeZero())
 }

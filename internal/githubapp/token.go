@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 const (
@@ -56,12 +58,14 @@ func (e *TokenError) Error() string {
 // Cache holds installation tokens in memory, keyed by the API base URL,
 // the app, the installation and the private key, until RenewBefore their
 // expiry; it holds at most a fixed number of them. It is safe for
-// concurrent use.
+// concurrent use: callers that want the same token while none is cached
+// share one request.
 type Cache struct {
-	mu      sync.Mutex
-	entries map[string]Token
-	max     int
-	now     func() time.Time
+	mu       sync.Mutex
+	entries  map[string]Token
+	max      int
+	now      func() time.Time
+	requests singleflight.Group
 }
 
 // NewCache returns an empty Cache of at most maxEntries tokens (at least
@@ -77,19 +81,31 @@ var Shared = NewCache(DefaultMaxEntries)
 // Token returns a token of app's installation: the cached one while it is
 // good for more than RenewBefore, else a new one requested with client.
 func (c *Cache) Token(ctx context.Context, app *App, client *http.Client) (string, error) {
-	key, now := app.cacheKey(), c.now()
+	key := app.cacheKey()
+	if t, ok := c.cached(key); ok {
+		return t.Value, nil
+	}
+	value, err, _ := c.requests.Do(key, func() (any, error) {
+		if t, ok := c.cached(key); ok { // a request that just ended stored it
+			return t.Value, nil
+		}
+		// The JWT is signed at the real time, which the API checks.
+		t, err := Request(ctx, app, client, time.Now())
+		if err != nil {
+			return "", err
+		}
+		c.store(key, t, c.now())
+		return t.Value, nil
+	})
+	return value.(string), err
+}
+
+// cached returns the token under key while it is fresh.
+func (c *Cache) cached(key string) (Token, bool) {
 	c.mu.Lock()
 	t, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok && fresh(t, now) {
-		return t.Value, nil
-	}
-	t, err := Request(ctx, app, client, now)
-	if err != nil {
-		return "", err
-	}
-	c.store(key, t, now)
-	return t.Value, nil
+	return t, ok && fresh(t, c.now())
 }
 
 // Len returns how many tokens the cache holds.
@@ -155,7 +171,11 @@ func Request(ctx context.Context, app *App, client *http.Client, now time.Time) 
 	req.Header.Set("Authorization", "Bearer "+signed)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	resp, err := client.Do(req)
+	// A redirect is answered as it is, not followed: Go would send the
+	// JWT along to wherever it points.
+	noRedirects := *client
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
