@@ -32,7 +32,7 @@ The Secret is printed only with --export, its data in base64.`,
     --app-private-key-file ./my-app.private-key.pem
   windlass create secret githubapp ghe-app --app-id 12 --app-installation-id 34 \
     --app-private-key-file ./app.pem --app-base-url https://github.example.com/api/v3 --export > ghe-app.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: nameArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			obj, err := s.object(args[0], f)
 			if err != nil {

@@ -129,16 +129,27 @@ func TestFindingTheCluster(t *testing.T) {
 	})
 	t.Run("no kubeconfig", func(t *testing.T) {
 		g := NewWithT(t)
-		skipWithHomeKubeconfig(t)
+		withHomeKubeconfig(t, missing)
 		t.Setenv(controlplane.CacheDirEnv, t.TempDir())
 		t.Setenv("KUBECONFIG", "")
 		_, _, err := runWithoutKubeconfig("get", "ks")
-		g.Expect(err).To(MatchError(MatchRegexp(`^no cluster to talk to: \$KUBECONFIG is not set and \S+/\.kube/config does not exist: ` +
-			`set --kubeconfig or \$KUBECONFIG, or start a local cluster with windlass dev$`)))
+		g.Expect(err).To(MatchError(fmt.Sprintf("no cluster to talk to: $KUBECONFIG is not set and %s does not exist: "+
+			"set --kubeconfig or $KUBECONFIG, or start a local cluster with windlass dev", missing)))
+	})
+	t.Run("an empty ~/.kube/config", func(t *testing.T) {
+		g := NewWithT(t)
+		empty := filepath.Join(t.TempDir(), "config")
+		g.Expect(os.WriteFile(empty, nil, 0o600)).To(Succeed())
+		withHomeKubeconfig(t, empty)
+		t.Setenv(controlplane.CacheDirEnv, t.TempDir())
+		t.Setenv("KUBECONFIG", "")
+		_, _, err := runWithoutKubeconfig("get", "ks")
+		g.Expect(err).To(MatchError(fmt.Sprintf("no cluster to talk to: $KUBECONFIG is not set and %s holds no cluster: "+
+			"set --kubeconfig or $KUBECONFIG, or start a local cluster with windlass dev", empty)))
 	})
 	t.Run("no kubeconfig, while windlass dev runs", func(t *testing.T) {
 		g := NewWithT(t)
-		skipWithHomeKubeconfig(t)
+		withHomeKubeconfig(t, missing)
 		dev := runningDev(t, g, kubeconfig)
 		t.Setenv("KUBECONFIG", "")
 		out, _, err := runWithoutKubeconfig("version")
@@ -149,8 +160,8 @@ func TestFindingTheCluster(t *testing.T) {
 
 // skipWithHomeKubeconfig skips a test of what happens with no kubeconfig
 // when ~/.kube/config exists.
-func skipWithHomeKubeconfig(t *testing.T) {
-	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
-		t.Skipf("%s exists: it is the kubeconfig", clientcmd.RecommendedHomeFile)
-	}
+func withHomeKubeconfig(t *testing.T, path string) {
+	saved := clientcmd.RecommendedHomeFile
+	clientcmd.RecommendedHomeFile = path
+	t.Cleanup(func() { clientcmd.RecommendedHomeFile = saved })
 }

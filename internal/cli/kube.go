@@ -101,8 +101,12 @@ func (k *kubeFlags) noKubeconfig() (*rest.Config, error) {
 	if running {
 		return k.load(dev.Kubeconfig)
 	}
-	return nil, fmt.Errorf("no cluster to talk to: $KUBECONFIG is not set and %s does not exist: %s",
-		clientcmd.RecommendedHomeFile, hint)
+	problem := "does not exist"
+	if _, err := os.Stat(clientcmd.RecommendedHomeFile); err == nil {
+		problem = "holds no cluster"
+	}
+	return nil, fmt.Errorf("no cluster to talk to: $KUBECONFIG is not set and %s %s: %s",
+		clientcmd.RecommendedHomeFile, problem, hint)
 }
 
 // kubeconfigEnvProblem says why the files $KUBECONFIG names (env) give no

@@ -23,7 +23,7 @@ type quietWarnings struct {
 // HandleWarningHeaderWithContext logs one warning.
 func (q quietWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, agent, message string) {
 	if strings.Contains(message, finalizerNameWarning) {
-		crlog.FromContext(ctx).V(1).Info(message)
+		crlog.FromContext(ctx).V(1).Info("API server warning", "warning", message)
 		return
 	}
 	q.next.HandleWarningHeaderWithContext(ctx, code, agent, message)
