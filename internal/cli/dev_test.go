@@ -158,8 +158,8 @@ func TestFindingTheCluster(t *testing.T) {
 	})
 }
 
-// skipWithHomeKubeconfig skips a test of what happens with no kubeconfig
-// when ~/.kube/config exists.
+// withHomeKubeconfig makes path the home kubeconfig (~/.kube/config) of
+// the test, whatever the machine has.
 func withHomeKubeconfig(t *testing.T, path string) {
 	saved := clientcmd.RecommendedHomeFile
 	clientcmd.RecommendedHomeFile = path
