@@ -178,7 +178,8 @@ type ProviderSpec struct {
 	// ServiceAccountName is the service account whose identity the
 	// workload-identity types (azureeventhub, azuredevops, googlepubsub)
 	// authenticate with; Windlass does not implement workload identity for
-	// Providers yet.
+	// Providers yet, so a Provider that sets it is refused at admission.
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",messageExpression="'spec.serviceAccountName ' + self + ' is not served by Windlass: workload identity for Providers is not implemented; use spec.secretRef'"
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 

@@ -23,18 +23,28 @@ func TestUnservedValuesAreRefusedAtAdmission(t *testing.T) {
 		return map[string]any{"providerRef": map[string]any{"name": "p"},
 			"eventSources": []any{map[string]any{"kind": "Kustomization", "name": "*"}, map[string]any{"kind": kind, "name": "*"}}}
 	}
+	withServiceAccount := func(spec map[string]any, name string) map[string]any {
+		spec["serviceAccountName"] = name
+		return spec
+	}
 	for _, version := range []string{"v1beta3", "v1beta2"} {
 		for i, tc := range []struct {
 			kind, message string
 			spec          map[string]any
+			since         string // the first version with the field
 		}{
 			{kind: "Provider", spec: provider("slack")},
 			{kind: "Provider", spec: provider("azureeventhub"), message: "provider type azureeventhub is not served by Windlass"},
 			{kind: "Provider", spec: provider("googlepubsub"), message: "provider type googlepubsub is not served by Windlass"},
+			{kind: "Provider", spec: withServiceAccount(provider("azuredevops"), "ci"),
+				message: "spec.serviceAccountName ci is not served by Windlass", since: "v1beta3"},
 			{kind: "Alert", spec: alert("GitRepository")},
 			{kind: "Alert", spec: alert("ExternalArtifact"), message: "kind ExternalArtifact is not served by Windlass"},
 			{kind: "Alert", spec: alert("ArtifactGenerator"), message: "kind ArtifactGenerator is not served by Windlass"},
 		} {
+			if tc.since != "" && version < tc.since {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s %s %v", version, tc.kind, tc.spec), func(t *testing.T) {
 				g := NewWithT(t)
 				u := &unstructured.Unstructured{Object: map[string]any{
