@@ -98,6 +98,11 @@ const (
 	// verifier Windlass does not serve (notation).
 	UnsupportedVerificationProviderReason string = "UnsupportedVerificationProvider"
 
+	// UnsupportedVerificationReason: spec.verify asks to verify what
+	// Windlass cannot verify (a Helm chart that does not come from an OCI
+	// registry, which holds no signature).
+	UnsupportedVerificationReason string = "UnsupportedVerification"
+
 	// UnsupportedSourceKindReason: a sourceRef or chartRef names a kind
 	// Windlass does not serve (ExternalArtifact).
 	UnsupportedSourceKindReason string = "UnsupportedSourceKind"

@@ -30,7 +30,7 @@ func (r *HelmChartReconciler) fromHelmRepository(ctx context.Context, obj *sourc
 		return r.pullOCIChart(ctx, obj, repo, sc)
 	}
 	if obj.Spec.Verify != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("spec.verify applies to charts of OCI repositories only: ignored")
+		return unverifiableChart(fmt.Sprintf("HelmRepository '%s' is not of type oci", repo.Name))
 	}
 	conditions.Delete(obj, sourcev1.SourceVerifiedCondition)
 	return r.pullHTTPChart(ctx, obj, repo, sc)

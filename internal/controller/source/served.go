@@ -41,9 +41,21 @@ func (r *HelmRepositoryReconciler) checkServed(_ context.Context, obj *sourcev1.
 	return served(unservedProvider(obj.Spec.Provider, "use provider generic with spec.secretRef"))
 }
 
-// checkServed stalls a HelmChart whose spec.verify.provider is not served.
+// checkServed stalls a HelmChart whose spec.verify.provider is not
+// served, or that asks to verify a chart of a GitRepository or a Bucket:
+// only charts of OCI registries carry signatures.
 func (r *HelmChartReconciler) checkServed(_ context.Context, obj *sourcev1.HelmChart, _ *helmChartScope) (reconcile.Result, error) {
+	if kind := obj.Spec.SourceRef.Kind; obj.Spec.Verify != nil && kind != sourcev1.HelmRepositoryKind {
+		return served(unverifiableChart(fmt.Sprintf("the chart comes from %s '%s'", kind, obj.Spec.SourceRef.Name)))
+	}
 	return served(unservedVerification(obj.Spec.Verify))
+}
+
+// unverifiableChart is the stall of a HelmChart whose spec.verify cannot
+// be honoured, because of where its chart comes from (why).
+func unverifiableChart(why string) error {
+	return reconcile.Stall(meta.UnsupportedVerificationReason, fmt.Errorf(
+		"spec.verify is served only for charts of OCI HelmRepositories, and %s: remove spec.verify, or move the chart to an OCI registry", why))
 }
 
 // served is the outcome of a checkServed step that found err.

@@ -35,8 +35,12 @@ func TestCheckServedSteps(t *testing.T) {
 			return err
 		}
 	}
-	chart := func(v *sourcev1.OCIRepositoryVerification) func() error {
-		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v}}
+	chart := func(v *sourcev1.OCIRepositoryVerification, sourceKind ...string) func() error {
+		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v,
+			SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}
+		if len(sourceKind) > 0 {
+			obj.Spec.SourceRef.Kind = sourceKind[0]
+		}
 		return func() error { _, err := (&HelmChartReconciler{}).checkServed(ctx, obj, &helmChartScope{}); return err }
 	}
 	git := func(provider, sa string) func() error {
@@ -67,6 +71,10 @@ func TestCheckServedSteps(t *testing.T) {
 		{name: "HelmChart cosign", check: chart(cosign)},
 		{name: "HelmChart unverified", check: chart(nil)},
 		{name: "HelmChart notation", check: chart(notation), wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.verify.provider 'notation'"},
+		{name: "HelmChart of a GitRepository, unverified", check: chart(nil, sourcev1.GitRepositoryKind)},
+		{name: "HelmChart of a GitRepository, verified", check: chart(cosign, sourcev1.GitRepositoryKind), wantReason: meta.UnsupportedVerificationReason,
+			wantErr: "spec.verify is served only for charts of OCI HelmRepositories, and the chart comes from GitRepository 'charts'"},
+		{name: "HelmChart of a Bucket, verified", check: chart(cosign, sourcev1.BucketKind), wantReason: meta.UnsupportedVerificationReason},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -76,8 +84,9 @@ func TestCheckServedSteps(t *testing.T) {
 }
 
 // TestUnservedHelmValuesStall: a HelmRepository of either type with a cloud
-// provider, and a HelmChart verified with notation, are Stalled with a
-// reason naming the value; not a request reaches the chart repository.
+// provider, a HelmChart verified with notation, and one asked to be
+// verified from an HTTP repository, are Stalled with a reason naming the
+// value; not a request reaches the chart repository.
 func TestUnservedHelmValuesStall(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -92,7 +101,9 @@ func TestUnservedHelmValuesStall(t *testing.T) {
 	served := newHelmRepository(ns, "served", repo.URL())
 	chart := newHelmChart(ns, "notation", sourcev1.HelmRepositoryKind, "served", "podinfo")
 	chart.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderNotation}
-	for _, obj := range []client.Object{plain, ociRepo, served, chart} {
+	httpVerified := newHelmChart(ns, "cosign-http", sourcev1.HelmRepositoryKind, "served", "podinfo")
+	httpVerified.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderCosign}
+	for _, obj := range []client.Object{plain, ociRepo, served, chart, httpVerified} {
 		g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 	}
 
@@ -103,7 +114,11 @@ func TestUnservedHelmValuesStall(t *testing.T) {
 	}
 	got := waitForChart(g, chart, helmCondition[*sourcev1.HelmChart](meta.StalledCondition, metav1.ConditionTrue, meta.UnsupportedVerificationProviderReason))
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("spec.verify.provider 'notation' is not served by Windlass"))
+	got = waitForChart(g, httpVerified, helmCondition[*sourcev1.HelmChart](meta.StalledCondition, metav1.ConditionTrue, meta.UnsupportedVerificationReason))
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring(
+		"spec.verify is served only for charts of OCI HelmRepositories, and HelmRepository 'served' is not of type oci"))
+	g.Expect(got.Status.Artifact).To(BeNil(), "a chart asked to be verified is never served unverified")
 	waitForHelmRepo(g, served, helmRepoReady)
 	g.Expect(unserved.Requests("/index.yaml")).To(BeZero(), "the repositories with a cloud provider fetch nothing")
-	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(BeZero(), "the chart verified with notation is not downloaded")
+	g.Expect(repo.Requests("/podinfo-1.0.0.tgz")).To(BeZero(), "the charts asked to be verified are not downloaded")
 }
