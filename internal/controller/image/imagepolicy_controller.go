@@ -164,7 +164,7 @@ func (r *ImagePolicyReconciler) policiesOfRepository(ctx context.Context, repo c
 	var list imagev1.ImagePolicyList
 	key := repo.GetNamespace() + "/" + repo.GetName()
 	if err := r.List(ctx, &list, client.MatchingFields{repositoryIndexKey: key}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the ImagePolicies of an ImageRepository", "imagerepository", key)
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the ImagePolicies of an ImageRepository", "ImageRepository", key)
 		return nil
 	}
 	return requestsFor(list.Items)

@@ -177,7 +177,7 @@ func (r *ImageUpdateAutomationReconciler) automationsOfSource(ctx context.Contex
 	var list imagev1.ImageUpdateAutomationList
 	key := repo.GetNamespace() + "/" + repo.GetName()
 	if err := r.List(ctx, &list, client.MatchingFields{sourceIndexKey: key}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the ImageUpdateAutomations of a GitRepository", "gitrepository", key)
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the ImageUpdateAutomations of a GitRepository", "GitRepository", key)
 		return nil
 	}
 	return requestsFor(list.Items)

@@ -121,7 +121,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, alert); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.remove(key)
-			log.V(1).Info("the Alert is gone: its rule is removed")
+			log.V(1).Info("The Alert is gone: its rule is removed")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -139,7 +139,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	if built.suspended != "" {
 		r.remove(key)
-		log.Info("not forwarding events: " + built.suspended)
+		log.Info("Not forwarding events", "why", built.suspended)
 		return ctrl.Result{}, nil
 	}
 	if err := r.Dispatcher.SetRule(built.rule); err != nil {
@@ -169,7 +169,7 @@ func (r *AlertReconciler) remove(key string) {
 func (r *AlertReconciler) report(ctx context.Context, log logr.Logger, alert *notificationv1beta3.Alert, p *problem) ctrl.Result {
 	key := keyOf(alert).String()
 	r.Dispatcher.DeleteRule(key)
-	log.Info("the Alert cannot forward events", "reason", p.reason, "problem", p.message)
+	log.Info("The Alert cannot forward events", "problemReason", p.reason, "problem", p.message)
 	if r.setState(key, alertState{problem: p.reason + ": " + p.message}) {
 		r.Events.Warning(ctx, alert, p.reason, "", p.message)
 	}
@@ -190,7 +190,7 @@ func (r *AlertReconciler) activated(ctx context.Context, log logr.Logger, alert 
 	hadProblem := r.states[keyOf(alert).String()].problem != ""
 	r.mu.Unlock()
 	r.setState(keyOf(alert).String(), alertState{providerKey: providerKey})
-	log.V(1).Info("forwarding events", "provider", alert.Namespace+"/"+alert.Spec.ProviderRef.Name)
+	log.V(1).Info("Forwarding events", "Provider", alert.Namespace+"/"+alert.Spec.ProviderRef.Name)
 	if hadProblem {
 		r.Events.Normal(ctx, alert, ReadyReason, "",
 			fmt.Sprintf("the Alert forwards events to Provider '%s'", alert.Spec.ProviderRef.Name))
@@ -236,7 +236,7 @@ func (r *AlertReconciler) alertsOfSecret(ctx context.Context, obj client.Object)
 	var list notificationv1beta3.ProviderList
 	err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{providerSecretIndex: obj.GetName()})
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the Providers of a Secret", "secret", client.ObjectKeyFromObject(obj).String())
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the Providers of a Secret", "Secret", client.ObjectKeyFromObject(obj).String())
 		return nil
 	}
 	names := make([]string, 0, len(list.Items))
@@ -252,7 +252,7 @@ func (r *AlertReconciler) alertsOf(ctx context.Context, namespace string, provid
 	for _, p := range providers {
 		var list notificationv1beta3.AlertList
 		if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{alertProviderIndex: p}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing the Alerts of a Provider", "provider", namespace+"/"+p)
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list the Alerts of a Provider", "Provider", namespace+"/"+p)
 			continue
 		}
 		for _, a := range list.Items {

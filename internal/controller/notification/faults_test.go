@@ -135,7 +135,7 @@ func TestDeliveryFailureHidesSecrets(t *testing.T) {
 			line = l
 		}
 	}
-	g.Expect(line).To(ContainSubstring("giving up sending a notification"))
+	g.Expect(line).To(ContainSubstring("Giving up sending a notification"))
 	g.Expect(line).To(ContainSubstring("401"), "the log says why")
 	g.Expect(line).To(ContainSubstring(keyOf(alert).String()))
 	all := logs.String() + strings.Join(alertEvents(g, alert), "\n")

@@ -111,7 +111,7 @@ func (r *ReceiverReconciler) receiversOfSecret(ctx context.Context, secret clien
 	var list notificationv1.ReceiverList
 	if err := r.List(ctx, &list, client.InNamespace(secret.GetNamespace()),
 		client.MatchingFields{secretIndexKey: secret.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the Receivers of a Secret", "secret", client.ObjectKeyFromObject(secret).String())
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the Receivers of a Secret", "Secret", client.ObjectKeyFromObject(secret).String())
 		return nil
 	}
 	requests := make([]ctrl.Request, 0, len(list.Items))

@@ -162,7 +162,7 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if result.Skip {
-		log.V(1).Info("Skipped a webhook request", "event", result.Event, "reason", result.Reason)
+		log.V(1).Info("Skipped a webhook request", "event", result.Event, "why", result.Reason)
 		s.Events.Normal(ctx, rcv, WebhookSkippedReason, "", fmt.Sprintf("handled %s: nothing to do (%s)", describe(result), result.Reason))
 		fmt.Fprintln(w, "skipped")
 		return
@@ -201,7 +201,7 @@ func (s *WebhookServer) find(ctx context.Context, path string) (*notificationv1.
 		rcv := &list.Items[i]
 		token, err := readToken(ctx, s.Client, rcv)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("Cannot read the token of a Receiver", "receiver", client.ObjectKeyFromObject(rcv).String(), "error", err.Error())
+			ctrl.LoggerFrom(ctx).Info("Cannot read the token of a Receiver", "Receiver", client.ObjectKeyFromObject(rcv).String(), "error", err.Error())
 			return nil, "", http.StatusServiceUnavailable
 		}
 		current := webhook.WebhookPath(token, rcv.Name, rcv.Namespace)

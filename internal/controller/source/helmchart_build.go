@@ -38,7 +38,7 @@ func (r *HelmChartReconciler) fromSourceArtifact(ctx context.Context, obj *sourc
 	sc.sourceRevision = a.Revision
 	if chartUpToDate(obj, "", a.Revision) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation",
-			"reason", sourcev1.ArtifactUpToDateReason, "sourceRevision", a.Revision)
+			"sourceRevision", a.Revision)
 		sc.upToDate = true
 		return nil
 	}

@@ -57,7 +57,7 @@ func (r *HelmChartReconciler) pullHTTPChart(ctx context.Context, obj *sourcev1.H
 	sc.sourceRevision, sc.name, sc.version = a.Revision, obj.Spec.Chart, cv.Version
 	if chartUpToDate(obj, cv.Version, "") {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation",
-			"reason", sourcev1.ArtifactUpToDateReason, "version", cv.Version)
+			"version", cv.Version)
 		sc.upToDate = true
 		return nil
 	}

@@ -63,7 +63,7 @@ func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sou
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	if obj.GetArtifact().HasRevision(sc.revision) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation",
-			"reason", sourcev1.ArtifactUpToDateReason, "revision", sc.revision)
+			"revision", sc.revision)
 		sc.upToDate = true
 		return reconcile.ResultSuccess, nil
 	}

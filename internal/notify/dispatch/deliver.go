@@ -168,7 +168,7 @@ func (d *Dispatcher) deliver(ctx context.Context, item delivery) {
 		}
 		if attempt >= d.opts.Attempts || !retryable(err) {
 			d.count(func(s *Stats) { s.Failed++ })
-			d.opts.Log.Error(redact.Error(err), "giving up sending a notification", "alert", item.rule,
+			d.opts.Log.Error(redact.Error(err), "Giving up sending a notification", "Alert", item.rule,
 				"object", notify.ObjectID(item.msg), "attempts", attempt)
 			return
 		}
