@@ -60,9 +60,6 @@ func TestValidateGitSpec(t *testing.T) {
 		{"bad mode", sourcev1.GitRepositorySpec{URL: "https://h/r", Verification: &sourcev1.GitRepositoryVerification{Mode: "Everything"}}, sourcev1.InvalidSpecReason},
 		{"provider generic", sourcev1.GitRepositorySpec{URL: "https://h/r", Provider: sourcev1.GitProviderGeneric}, ""},
 		{"provider github", sourcev1.GitRepositorySpec{URL: "https://h/r", Provider: sourcev1.GitProviderGitHub}, ""},
-		{"provider azure not served", sourcev1.GitRepositorySpec{URL: "https://h/r", Provider: sourcev1.GitProviderAzure}, meta.UnsupportedProviderReason},
-		{"provider aws not served", sourcev1.GitRepositorySpec{URL: "https://h/r", Provider: sourcev1.GitProviderAWS}, meta.UnsupportedProviderReason},
-		{"service account not served", sourcev1.GitRepositorySpec{URL: "https://h/r", ServiceAccountName: "sa"}, meta.UnsupportedProviderReason},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
