@@ -29,6 +29,10 @@ verify-generated: generate ## Fail when the generated files are stale.
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "generated files are untracked: run 'make generate' and commit" >&2; exit 1; }
 
+.PHONY: docs
+docs: ## Regenerate the command-line reference in docs/cli from the commands.
+	go run ./hack/docgen -out docs/cli
+
 .PHONY: dev
 dev: build ## Run Windlass locally: a control plane, the controllers and a demo, no cluster needed.
 	$(BIN)/windlass dev $(DEV_FLAGS)
