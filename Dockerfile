@@ -6,7 +6,7 @@
 #     -t registry.example.com/windlass:v0.1.0 .
 #
 # `make image` builds the same image without Docker, with
-# go-containerregistry (internal/image): an OCI layout in bin/image, or a push
+# go-containerregistry (hack/image and internal/containerimage): an OCI layout in bin/image, or a push
 # with IMAGE_PUSH=registry/repository:tag.
 
 # The binary, cross-compiled on the builder's platform: static, no cgo.

@@ -26,7 +26,7 @@ func newDeleteCommand() *cobra.Command {
 	f := &deleteFlags{}
 	cmd := &cobra.Command{
 		Use:   "delete",
-		Short: "Delete sources, Kustomizations and HelmReleases, and wait until they are gone",
+		Short: "Delete Windlass objects of any kind, and wait until they are gone",
 		Long: `Delete an object after asking for confirmation (unless --silent), and wait
 until it is gone: its controller first runs its finalizers (a Kustomization
 with prune deletes what it applied, a HelmRelease uninstalls its release,

@@ -36,7 +36,7 @@ func newEventsCommand() *cobra.Command {
 	f := &eventsFlags{}
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "Show the Kubernetes events of sources and Kustomizations",
+		Short: "Show the Kubernetes events of Windlass objects of any kind",
 		Long: `Show the Kubernetes events that the controllers recorded about the Windlass
 objects of a namespace (-n, default flux-system) or of all (-A), oldest first.
 --for KIND/NAME shows the events of one object and of its source; --watch goes

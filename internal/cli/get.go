@@ -32,7 +32,7 @@ func newGetCommand() *cobra.Command {
 	f := &getFlags{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "Show the state of sources, Kustomizations, Gates and notifications",
+		Short: "Show the state of Windlass objects of any kind",
 		Long: `Show the Windlass objects of a namespace (-n, default flux-system) or of all
 (-A) as a table: their revision, whether they are suspended, whether they
 are Ready and why not, and their age; or as YAML or JSON (-o). --watch goes on

@@ -18,8 +18,10 @@ import (
 // would be wrong, so it stalls (UnsupportedKubeConfig). A chartRef kind
 // such as ExternalArtifact stalls with UnsupportedSourceKind, and
 // spec.chart.spec.verify.provider notation with
-// UnsupportedVerificationProvider (rather than waiting on a HelmChart that
-// would stall for it).
+// UnsupportedVerificationProvider, and spec.chart.spec.verify of a chart
+// from a GitRepository or a Bucket (which carries no signature) with
+// UnsupportedVerification (rather than waiting on a HelmChart that would
+// stall for it).
 func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (reconcile.Result, error) {
 	if err := unservedKubeConfig(obj); err != nil {
 		return reconcile.ResultEmpty, err
@@ -29,9 +31,16 @@ func checkServed(_ context.Context, obj *helmv2.HelmRelease, _ *releaseScope) (r
 			return reconcile.ResultEmpty, err
 		}
 	}
-	if c := obj.Spec.Chart; c != nil && c.Spec.Verify != nil && c.Spec.Verify.Provider != sourcev1.VerificationProviderCosign {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.UnsupportedVerificationProviderReason, fmt.Errorf(
-			"spec.chart.spec.verify.provider '%s' is not served by Windlass: use cosign", c.Spec.Verify.Provider))
+	if c := obj.Spec.Chart; c != nil && c.Spec.Verify != nil {
+		if c.Spec.Verify.Provider != sourcev1.VerificationProviderCosign {
+			return reconcile.ResultEmpty, reconcile.Stall(meta.UnsupportedVerificationProviderReason, fmt.Errorf(
+				"spec.chart.spec.verify.provider '%s' is not served by Windlass: use cosign", c.Spec.Verify.Provider))
+		}
+		if kind := c.Spec.SourceRef.Kind; kind != sourcev1.HelmRepositoryKind {
+			return reconcile.ResultEmpty, reconcile.Stall(meta.UnsupportedVerificationReason, fmt.Errorf(
+				"spec.chart.spec.verify is served only for charts of OCI HelmRepositories, and the chart comes from %s '%s': "+
+					"remove spec.chart.spec.verify, or move the chart to an OCI registry", kind, c.Spec.SourceRef.Name))
+		}
 	}
 	return reconcile.ResultSuccess, nil
 }

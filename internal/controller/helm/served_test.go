@@ -23,6 +23,7 @@ func TestCheckServed(t *testing.T) {
 		name       string
 		chartRef   *helmv2.CrossNamespaceSourceReference
 		verify     string
+		sourceKind string
 		kubeConfig *meta.KubeConfigReference
 		wantReason string
 		wantErr    string
@@ -34,6 +35,8 @@ func TestCheckServed(t *testing.T) {
 			kubeConfig: &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}},
 			wantReason: meta.UnsupportedKubeConfigReason, wantErr: "spec.kubeConfig.configMapRef (workload identity for remote clusters) is not served"},
 		{name: "chart verified with cosign", verify: "cosign"},
+		{name: "chart of a GitRepository verified", verify: "cosign", sourceKind: sourcev1.GitRepositoryKind,
+			wantReason: meta.UnsupportedVerificationReason, wantErr: "the chart comes from GitRepository 'charts'"},
 		{name: "chart verified with notation", verify: "notation",
 			wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.chart.spec.verify.provider 'notation' is not served by Windlass"},
 		{name: "chartRef to an ExternalArtifact", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "c"},
@@ -45,7 +48,11 @@ func TestCheckServed(t *testing.T) {
 			if tc.verify != "" {
 				obj.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 					Chart: "app", Verify: &helmv2.HelmChartTemplateVerification{Provider: tc.verify},
+					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
 				}}
+				if tc.sourceKind != "" {
+					obj.Spec.Chart.Spec.SourceRef.Kind = tc.sourceKind
+				}
 			}
 			_, err := checkServed(context.Background(), obj, &releaseScope{})
 			testutil.ExpectStall(g, err, tc.wantReason, tc.wantErr)
