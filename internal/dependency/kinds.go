@@ -1,33 +1,23 @@
 package dependency
 
 import (
-	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
-// kinds are the kinds with dependsOn, which objects of the other kinds may
-// depend on.
-var kinds = map[string]Kind{
-	kustomizev1.KustomizationKind: {
-		New: func() Object { return &kustomizev1.Kustomization{} },
-		DependsOn: func(o Object) []meta.DependencyReference {
-			return o.(*kustomizev1.Kustomization).Spec.DependsOn
-		},
-	},
-	helmv2.HelmReleaseKind: {
-		New: func() Object { return &helmv2.HelmRelease{} },
-		DependsOn: func(o Object) []meta.DependencyReference {
-			return o.(*helmv2.HelmRelease).Spec.DependsOn
-		},
-	},
-}
-
-// Kinds returns the named kinds with dependsOn, for Checker.Others.
+// Kinds returns the named kinds with dependsOn, from the registry of
+// kinds, for Checker.Others.
 func Kinds(names ...string) map[string]Kind {
 	out := make(map[string]Kind, len(names))
 	for _, n := range names {
-		out[n] = kinds[n]
+		k, ok := kinds.Named(n)
+		if !ok || k.DependsOn == nil {
+			panic("dependency: " + n + " is not a kind with dependsOn")
+		}
+		out[n] = Kind{
+			New:       func() Object { return k.New().(Object) },
+			DependsOn: func(o Object) []meta.DependencyReference { return k.DependsOn(o) },
+		}
 	}
 	return out
 }

@@ -4,16 +4,8 @@ import (
 	"context"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/spf13/pflag"
 
-	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
-	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
@@ -24,39 +16,29 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
 )
 
-// Controller names.
+// Controller names: what --controllers calls each controller (see
+// internal/kinds for the kinds each serves).
 const (
-	// SourceController reconciles the source.toolkit.fluxcd.io kinds.
-	SourceController = "source"
-	// KustomizeController reconciles Kustomizations.
-	KustomizeController = "kustomize"
-	// HelmController reconciles HelmReleases.
-	HelmController = "helm"
-	// GatingController reconciles Gates.
-	GatingController = "gating"
-	// NotificationController sends alerts (Providers, Alerts) and serves
-	// webhooks (Receivers).
-	NotificationController = "notification"
-	// ImageReflectorController scans ImageRepositories, elects the images
-	// of ImagePolicies and serves the tags.
-	ImageReflectorController = "image-reflector"
-	// ImageAutomationController commits the images of ImagePolicies to Git
-	// (ImageUpdateAutomations).
-	ImageAutomationController = "image-automation"
+	SourceController          = kinds.SourceController
+	KustomizeController       = kinds.KustomizeController
+	HelmController            = kinds.HelmController
+	GatingController          = kinds.GatingController
+	NotificationController    = kinds.NotificationController
+	ImageReflectorController  = kinds.ImageReflectorController
+	ImageAutomationController = kinds.ImageAutomationController
 )
 
 // controller is one controller the manager can run: adding a controller
 // to Windlass is one entry in controllers, with its options type in
 // Options and its flags here.
 type controller struct {
-	// name is what --controllers calls it.
+	// name is what --controllers calls it; internal/kinds says which
+	// kinds it serves.
 	name string
-	// kinds returns an object of each kind it reconciles, for the
-	// sharding label selector.
-	kinds func() []client.Object
 	// flags binds the controller's own flags to its part of o.
 	flags func(fs *pflag.FlagSet, o *Options)
 	// setup registers its reconcilers with the manager.
@@ -142,52 +124,37 @@ func BindControllerFlags(fs *pflag.FlagSet, o *Options) {
 // artifacts from storage directly.
 var controllers = []controller{
 	{
-		name: SourceController,
-		kinds: func() []client.Object {
-			return []client.Object{&sourcev1.GitRepository{}, &sourcev1.OCIRepository{}, &sourcev1.Bucket{},
-				&sourcev1.HelmRepository{}, &sourcev1.HelmChart{}}
-		},
+		name:  SourceController,
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Source.bindFlags(fs) },
 		setup: (*Manager).setupSource,
 	},
 	{
 		name:  KustomizeController,
-		kinds: func() []client.Object { return []client.Object{&kustomizev1.Kustomization{}} },
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Kustomize.bindFlags(fs) },
 		setup: (*Manager).setupKustomize,
 	},
 	{
 		name:  HelmController,
-		kinds: func() []client.Object { return []client.Object{&helmv2.HelmRelease{}} },
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Helm.bindFlags(fs) },
 		setup: (*Manager).setupHelm,
 	},
 	{
-		name: GatingController,
-		// Gates are not sharded: a consumer in any shard reads every gate
-		// from its cache, and a gate it cannot see would count as closed.
-		// Run the gating controller in one process only.
-		kinds: func() []client.Object { return nil },
+		name:  GatingController,
 		flags: func(*pflag.FlagSet, *Options) {},
 		setup: (*Manager).setupGating,
 	},
 	{
-		name: NotificationController,
-		kinds: func() []client.Object {
-			return []client.Object{&notificationv1beta3.Alert{}, &notificationv1beta3.Provider{}, &notificationv1.Receiver{}}
-		},
+		name:  NotificationController,
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Notification.bindFlags(fs) },
 		setup: (*Manager).setupNotification,
 	},
 	{
 		name:  ImageReflectorController,
-		kinds: func() []client.Object { return []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}} },
 		flags: func(fs *pflag.FlagSet, o *Options) { o.Image.bindFlags(fs) },
 		setup: (*Manager).setupImageReflector,
 	},
 	{
 		name:  ImageAutomationController,
-		kinds: func() []client.Object { return []client.Object{&imagev1.ImageUpdateAutomation{}} },
 		flags: func(*pflag.FlagSet, *Options) {},
 		setup: (*Manager).setupImageAutomation,
 	},

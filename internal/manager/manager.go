@@ -21,6 +21,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -113,10 +114,8 @@ func (o Options) cacheOptions() (cache.Options, error) {
 			return opts, fmt.Errorf("invalid --watch-label-selector: %w", err)
 		}
 		opts.ByObject = map[client.Object]cache.ByObject{}
-		for _, c := range controllers {
-			for _, kind := range c.kinds() {
-				opts.ByObject[kind] = cache.ByObject{Label: selector}
-			}
+		for _, k := range kinds.Where(func(k kinds.Kind) bool { return !k.Unsharded }) {
+			opts.ByObject[k.New()] = cache.ByObject{Label: selector}
 		}
 	}
 	return opts, nil

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 func TestSelectedControllers(t *testing.T) {
@@ -169,19 +170,20 @@ func TestCheckProxyEnvironment(t *testing.T) {
 }
 
 // TestControllersTable checks that every controller of the table is whole:
-// a name, kinds for the sharding selector (none for gating: gates are
-// read by every shard), flags and a setup.
+// a name that serves kinds of the registry, flags and a setup; and that
+// every kind of the registry is served by a controller of the table.
 func TestControllersTable(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(AllControllers).To(Equal([]string{SourceController, KustomizeController, HelmController, GatingController, NotificationController,
 		ImageReflectorController, ImageAutomationController}), "sources are set up first")
 	for _, c := range controllers {
 		g.Expect(c.name).NotTo(BeEmpty())
-		if c.name != GatingController {
-			g.Expect(c.kinds()).NotTo(BeEmpty(), c.name)
-		}
+		g.Expect(kinds.OfController(c.name)).NotTo(BeEmpty(), c.name)
 		g.Expect(c.flags).NotTo(BeNil(), c.name)
 		g.Expect(c.setup).NotTo(BeNil(), c.name)
+	}
+	for _, k := range kinds.All {
+		g.Expect(AllControllers).To(ContainElement(k.Controller), k.Kind)
 	}
 	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,8 +1,8 @@
 // Package sourceref finds the source an object names in its sourceRef (a
-// Kustomization's, a HelmRelease's chartRef): one table of the source kinds
-// that can be referenced, which OCIRepository, Bucket and HelmChart extend
-// as they land, the cross-namespace lockdown, and the outcome a reconciler
-// reports for each case. A controller also watches every kind of the table.
+// Kustomization's, a HelmRelease's chartRef): the source kinds that can be
+// referenced (from internal/kinds), the cross-namespace lockdown, and the
+// outcome a reconciler reports for each case. A controller also watches
+// every kind that its references may name.
 package sourceref
 
 import (
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 )
@@ -38,13 +38,19 @@ type Ref struct {
 // an empty object of it.
 type Kinds map[string]func() Source
 
-// Served returns the source kinds this build of Windlass serves.
+// Served returns the source kinds a Kustomization may name.
 func Served() Kinds {
-	return Kinds{
-		sourcev1.GitRepositoryKind: func() Source { return &sourcev1.GitRepository{} },
-		sourcev1.OCIRepositoryKind: func() Source { return &sourcev1.OCIRepository{} },
-		sourcev1.BucketKind:        func() Source { return &sourcev1.Bucket{} },
+	return For(kinds.KustomizationSource)
+}
+
+// For returns the source kinds that references of use may name, from the
+// registry of kinds.
+func For(use kinds.Use) Kinds {
+	out := Kinds{}
+	for _, k := range kinds.SourcesFor(use) {
+		out[k.Kind] = func() Source { return k.New().(Source) }
 	}
+	return out
 }
 
 // Check stalls (reason UnsupportedSourceKind) when kind is not one of ks:

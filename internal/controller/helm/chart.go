@@ -17,6 +17,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	chartload "github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/sourceref"
 )
@@ -24,10 +25,7 @@ import (
 // chartSources are the kinds a release's chart comes from: the HelmChart
 // made from spec.chart, or the source of spec.chartRef.
 func chartSources() sourceref.Kinds {
-	return sourceref.Kinds{
-		sourcev1.HelmChartKind:     func() sourceref.Source { return &sourcev1.HelmChart{} },
-		sourcev1.OCIRepositoryKind: func() sourceref.Source { return &sourcev1.OCIRepository{} },
-	}
+	return sourceref.For(kinds.ChartRef)
 }
 
 // chartRef returns the source of obj's chart: spec.chartRef, or the

@@ -16,13 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
-	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/cel"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets;helmrepositories;helmcharts;externalartifacts,verbs=get;list;watch;patch
@@ -32,31 +29,21 @@ import (
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories;imagepolicies;imageupdateautomations,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=source.extensions.fluxcd.io,resources=artifactgenerators,verbs=get;list;watch;patch
 
-// defaultAPIVersions are the apiVersions of the kinds a Receiver may name,
-// for the resources that give none: the versions the kinds are served at.
-// The artifact-generator kind is not served by this build: naming it fails
-// at request time until its CRD is installed.
-var defaultAPIVersions = map[string]string{
-	sourcev1.GitRepositoryKind:        sourcev1.GroupVersion.String(),
-	sourcev1.OCIRepositoryKind:        sourcev1.GroupVersion.String(),
-	sourcev1.BucketKind:               sourcev1.GroupVersion.String(),
-	sourcev1.HelmRepositoryKind:       sourcev1.GroupVersion.String(),
-	sourcev1.HelmChartKind:            sourcev1.GroupVersion.String(),
-	"ExternalArtifact":                sourcev1.GroupVersion.String(),
-	kustomizev1.KustomizationKind:     kustomizev1.GroupVersion.String(),
-	helmv2.HelmReleaseKind:            helmv2.GroupVersion.String(),
-	imagev1.ImageRepositoryKind:       imagev1.GroupVersion.String(),
-	imagev1.ImagePolicyKind:           imagev1.GroupVersion.String(),
-	imagev1.ImageUpdateAutomationKind: imagev1.GroupVersion.String(),
-	"ArtifactGenerator":               "source.extensions.fluxcd.io/v1beta1",
-	notificationv1.GateKind:           gatingv1alpha1.GroupVersion.String(),
+// defaultAPIVersion returns the apiVersion of a kind a Receiver may name,
+// for the resources that give none: the version Windlass serves it at, or
+// "" for a kind that is no webhook target.
+func defaultAPIVersion(kind string) string {
+	if k, ok := kinds.Named(kind); ok && k.WebhookTarget {
+		return k.GroupVersion.String()
+	}
+	return ""
 }
 
 // resourceGVK returns the group, version and kind that ref names.
 func resourceGVK(ref notificationv1.ResourceReference) (schema.GroupVersionKind, error) {
 	apiVersion := ref.APIVersion
 	if apiVersion == "" {
-		apiVersion = defaultAPIVersions[ref.Kind]
+		apiVersion = defaultAPIVersion(ref.Kind)
 	}
 	if apiVersion == "" {
 		return schema.GroupVersionKind{}, fmt.Errorf("resource kind '%s' is not one a Receiver can name: give its apiVersion", ref.Kind)

@@ -1,0 +1,163 @@
+// Package kinds is the one registry of the kinds Windlass serves: for each,
+// its group, version and kind, its Go types, the controller that serves it,
+// how it waits behind gates, whether it has dependsOn, which references may
+// name it as a source, and how the command line names it. The manager, the
+// command line, the Receiver's targets, sourceref, dependency and the
+// scheme read it; nothing else keeps a list of kinds.
+//
+// Adding a kind is one row here (see docs/development.md).
+package kinds
+
+import (
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+)
+
+// Controller names: what --controllers calls each controller.
+const (
+	// SourceController reconciles the source.toolkit.fluxcd.io kinds.
+	SourceController = "source"
+	// KustomizeController reconciles Kustomizations.
+	KustomizeController = "kustomize"
+	// HelmController reconciles HelmReleases.
+	HelmController = "helm"
+	// GatingController reconciles Gates.
+	GatingController = "gating"
+	// NotificationController sends alerts (Providers, Alerts) and serves
+	// webhooks (Receivers).
+	NotificationController = "notification"
+	// ImageReflectorController scans ImageRepositories, elects the images
+	// of ImagePolicies and serves the tags.
+	ImageReflectorController = "image-reflector"
+	// ImageAutomationController commits the images of ImagePolicies to Git
+	// (ImageUpdateAutomations).
+	ImageAutomationController = "image-automation"
+)
+
+// GateRole is how objects of a kind wait behind their spec.gates.
+type GateRole int
+
+const (
+	// NoGates: the kind has no spec.gates.
+	NoGates GateRole = iota
+	// SourceGates: Blocked=True while a gate is closed; nothing new is
+	// fetched.
+	SourceGates
+	// ApplierGates: Approved=False while a gate is closed; nothing is
+	// applied, pruned or corrected.
+	ApplierGates
+)
+
+// Use is a reference that may name a kind as its source.
+type Use int
+
+const (
+	// KustomizationSource: a Kustomization's spec.sourceRef.
+	KustomizationSource Use = iota
+	// ChartRef: a HelmRelease's spec.chartRef.
+	ChartRef
+	// HelmChartSource: a HelmChart's spec.sourceRef (and so a HelmRelease's
+	// spec.chart.spec.sourceRef).
+	HelmChartSource
+)
+
+// Kind is one kind Windlass serves.
+type Kind struct {
+	// GroupVersion is the version the controllers and the command line
+	// read and write.
+	GroupVersion schema.GroupVersion
+	// Kind is the Kubernetes kind.
+	Kind string
+	// New returns an empty object of the kind.
+	New func() client.Object
+	// NewList returns an empty list of the kind.
+	NewList func() client.ObjectList
+	// Controller names the controller that serves the kind.
+	Controller string
+	// Unsharded kinds are read by every shard in full: a Gate that a shard
+	// could not see would count as closed for its consumers.
+	Unsharded bool
+	// Gates is how objects of the kind wait behind spec.gates.
+	Gates GateRole
+	// DependsOn returns an object's spec.dependsOn; nil for kinds without.
+	DependsOn func(client.Object) []meta.DependencyReference
+	// SourceFor lists the references that may name the kind as their
+	// source (it publishes an artifact).
+	SourceFor []Use
+	// WebhookTarget kinds may be named in a Receiver's spec.resources, to
+	// be asked to reconcile.
+	WebhookTarget bool
+	// Static kinds have no status (Alerts and Providers): no controller
+	// reports on them, so nothing is requested of them or waited for.
+	Static bool
+	// LastHandled returns the reconcile request the controller last
+	// handled (status.lastHandledReconcileAt); nil for static kinds.
+	LastHandled func(client.Object) string
+	// Words name the kind on the command line ("source git",
+	// "kustomization"), and Aliases are other names of its last word.
+	Words, Aliases []string
+}
+
+// GroupVersionKind returns the kind's group, version and kind.
+func (k Kind) GroupVersionKind() schema.GroupVersionKind {
+	return k.GroupVersion.WithKind(k.Kind)
+}
+
+// Items returns the objects of a list of the kind.
+func (k Kind) Items(list client.ObjectList) []client.Object {
+	objs, err := apimeta.ExtractList(list)
+	if err != nil {
+		panic("kinds: " + k.Kind + ": " + err.Error()) // a list type without Items
+	}
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(client.Object))
+	}
+	return out
+}
+
+// IsSourceFor reports whether references of use may name the kind.
+func (k Kind) IsSourceFor(use Use) bool {
+	return slices.Contains(k.SourceFor, use)
+}
+
+// Named returns the kind called name, or false.
+func Named(name string) (Kind, bool) {
+	for _, k := range All {
+		if k.Kind == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Where returns the kinds for which keep is true, in the order of All.
+func Where(keep func(Kind) bool) []Kind {
+	var out []Kind
+	for _, k := range All {
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// OfController returns the kinds the controller called name serves.
+func OfController(name string) []Kind {
+	return Where(func(k Kind) bool { return k.Controller == name })
+}
+
+// SourcesFor returns the kinds that references of use may name.
+func SourcesFor(use Use) []Kind {
+	return Where(func(k Kind) bool { return k.IsSourceFor(use) })
+}
+
+// WithDependsOn returns the kinds that have spec.dependsOn.
+func WithDependsOn() []Kind {
+	return Where(func(k Kind) bool { return k.DependsOn != nil })
+}
