@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // fieldOwner is the field manager of the objects that `create` applies.
@@ -271,10 +272,10 @@ func (k *ksFlags) decryption() (*kustomizev1.Decryption, error) {
 	return d, nil
 }
 
-// sourceKinds are the kinds a Kustomization's source may be. The schema's
-// ExternalArtifact is refused: Windlass does not serve it (such a
-// Kustomization would be Stalled).
-var sourceKinds = []string{sourcev1.GitRepositoryKind, "OCIRepository", "Bucket"}
+// sourceKinds are the kinds a Kustomization's source may be, the first the
+// default. The schema's ExternalArtifact is refused: Windlass does not
+// serve it (such a Kustomization would be Stalled).
+var sourceKinds = kinds.Names(kinds.SourcesFor(kinds.KustomizationSource))
 
 // parseSourceRef parses --source: [Kind/][namespace/]name. A first part
 // that is a source kind (in any case) or that has capitals (which no

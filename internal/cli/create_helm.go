@@ -18,6 +18,7 @@ import (
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/oci"
 )
 
@@ -158,8 +159,20 @@ type helmChartFlags struct {
 	interval                 time.Duration
 }
 
-// chartSourceKinds are the kinds a HelmChart is built from.
-var chartSourceKinds = []string{sourcev1.HelmRepositoryKind, sourcev1.GitRepositoryKind, sourcev1.BucketKind}
+// chartSourceKinds are the kinds a HelmChart is built from, HelmRepository
+// (the default) first.
+var chartSourceKinds = defaultFirst(kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)), sourcev1.HelmRepositoryKind)
+
+// defaultFirst returns names with def moved to the front.
+func defaultFirst(names []string, def string) []string {
+	out := []string{def}
+	for _, n := range names {
+		if n != def {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 func newCreateSourceChartCommand(f *createFlags) *cobra.Command {
 	h := &helmChartFlags{}

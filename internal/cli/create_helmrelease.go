@@ -18,7 +18,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // maxValuesBytes bounds a --values file: the HelmRelease that holds its
@@ -42,7 +42,7 @@ type helmReleaseFlags struct {
 }
 
 // chartRefKinds are the kinds a HelmRelease's chartRef may name.
-var chartRefKinds = []string{sourcev1.OCIRepositoryKind, sourcev1.HelmChartKind}
+var chartRefKinds = kinds.Names(kinds.SourcesFor(kinds.ChartRef))
 
 func newCreateHelmReleaseCommand(f *createFlags) *cobra.Command {
 	h := &helmReleaseFlags{}

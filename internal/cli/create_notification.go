@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/notify/providers"
 	"github.com/windlass-dev/windlass/internal/webhook"
 )
@@ -26,8 +27,7 @@ import (
 // eventSourceKinds are the kinds an Alert's event source or a Receiver's
 // resource may name (the schema's list, less unservedKinds); a Receiver may
 // name Gates too.
-var eventSourceKinds = []string{"GitRepository", "OCIRepository", "Bucket", "HelmRepository", "HelmChart",
-	"Kustomization", "HelmRelease", "ImageRepository", "ImagePolicy", "ImageUpdateAutomation"}
+var eventSourceKinds = kinds.Names(kinds.Where(func(k kinds.Kind) bool { return k.AlertSource }))
 
 // unservedKinds are in the reference API's lists of event sources and
 // receiver resources but do not exist in Windlass: the API server refuses

@@ -14,6 +14,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // reconcilable is a Windlass object as the verbs see it.
@@ -63,174 +64,86 @@ type kindColumns struct {
 	cells func(reconcilable) []string
 }
 
-// objectKinds are the kinds the verbs know, in dependency order (sources
-// before what applies them: a HelmChart after the sources it is built
-// from, a HelmRelease after its chart); then the image kinds (a policy
-// after the repository it elects from, an automation after its policies);
-// then Gates, which sources, appliers and automations wait behind, and
-// last the notification kinds, which only watch or call on the others.
-var objectKinds = []objectKind{
-	{
-		words: []string{"source", "git"}, aliases: []string{"gitrepository", "gitrepositories"}, kind: sourcev1.GitRepositoryKind,
-		new: func() reconcilable { return &sourcev1.GitRepository{} },
+// objectKinds are the kinds the verbs know: every kind of the registry,
+// in its order (dependency order).
+var objectKinds = objectKindsOf(kinds.All)
+
+// objectKindsOf returns the command line's view of the kinds ks.
+func objectKindsOf(ks []kinds.Kind) []objectKind {
+	out := make([]objectKind, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, objectKindOf(k))
+	}
+	return out
+}
+
+// objectKindOf returns the command line's view of the kind k: the
+// registry's names and types, and the revision and columns of its own
+// that presentations gives it.
+func objectKindOf(k kinds.Kind) objectKind {
+	p := presentations[k.Kind]
+	ok := objectKind{
+		words: k.Words, aliases: k.Aliases, kind: k.Kind, static: k.Static, columns: p.columns,
+		new: func() reconcilable { return k.New().(reconcilable) },
 		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &sourcev1.GitRepositoryList{}
-			return l, func() []reconcilable { return items(l.Items) }
+			l := k.NewList()
+			return l, func() []reconcilable { return reconcilables(k.Items(l)) }
 		},
-		lastHandled: func(o reconcilable) string { return o.(*sourcev1.GitRepository).Status.LastHandledReconcileAt },
-		revision: func(o reconcilable) string {
-			if a := o.(*sourcev1.GitRepository).Status.Artifact; a != nil {
-				return a.Revision
-			}
-			return ""
-		},
-	},
-	{
-		words: []string{"source", "oci"}, aliases: []string{"ocirepository", "ocirepositories", "ocirepo"}, kind: sourcev1.OCIRepositoryKind,
-		new: func() reconcilable { return &sourcev1.OCIRepository{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &sourcev1.OCIRepositoryList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*sourcev1.OCIRepository).Status.LastHandledReconcileAt },
-		revision:    artifactRevision,
-	},
-	{
-		words: []string{"source", "bucket"}, aliases: []string{"bucket", "buckets"}, kind: sourcev1.BucketKind,
-		new: func() reconcilable { return &sourcev1.Bucket{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &sourcev1.BucketList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*sourcev1.Bucket).Status.LastHandledReconcileAt },
-		revision:    artifactRevision,
-	},
-	{
-		words: []string{"kustomization"}, aliases: []string{"ks", "kustomizations"}, kind: kustomizev1.KustomizationKind,
-		new: func() reconcilable { return &kustomizev1.Kustomization{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &kustomizev1.KustomizationList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastHandledReconcileAt },
-		revision:    func(o reconcilable) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
-		dependsOn: func(o reconcilable) []meta.DependencyReference {
-			return dependenciesOfKind(kustomizev1.KustomizationKind, o.(*kustomizev1.Kustomization).Spec.DependsOn)
-		},
-	},
-	{
-		words: []string{"source", "helm"}, aliases: []string{"helmrepository", "helmrepositories", "helmrepo"}, kind: sourcev1.HelmRepositoryKind,
-		new: func() reconcilable { return &sourcev1.HelmRepository{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &sourcev1.HelmRepositoryList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*sourcev1.HelmRepository).Status.LastHandledReconcileAt },
-		revision:    artifactRevision,
-	},
-	{
-		words: []string{"source", "chart"}, aliases: []string{"helmchart", "helmcharts", "hc"}, kind: sourcev1.HelmChartKind,
-		new: func() reconcilable { return &sourcev1.HelmChart{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &sourcev1.HelmChartList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*sourcev1.HelmChart).Status.LastHandledReconcileAt },
-		revision:    artifactRevision,
-	},
-	{
-		words: []string{"helmrelease"}, aliases: []string{"hr", "helmreleases"}, kind: helmv2.HelmReleaseKind,
-		new: func() reconcilable { return &helmv2.HelmRelease{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &helmv2.HelmReleaseList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*helmv2.HelmRelease).Status.LastHandledReconcileAt },
-		revision:    releaseRevision,
-		dependsOn: func(o reconcilable) []meta.DependencyReference {
-			return dependenciesOfKind(helmv2.HelmReleaseKind, o.(*helmv2.HelmRelease).Spec.DependsOn)
-		},
-	},
-	{
-		words: []string{"image", "repository"}, aliases: []string{"imagerepository", "imagerepositories", "imgrepo"}, kind: imagev1.ImageRepositoryKind,
-		new: func() reconcilable { return &imagev1.ImageRepository{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &imagev1.ImageRepositoryList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImageRepository).Status.LastHandledReconcileAt },
-		revision:    imageRepositoryRevision,
-		columns:     imageRepositoryColumns,
-	},
-	{
-		words: []string{"image", "policy"}, aliases: []string{"imagepolicy", "imagepolicies", "imgpol"}, kind: imagev1.ImagePolicyKind,
-		new: func() reconcilable { return &imagev1.ImagePolicy{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &imagev1.ImagePolicyList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImagePolicy).Status.LastHandledReconcileAt },
-		revision:    imagePolicyRevision,
-		columns:     imagePolicyColumns,
-	},
-	{
-		words: []string{"image", "update"}, aliases: []string{"imageupdateautomation", "imageupdateautomations", "iua"}, kind: imagev1.ImageUpdateAutomationKind,
-		new: func() reconcilable { return &imagev1.ImageUpdateAutomation{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &imagev1.ImageUpdateAutomationList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*imagev1.ImageUpdateAutomation).Status.LastHandledReconcileAt },
-		revision:    func(o reconcilable) string { return o.(*imagev1.ImageUpdateAutomation).Status.LastPushCommit },
-		columns:     imageUpdateColumns,
-	},
-	{
-		words: []string{"gate"}, aliases: []string{"gates"}, kind: gatingv1alpha1.GateKind,
-		new: func() reconcilable { return &gatingv1alpha1.Gate{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &gatingv1alpha1.GateList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*gatingv1alpha1.Gate).Status.LastHandledReconcileAt },
-		revision:    gateRevision,
-		columns:     gateColumns,
-	},
-	{
-		words: []string{"alert-provider"}, aliases: []string{"alert-providers", "provider", "providers"}, kind: notificationv1beta3.ProviderKind,
-		new: func() reconcilable { return &notificationv1beta3.Provider{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &notificationv1beta3.ProviderList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		columns: providerColumns, static: true,
-	},
-	{
-		words: []string{"alert"}, aliases: []string{"alerts"}, kind: notificationv1beta3.AlertKind,
-		new: func() reconcilable { return &notificationv1beta3.Alert{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &notificationv1beta3.AlertList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		columns: alertColumns, static: true,
-	},
-	{
-		words: []string{"receiver"}, aliases: []string{"receivers", "rcv"}, kind: notificationv1.ReceiverKind,
-		new: func() reconcilable { return &notificationv1.Receiver{} },
-		newList: func() (client.ObjectList, func() []reconcilable) {
-			l := &notificationv1.ReceiverList{}
-			return l, func() []reconcilable { return items(l.Items) }
-		},
-		lastHandled: func(o reconcilable) string { return o.(*notificationv1.Receiver).Status.LastHandledReconcileAt },
-		revision:    func(reconcilable) string { return "" },
-		columns:     receiverColumns,
-	},
+		revision: p.revision,
+	}
+	if ok.revision == nil {
+		ok.revision = artifactRevision
+	}
+	if k.LastHandled != nil {
+		ok.lastHandled = func(o reconcilable) string { return k.LastHandled(o) }
+	}
+	if k.DependsOn != nil {
+		ok.dependsOn = func(o reconcilable) []meta.DependencyReference { return dependenciesOfKind(k.Kind, k.DependsOn(o)) }
+	}
+	return ok
+}
+
+// presentation is how the command line shows the objects of a kind, when
+// it is not the default: a revision other than the artifact's, columns of
+// its own.
+type presentation struct {
+	revision func(reconcilable) string
+	columns  *kindColumns
+}
+
+// presentations are the kinds' own ways of being shown, by kind.
+var presentations = map[string]presentation{
+	kustomizev1.KustomizationKind: {revision: func(o reconcilable) string {
+		return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision
+	}},
+	helmv2.HelmReleaseKind:      {revision: releaseRevision},
+	imagev1.ImageRepositoryKind: {revision: imageRepositoryRevision, columns: imageRepositoryColumns},
+	imagev1.ImagePolicyKind:     {revision: imagePolicyRevision, columns: imagePolicyColumns},
+	imagev1.ImageUpdateAutomationKind: {revision: func(o reconcilable) string {
+		return o.(*imagev1.ImageUpdateAutomation).Status.LastPushCommit
+	}, columns: imageUpdateColumns},
+	gatingv1alpha1.GateKind:          {revision: gateRevision, columns: gateColumns},
+	notificationv1beta3.ProviderKind: {columns: providerColumns},
+	notificationv1beta3.AlertKind:    {columns: alertColumns},
+	notificationv1.ReceiverKind:      {columns: receiverColumns},
+}
+
+// reconcilables returns objs as the verbs see them.
+func reconcilables(objs []client.Object) []reconcilable {
+	out := make([]reconcilable, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(reconcilable))
+	}
+	return out
 }
 
 // artifactRevision returns the revision of a source's last artifact
-// (status.artifact.revision), or "" when it has none yet.
+// (status.artifact.revision), or "" when it has none yet or is no source.
 func artifactRevision(o reconcilable) string {
-	if a := o.(interface{ GetArtifact() *meta.Artifact }).GetArtifact(); a != nil {
-		return a.Revision
+	if src, ok := o.(interface{ GetArtifact() *meta.Artifact }); ok {
+		if a := src.GetArtifact(); a != nil {
+			return a.Revision
+		}
 	}
 	return ""
 }
@@ -310,18 +223,6 @@ func kindOfRef(ref kindRef) (objectKind, bool) {
 		}
 	}
 	return objectKind{}, false
-}
-
-// items returns pointers to the items of a typed list.
-func items[T any, PT interface {
-	*T
-	reconcilable
-}](list []T) []reconcilable {
-	out := make([]reconcilable, 0, len(list))
-	for i := range list {
-		out = append(out, PT(&list[i]))
-	}
-	return out
 }
 
 // describe names obj as "Kind namespace/name".

@@ -92,6 +92,8 @@ type Kind struct {
 	// WebhookTarget kinds may be named in a Receiver's spec.resources, to
 	// be asked to reconcile.
 	WebhookTarget bool
+	// AlertSource kinds may be named in an Alert's spec.eventSources.
+	AlertSource bool
 	// Static kinds have no status (Alerts and Providers): no controller
 	// reports on them, so nothing is requested of them or waited for.
 	Static bool
@@ -155,6 +157,15 @@ func OfController(name string) []Kind {
 // SourcesFor returns the kinds that references of use may name.
 func SourcesFor(use Use) []Kind {
 	return Where(func(k Kind) bool { return k.IsSourceFor(use) })
+}
+
+// Names returns the names of ks.
+func Names(ks []Kind) []string {
+	out := make([]string, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, k.Kind)
+	}
+	return out
 }
 
 // WithDependsOn returns the kinds that have spec.dependsOn.

@@ -28,7 +28,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.GitRepository).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: SourceController, Gates: SourceGates, WebhookTarget: true,
+		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, HelmChartSource},
 		Words:     []string{"source", "git"}, Aliases: []string{"gitrepository", "gitrepositories"},
 	},
@@ -39,7 +39,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.OCIRepository).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: SourceController, Gates: SourceGates, WebhookTarget: true,
+		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, ChartRef},
 		Words:     []string{"source", "oci"}, Aliases: []string{"ocirepository", "ocirepositories", "ocirepo"},
 	},
@@ -50,7 +50,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.Bucket).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: SourceController, Gates: SourceGates, WebhookTarget: true,
+		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, HelmChartSource},
 		Words:     []string{"source", "bucket"}, Aliases: []string{"bucket", "buckets"},
 	},
@@ -64,7 +64,7 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*kustomizev1.Kustomization).Spec.DependsOn
 		},
-		Controller: KustomizeController, Gates: ApplierGates, WebhookTarget: true,
+		Controller: KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
 	{
@@ -74,7 +74,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.HelmRepository).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: SourceController, Gates: SourceGates, WebhookTarget: true,
+		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{HelmChartSource},
 		Words:     []string{"source", "helm"}, Aliases: []string{"helmrepository", "helmrepositories", "helmrepo"},
 	},
@@ -85,7 +85,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.HelmChart).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: SourceController, Gates: SourceGates, WebhookTarget: true,
+		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{ChartRef},
 		Words:     []string{"source", "chart"}, Aliases: []string{"helmchart", "helmcharts", "hc"},
 	},
@@ -97,7 +97,7 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*helmv2.HelmRelease).Spec.DependsOn
 		},
-		Controller: HelmController, Gates: ApplierGates, WebhookTarget: true,
+		Controller: HelmController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"helmrelease"}, Aliases: []string{"hr", "helmreleases"},
 	},
 	{
@@ -107,7 +107,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImageRepository).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: ImageReflectorController, Gates: SourceGates, WebhookTarget: true,
+		Controller: ImageReflectorController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "repository"}, Aliases: []string{"imagerepository", "imagerepositories", "imgrepo"},
 	},
 	{
@@ -117,7 +117,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImagePolicy).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: ImageReflectorController, Gates: ApplierGates, WebhookTarget: true,
+		Controller: ImageReflectorController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "policy"}, Aliases: []string{"imagepolicy", "imagepolicies", "imgpol"},
 	},
 	{
@@ -127,7 +127,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImageUpdateAutomation).Status.GetLastHandledReconcileRequest()
 		},
-		Controller: ImageAutomationController, Gates: ApplierGates, WebhookTarget: true,
+		Controller: ImageAutomationController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "update"}, Aliases: []string{"imageupdateautomation", "imageupdateautomations", "iua"},
 	},
 	{
