@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -112,13 +113,20 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err != nil {
 		return err
 	}
-	artifactChanged := builder.WithPredicates(predicates.ArtifactChanged{})
-	return b.
-		Watches(&sourcev1.HelmRepository{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.HelmRepositoryKind)),
-			builder.WithPredicates(predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{}))).
-		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.GitRepositoryKind)), artifactChanged).
-		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.chartsOf(sourcev1.BucketKind)), artifactChanged).
-		Complete(runner)
+	for _, k := range kinds.SourcesFor(kinds.HelmChartSource) {
+		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(r.chartsOf(k.Kind)), sourceChanged(k.Kind))
+	}
+	return b.Complete(runner)
+}
+
+// sourceChanged is when a HelmChart's source of kind asks for a new
+// chart: a new artifact, or a HelmRepository that became Ready (its index
+// can be read again).
+func sourceChanged(kind string) builder.WatchesOption {
+	if kind == sourcev1.HelmRepositoryKind {
+		return builder.WithPredicates(predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{}))
+	}
+	return builder.WithPredicates(predicates.ArtifactChanged{})
 }
 
 // helmChartSourceKey is the index value of a HelmChart's source.
@@ -133,7 +141,7 @@ func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
 		var list sourcev1.HelmChartList
 		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 			client.MatchingFields{helmChartSourceIndexKey: helmChartSourceKey(kind, o.GetName())}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the HelmCharts of a source", kind, client.ObjectKeyFromObject(o))
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list the HelmCharts of a source", kind, client.ObjectKeyFromObject(o))
 			return nil
 		}
 		reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
