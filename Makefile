@@ -5,7 +5,9 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 # The race detector runs on every package but the end-to-end and benchmark
 # ones, which run the built binary (its own races are not detected there).
-GO_TEST_FLAGS ?= -race
+# A package may take longer than go test's default ten minutes when two
+# test runs share two cores (the git package's hundreds of clones).
+GO_TEST_FLAGS ?= -race -timeout 20m
 
 .PHONY: help
 help: ## List the targets.
@@ -74,7 +76,7 @@ vet: ## Run go vet over both modules.
 .PHONY: test
 test: verify-generated vet controlplane testservers ## Run every test: unit, envtest and end to end.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/')
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test ./test/...
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh --print)" go test -timeout 20m ./test/...
 	cd api && go test ./...
 
 .PHONY: bench

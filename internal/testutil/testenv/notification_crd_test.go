@@ -68,7 +68,6 @@ spec:
   proxySecretRef: {name: proxy}
   secretRef: {name: token}
   certSecretRef: {name: my-ca-crt}
-  serviceAccountName: notifier
   suspend: true
 `},
 		{"v1beta3 alert", `
