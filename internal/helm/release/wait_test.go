@@ -83,7 +83,7 @@ func TestCheckedWait(t *testing.T) {
 			timeout: time.Minute, wantUnder: 30 * time.Second},
 		{name: "failed while waiting", later: []map[string]any{{"type": "Stalled", "status": "True", "reason": "Broken", "message": "the widget is broken"}},
 			timeout: time.Minute, wantErr: "the widget is broken", wantUnder: 30 * time.Second},
-		{name: "in progress until the timeout", timeout: 3 * time.Second, wantErr: "warming up", wantUnder: 30 * time.Second},
+		{name: "in progress until the timeout", timeout: 10 * time.Second, wantErr: "warming up", wantUnder: 30 * time.Second},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
