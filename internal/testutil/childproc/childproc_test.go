@@ -3,7 +3,11 @@ package childproc
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,16 +15,64 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-func TestFreeAddrsAreDistinctLoopbackAddresses(t *testing.T) {
+func TestFreeAddrsAreDistinctLoopbackAddressesBelowTheEphemeralRange(t *testing.T) {
 	g := NewWithT(t)
 	addrs, err := FreeAddrs(5)
 	g.Expect(err).NotTo(HaveOccurred())
+	_, high := reservablePorts()
 	seen := map[string]bool{}
 	for _, a := range addrs {
-		g.Expect(a).To(HavePrefix("127.0.0.1:"))
+		host, port, err := net.SplitHostPort(a)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(host).To(Equal("127.0.0.1"))
+		g.Expect(strconv.Atoi(port)).To(BeNumerically("<", high))
 		seen[a] = true
 	}
 	g.Expect(seen).To(HaveLen(5))
+
+	more, err := FreeAddrs(5)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, a := range more {
+		g.Expect(seen).NotTo(HaveKey(a), "a port handed out twice in one process")
+	}
+}
+
+// TestFreeAddrsAreNotHandedToAnotherTestProcess runs this test binary again
+// as a second test process, which tries first the ports this process holds:
+// it must get none of them.
+func TestFreeAddrsAreNotHandedToAnotherTestProcess(t *testing.T) {
+	if r := os.Getenv("CHILDPROC_FREE_ADDRS_FROM"); r != "" {
+		var low, high int
+		if _, err := fmt.Sscanf(r, "%d-%d", &low, &high); err != nil {
+			t.Fatal(err)
+		}
+		addrs, err := freeAddrsIn(10, low, high, low)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("ADDRS", strings.Join(addrs, " "))
+		return
+	}
+	g := NewWithT(t)
+	mine, err := FreeAddrs(10)
+	g.Expect(err).NotTo(HaveOccurred())
+	low, high := 1<<16, 0
+	for _, a := range mine {
+		_, p, _ := net.SplitHostPort(a)
+		port, _ := strconv.Atoi(p)
+		low, high = min(low, port), max(high, port+1)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFreeAddrsAreNotHandedToAnotherTestProcess$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("CHILDPROC_FREE_ADDRS_FROM=%d-%d", low, high+100))
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	_, line, found := strings.Cut(string(out), "ADDRS ")
+	g.Expect(found).To(BeTrue(), string(out))
+	theirs := strings.Fields(strings.SplitN(line, "\n", 2)[0])
+	g.Expect(theirs).To(HaveLen(10))
+	for _, a := range mine {
+		g.Expect(theirs).NotTo(ContainElement(a))
+	}
 }
 
 func TestBufferIsSafeForConcurrentUse(t *testing.T) {
