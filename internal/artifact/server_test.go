@@ -13,6 +13,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // serve starts s on an ephemeral loopback port and returns its base URL;
@@ -164,11 +166,10 @@ func TestStartAndGracefulShutdown(t *testing.T) {
 	s := newStorage(t)
 	a := storedArtifact(t, s, "a.tar.gz")
 
-	// Find a free port, then let Start listen on it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Reserve a free port, then let Start listen on it.
+	addrs, err := childproc.FreeAddrs(1)
 	g.Expect(err).NotTo(HaveOccurred())
-	addr := ln.Addr().String()
-	g.Expect(ln.Close()).To(Succeed())
+	addr := addrs[0]
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -3,13 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // TestErrorsSayWhatToDo: a missing object, a missing NAME, a misspelled
@@ -53,10 +54,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 // says so, with its address, rather than hint at missing CRDs.
 func TestUnreachableAPIServer(t *testing.T) {
 	g := NewWithT(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A reserved port that nothing listens on.
+	addrs, err := childproc.FreeAddrs(1)
 	g.Expect(err).NotTo(HaveOccurred())
-	dead := ln.Addr().String()
-	g.Expect(ln.Close()).To(Succeed())
+	dead := addrs[0]
 	data, err := os.ReadFile(kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
 	server := regexp.MustCompile(`server: https://[^\s]+`)
