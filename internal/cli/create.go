@@ -21,8 +21,8 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 )
 
 // fieldOwner is the field manager of the objects that `create` applies.

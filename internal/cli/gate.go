@@ -22,7 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 )
 
 // gateFlags are the flags of `windlass gate`.

@@ -18,7 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 )
 
 // setGateStatus writes the decision d to the status of g, as the gating
@@ -54,7 +54,7 @@ func twoNamespaces(t *testing.T) (string, string) {
 
 // fakeGatingController stands for the gating controller, which this
 // package's tests do not run: every 100ms it decides the gate key with
-// internal/gate, as the controller does, and writes the decision to the
+// internal/reconcile/gate, as the controller does, and writes the decision to the
 // gate's status. With echo it also records the reconcile request it
 // handled, as the controller's runner does; without, the command line can
 // tell only from the decision.

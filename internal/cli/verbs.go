@@ -19,7 +19,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/dependency"
+	"github.com/windlass-dev/windlass/internal/reconcile/dependency"
 )
 
 // verbFlags are the flags of reconcile, suspend and resume.

@@ -17,8 +17,8 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 

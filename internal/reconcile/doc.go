@@ -1,15 +1,22 @@
-// Package reconcile holds the machinery that every Windlass reconciler shares:
-// the result of a reconcile step, the typed errors that say how a failure is
-// reported and retried, and Summarize, the one place that turns a run's
-// outcome into the kstatus conditions (Ready, Reconciling, Stalled), the
-// observed generation and the controller-runtime result.
+// Package reconcile holds the machinery that every Windlass reconciler
+// shares: the Runner, and Summarize, the one place that turns a run's
+// outcome (a step's Result and typed error, from internal/reconcile/outcome)
+// into the kstatus conditions (Ready, Reconciling, Stalled), the observed
+// generation and the controller-runtime result.
 //
 // Every kind reconciles through the Runner, configured by one Kind value:
 // get, forget an object that is gone, finalize a deleted one, add the
-// finalizer, skip a suspended one, run the kind's steps (RunSteps), then, in
-// one deferred place, summarize the outcome into the status, record a
-// warning for a failure and patch. NewControllerManagedBy starts the
-// kind's controller with the common predicates and options.
+// finalizer, skip a suspended one, admit it (Admit: the kind's CheckSpec,
+// then its gates), run the kind's steps (RunSteps), then, in one deferred
+// place, summarize the outcome into the status, record a warning for a
+// failure and patch. Runner.Setup starts the kind's controller with the
+// common predicates and options, and with the indexes and watches of what
+// the kind declares: its gates and dependsOn in its row of internal/kinds,
+// its SourceRef in the Kind value.
+//
+// The shared steps beside the runner (gate, dependency, sourceref,
+// gitsource) return outcomes and never import the runner; domain packages
+// (internal/<capability>) import none of this tier.
 //
 // The status rules, which conditions/check verifies in every envtest story:
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/parallel"
 	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -50,10 +51,25 @@ type Kind[T Object] struct {
 	// Revision, when set, returns the revision an object's events concern
 	// (the one the run attempted), for forwarders.
 	Revision func(obj T) string
+	// CheckSpec, when set, stalls an object whose spec no retry can make
+	// work, or asks for what the schema accepts but Windlass does not
+	// serve, naming the value: it runs first, before the gates, and reads
+	// nothing.
+	CheckSpec func(obj T) error
+	// GateRequeue, when set, returns how soon an object held by a gate
+	// looks at its gates again; nil is spec.interval. (A gate that opens
+	// or closes reconciles its consumers at once anyway.)
+	GateRequeue func(obj T) time.Duration
+	// Held, when set, is called when a gate holds a run back, with the
+	// Hold error, and returns what the run ends with.
+	Held func(ctx context.Context, obj T, held error) error
+	// SourceRef, when set, declares the source whose artifact the objects
+	// use: see Runner.Setup.
+	SourceRef *SourceRef[T]
 	// Run does the work of one run, usually RunSteps over the kind's
 	// steps. patcher may be used to write the status ahead of the end of
 	// the run (an inventory before applying, say).
-	Run func(ctx context.Context, obj T, patcher *patch.Helper) (Result, error)
+	Run func(ctx context.Context, obj T, patcher *patch.Helper) (outcome.Result, error)
 	// Finalize does what must be done before the finalizer of a deleted
 	// object is removed; an error keeps the finalizer and is retried with
 	// backoff. Nil means nothing.
@@ -87,7 +103,8 @@ type Outcome struct {
 }
 
 // Runner is the Reconcile of every Windlass kind: get, forget when gone,
-// finalize when deleted, add the finalizer, skip when suspended, run the
+// finalize when deleted, add the finalizer, skip when suspended, admit
+// (the kind's CheckSpec, then its gates), run the
 // kind's steps, then summarize the outcome into the status, record a
 // warning for a failure and patch, whatever happened in between.
 type Runner[T Object] struct {
@@ -98,6 +115,8 @@ type Runner[T Object] struct {
 	// JitterPercent spreads each object's interval; zero means
 	// DefaultJitterPercent.
 	JitterPercent int
+	// NoCrossNamespaceRefs refuses gates in another namespace.
+	NoCrossNamespaceRefs bool
 	// Kind is the kind reconciled.
 	Kind Kind[T]
 }
@@ -130,7 +149,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
-	var res Result
+	var res outcome.Result
 	wasFailing := conditions.IsFalse(obj, meta.ReadyCondition)
 	defer func() {
 		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
@@ -150,14 +169,19 @@ func (r *Runner[T]) recovered(ctx context.Context, obj T) {
 	r.Events.Normal(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), r.revision(obj), conditions.Message(obj, meta.ReadyCondition))
 }
 
-// run runs the kind's work. A panic in it, on tenant data no test
-// foresaw, fails this object only, as a retried failure that its status
-// reports, with the stack in the log.
-func (r *Runner[T]) run(ctx context.Context, obj T, patcher *patch.Helper) (Result, error) {
-	res, err := guard(ctx, func() (Result, error) { return r.Kind.Run(ctx, obj, patcher) })
+// run admits obj (Admit), then runs the kind's work. A panic in it, on
+// tenant data no test foresaw, fails this object only, as a retried
+// failure that its status reports, with the stack in the log.
+func (r *Runner[T]) run(ctx context.Context, obj T, patcher *patch.Helper) (outcome.Result, error) {
+	res, err := guard(ctx, func() (outcome.Result, error) {
+		if err := r.Admit(ctx, obj); err != nil {
+			return outcome.ResultEmpty, err
+		}
+		return r.Kind.Run(ctx, obj, patcher)
+	})
 	var panicked *parallel.PanicError
 	if errors.As(err, &panicked) {
-		return ResultEmpty, Fail(meta.FailedReason, fmt.Errorf("reconciliation %w", panicked))
+		return outcome.ResultEmpty, outcome.Fail(meta.FailedReason, fmt.Errorf("reconciliation %w", panicked))
 	}
 	return res, err
 }
@@ -166,7 +190,7 @@ func (r *Runner[T]) run(ctx context.Context, obj T, patcher *patch.Helper) (Resu
 // status, records a warning for a failure, and patches the object: the end
 // of every run, exported so that a kind can test its hooks step by step.
 func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch.Helper,
-	res Result, runErr error, start time.Time) (ctrl.Result, error) {
+	res outcome.Result, runErr error, start time.Time) (ctrl.Result, error) {
 	summary := Summary{
 		Result:             res,
 		Err:                runErr,
@@ -179,12 +203,12 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 		summary.SuccessMessage = r.Kind.SuccessMessage(obj)
 	}
 	result, err := Summarize(obj, summary)
-	outcome := &Outcome{Err: runErr, Started: start, Result: result}
+	ended := &Outcome{Err: runErr, Started: start, Result: result}
 	if r.Kind.Summarized != nil {
-		r.Kind.Summarized(ctx, obj, outcome)
+		r.Kind.Summarized(ctx, obj, ended)
 	}
-	result = outcome.Result
-	if IsQuiet(runErr) && r.onlyRecheckedFieldsChanged(ctx, obj, patcher) {
+	result = ended.Result
+	if outcome.IsQuiet(runErr) && r.onlyRecheckedFieldsChanged(ctx, obj, patcher) {
 		return result, nil
 	}
 	if err != nil {
@@ -257,7 +281,7 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	}
 	if r.Kind.Finalize != nil {
 		if err := r.Kind.Finalize(ctx, obj); err != nil {
-			r.Events.Warning(ctx, obj, ReasonOf(err, meta.FailedReason), r.revision(obj), err.Error())
+			r.Events.Warning(ctx, obj, outcome.ReasonOf(err, meta.FailedReason), r.revision(obj), err.Error())
 			return redact.Error(err)
 		}
 	}

@@ -20,18 +20,19 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions/check"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
 // testKind is a GitRepository kind whose run is given by the test.
-func testKind(run func(context.Context, *sourcev1.GitRepository) (Result, error)) Kind[*sourcev1.GitRepository] {
+func testKind(run func(context.Context, *sourcev1.GitRepository) (outcome.Result, error)) Kind[*sourcev1.GitRepository] {
 	return Kind[*sourcev1.GitRepository]{
 		Name:               sourcev1.GitRepositoryKind,
 		New:                func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} },
 		NegativeConditions: []string{sourcev1.FetchFailedCondition},
 		SuccessReason:      meta.SucceededReason,
 		SuccessMessage:     func(*sourcev1.GitRepository) string { return "done" },
-		Run: func(ctx context.Context, obj *sourcev1.GitRepository, _ *patch.Helper) (Result, error) {
+		Run: func(ctx context.Context, obj *sourcev1.GitRepository, _ *patch.Helper) (outcome.Result, error) {
 			return run(ctx, obj)
 		},
 	}
@@ -45,11 +46,11 @@ func newRepo() *sourcev1.GitRepository {
 }
 
 func TestRunner(t *testing.T) {
-	failure := Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
+	failure := outcome.Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
 	tests := []struct {
 		name          string
 		mutate        func(obj *sourcev1.GitRepository)
-		run           func(context.Context, *sourcev1.GitRepository) (Result, error)
+		run           func(context.Context, *sourcev1.GitRepository) (outcome.Result, error)
 		retryInterval time.Duration
 		wantRan       bool
 		wantErr       bool
@@ -60,22 +61,28 @@ func TestRunner(t *testing.T) {
 		wantWarning   bool
 	}{
 		{
-			name:        "success is Ready and comes back after the interval",
-			run:         func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultSuccess, nil },
+			name: "success is Ready and comes back after the interval",
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultSuccess, nil
+			},
 			wantRan:     true,
 			wantRequeue: [2]time.Duration{55 * time.Minute, 65 * time.Minute},
 			wantReady:   "True", wantReason: meta.SucceededReason,
 		},
 		{
-			name:      "a failure is retried with backoff: an error and no RequeueAfter",
-			run:       func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultEmpty, failure },
+			name: "a failure is retried with backoff: an error and no RequeueAfter",
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultEmpty, failure
+			},
 			wantRan:   true,
 			wantErr:   true,
 			wantReady: "False", wantReason: sourcev1.GitOperationFailedReason,
 		},
 		{
-			name:          "a kind with a retry interval retries after it, without error",
-			run:           func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultEmpty, failure },
+			name: "a kind with a retry interval retries after it, without error",
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultEmpty, failure
+			},
 			retryInterval: 2 * time.Minute,
 			wantRan:       true,
 			wantRequeue:   [2]time.Duration{2 * time.Minute, 2 * time.Minute},
@@ -83,8 +90,8 @@ func TestRunner(t *testing.T) {
 		},
 		{
 			name: "a failure with its own retry delay is retried after it, and recorded",
-			run: func(context.Context, *sourcev1.GitRepository) (Result, error) {
-				return ResultEmpty, FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultEmpty, outcome.FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)
 			},
 			retryInterval: 2 * time.Minute,
 			wantRan:       true,
@@ -94,8 +101,8 @@ func TestRunner(t *testing.T) {
 		},
 		{
 			name: "a stall is terminal, even with a retry interval",
-			run: func(context.Context, *sourcev1.GitRepository) (Result, error) {
-				return ResultEmpty, Stall("InvalidURL", errors.New("bad"))
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultEmpty, outcome.Stall("InvalidURL", errors.New("bad"))
 			},
 			retryInterval: 2 * time.Minute,
 			wantRan:       true,
@@ -104,16 +111,20 @@ func TestRunner(t *testing.T) {
 			wantReady:     "False", wantReason: "InvalidURL",
 		},
 		{
-			name:      "a panic fails the object, which is retried with backoff",
-			run:       func(context.Context, *sourcev1.GitRepository) (Result, error) { panic("nil map in a tenant's object") },
+			name: "a panic fails the object, which is retried with backoff",
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				panic("nil map in a tenant's object")
+			},
 			wantRan:   true,
 			wantErr:   true,
 			wantReady: "False", wantReason: meta.FailedReason,
 		},
 		{
-			name:    "a suspended object does not run",
-			mutate:  func(obj *sourcev1.GitRepository) { obj.Spec.Suspend = true },
-			run:     func(context.Context, *sourcev1.GitRepository) (Result, error) { return ResultSuccess, nil },
+			name:   "a suspended object does not run",
+			mutate: func(obj *sourcev1.GitRepository) { obj.Spec.Suspend = true },
+			run: func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+				return outcome.ResultSuccess, nil
+			},
 			wantRan: false,
 		},
 	}
@@ -128,7 +139,7 @@ func TestRunner(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).
 				WithStatusSubresource(&sourcev1.GitRepository{}).Build()
 			ran := false
-			kind := testKind(func(ctx context.Context, o *sourcev1.GitRepository) (Result, error) {
+			kind := testKind(func(ctx context.Context, o *sourcev1.GitRepository) (outcome.Result, error) {
 				ran = true
 				return tt.run(ctx, o)
 			})
@@ -176,9 +187,9 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	var finalized int
 	var forgotten []types.NamespacedName
 	finalizeErr := errors.New("storage read-only")
-	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
 		t.Fatal("a deleted object does not run")
-		return ResultEmpty, nil
+		return outcome.ResultEmpty, nil
 	})
 	kind.Finalize = func(context.Context, *sourcev1.GitRepository) error {
 		finalized++
@@ -212,8 +223,8 @@ func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
 	obj.Finalizers = []string{meta.Finalizer}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).
 		WithStatusSubresource(&sourcev1.GitRepository{}).Build()
-	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
-		return ResultEmpty, ProgressQuietly(meta.ProgressingReason, errors.New("waiting"), time.Second)
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+		return outcome.ResultEmpty, outcome.ProgressQuietly(meta.ProgressingReason, errors.New("waiting"), time.Second)
 	})
 	kind.RecheckedFields = []string{"conditions"}
 	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
@@ -249,11 +260,11 @@ func TestRunnerRecordsRecovery(t *testing.T) {
 	obj := newRepo()
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
 	failing := true
-	kind := testKind(func(context.Context, *sourcev1.GitRepository) (Result, error) {
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
 		if failing {
-			return ResultEmpty, Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
+			return outcome.ResultEmpty, outcome.Fail(sourcev1.GitOperationFailedReason, errors.New("host down"))
 		}
-		return ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	})
 	sink := &forwarded{}
 	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind, Events: &event.Recorder{Sink: sink}}

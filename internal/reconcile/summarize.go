@@ -9,6 +9,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -22,7 +23,7 @@ type ObjectWithStatus interface {
 // Summary describes how to summarize one run of a kind's reconciler.
 type Summary struct {
 	// Result is the combined result of the steps that ran.
-	Result Result
+	Result outcome.Result
 	// Err is the error the steps returned, if any.
 	Err error
 	// NegativeConditions are the kind's abnormal-true conditions, most
@@ -62,10 +63,10 @@ type Summary struct {
 //     and the next run after the jittered interval.
 func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 	var (
-		stalling    *Stalling
-		waiting     *Waiting
-		progressing *Progressing
-		holding     *Holding
+		stalling    *outcome.Stalling
+		waiting     *outcome.Waiting
+		progressing *outcome.Progressing
+		holding     *outcome.Holding
 	)
 	switch {
 	case errors.As(s.Err, &holding):
@@ -97,7 +98,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.MarkUnknown(obj, meta.ReadyCondition, progressing.Reason, "%s", progressing.Err.Error())
 		return ctrl.Result{RequeueAfter: progressing.RequeueAfter}, nil
 	case s.Err != nil:
-		reason := ReasonOf(s.Err, negativeReason(obj, s.NegativeConditions, meta.FailedReason))
+		reason := outcome.ReasonOf(s.Err, negativeReason(obj, s.NegativeConditions, meta.FailedReason))
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure: %s", s.Err.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", s.Err.Error())
@@ -112,7 +113,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 		conditions.MarkTrue(obj, meta.ReadyCondition, s.SuccessReason, "%s", s.SuccessMessage)
 	}
 	obj.SetObservedGeneration(obj.GetGeneration())
-	if s.Result == ResultRequeue {
+	if s.Result == outcome.ResultRequeue {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: Jitter(s.Interval, jitterPercent(s.JitterPercent))}, nil
@@ -120,9 +121,9 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 
 // waitingReason is the reason of a wait: its own, or WaitingReason when
 // it gives none (never ProgressingWithRetry, which marks a failure).
-func waitingReason(w *Waiting) string {
+func waitingReason(w *outcome.Waiting) string {
 	if w.Reason == "" || w.Reason == meta.ProgressingWithRetryReason {
-		return WaitingReason
+		return outcome.WaitingReason
 	}
 	return w.Reason
 }
@@ -130,7 +131,7 @@ func waitingReason(w *Waiting) string {
 // retryAfter is the fixed delay a Failure asks to be retried after, or
 // zero for the usual backoff.
 func retryAfter(err error) time.Duration {
-	var f *Failure
+	var f *outcome.Failure
 	if errors.As(err, &f) {
 		return f.RetryAfter
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 func TestSummarize(t *testing.T) {
@@ -31,7 +32,7 @@ func TestSummarize(t *testing.T) {
 	}{
 		{
 			name:         "success is Ready with the jittered interval",
-			summary:      Summary{Result: ResultSuccess, SuccessReason: meta.SucceededReason, SuccessMessage: "stored"},
+			summary:      Summary{Result: outcome.ResultSuccess, SuccessReason: meta.SucceededReason, SuccessMessage: "stored"},
 			wantReady:    "True",
 			wantReason:   meta.SucceededReason,
 			wantObserved: true,
@@ -44,7 +45,7 @@ func TestSummarize(t *testing.T) {
 			before: func(obj *sourcev1.GitRepository) {
 				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "x")
 			},
-			summary:      Summary{Err: Stall("InvalidURL", errors.New("bad url"))},
+			summary:      Summary{Err: outcome.Stall("InvalidURL", errors.New("bad url"))},
 			wantReady:    "False",
 			wantReason:   "InvalidURL",
 			wantStalled:  true,
@@ -54,7 +55,7 @@ func TestSummarize(t *testing.T) {
 		},
 		{
 			name:          "progress is Ready=Unknown and requeues without error",
-			summary:       Summary{Err: Progress(meta.ProgressingReason, errors.New("health check in progress"), 2*time.Second)},
+			summary:       Summary{Err: outcome.Progress(meta.ProgressingReason, errors.New("health check in progress"), 2*time.Second)},
 			wantReady:     "Unknown",
 			wantReason:    meta.ProgressingReason,
 			wantRecon:     true,
@@ -62,7 +63,7 @@ func TestSummarize(t *testing.T) {
 		},
 		{
 			name:          "a wait requeues without error",
-			summary:       Summary{Err: Wait(meta.DependencyNotReadyReason, errors.New("dep"), 30*time.Second)},
+			summary:       Summary{Err: outcome.Wait(meta.DependencyNotReadyReason, errors.New("dep"), 30*time.Second)},
 			wantReady:     "False",
 			wantReason:    meta.DependencyNotReadyReason,
 			wantRecon:     true,
@@ -71,16 +72,16 @@ func TestSummarize(t *testing.T) {
 		},
 		{
 			name:          "a wait without a reason of its own is not taken for a failure",
-			summary:       Summary{Err: Wait("", errors.New("dep"), 30*time.Second)},
+			summary:       Summary{Err: outcome.Wait("", errors.New("dep"), 30*time.Second)},
 			wantReady:     "False",
-			wantReason:    WaitingReason,
+			wantReason:    outcome.WaitingReason,
 			wantRecon:     true,
-			wantReconWhy:  WaitingReason,
+			wantReconWhy:  outcome.WaitingReason,
 			wantRequeueIn: [2]time.Duration{30 * time.Second, 30 * time.Second},
 		},
 		{
 			name:         "a failure with a retry delay is an error marked as a failure (the runner retries it after the delay)",
-			summary:      Summary{Err: FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)},
+			summary:      Summary{Err: outcome.FailRetryAfter("UpgradeFailed", errors.New("upgrade failed"), 5*time.Second)},
 			wantReady:    "False",
 			wantReason:   "UpgradeFailed",
 			wantRecon:    true,
@@ -117,7 +118,7 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "stored artifact")
 				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "new generation")
 			},
-			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), 10*time.Second)},
+			summary:       Summary{Err: outcome.Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), 10*time.Second)},
 			wantReady:     "True",
 			wantReason:    meta.SucceededReason,
 			wantRequeueIn: [2]time.Duration{10*time.Second - 10*time.Second*DefaultJitterPercent/100, 10*time.Second + 10*time.Second*DefaultJitterPercent/100},
@@ -128,7 +129,7 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkFalse(obj, meta.ReadyCondition, meta.FailedReason, "host down")
 				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying")
 			},
-			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute), JitterPercent: -1},
+			summary:       Summary{Err: outcome.Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute), JitterPercent: -1},
 			wantReady:     "False",
 			wantReason:    meta.FailedReason,
 			wantRecon:     true,
@@ -140,7 +141,7 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkFalse(obj, meta.ReadyCondition, sourcev1.StorageOperationFailedReason, "artifact disappeared")
 				conditions.MarkTrue(obj, meta.ReconcilingCondition, meta.ProgressingReason, "rebuilding")
 			},
-			summary: Summary{Err: MarkRestored(Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
+			summary: Summary{Err: outcome.MarkRestored(outcome.Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
 				SuccessReason: meta.SucceededReason, SuccessMessage: "stored artifact", NegativeConditions: []string{sourcev1.FetchFailedCondition}},
 			wantReady:     "True",
 			wantReason:    meta.SucceededReason,
@@ -152,7 +153,7 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkFalse(obj, meta.ReadyCondition, sourcev1.StorageOperationFailedReason, "artifact disappeared")
 				conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason, "denied")
 			},
-			summary: Summary{Err: MarkRestored(Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
+			summary: Summary{Err: outcome.MarkRestored(outcome.Hold(meta.GateClosedReason, errors.New("gate closed"), time.Minute)), JitterPercent: -1,
 				SuccessReason: meta.SucceededReason, NegativeConditions: []string{sourcev1.FetchFailedCondition}},
 			wantReady:     "False",
 			wantReason:    sourcev1.StorageOperationFailedReason,
@@ -160,7 +161,7 @@ func TestSummarize(t *testing.T) {
 		},
 		{
 			name:          "a hold of an object never reconciled says so in Ready",
-			summary:       Summary{Err: Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), time.Minute), JitterPercent: -1},
+			summary:       Summary{Err: outcome.Hold(meta.GateClosedReason, errors.New("gate 'ns/freeze' is closed"), time.Minute), JitterPercent: -1},
 			wantReady:     "False",
 			wantReason:    meta.GateClosedReason,
 			wantRequeueIn: [2]time.Duration{time.Minute, time.Minute},
@@ -170,7 +171,7 @@ func TestSummarize(t *testing.T) {
 			before: func(obj *sourcev1.GitRepository) {
 				conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason, "new")
 			},
-			summary:      Summary{Result: ResultSuccess, NegativeConditions: []string{sourcev1.ArtifactOutdatedCondition}, SuccessReason: meta.SucceededReason},
+			summary:      Summary{Result: outcome.ResultSuccess, NegativeConditions: []string{sourcev1.ArtifactOutdatedCondition}, SuccessReason: meta.SucceededReason},
 			wantReady:    "False",
 			wantReason:   sourcev1.NewRevisionReason,
 			wantObserved: true,
@@ -227,13 +228,13 @@ func TestJitterStaysInBounds(t *testing.T) {
 
 func TestLowestRequeuingResult(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(LowestRequeuingResult(ResultEmpty, ResultSuccess)).To(Equal(ResultSuccess))
-	g.Expect(LowestRequeuingResult(ResultSuccess, ResultRequeue)).To(Equal(ResultRequeue))
-	g.Expect(LowestRequeuingResult(ResultSuccess, ResultEmpty)).To(Equal(ResultSuccess))
+	g.Expect(outcome.LowestRequeuingResult(outcome.ResultEmpty, outcome.ResultSuccess)).To(Equal(outcome.ResultSuccess))
+	g.Expect(outcome.LowestRequeuingResult(outcome.ResultSuccess, outcome.ResultRequeue)).To(Equal(outcome.ResultRequeue))
+	g.Expect(outcome.LowestRequeuingResult(outcome.ResultSuccess, outcome.ResultEmpty)).To(Equal(outcome.ResultSuccess))
 }
 
 func TestReasonOf(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(ReasonOf(Fail("GitOperationFailed", errors.New("x")), "F")).To(Equal("GitOperationFailed"))
-	g.Expect(ReasonOf(errors.New("x"), "F")).To(Equal("F"))
+	g.Expect(outcome.ReasonOf(outcome.Fail("GitOperationFailed", errors.New("x")), "F")).To(Equal("GitOperationFailed"))
+	g.Expect(outcome.ReasonOf(errors.New("x"), "F")).To(Equal("F"))
 }

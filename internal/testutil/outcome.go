@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // Outcome is the kind of error a reconcile step returned (see
@@ -19,17 +19,17 @@ type Outcome string
 const (
 	// NoError: the step succeeded.
 	NoError Outcome = ""
-	// Stalled: a *reconcile.Stalling error.
+	// Stalled: a *outcome.Stalling error.
 	Stalled Outcome = "Stall"
-	// Waiting: a *reconcile.Waiting error.
+	// Waiting: a *outcome.Waiting error.
 	Waiting Outcome = "Wait"
-	// Progressing: a *reconcile.Progressing error that is not quiet.
+	// Progressing: a *outcome.Progressing error that is not quiet.
 	Progressing Outcome = "Progress"
-	// ProgressingQuietly: a quiet *reconcile.Progressing error.
+	// ProgressingQuietly: a quiet *outcome.Progressing error.
 	ProgressingQuietly Outcome = "ProgressQuietly"
-	// Holding: a *reconcile.Holding error.
+	// Holding: a *outcome.Holding error.
 	Holding Outcome = "Hold"
-	// Failing: a *reconcile.Failure error.
+	// Failing: a *outcome.Failure error.
 	Failing Outcome = "Fail"
 	// Untyped: an error of none of the reconcile types.
 	Untyped Outcome = "Untyped"
@@ -38,11 +38,11 @@ const (
 // OutcomeOf returns the kind of err.
 func OutcomeOf(err error) Outcome {
 	var (
-		s *reconcile.Stalling
-		w *reconcile.Waiting
-		p *reconcile.Progressing
-		h *reconcile.Holding
-		f *reconcile.Failure
+		s *outcome.Stalling
+		w *outcome.Waiting
+		p *outcome.Progressing
+		h *outcome.Holding
+		f *outcome.Failure
 	)
 	switch {
 	case err == nil:
@@ -63,21 +63,35 @@ func OutcomeOf(err error) Outcome {
 	return Untyped
 }
 
-// ExpectOutcome asserts what a step returned: an error of kind outcome
-// with reason and a message that contains msg (no error for NoError), and
-// the result that goes with it, reconcile.ResultSuccess without an error
-// and reconcile.ResultEmpty with one, as every step returns.
-func ExpectOutcome(g Gomega, res reconcile.Result, err error, outcome Outcome, reason, msg string) {
-	g.ExpectWithOffset(1, OutcomeOf(err)).To(Equal(outcome), "error: %v", err)
-	if outcome == NoError {
-		g.ExpectWithOffset(1, res).To(Equal(reconcile.ResultSuccess), "result")
+// ExpectOutcome asserts what a step returned: an error of kind want with
+// reason and a message that contains msg (no error for NoError; see
+// ExpectError), and the result that goes with it,
+// outcome.ResultSuccess without an error and outcome.ResultEmpty with one,
+// as every step returns.
+func ExpectOutcome(g Gomega, res outcome.Result, err error, want Outcome, reason, msg string) {
+	if err == nil {
+		g.ExpectWithOffset(1, res).To(Equal(outcome.ResultSuccess), "result")
+	} else {
+		g.ExpectWithOffset(1, res).To(Equal(outcome.ResultEmpty), "result")
+	}
+	expectError(g, 2, err, want, reason, msg)
+}
+
+// ExpectError asserts an error of kind want with reason and a message
+// that contains msg, or no error for NoError.
+func ExpectError(g Gomega, err error, want Outcome, reason, msg string) {
+	expectError(g, 2, err, want, reason, msg)
+}
+
+func expectError(g Gomega, offset int, err error, want Outcome, reason, msg string) {
+	g.ExpectWithOffset(offset, OutcomeOf(err)).To(Equal(want), "error: %v", err)
+	if want == NoError {
 		return
 	}
-	g.ExpectWithOffset(1, res).To(Equal(reconcile.ResultEmpty), "result")
-	if outcome != Untyped {
-		g.ExpectWithOffset(1, reconcile.ReasonOf(err, "")).To(Equal(reason), "reason of %v", err)
+	if want != Untyped {
+		g.ExpectWithOffset(offset, outcome.ReasonOf(err, "")).To(Equal(reason), "reason of %v", err)
 	}
-	g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(msg))
+	g.ExpectWithOffset(offset, err.Error()).To(ContainSubstring(msg))
 }
 
 // RequeueAfter returns when err asks to look again: the RequeueAfter of
@@ -85,10 +99,10 @@ func ExpectOutcome(g Gomega, res reconcile.Result, err error, outcome Outcome, r
 // zero otherwise.
 func RequeueAfter(err error) time.Duration {
 	var (
-		w *reconcile.Waiting
-		p *reconcile.Progressing
-		h *reconcile.Holding
-		f *reconcile.Failure
+		w *outcome.Waiting
+		p *outcome.Progressing
+		h *outcome.Holding
+		f *outcome.Failure
 	)
 	switch {
 	case errors.As(err, &h):

@@ -5,7 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // ExpectStall asserts what a step's check returned: nil when reason is
@@ -16,7 +16,7 @@ func ExpectStall(g Gomega, err error, reason, msg string) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return
 	}
-	var stalling *reconcile.Stalling
+	var stalling *outcome.Stalling
 	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "not a stall: %v", err)
 	g.Expect(stalling.Reason).To(Equal(reason))
 	g.Expect(err).To(MatchError(ContainSubstring(msg)))

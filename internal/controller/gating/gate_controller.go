@@ -19,10 +19,11 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch;update;patch
@@ -75,12 +76,15 @@ func (r *GateReconciler) gateKind() reconcile.Kind[*gatingv1alpha1.Gate] {
 }
 
 // SetupWithManager registers the reconciler with mgr.
-func (r *GateReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
+func (r *GateReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	runner := &reconcile.Runner[*gatingv1alpha1.Gate]{
 		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.gateKind(),
 	}
-	return reconcile.NewControllerManagedBy(mgr, &gatingv1alpha1.Gate{}, opts).
-		Watches(&gatingv1alpha1.Gate{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(requestChanged())).
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
+		return err
+	}
+	return b.Watches(&gatingv1alpha1.Gate{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(requestChanged())).
 		Complete(runner)
 }
 
@@ -112,7 +116,7 @@ func (r *GateReconciler) now() time.Time {
 }
 
 // run decides the gate's state now and writes it to the status.
-func (r *GateReconciler) run(ctx context.Context, obj *gatingv1alpha1.Gate, _ *patch.Helper) (reconcile.Result, error) {
+func (r *GateReconciler) run(ctx context.Context, obj *gatingv1alpha1.Gate, _ *patch.Helper) (outcome.Result, error) {
 	wasOpen, decidedBefore := opened(obj)
 	d, problems, err := gate.Evaluate(obj, r.now())
 	r.writeDecision(obj, d)
@@ -120,11 +124,11 @@ func (r *GateReconciler) run(ctx context.Context, obj *gatingv1alpha1.Gate, _ *p
 	metrics.RecordGate(obj.Namespace, obj.Name, d.Open)
 	var specErr *gate.SpecError
 	if errors.As(err, &specErr) {
-		return reconcile.ResultEmpty, reconcile.Stall(specErr.Reason, specErr)
+		return outcome.ResultEmpty, outcome.Stall(specErr.Reason, specErr)
 	}
 	if len(problems) == 0 {
 		conditions.Delete(obj, gatingv1alpha1.RequestInvalidCondition)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	// The gate is decided; the invalid request is ignored, and said until
 	// it is fixed (a Warning event when first seen).
@@ -132,7 +136,7 @@ func (r *GateReconciler) run(ctx context.Context, obj *gatingv1alpha1.Gate, _ *p
 		r.Events.Warning(ctx, obj, problems[0].Reason, "", problems[0].Message)
 	}
 	conditions.MarkTrue(obj, gatingv1alpha1.RequestInvalidCondition, problems[0].Reason, "%s", problems[0].Message)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // opened returns the gate's state before this run, and whether it had one.

@@ -18,8 +18,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	chartload "github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/kinds"
-	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/sourceref"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
 
 // chartSources are the kinds a release's chart comes from: the HelmChart
@@ -37,12 +37,6 @@ func chartRef(obj *helmv2.HelmRelease) sourceref.Ref {
 	return sourceref.Ref{Kind: sourcev1.HelmChartKind, Name: obj.GetHelmChartName(), Namespace: templateNamespace(obj)}
 }
 
-// chartKey returns the key of obj's chart source, which indexes
-// HelmReleases by chart source.
-func chartKey(obj *helmv2.HelmRelease) string {
-	return sourceref.Key(obj.Namespace, chartRef(obj))
-}
-
 // templateNamespace returns the namespace of the HelmChart made from
 // spec.chart: its source's.
 func templateNamespace(obj *helmv2.HelmRelease) string {
@@ -58,13 +52,13 @@ func templateNamespace(obj *helmv2.HelmRelease) string {
 func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) error {
 	if obj.Spec.Chart == nil {
 		if err := r.deleteChartTemplate(ctx, obj); err != nil {
-			return reconcile.Fail(helmv2.ArtifactFailedReason, err)
+			return outcome.Fail(helmv2.ArtifactFailedReason, err)
 		}
 		return nil
 	}
 	ns := templateNamespace(obj)
 	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
-		return reconcile.Stall(meta.AccessDeniedReason,
+		return outcome.Stall(meta.AccessDeniedReason,
 			fmt.Errorf("cross-namespace reference to %s '%s/%s' is not allowed", obj.Spec.Chart.Spec.SourceRef.Kind, ns,
 				obj.Spec.Chart.Spec.SourceRef.Name))
 	}
@@ -76,16 +70,16 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 		setTemplateMeta(hc, obj)
 		hc.Spec = want
 		if err := r.Create(ctx, hc); err != nil {
-			return reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
+			return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
 		}
 	case err != nil:
-		return reconcile.Fail(helmv2.ArtifactFailedReason, err)
+		return outcome.Fail(helmv2.ArtifactFailedReason, err)
 	case !equalChartSpecs(hc.Spec, want) || !templateMetaCurrent(hc, obj):
 		patch := client.MergeFrom(hc.DeepCopy())
 		setTemplateMeta(hc, obj)
 		hc.Spec = want
 		if err := r.Patch(ctx, hc, patch); err != nil {
-			return reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("updating HelmChart '%s/%s': %w", ns, hc.Name, err))
+			return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("updating HelmChart '%s/%s': %w", ns, hc.Name, err))
 		}
 	}
 	obj.Status.HelmChart = ns + "/" + hc.Name
@@ -258,10 +252,10 @@ func (r *HelmReleaseReconciler) readChart(ctx context.Context, a *meta.Artifact)
 	data, err := r.ChartReader.ReadAll(ctx, *a, r.maxChartSize())
 	switch {
 	case errors.Is(err, fetch.ErrNotFound):
-		return nil, reconcile.Wait(helmv2.ArtifactFailedReason,
+		return nil, outcome.Wait(helmv2.ArtifactFailedReason,
 			fmt.Errorf("artifact for revision '%s' is gone from storage, waiting for the source's next artifact", a.Revision), r.DependencyRequeue)
 	case err != nil:
-		return nil, reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("reading the chart of revision '%s': %w", a.Revision, err))
+		return nil, outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("reading the chart of revision '%s': %w", a.Revision, err))
 	}
 	var ch *hchart.Chart
 	err = chartload.Safely(func() error {
@@ -270,7 +264,7 @@ func (r *HelmReleaseReconciler) readChart(ctx context.Context, a *meta.Artifact)
 		return err
 	})
 	if err != nil {
-		return nil, reconcile.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("loading the chart of revision '%s': %w", a.Revision, err))
+		return nil, outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("loading the chart of revision '%s': %w", a.Revision, err))
 	}
 	return ch, nil
 }

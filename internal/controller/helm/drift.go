@@ -11,52 +11,52 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/drift"
 	"github.com/windlass-dev/windlass/internal/helm/release"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
 // reconcileDrift compares the objects of a deployed release with the
 // cluster: drift is reported in the Drifted condition and an event, and
 // corrected when the mode is enabled.
-func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
 	mode := obj.GetDriftDetectionMode()
 	if mode == helmv2.DriftDetectionDisabled || sc.last == nil || sc.last.Info.Status != hcommon.StatusDeployed {
 		conditions.Delete(obj, helmv2.DriftedCondition)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	rules, err := kspec.IgnoreRules(obj.Spec.DriftDetection.Ignore)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(helmv2.InvalidSpecReason, fmt.Errorf("invalid drift detection ignore rules: %w", err))
+		return outcome.ResultEmpty, outcome.Stall(helmv2.InvalidSpecReason, fmt.Errorf("invalid drift detection ignore rules: %w", err))
 	}
 	objs, err := releaseObjects(sc)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InventoryBuildFailedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(helmv2.InventoryBuildFailedReason, err)
 	}
 	drift.SetReleaseMetadata(objs, sc.last.Name, sc.last.Namespace)
 	m, err := ssa.New(sc.target.Client, sc.target.Mapper, ssa.Options{FieldManager: release.FieldManager, Owner: drift.Owner(obj)})
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.DriftDetectedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, err)
 	}
 	report, err := drift.Detect(ctx, m, objs, rules)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.DriftDetectedReason, fmt.Errorf("detecting drift: %w", err))
+		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, fmt.Errorf("detecting drift: %w", err))
 	}
 	if !report.Drifted() {
 		conditions.MarkFalse(obj, helmv2.DriftedCondition, helmv2.NoDriftDetectedReason, "No drift detected")
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	msg := fmt.Sprintf("Cluster state of release %s/%s.v%d differs from the release: %s", sc.last.Namespace, sc.last.Name,
 		sc.last.Version, report.Summary())
 	if mode == helmv2.DriftDetectionWarn {
 		conditions.MarkTrue(obj, helmv2.DriftedCondition, helmv2.DriftDetectedReason, "%s", msg)
 		r.Events.Warning(ctx, obj, helmv2.DriftDetectedReason, sc.revision, msg)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	if _, err := drift.Correct(ctx, m, report); err != nil {
 		conditions.MarkTrue(obj, helmv2.DriftedCondition, helmv2.DriftDetectedReason, "%s", msg)
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.DriftDetectedReason, fmt.Errorf("%s; correcting it failed: %w", msg, err))
+		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, fmt.Errorf("%s; correcting it failed: %w", msg, err))
 	}
 	conditions.MarkFalse(obj, helmv2.DriftedCondition, helmv2.DriftCorrectedReason, "%s", "Drift corrected: "+report.Summary())
 	r.Events.Normal(ctx, obj, helmv2.DriftCorrectedReason, sc.revision, "Drift corrected: "+report.Summary())
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }

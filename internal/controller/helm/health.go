@@ -13,7 +13,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/health"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // healthRecheck is how soon the health of custom resources is checked
@@ -24,35 +24,35 @@ const healthRecheck = 5 * time.Second
 // spec.healthCheckExprs select with those expressions (Helm's own wait
 // knows only the built-in kinds): one Failed fails the run, one still in
 // progress makes it progress and be checked again soon.
-func (r *HelmReleaseReconciler) reconcileHealth(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+func (r *HelmReleaseReconciler) reconcileHealth(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
 	if len(obj.Spec.HealthCheckExprs) == 0 || sc.last == nil {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	exprs, err := kspec.HealthExprs(obj.Spec.HealthCheckExprs)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.InvalidCELExpressionReason, err)
+		return outcome.ResultEmpty, outcome.Stall(meta.InvalidCELExpressionReason, err)
 	}
 	objs, err := releaseObjects(sc)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InventoryBuildFailedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(helmv2.InventoryBuildFailedReason, err)
 	}
 	refs := selectedRefs(objs, obj.Spec.HealthCheckExprs)
 	if len(refs) == 0 {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	result, err := health.NewChecker(sc.target.Client, sc.target.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.HealthCheckFailedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(helmv2.HealthCheckFailedReason, err)
 	}
 	if failed := result.Failed(); len(failed) > 0 {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.HealthCheckFailedReason,
+		return outcome.ResultEmpty, outcome.Fail(helmv2.HealthCheckFailedReason,
 			fmt.Errorf("health check failed: %s", joinStatuses(failed)))
 	}
 	if pending := result.NotReady(); len(pending) > 0 {
-		return reconcile.ResultEmpty, reconcile.Progress(meta.ProgressingReason,
+		return outcome.ResultEmpty, outcome.Progress(meta.ProgressingReason,
 			fmt.Errorf("waiting for: %s", joinStatuses(pending)), healthRecheck)
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // selectedRefs returns the objects whose group (and kind, when given) one

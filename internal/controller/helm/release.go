@@ -17,7 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/impersonation"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // releaseScope is what the release steps of one run share.
@@ -109,7 +109,7 @@ func retriesExceeded(obj *helmv2.HelmRelease) error {
 	if obj.Status.LastAttemptedReleaseAction == helmv2.ReleaseActionUpgrade {
 		n = obj.Status.UpgradeFailures
 	}
-	return reconcile.Stall(helmv2.RetriesExceededReason,
+	return outcome.Stall(helmv2.RetriesExceededReason,
 		fmt.Errorf("failed to %s after %d attempt(s): change the spec, the chart or the values, or reset with 'windlass reconcile helmrelease %s --reset'",
 			obj.Status.LastAttemptedReleaseAction, n, obj.Name))
 }
@@ -160,7 +160,7 @@ func (r *HelmReleaseReconciler) lastRelease(ctx context.Context, obj *helmv2.Hel
 	name := obj.GetReleaseName()
 	recovered, err := sc.runner.RecoverPending(ctx, name)
 	if err != nil {
-		return nil, reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
+		return nil, outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
 	}
 	if recovered != nil {
 		sc.acted = true
@@ -170,7 +170,7 @@ func (r *HelmReleaseReconciler) lastRelease(ctx context.Context, obj *helmv2.Hel
 	}
 	last, err := sc.runner.Last(name)
 	if err != nil {
-		return nil, reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
+		return nil, outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
 	}
 	return last, nil
 }

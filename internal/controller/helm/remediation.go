@@ -10,7 +10,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // failed records the failure of an install or upgrade, remediates it as
@@ -33,18 +33,18 @@ func (r *HelmReleaseReconciler) failed(ctx context.Context, obj *helmv2.HelmRele
 		obj.GetReleaseName(), sc.chart.Metadata.Name, sc.chart.Metadata.Version, cause)
 	conditions.MarkFalse(obj, helmv2.ReleasedCondition, reason, "%s", msg)
 	if retriesOnFailure(strategy) {
-		return reconcile.FailRetryAfter(reason, fmt.Errorf("%s; retrying", msg), retryInterval(strategy))
+		return outcome.FailRetryAfter(reason, fmt.Errorf("%s; retrying", msg), retryInterval(strategy))
 	}
 	remaining := retries < 0 || *failures <= int64(retries)
 	if remaining || remediateLast {
 		if err := r.remediate(ctx, obj, sc, action); err != nil {
-			return reconcile.Fail(reason, fmt.Errorf("%s; remediation failed: %w", msg, err))
+			return outcome.Fail(reason, fmt.Errorf("%s; remediation failed: %w", msg, err))
 		}
 	}
 	if !remaining {
-		return reconcile.Stall(helmv2.RetriesExceededReason, fmt.Errorf("%s (retries exhausted after %d attempt(s))", msg, *failures))
+		return outcome.Stall(helmv2.RetriesExceededReason, fmt.Errorf("%s (retries exhausted after %d attempt(s))", msg, *failures))
 	}
-	return reconcile.Fail(reason, fmt.Errorf("%s", msg))
+	return outcome.Fail(reason, fmt.Errorf("%s", msg))
 }
 
 // retryInterval is the interval between retries under RetryOnFailure.

@@ -54,7 +54,7 @@ func TestCheckServed(t *testing.T) {
 					obj.Spec.Chart.Spec.SourceRef.Kind = tc.sourceKind
 				}
 			}
-			_, err := checkServed(context.Background(), obj, &releaseScope{})
+			err := checkServed(obj)
 			testutil.ExpectStall(g, err, tc.wantReason, tc.wantErr)
 		})
 	}

@@ -144,8 +144,8 @@ func TestStep_ReconcileGates(t *testing.T) {
 				conditions.MarkFalse(obj, meta.ApprovedCondition, meta.GateClosedReason, "%s", closed)
 			}
 
-			res, err := r.reconcileGates(context.Background(), obj, &releaseScope{})
-			testutil.ExpectOutcome(g, res, err, tt.wantErr, tt.wantReason, tt.wantMsg)
+			err := r.runner().Admit(context.Background(), obj)
+			testutil.ExpectError(g, err, tt.wantErr, tt.wantReason, tt.wantMsg)
 			g.Expect(testutil.ConditionSummary(obj)).To(Equal(tt.wantConditions))
 			g.Expect(recordedEvents(recorder)).To(Equal(tt.wantEvents))
 			if tt.wantErr == testutil.Holding {

@@ -9,7 +9,7 @@ import (
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // TakeoverRefusedReason is the reason of a HelmRelease that does not take
@@ -53,11 +53,11 @@ func (r *HelmReleaseReconciler) checkTakeover(ctx context.Context, obj *helmv2.H
 		ReleaseName: obj.GetReleaseName(), Namespace: obj.GetReleaseNamespace(), PostRenderer: sc.postRenderer,
 	})
 	if err != nil {
-		return reconcile.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made: rendering the chart: %w",
+		return outcome.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made: rendering the chart: %w",
 			last.Namespace, last.Name, last.Version, err))
 	}
 	if err := sc.runner.CheckUpgradeAccess(ctx, last, next); err != nil {
-		return reconcile.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made, as %s: %w",
+		return outcome.Fail(TakeoverRefusedReason, fmt.Errorf("not taking over release %s/%s.v%d, which another tool made, as %s: %w",
 			last.Namespace, last.Name, last.Version, r.identityOf(obj), err))
 	}
 	r.Events.Normal(ctx, obj, TakeoverReason, sc.revision, fmt.Sprintf("Taking over release %s/%s.v%d, which another tool made",

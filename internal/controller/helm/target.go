@@ -16,48 +16,48 @@ import (
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // reconcileValues composes the release's values from spec.valuesFrom and
 // spec.values.
-func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
 	vals, err := values.Compose(ctx, r.Client, obj)
 	if err != nil {
 		switch {
 		case values.IsNotFound(err):
-			return reconcile.ResultEmpty, reconcile.Wait(helmv2.InitFailedReason, err, r.DependencyRequeue)
+			return outcome.ResultEmpty, outcome.Wait(helmv2.InitFailedReason, err, r.DependencyRequeue)
 		case values.IsInvalid(err):
-			return reconcile.ResultEmpty, reconcile.Stall(helmv2.InitFailedReason, err)
+			return outcome.ResultEmpty, outcome.Stall(helmv2.InitFailedReason, err)
 		}
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InitFailedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(helmv2.InitFailedReason, err)
 	}
 	sc.values, sc.configDigest = vals, helmaction.ConfigDigest(vals)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileTarget resolves the cluster and identity of the release, its
 // runner and its post-renderer.
-func (r *HelmReleaseReconciler) reconcileTarget(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (reconcile.Result, error) {
+func (r *HelmReleaseReconciler) reconcileTarget(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
 	t, err := r.target(ctx, obj)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if err := r.uninstallMoved(ctx, obj, t); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	run, err := r.runners.get(t, obj.GetStorageNamespace())
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(helmv2.InitFailedReason, fmt.Errorf("preparing the Helm client: %w", err))
+		return outcome.ResultEmpty, outcome.Fail(helmv2.InitFailedReason, fmt.Errorf("preparing the Helm client: %w", err))
 	}
 	pr, err := postrender.New(obj)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(helmv2.InitFailedReason, fmt.Errorf("invalid post-renderers: %w", err))
+		return outcome.ResultEmpty, outcome.Stall(helmv2.InitFailedReason, fmt.Errorf("invalid post-renderers: %w", err))
 	}
 	sc.runner, sc.postRenderer = run, pr
 	sc.target = t
 	obj.Status.StorageNamespace = obj.GetStorageNamespace()
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // target returns where and as whom obj's release is made.
@@ -67,11 +67,11 @@ func (r *HelmReleaseReconciler) target(ctx context.Context, obj *helmv2.HelmRele
 	}, r.Client)
 	switch {
 	case errors.Is(err, impersonation.ErrUnservedKubeConfig):
-		return nil, reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
+		return nil, outcome.Stall(meta.UnsupportedKubeConfigReason, err)
 	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
-		return nil, reconcile.Stall(helmv2.InitFailedReason, err)
+		return nil, outcome.Stall(helmv2.InitFailedReason, err)
 	case err != nil:
-		return nil, reconcile.Fail(helmv2.InitFailedReason, err)
+		return nil, outcome.Fail(helmv2.InitFailedReason, err)
 	}
 	return t, nil
 }
@@ -90,10 +90,10 @@ func (r *HelmReleaseReconciler) uninstallMoved(ctx context.Context, obj *helmv2.
 	}
 	run, err := r.runners.get(t, storage)
 	if err != nil {
-		return reconcile.Fail(helmv2.InitFailedReason, err)
+		return outcome.Fail(helmv2.InitFailedReason, err)
 	}
 	if _, err := run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()}); err != nil {
-		return reconcile.Fail(helmv2.UninstallFailedReason,
+		return outcome.Fail(helmv2.UninstallFailedReason,
 			fmt.Errorf("uninstalling the former release %s/%s: %w", latest.Namespace, latest.Name, err))
 	}
 	obj.Status.History = nil
@@ -114,13 +114,13 @@ func (r *HelmReleaseReconciler) recordRelease(ctx context.Context, obj *helmv2.H
 		latest.Status != string(sc.last.Info.Status) || latest.Name != sc.last.Name {
 		history, err := sc.runner.History(sc.last.Name, obj.GetMaxHistory())
 		if err != nil {
-			return reconcile.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release history: %w", err))
+			return outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release history: %w", err))
 		}
 		obj.Status.History = snapshots(history, obj.GetMaxHistory())
 	}
 	objs, err := releaseObjects(sc)
 	if err != nil {
-		return reconcile.Fail(helmv2.InventoryBuildFailedReason, err)
+		return outcome.Fail(helmv2.InventoryBuildFailedReason, err)
 	}
 	obj.Status.Inventory = kspec.ResourceInventory(inventory.FromObjects(objs))
 	return nil

@@ -10,7 +10,7 @@ import (
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/httptransport"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/secret"
 )
@@ -28,7 +28,7 @@ func registryOptions(ctx context.Context, c client.Reader, obj *imagev1.ImageRep
 		Exclusions: obj.GetExclusionList(),
 	}
 	if obj.Spec.Insecure && !allowHTTP {
-		return opts, reconcile.Stall(imagev1.ReasonInsecureDisallowed,
+		return opts, outcome.Stall(imagev1.ReasonInsecureDisallowed,
 			fmt.Errorf("spec.insecure asks for plain HTTP, which the controller refuses (--insecure-allow-http=false)"))
 	}
 	var err error
@@ -38,20 +38,20 @@ func registryOptions(ctx context.Context, c client.Reader, obj *imagev1.ImageRep
 	if ref := obj.Spec.CertSecretRef; ref != nil {
 		data, err := secret.Data(ctx, c, obj.Namespace, ref.Name)
 		if err != nil {
-			return opts, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+			return opts, outcome.Fail(imagev1.ReasonAuthenticationFailed, err)
 		}
 		if _, err := httptransport.TLSConfig(data); err != nil {
-			return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid TLS secret '%s': %w", ref.Name, err))
+			return opts, outcome.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid TLS secret '%s': %w", ref.Name, err))
 		}
 		opts.CA, opts.ClientCert, opts.ClientKey = data["ca.crt"], data["tls.crt"], data["tls.key"]
 	}
 	if ref := obj.Spec.ProxySecretRef; ref != nil {
 		data, err := secret.Data(ctx, c, obj.Namespace, ref.Name)
 		if err != nil {
-			return opts, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+			return opts, outcome.Fail(imagev1.ReasonAuthenticationFailed, err)
 		}
 		if opts.Proxy, err = httptransport.ProxyURL(data); err != nil {
-			return opts, reconcile.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid proxy secret '%s': %w", ref.Name, err))
+			return opts, outcome.Stall(imagev1.ReasonAuthenticationFailed, fmt.Errorf("invalid proxy secret '%s': %w", ref.Name, err))
 		}
 	}
 	return opts, nil
@@ -68,7 +68,7 @@ func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepos
 	if sa := obj.Spec.ServiceAccountName; sa != "" {
 		var account corev1.ServiceAccount
 		if err := c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &account); err != nil {
-			return nil, reconcile.Fail(imagev1.ReasonAuthenticationFailed,
+			return nil, outcome.Fail(imagev1.ReasonAuthenticationFailed,
 				fmt.Errorf("service account '%s/%s': %w", obj.Namespace, sa, client.IgnoreNotFound(err)))
 		}
 		for _, ref := range account.ImagePullSecrets {
@@ -79,11 +79,11 @@ func dockerConfigs(ctx context.Context, c client.Reader, obj *imagev1.ImageRepos
 	for _, name := range names {
 		data, err := secret.Data(ctx, c, obj.Namespace, name)
 		if err != nil {
-			return nil, reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+			return nil, outcome.Fail(imagev1.ReasonAuthenticationFailed, err)
 		}
 		config, ok := data[corev1.DockerConfigJsonKey]
 		if !ok {
-			return nil, reconcile.Stall(imagev1.ReasonAuthenticationFailed,
+			return nil, outcome.Stall(imagev1.ReasonAuthenticationFailed,
 				fmt.Errorf("secret '%s' has no '%s' key: create it with kubectl create secret docker-registry", name, corev1.DockerConfigJsonKey))
 		}
 		configs = append(configs, config)

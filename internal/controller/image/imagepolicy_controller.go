@@ -17,14 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/imagepolicy"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/registry"
 )
 
@@ -89,8 +88,10 @@ func (r *ImagePolicyReconciler) policyKind() reconcile.Kind[*imagev1.ImagePolicy
 			}
 			return obj.Status.LatestRef.String()
 		},
-		Run: func(ctx context.Context, obj *imagev1.ImagePolicy, _ *patch.Helper) (reconcile.Result, error) {
-			return reconcile.RunSteps(ctx, obj, &policyScope{}, r.enforceGates, r.compile, r.getRepository, r.elect, r.reflectDigest, r.record)
+		// A held policy keeps the image it elected (Approved=False).
+		GateRequeue: func(*imagev1.ImagePolicy) time.Duration { return r.dependencyRequeue() },
+		Run: func(ctx context.Context, obj *imagev1.ImagePolicy, _ *patch.Helper) (outcome.Result, error) {
+			return reconcile.RunSteps(ctx, obj, &policyScope{}, r.compile, r.getRepository, r.elect, r.reflectDigest, r.record)
 		},
 	}
 }
@@ -115,9 +116,10 @@ func electedMessage(obj *imagev1.ImagePolicy) string {
 // their ImageRepository.
 const repositoryIndexKey = ".spec.imageRepositoryRef"
 
-// SetupWithManager registers the reconciler with mgr: it watches the
-// ImageRepositories, whose status changes when their tags do, and the
-// pin annotation of ImagePolicies.
+// SetupWithManager registers the reconciler with mgr: besides what the
+// runner watches (the Gates), it watches the ImageRepositories, whose
+// status changes when their tags do, and the pin annotation of
+// ImagePolicies.
 func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, repositoryIndexKey, func(o client.Object) []string {
 		p := o.(*imagev1.ImagePolicy)
@@ -126,25 +128,17 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	if err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, gate.IndexKey, gate.IndexValues); err != nil {
+	runner := &reconcile.Runner[*imagev1.ImagePolicy]{
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
+		Kind: r.policyKind(),
+	}
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
 		return err
 	}
-	newList := func() client.ObjectList { return &imagev1.ImagePolicyList{} }
-	runner := &reconcile.Runner[*imagev1.ImagePolicy]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.policyKind(),
-	}
-	return reconcile.NewControllerManagedBy(mgr, &imagev1.ImagePolicy{}, opts).
-		Watches(&imagev1.ImagePolicy{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(pinChanged())).
+	return b.Watches(&imagev1.ImagePolicy{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(pinChanged())).
 		Watches(&imagev1.ImageRepository{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository)).
-		Watches(&gatingv1alpha1.Gate{}, gate.EnqueueConsumers(r.Client, newList), builder.WithPredicates(gate.OpenedChanged())).
 		Complete(runner)
-}
-
-// enforceGates holds the policy while one of its gates is closed: it keeps
-// the image it elected (Approved=False).
-func (r *ImagePolicyReconciler) enforceGates(ctx context.Context, obj *imagev1.ImagePolicy, _ *policyScope) (reconcile.Result, error) {
-	return reconcile.ResultEmpty, gate.Enforce(ctx, r.Client, r.Events, obj, gate.Applier, r.NoCrossNamespaceRefs, r.dependencyRequeue())
 }
 
 // pinChanged passes the updates that set, change or remove the pin.
@@ -171,13 +165,13 @@ func (r *ImagePolicyReconciler) policiesOfRepository(ctx context.Context, repo c
 }
 
 // compile compiles the policy's rule; a rule that cannot work stalls.
-func (r *ImagePolicyReconciler) compile(_ context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (reconcile.Result, error) {
+func (r *ImagePolicyReconciler) compile(_ context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	p, err := compilePolicy(obj)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidPolicy, err)
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidPolicy, err)
 	}
 	scope.policy = p
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // compilePolicy compiles obj's rule with the imagepolicy package.
@@ -208,31 +202,31 @@ func orDefault(s, def string) string {
 
 // getRepository reads the policy's ImageRepository and checks that the
 // policy may use it, and that it has been scanned.
-func (r *ImagePolicyReconciler) getRepository(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (reconcile.Result, error) {
+func (r *ImagePolicyReconciler) getRepository(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	key := types.NamespacedName{Namespace: obj.GetRepositoryNamespace(), Name: obj.Spec.ImageRepositoryRef.Name}
 	if key.Namespace != obj.Namespace && r.NoCrossNamespaceRefs {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonAccessDenied,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonAccessDenied,
 			fmt.Errorf("cross-namespace reference to ImageRepository '%s' is not allowed", key))
 	}
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, key, repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonDependencyNotReady,
+			return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonDependencyNotReady,
 				fmt.Errorf("ImageRepository '%s' not found", key))
 		}
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if key.Namespace != obj.Namespace {
 		if err := r.checkAccess(ctx, obj, repo); err != nil {
-			return reconcile.ResultEmpty, err
+			return outcome.ResultEmpty, err
 		}
 	}
 	if _, ok := r.Store.Revision(key.Namespace, key.Name); !ok || repo.Status.LastScanResult == nil {
-		return reconcile.ResultEmpty, reconcile.Wait(imagev1.ReasonDependencyNotReady,
+		return outcome.ResultEmpty, outcome.Wait(imagev1.ReasonDependencyNotReady,
 			fmt.Errorf("ImageRepository '%s' has not been scanned yet", key), r.dependencyRequeue())
 	}
 	scope.repo = repo
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // checkAccess refuses a policy whose namespace the repository's
@@ -249,14 +243,14 @@ func (r *ImagePolicyReconciler) checkAccess(ctx context.Context, obj *imagev1.Im
 			}
 		}
 	}
-	return reconcile.Fail(imagev1.ReasonAccessDenied, fmt.Errorf(
+	return outcome.Fail(imagev1.ReasonAccessDenied, fmt.Errorf(
 		"ImageRepository '%s/%s' does not give access to namespace '%s': add a selector of it to the repository's spec.accessFrom.namespaceSelectors",
 		repo.Namespace, repo.Name, obj.Namespace))
 }
 
 // elect streams the repository's tags through the rule, or takes the
 // pinned tag, which must be one of them.
-func (r *ImagePolicyReconciler) elect(_ context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (reconcile.Result, error) {
+func (r *ImagePolicyReconciler) elect(_ context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	repo := scope.repo
 	if pinned, ok := obj.Annotations[imagev1.PinAnnotation]; ok {
 		found := false
@@ -265,18 +259,18 @@ func (r *ImagePolicyReconciler) elect(_ context.Context, obj *imagev1.ImagePolic
 			return !found
 		})
 		if err != nil {
-			return reconcile.ResultEmpty, reconcile.Fail(meta.FailedReason, fmt.Errorf("reading the tags of '%s/%s': %w", repo.Namespace, repo.Name, err))
+			return outcome.ResultEmpty, outcome.Fail(meta.FailedReason, fmt.Errorf("reading the tags of '%s/%s': %w", repo.Namespace, repo.Name, err))
 		}
 		if !found {
-			return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonNoMatchingTag,
+			return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonNoMatchingTag,
 				fmt.Errorf("pinned tag '%s' (annotation %s) is not a tag of %s", pinned, imagev1.PinAnnotation, repo.Spec.Image))
 		}
 		scope.latest = imagev1.ImageRef{Name: repo.Spec.Image, Tag: pinned}
-		return reconcile.ResultEmpty, nil
+		return outcome.ResultEmpty, nil
 	}
 	snap, err := r.Store.Open(repo.Namespace, repo.Name)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(meta.FailedReason, fmt.Errorf("reading the tags of '%s/%s': %w", repo.Namespace, repo.Name, err))
+		return outcome.ResultEmpty, outcome.Fail(meta.FailedReason, fmt.Errorf("reading the tags of '%s/%s': %w", repo.Namespace, repo.Name, err))
 	}
 	defer func() { _ = snap.Close() }()
 	latest, err := scope.policy.Latest(snap.All())
@@ -285,46 +279,46 @@ func (r *ImagePolicyReconciler) elect(_ context.Context, obj *imagev1.ImagePolic
 	}
 	if err != nil {
 		if errors.Is(err, imagepolicy.ErrNoCandidate) {
-			return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonNoMatchingTag, fmt.Errorf("%s: %w", repo.Spec.Image, err))
+			return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonNoMatchingTag, fmt.Errorf("%s: %w", repo.Spec.Image, err))
 		}
-		return reconcile.ResultEmpty, reconcile.Fail(meta.FailedReason, err)
+		return outcome.ResultEmpty, outcome.Fail(meta.FailedReason, err)
 	}
 	scope.latest = imagev1.ImageRef{Name: repo.Spec.Image, Tag: latest}
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // reflectDigest looks up the digest of the elected tag, as
 // spec.digestReflectionPolicy asks: never, when the tag changes, or at
 // every run.
-func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (reconcile.Result, error) {
+func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	mode := obj.GetDigestReflectionPolicy()
 	if mode == imagev1.ReflectNever {
-		return reconcile.ResultEmpty, nil
+		return outcome.ResultEmpty, nil
 	}
 	if prev := obj.Status.LatestRef; mode == imagev1.ReflectIfNotPresent && prev != nil &&
 		prev.Name == scope.latest.Name && prev.Tag == scope.latest.Tag && prev.Digest != "" {
 		scope.latest.Digest = prev.Digest
-		return reconcile.ResultEmpty, nil
+		return outcome.ResultEmpty, nil
 	}
 	opts, err := registryOptions(ctx, r.Client, scope.repo, r.AllowInsecureHTTP)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	digest, err := registry.Digest(ctx, scope.latest.Name+":"+scope.latest.Tag, opts)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonScanFailed,
+		return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonScanFailed,
 			fmt.Errorf("looking up the digest of %s:%s: %w", scope.latest.Name, scope.latest.Tag, err))
 	}
 	scope.latest.Digest = digest
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // record writes the elected image to the status, keeping the one it
 // replaces in observedPreviousRef, and records an event when it changed.
-func (r *ImagePolicyReconciler) record(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (reconcile.Result, error) {
+func (r *ImagePolicyReconciler) record(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	prev := obj.Status.LatestRef
 	if prev != nil && *prev == scope.latest {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	latest := scope.latest
 	obj.Status.ObservedPreviousRef = prev
@@ -334,5 +328,5 @@ func (r *ImagePolicyReconciler) record(ctx context.Context, obj *imagev1.ImagePo
 		msg = fmt.Sprintf("Latest image tag for %s updated from %s to %s", latest.Name, prev.Tag, latest.Tag)
 	}
 	r.Events.Normal(ctx, obj, meta.SucceededReason, latest.String(), msg)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }

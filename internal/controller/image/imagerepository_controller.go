@@ -10,16 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/registry"
 )
 
@@ -74,9 +72,10 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 			}
 			return obj.Status.LastScanResult.Revision
 		},
-		Run: func(ctx context.Context, obj *imagev1.ImageRepository, _ *patch.Helper) (reconcile.Result, error) {
-			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.checkSpec, r.enforceGates, r.readCredentials, r.scan)
+		Run: func(ctx context.Context, obj *imagev1.ImageRepository, _ *patch.Helper) (outcome.Result, error) {
+			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.readCredentials, r.scan)
 		},
+		CheckSpec: checkRepositorySpec,
 		Finalize: func(_ context.Context, obj *imagev1.ImageRepository) error {
 			return r.Store.Delete(obj.Namespace, obj.Name)
 		},
@@ -84,68 +83,61 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 	}
 }
 
-// SetupWithManager registers the reconciler with mgr: it watches the
-// Gates too.
+// SetupWithManager registers the reconciler with mgr: the runner watches
+// the Gates too.
 func (r *ImageRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImageRepository{}, gate.IndexKey, gate.IndexValues); err != nil {
+	runner := &reconcile.Runner[*imagev1.ImageRepository]{
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
+		Kind: r.repositoryKind(),
+	}
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
 		return err
 	}
-	runner := &reconcile.Runner[*imagev1.ImageRepository]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.repositoryKind(),
-	}
-	newList := func() client.ObjectList { return &imagev1.ImageRepositoryList{} }
-	return reconcile.NewControllerManagedBy(mgr, &imagev1.ImageRepository{}, opts).
-		Watches(&gatingv1alpha1.Gate{}, gate.EnqueueConsumers(r.Client, newList), builder.WithPredicates(gate.OpenedChanged())).
-		Complete(runner)
+	return b.Complete(runner)
 }
 
-// enforceGates holds the repository while one of its gates is closed:
-// nothing is scanned meanwhile (Blocked=True).
-func (r *ImageRepositoryReconciler) enforceGates(ctx context.Context, obj *imagev1.ImageRepository, _ *repositoryScope) (reconcile.Result, error) {
-	return reconcile.ResultEmpty, gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter())
-}
-
-// checkSpec stalls a repository whose spec no retry can make work: an
+// checkRepositorySpec (the kind's CheckSpec) stalls a repository whose spec no retry can make work: an
 // image that is not a repository, a provider Windlass does not serve, an
 // exclusion that does not compile. It writes the canonical image name.
-func (r *ImageRepositoryReconciler) checkSpec(_ context.Context, obj *imagev1.ImageRepository, _ *repositoryScope) (reconcile.Result, error) {
+func checkRepositorySpec(obj *imagev1.ImageRepository) error {
 	if p := obj.Spec.Provider; p != "" && p != imagev1.ProviderGeneric {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonUnsupportedProvider,
+		return outcome.Stall(imagev1.ReasonUnsupportedProvider,
 			fmt.Errorf("spec.provider '%s' is not served by Windlass (it needs a cloud workload identity): "+
 				"use provider generic with spec.secretRef or spec.serviceAccountName", p))
 	}
 	repo, err := registry.ParseImage(obj.Spec.Image)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidImage, fmt.Errorf("invalid spec.image: %w", err))
+		return outcome.Stall(imagev1.ReasonInvalidImage, fmt.Errorf("invalid spec.image: %w", err))
 	}
 	for i, expr := range obj.GetExclusionList() {
 		if _, err := regexp.Compile(expr); err != nil {
-			return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSpec,
+			return outcome.Stall(imagev1.ReasonInvalidSpec,
 				fmt.Errorf("spec.exclusionList[%d]: invalid regular expression: %w", i, err))
 		}
 	}
 	obj.Status.CanonicalImageName = registry.CanonicalName(repo)
-	return reconcile.ResultEmpty, nil
+	return nil
 }
 
 // readCredentials reads the registry's credentials, TLS settings and
 // proxy.
-func (r *ImageRepositoryReconciler) readCredentials(ctx context.Context, obj *imagev1.ImageRepository, scope *repositoryScope) (reconcile.Result, error) {
+func (r *ImageRepositoryReconciler) readCredentials(ctx context.Context, obj *imagev1.ImageRepository, scope *repositoryScope) (outcome.Result, error) {
 	opts, err := registryOptions(ctx, r.Client, obj, r.AllowInsecureHTTP)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	scope.opts = opts
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // scan lists the repository's tags into the store. A failure keeps the
 // tags of the last good scan, in the store and in the status, so that the
 // policies go on electing from them.
-func (r *ImageRepositoryReconciler) scan(ctx context.Context, obj *imagev1.ImageRepository, scope *repositoryScope) (reconcile.Result, error) {
+func (r *ImageRepositoryReconciler) scan(ctx context.Context, obj *imagev1.ImageRepository, scope *repositoryScope) (outcome.Result, error) {
 	res, err := r.Store.Scan(ctx, obj.Namespace, obj.Name, scope.opts)
 	if err != nil {
-		return reconcile.ResultEmpty, scanError(err)
+		return outcome.ResultEmpty, scanError(err)
 	}
 	exclusions := obj.GetExclusionList()
 	last := obj.Status.LastScanResult
@@ -160,7 +152,7 @@ func (r *ImageRepositoryReconciler) scan(ctx context.Context, obj *imagev1.Image
 		r.Events.Normal(ctx, obj, "ScanSucceeded", res.Revision,
 			fmt.Sprintf("successful scan: found %d tags", res.TagCount))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // scanError classifies an error of a scan: a spec the registry package
@@ -169,9 +161,9 @@ func scanError(err error) error {
 	var invalid *registry.InvalidSpecError
 	switch {
 	case errors.As(err, &invalid):
-		return reconcile.Stall(imagev1.ReasonInvalidSpec, err)
+		return outcome.Stall(imagev1.ReasonInvalidSpec, err)
 	case registry.IsAuthError(err):
-		return reconcile.Fail(imagev1.ReasonAuthenticationFailed, fmt.Errorf("scan failed: %w", err))
+		return outcome.Fail(imagev1.ReasonAuthenticationFailed, fmt.Errorf("scan failed: %w", err))
 	}
-	return reconcile.Fail(imagev1.ReasonScanFailed, fmt.Errorf("scan failed: %w", err))
+	return outcome.Fail(imagev1.ReasonScanFailed, fmt.Errorf("scan failed: %w", err))
 }

@@ -16,17 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/git"
-	"github.com/windlass-dev/windlass/internal/gitsource"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/gitsource"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imageupdateautomations,verbs=get;list;watch;update;patch
@@ -94,9 +93,9 @@ func (r *ImageUpdateAutomationReconciler) automationKind() reconcile.Kind[*image
 		SuccessReason:  meta.SucceededReason,
 		SuccessMessage: automationMessage,
 		Revision:       func(obj *imagev1.ImageUpdateAutomation) string { return obj.Status.ObservedSourceRevision },
-		Run: func(ctx context.Context, obj *imagev1.ImageUpdateAutomation, _ *patch.Helper) (reconcile.Result, error) {
+		Run: func(ctx context.Context, obj *imagev1.ImageUpdateAutomation, _ *patch.Helper) (outcome.Result, error) {
 			scope := &automationScope{runStarted: time.Now()}
-			return reconcile.RunSteps(ctx, obj, scope, r.enforceGates, r.checkSpec, r.getSource,
+			return reconcile.RunSteps(ctx, obj, scope, r.checkSpec, r.getSource,
 				r.selectPolicies, r.readSigningKey, r.update)
 		},
 	}
@@ -122,16 +121,12 @@ func shortHash(h string) string {
 // GitRepository.
 const sourceIndexKey = ".spec.sourceRef"
 
-// SetupWithManager registers the reconciler with mgr: it watches the
-// ImagePolicies (an automation runs when one of its namespace elects a new
-// image), the GitRepositories (a change of URL or credentials) and the
-// Gates.
+// SetupWithManager registers the reconciler with mgr: besides what the
+// runner watches (the Gates), it watches the ImagePolicies (an automation
+// runs when one of its namespace elects a new image) and the
+// GitRepositories (a change of URL or credentials).
 func (r *ImageUpdateAutomationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &imagev1.ImageUpdateAutomation{}, gate.IndexKey, gate.IndexValues); err != nil {
-		return err
-	}
-	err := indexer.IndexField(ctx, &imagev1.ImageUpdateAutomation{}, sourceIndexKey, func(o client.Object) []string {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImageUpdateAutomation{}, sourceIndexKey, func(o client.Object) []string {
 		a := o.(*imagev1.ImageUpdateAutomation)
 		return []string{a.GetSourceNamespace() + "/" + a.Spec.SourceRef.Name}
 	})
@@ -139,15 +134,17 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(ctx context.Context, 
 		return err
 	}
 	runner := &reconcile.Runner[*imagev1.ImageUpdateAutomation]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.automationKind(),
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
+		Kind: r.automationKind(),
 	}
-	newList := func() client.ObjectList { return &imagev1.ImageUpdateAutomationList{} }
-	return reconcile.NewControllerManagedBy(mgr, &imagev1.ImageUpdateAutomation{}, opts).
-		Watches(&imagev1.ImagePolicy{}, handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
-			builder.WithPredicates(latestRefChanged())).
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
+		return err
+	}
+	return b.Watches(&imagev1.ImagePolicy{}, handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
+		builder.WithPredicates(latestRefChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.automationsOfSource),
 			builder.WithPredicates(generationChanged())).
-		Watches(&gatingv1alpha1.Gate{}, gate.EnqueueConsumers(r.Client, newList), builder.WithPredicates(gate.OpenedChanged())).
 		Complete(runner)
 }
 
@@ -204,62 +201,56 @@ func policySelector(obj *imagev1.ImageUpdateAutomation) (labels.Selector, error)
 	return metav1.LabelSelectorAsSelector(obj.Spec.PolicySelector)
 }
 
-// enforceGates holds the automation while one of its gates is closed:
-// nothing is committed meanwhile.
-func (r *ImageUpdateAutomationReconciler) enforceGates(ctx context.Context, obj *imagev1.ImageUpdateAutomation, _ *automationScope) (reconcile.Result, error) {
-	return reconcile.ResultEmpty, gate.Enforce(ctx, r.Client, r.Events, obj, gate.Applier, r.NoCrossNamespaceRefs, obj.GetRequeueAfter())
-}
-
 // checkSpec stalls an automation whose spec no retry can make work: an
 // update strategy other than Setters, an invalid policy selector, a
 // commit message or branch template that does not parse or uses a removed
 // field.
-func (r *ImageUpdateAutomationReconciler) checkSpec(_ context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (reconcile.Result, error) {
+func (r *ImageUpdateAutomationReconciler) checkSpec(_ context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (outcome.Result, error) {
 	if u := obj.Spec.Update; u != nil && u.Strategy != "" && u.Strategy != imagev1.UpdateStrategySetters {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidUpdateStrategy,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidUpdateStrategy,
 			fmt.Errorf("update strategy '%s' is not supported: the only strategy is %s", u.Strategy, imagev1.UpdateStrategySetters))
 	}
 	selector, err := policySelector(obj)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidPolicySelector, fmt.Errorf("invalid spec.policySelector: %w", err))
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidPolicySelector, fmt.Errorf("invalid spec.policySelector: %w", err))
 	}
 	scope.selector = selector
 	if err := checkTemplates(obj); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // getSource reads the GitRepository, its URL and credentials, and works
 // out what to check out.
-func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (reconcile.Result, error) {
+func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (outcome.Result, error) {
 	key := types.NamespacedName{Namespace: obj.GetSourceNamespace(), Name: obj.Spec.SourceRef.Name}
 	if kind := obj.Spec.SourceRef.Kind; kind != "" && kind != sourcev1.GitRepositoryKind {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSourceConfiguration,
 			fmt.Errorf("source kind '%s' is not supported: an automation pushes to a GitRepository", kind))
 	}
 	if key.Namespace != obj.Namespace && r.NoCrossNamespaceRefs {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.AccessDeniedReason,
+		return outcome.ResultEmpty, outcome.Stall(meta.AccessDeniedReason,
 			fmt.Errorf("cross-namespace reference to GitRepository '%s' is not allowed", key))
 	}
 	source := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, key, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonInvalidSourceConfiguration, fmt.Errorf("GitRepository '%s' not found", key))
+			return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonInvalidSourceConfiguration, fmt.Errorf("GitRepository '%s' not found", key))
 		}
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	u, err := url.Parse(source.Spec.URL)
 	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSourceConfiguration,
 			fmt.Errorf("GitRepository '%s' has no http, https or ssh URL", key))
 	}
 	if u.Scheme == "http" && !r.AllowInsecureHTTP {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return outcome.ResultEmpty, outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("GitRepository '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", key))
 	}
 	if scope.auth, scope.proxy, err = gitsource.CredentialsWith(ctx, r.Client, source, *u, gitsource.Options{AllowInsecureHTTP: r.AllowInsecureHTTP}); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	scope.source, scope.url = source, source.Spec.URL
 	ref := source.Spec.Reference
@@ -272,10 +263,10 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 	// fetched tip.
 	scope.checkout.ShallowClone = true
 	if pushBranch(obj, scope) == "" && !hasBranchTemplate(obj) {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSourceConfiguration,
 			fmt.Errorf("nothing to push to: the checkout is not a branch; set spec.git.push.branch"))
 	}
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // checkoutBranch returns the branch checked out, or "" when the checkout
@@ -308,10 +299,10 @@ func hasBranchTemplate(obj *imagev1.ImageUpdateAutomation) bool {
 
 // selectPolicies lists the policies of the automation's namespace that
 // its selector selects and that have elected an image.
-func (r *ImageUpdateAutomationReconciler) selectPolicies(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (reconcile.Result, error) {
+func (r *ImageUpdateAutomationReconciler) selectPolicies(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (outcome.Result, error) {
 	var list imagev1.ImagePolicyList
 	if err := r.List(ctx, &list, client.InNamespace(obj.Namespace), client.MatchingLabelsSelector{Selector: scope.selector}); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	scope.refs = map[imageupdate.PolicyKey]imageupdate.ImageRef{}
 	scope.policies = map[imageupdate.PolicyKey]*imagev1.ImagePolicy{}
@@ -327,5 +318,5 @@ func (r *ImageUpdateAutomationReconciler) selectPolicies(ctx context.Context, ob
 		scope.policies[key] = p
 		scope.observed[p.Name] = ref
 	}
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }

@@ -16,7 +16,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -43,17 +43,17 @@ func stepSource(ns, url string, ref *sourcev1.GitRepositoryRef) *sourcev1.GitRep
 		Spec: sourcev1.GitRepositorySpec{URL: url, Interval: metav1.Duration{Duration: time.Minute}, Reference: ref}}
 }
 
-// outcome describes a step's error: "" for none, else "stall:<reason>"
+// describeErr describes a step's error: "" for none, else "stall:<reason>"
 // or "fail:<reason>".
-func outcome(err error) string {
+func describeErr(err error) string {
 	if err == nil {
 		return ""
 	}
-	var stall *reconcile.Stalling
+	var stall *outcome.Stalling
 	if errors.As(err, &stall) {
 		return "stall:" + stall.Reason
 	}
-	return "fail:" + reconcile.ReasonOf(err, "")
+	return "fail:" + outcome.ReasonOf(err, "")
 }
 
 func TestCheckSpecStep(t *testing.T) {
@@ -80,7 +80,7 @@ func TestCheckSpecStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &ImageUpdateAutomationReconciler{}
 			_, err := r.checkSpec(context.Background(), stepAutomation(tc.mutate), &automationScope{})
-			NewWithT(t).Expect(outcome(err)).To(Equal(tc.want))
+			NewWithT(t).Expect(describeErr(err)).To(Equal(tc.want))
 		})
 	}
 }
@@ -128,7 +128,7 @@ func TestGetSourceStep(t *testing.T) {
 			obj := stepAutomation(tc.mutate)
 			scope := &automationScope{}
 			_, err := r.getSource(context.Background(), obj, scope)
-			g.Expect(outcome(err)).To(Equal(tc.want))
+			g.Expect(describeErr(err)).To(Equal(tc.want))
 			if tc.want == "" {
 				g.Expect(pushBranch(obj, scope)).To(Equal(tc.push))
 			}
@@ -164,7 +164,7 @@ func TestPushGroups(t *testing.T) {
 			groups, err := pushGroups(obj, scope)
 			if tc.err != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
-				g.Expect(outcome(err)).To(Equal("stall:" + imagev1.ReasonInvalidTemplate))
+				g.Expect(describeErr(err)).To(Equal("stall:" + imagev1.ReasonInvalidTemplate))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
@@ -198,5 +198,5 @@ func TestPolicyRepositoryLockdown(t *testing.T) {
 	p := imagePolicy("apps", "web", "web", semverPolicy("*"))
 	p.Spec.ImageRepositoryRef.Namespace = "images"
 	_, err := r.getRepository(context.Background(), p, &policyScope{})
-	g.Expect(outcome(err)).To(Equal("stall:" + imagev1.ReasonAccessDenied))
+	g.Expect(describeErr(err)).To(Equal("stall:" + imagev1.ReasonAccessDenied))
 }

@@ -18,7 +18,7 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/secret"
 )
 
@@ -63,7 +63,7 @@ type branchData struct {
 func renderBranch(obj *imagev1.ImageUpdateAutomation, key imageupdate.PolicyKey, ref imageupdate.ImageRef) (string, error) {
 	tmpl, err := template.New("branch").Option("missingkey=error").Parse(obj.Spec.GitSpec.Push.BranchTemplate)
 	if err != nil {
-		return "", reconcile.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
+		return "", outcome.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
 	}
 	policy := key.Name
 	if key.Namespace != obj.Namespace {
@@ -72,11 +72,11 @@ func renderBranch(obj *imagev1.ImageUpdateAutomation, key imageupdate.PolicyKey,
 	var b bytes.Buffer
 	data := branchData{AutomationObject: types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Policy: policy, Tag: ref.Tag}
 	if err := tmpl.Execute(&b, data); err != nil {
-		return "", reconcile.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
+		return "", outcome.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
 	}
 	branch := strings.TrimSpace(b.String())
 	if !validBranchName(branch) {
-		return "", reconcile.Stall(imagev1.ReasonInvalidTemplate,
+		return "", outcome.Stall(imagev1.ReasonInvalidTemplate,
 			fmt.Errorf("spec.git.push.branchTemplate gives '%s', which is not a valid branch name", branch))
 	}
 	return branch, nil
@@ -103,17 +103,17 @@ func validBranchName(name string) bool {
 func checkTemplates(obj *imagev1.ImageUpdateAutomation) error {
 	g := obj.Spec.GitSpec
 	if g == nil {
-		return reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration, errors.New("spec.git is required: it names the commit author"))
+		return outcome.Stall(imagev1.ReasonInvalidSourceConfiguration, errors.New("spec.git is required: it names the commit author"))
 	}
 	if _, err := imageupdate.ParseMessageTemplate(g.Commit.MessageTemplate); err != nil {
 		if errors.Is(err, imageupdate.ErrRemovedTemplateField) {
-			return reconcile.Stall(imagev1.ReasonRemovedTemplateField, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+			return outcome.Stall(imagev1.ReasonRemovedTemplateField, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 		}
-		return reconcile.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+		return outcome.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 	}
 	if hasBranchTemplate(obj) {
 		if _, err := template.New("branch").Parse(g.Push.BranchTemplate); err != nil {
-			return reconcile.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
+			return outcome.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.push.branchTemplate: %w", err))
 		}
 	}
 	return nil
@@ -128,7 +128,7 @@ func commitMessage(obj *imagev1.ImageUpdateAutomation, result *imageupdate.Resul
 		Values:           commit.MessageTemplateValues,
 	})
 	if err != nil {
-		return "", reconcile.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+		return "", outcome.Stall(imagev1.ReasonInvalidTemplate, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 	}
 	return msg, nil
 }
@@ -197,14 +197,14 @@ func objectName(id imageupdate.ObjectIdentifier) string {
 }
 
 // readSigningKey reads spec.git.commit.signingKey into a signer.
-func (r *ImageUpdateAutomationReconciler) readSigningKey(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (reconcile.Result, error) {
+func (r *ImageUpdateAutomationReconciler) readSigningKey(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (outcome.Result, error) {
 	key := obj.Spec.GitSpec.Commit.SigningKey
 	if key == nil {
-		return reconcile.ResultEmpty, nil
+		return outcome.ResultEmpty, nil
 	}
 	data, err := secret.Data(ctx, r.Client, obj.Namespace, key.SecretRef.Name)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(imagev1.ReasonInvalidSigningKey, err)
+		return outcome.ResultEmpty, outcome.Fail(imagev1.ReasonInvalidSigningKey, err)
 	}
 	kind := key.Type
 	if kind == "" {
@@ -217,23 +217,23 @@ func (r *ImageUpdateAutomationReconciler) readSigningKey(ctx context.Context, ob
 	switch kind {
 	case imagev1.SigningKeySSH:
 		if len(data[signingKeySSH]) == 0 {
-			return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSigningKey,
+			return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSigningKey,
 				fmt.Errorf("secret '%s' has no '%s' key with an SSH private key", key.SecretRef.Name, signingKeySSH))
 		}
 		signer, err = git.NewSSHSigner(data[signingKeySSH], data["password"])
 	default:
 		if len(data[signingKeyGPG]) == 0 {
-			return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSigningKey,
+			return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSigningKey,
 				fmt.Errorf("secret '%s' has no '%s' key with an armored OpenPGP private key", key.SecretRef.Name, signingKeyGPG))
 		}
 		signer, err = git.NewOpenPGPSigner(data[signingKeyGPG], data["passphrase"])
 	}
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(imagev1.ReasonInvalidSigningKey,
+		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSigningKey,
 			fmt.Errorf("signing key of secret '%s': %w", key.SecretRef.Name, err))
 	}
 	scope.signer = signer
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // Keys of a signing key Secret.

@@ -16,7 +16,7 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // pushGroup is one commit to make: the policies whose updates go to one
@@ -37,27 +37,27 @@ type pushed struct {
 // update checks out the repository, applies the policies and pushes what
 // changed, one commit per branch. It does not clone when neither the
 // policies nor the branch moved since the last run: one ls-remote then.
-func (r *ImageUpdateAutomationReconciler) update(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (reconcile.Result, error) {
+func (r *ImageUpdateAutomationReconciler) update(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope) (outcome.Result, error) {
 	groups, err := pushGroups(obj, scope)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if r.upToDate(ctx, obj, scope, groups) {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	dir, err := os.MkdirTemp(r.WorkDir, "image-update-")
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	client, err := git.NewClient(dir, scope.auth, scope.proxy)
 	if err != nil {
-		return reconcile.ResultEmpty, gitError(err)
+		return outcome.ResultEmpty, gitError(err)
 	}
 	defer client.Close()
 	ws, base, err := client.Open(ctx, scope.url, scope.checkout)
 	if err != nil {
-		return reconcile.ResultEmpty, gitError(err)
+		return outcome.ResultEmpty, gitError(err)
 	}
 	var done []pushed
 	for i, g := range groups {
@@ -65,17 +65,17 @@ func (r *ImageUpdateAutomationReconciler) update(ctx context.Context, obj *image
 		// group: every other group starts from its branch's tip.
 		if i > 0 || g.branch != checkoutBranch(scope) {
 			if err := ws.Refresh(ctx, g.branch); err != nil {
-				return reconcile.ResultEmpty, gitError(err)
+				return outcome.ResultEmpty, gitError(err)
 			}
 		}
 		p, err := r.pushGroup(ctx, obj, scope, ws, g)
 		if err != nil {
-			return reconcile.ResultEmpty, err
+			return outcome.ResultEmpty, err
 		}
 		done = append(done, p)
 	}
 	r.recordPushes(ctx, obj, scope, done, base)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // pushGroups sorts the policies into the branches they are pushed to: one
@@ -121,7 +121,7 @@ func (r *ImageUpdateAutomationReconciler) pushGroup(ctx context.Context, obj *im
 	for attempt := 1; ; attempt++ {
 		result, err := imageupdate.ApplySetters(ws.Dir(), obj.GetUpdatePath(), g.refs)
 		if err != nil {
-			return pushed{}, reconcile.Fail(imagev1.ReasonUpdateFailed, fmt.Errorf("updating the files: %w", err))
+			return pushed{}, outcome.Fail(imagev1.ReasonUpdateFailed, fmt.Errorf("updating the files: %w", err))
 		}
 		if result.Empty() {
 			return pushed{branch: g.branch, commit: ws.Head()}, nil
@@ -143,7 +143,7 @@ func (r *ImageUpdateAutomationReconciler) pushGroup(ctx context.Context, obj *im
 			continue
 		}
 		if errors.As(err, &rejected) {
-			return pushed{}, reconcile.Fail(imagev1.ReasonPushRejected, fmt.Errorf("push to branch '%s' refused: %w", g.branch, err))
+			return pushed{}, outcome.Fail(imagev1.ReasonPushRejected, fmt.Errorf("push to branch '%s' refused: %w", g.branch, err))
 		}
 		if err != nil {
 			return pushed{}, gitError(err)
@@ -261,9 +261,9 @@ func gitError(err error) error {
 	)
 	switch {
 	case errors.As(err, &invalidOptions), errors.As(err, &invalidAuth):
-		return reconcile.Stall(imagev1.ReasonInvalidSourceConfiguration, err)
+		return outcome.Stall(imagev1.ReasonInvalidSourceConfiguration, err)
 	case git.IsAuthError(err):
-		return reconcile.Fail(imagev1.ReasonAuthenticationFailed, err)
+		return outcome.Fail(imagev1.ReasonAuthenticationFailed, err)
 	}
-	return reconcile.Fail(imagev1.ReasonGitOperationFailed, err)
+	return outcome.Fail(imagev1.ReasonGitOperationFailed, err)
 }

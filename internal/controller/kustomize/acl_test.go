@@ -16,6 +16,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -64,11 +65,11 @@ func TestNoCrossNamespaceRefs(t *testing.T) {
 			res, err := reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher}, r.reconcileSource, r.reconcileDependencies)
 			if tt.wantDenied == "" {
 				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(res).To(Equal(reconcile.ResultSuccess))
+				g.Expect(res).To(Equal(outcome.ResultSuccess))
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantDenied)))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(kustomizev1.AccessDeniedReason))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(kustomizev1.AccessDeniedReason))
 
 			result, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, res, err, time.Now())
 			g.Expect(reconcile.IsTerminal(err)).To(BeTrue(), "a refused reference is not retried: %v", err)

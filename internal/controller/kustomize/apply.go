@@ -14,7 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
@@ -26,11 +26,11 @@ func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.K
 	}, r.Client)
 	switch {
 	case errors.Is(err, impersonation.ErrUnservedKubeConfig):
-		return nil, reconcile.Stall(meta.UnsupportedKubeConfigReason, err)
+		return nil, outcome.Stall(meta.UnsupportedKubeConfigReason, err)
 	case errors.Is(err, impersonation.ErrInvalidKubeConfig):
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, err)
+		return nil, outcome.Stall(kustomizev1.ReconciliationFailedReason, err)
 	case err != nil:
-		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+		return nil, outcome.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return t, nil
 }
@@ -67,10 +67,10 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 	var invalid *ssa.ValidationError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, reconcile.Fail(kustomizev1.ValidationFailedReason, err)
+		return nil, outcome.Fail(kustomizev1.ValidationFailedReason, err)
 	case err != nil:
 		recordInventory(obj, inventory.Merge(kspec.Inventory(obj), changes.Inventory()))
-		return nil, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+		return nil, outcome.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return changes, nil
 }
@@ -125,7 +125,7 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 	}
 	recordInventory(obj, inventory.Merge(applied, ssa.Survivors(err)))
 	if err != nil {
-		return reconcile.Fail(meta.PruneFailedReason, err)
+		return outcome.Fail(meta.PruneFailedReason, err)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		return nil
 	}
 	if err := r.deleteInventory(ctx, obj); err != nil {
-		return reconcile.Fail(meta.PruneFailedReason, err)
+		return outcome.Fail(meta.PruneFailedReason, err)
 	}
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	"github.com/windlass-dev/windlass/internal/dependency"
-	"github.com/windlass-dev/windlass/internal/sourceref"
+	"github.com/windlass-dev/windlass/internal/reconcile/dependency"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
 
 // checkDependencies returns nil when every dependency is ready, a Waiting

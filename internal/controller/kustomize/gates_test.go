@@ -22,7 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/gitserver"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -46,7 +46,7 @@ func markGate(gt *gatingv1alpha1.Gate, opened bool) {
 	}
 }
 
-// TestReconcileGates runs the gates step alone, against a fake client: the
+// TestReconcileGates admits a Kustomization (Runner.Admit) against a fake client: the
 // Approved condition, the hold, the event on a transition only, and the
 // refusal of a gate in another namespace.
 func TestReconcileGates(t *testing.T) {
@@ -101,15 +101,16 @@ func TestReconcileGates(t *testing.T) {
 			recorder := events.NewFakeRecorder(10)
 			r := &KustomizationReconciler{Client: c, Events: &event.Recorder{Kubernetes: recorder}, NoCrossNamespaceRefs: tt.noCross}
 			obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app"},
-				Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour}, Gates: tt.gates}}
+				Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour}, Gates: tt.gates,
+					SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app"}}}
 			if tt.approved != nil {
 				obj.Status.Conditions = []metav1.Condition{*tt.approved}
 			}
 
-			_, err := r.reconcileGates(context.Background(), obj, &ksScope{})
+			err := r.runner().Admit(context.Background(), obj)
 			var (
-				holding  *reconcile.Holding
-				stalling *reconcile.Stalling
+				holding  *outcome.Holding
+				stalling *outcome.Stalling
 			)
 			switch tt.wantErr {
 			case "":

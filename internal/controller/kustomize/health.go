@@ -20,7 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // Health checks do not hold a worker: a run checks once, and while objects
@@ -117,7 +117,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	}
 	result, err := health.NewChecker(readerWith(live, t.Client), t.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
-		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
+		return outcome.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
 	}
 	if result.AllCurrent() {
 		r.waits.end(key)
@@ -132,7 +132,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 func healthExprs(obj *kustomizev1.Kustomization) ([]health.Expr, error) {
 	exprs, err := kspec.HealthExprs(obj.Spec.HealthCheckExprs)
 	if err != nil {
-		return nil, reconcile.Stall(meta.InvalidCELExpressionReason, err)
+		return nil, outcome.Stall(meta.InvalidCELExpressionReason, err)
 	}
 	return exprs, nil
 }
@@ -163,7 +163,7 @@ func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization,
 	if failure != nil {
 		r.waits.end(key)
 		conditions.MarkFalse(obj, meta.HealthyCondition, kustomizev1.HealthCheckFailedReason, "%s", failure.Error())
-		return reconcile.Fail(kustomizev1.HealthCheckFailedReason, failure)
+		return outcome.Fail(kustomizev1.HealthCheckFailedReason, failure)
 	}
 	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(names, "; "))
 	conditions.MarkUnknown(obj, meta.HealthyCondition, meta.ProgressingReason, "%s", msg)
@@ -171,9 +171,9 @@ func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization,
 	if !waiting {
 		// Objects just applied are seldom healthy at once, and most are
 		// within the first recheck: that one tells users, not this one.
-		return reconcile.ProgressQuietly(meta.ProgressingReason, errors.New(msg), delay)
+		return outcome.ProgressQuietly(meta.ProgressingReason, errors.New(msg), delay)
 	}
-	return reconcile.Progress(meta.ProgressingReason, errors.New(msg), delay)
+	return outcome.Progress(meta.ProgressingReason, errors.New(msg), delay)
 }
 
 // readerWith returns a reader that answers from live (objects by inventory

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -24,9 +24,9 @@ func TestInvalidIgnoreRulesStall(t *testing.T) {
 		{Paths: []string{"/x"}, Target: &kustomizev1.Selector{LabelSelector: "a in (b"}},
 	} {
 		_, err := compileIgnoreRules([]kustomizev1.IgnoreRule{bad})
-		var stalling *reconcile.Stalling
+		var stalling *outcome.Stalling
 		g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%+v", bad)
-		g.Expect(reconcile.ReasonOf(err, "")).To(Equal(kustomizev1.ReconciliationFailedReason))
+		g.Expect(outcome.ReasonOf(err, "")).To(Equal(kustomizev1.ReconciliationFailedReason))
 		g.Expect(err).To(MatchError(HavePrefix("spec.ignore[0]")))
 	}
 	rules, err := compileIgnoreRules([]kustomizev1.IgnoreRule{{Paths: []string{"/spec/replicas"}}})

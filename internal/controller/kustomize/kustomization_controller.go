@@ -9,23 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
-	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/internal/dependency"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/impersonation"
-	"github.com/windlass-dev/windlass/internal/predicates"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/sourceref"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
@@ -35,12 +28,6 @@ import (
 // +kubebuilder:rbac:groups=gating.toolkit.fluxcd.io,resources=gates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="*",resources="*",verbs="*"
-
-// Index keys of Kustomizations.
-const (
-	sourceIndexKey     = ".spec.sourceRef"
-	dependencyIndexKey = ".spec.dependsOn"
-)
 
 // KustomizationReconciler reconciles Kustomization objects.
 type KustomizationReconciler struct {
@@ -81,7 +68,11 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 		SuccessMessage: func(obj *kustomizev1.Kustomization) string {
 			return fmt.Sprintf("Applied revision: %s", obj.Status.LastAppliedRevision)
 		},
-		Revision:        func(obj *kustomizev1.Kustomization) string { return obj.Status.LastAttemptedRevision },
+		Revision:  func(obj *kustomizev1.Kustomization) string { return obj.Status.LastAttemptedRevision },
+		CheckSpec: checkServed,
+		SourceRef: &reconcile.SourceRef[*kustomizev1.Kustomization]{
+			Use: kinds.KustomizationSource, Ref: sourceRef, Events: r.sourceEvents,
+		},
 		Run:             r.run,
 		Finalize:        r.finalize,
 		Forget:          r.forget,
@@ -94,35 +85,16 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 // runner returns the runner of Kustomizations.
 func (r *KustomizationReconciler) runner() *reconcile.Runner[*kustomizev1.Kustomization] {
 	return &reconcile.Runner[*kustomizev1.Kustomization]{
-		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.kustomizationKind(),
+		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, NoCrossNamespaceRefs: r.NoCrossNamespaceRefs,
+		Kind: r.kustomizationKind(),
 	}
 }
 
-// SetupWithManager registers the reconciler with mgr: it watches
+// SetupWithManager registers the reconciler with mgr: the runner watches
 // Kustomizations, the sources they use (a new artifact reconciles them at
-// once), their dependencies (a dependency that becomes ready reconciles
-// its dependents at once) and their gates (a gate that opens or closes
-// reconciles the Kustomizations behind it at once).
+// once, those whose folder changed first), their dependencies (one that
+// becomes ready reconciles its dependents at once) and their gates.
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
-		return []string{sourceKey(o.(*kustomizev1.Kustomization))}
-	}); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, dependencyIndexKey, func(o client.Object) []string {
-		k := o.(*kustomizev1.Kustomization)
-		keys := make([]string, 0, len(k.Spec.DependsOn))
-		for _, d := range k.Spec.DependsOn {
-			keys = append(keys, dependency.IndexKey(kustomizev1.KustomizationKind, k, d))
-		}
-		return keys
-	}); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(ctx, &kustomizev1.Kustomization{}, gate.IndexKey, gate.IndexValues); err != nil {
-		return err
-	}
 	// Extracted artifacts are removed when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -131,35 +103,12 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	})); err != nil {
 		return err
 	}
-	b := reconcile.NewControllerManagedBy(mgr, &kustomizev1.Kustomization{}, opts).
-		Watches(&kustomizev1.Kustomization{},
-			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents(kustomizev1.KustomizationKind)),
-			builder.WithPredicates(predicates.BecameReady{})).
-		Watches(&helmv2.HelmRelease{},
-			handler.EnqueueRequestsFromMapFunc(r.requestsForDependents(helmv2.HelmReleaseKind)),
-			builder.WithPredicates(predicates.BecameReady{})).
-		Watches(&gatingv1alpha1.Gate{}, r.gateEvents(), builder.WithPredicates(gate.OpenedChanged()))
-	for kind, newSource := range sourceref.Served() {
-		b = b.Watches(newSource(), r.sourceEvents(kind), builder.WithPredicates(predicates.ArtifactChanged{}))
+	runner := r.runner()
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
+		return err
 	}
-	return b.Complete(r.runner())
-}
-
-// requestsForDependents returns the handler of a dependency of kind that
-// became ready: it reconciles the Kustomizations that depend on it.
-func (r *KustomizationReconciler) requestsForDependents(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-		return r.requestsFor(ctx, client.MatchingFields{dependencyIndexKey: dependency.IndexKeyOf(kind, o)})
-	}
-}
-
-func (r *KustomizationReconciler) requestsFor(ctx context.Context, match client.MatchingFields) []ctrlreconcile.Request {
-	list := r.list(ctx, match)
-	reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return b.Complete(runner)
 }
 
 // list returns the Kustomizations that match, or none when the cache
@@ -177,8 +126,8 @@ func (r *KustomizationReconciler) list(ctx context.Context, match client.Matchin
 // gate is not recorded.
 func summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.Outcome) {
 	var (
-		progressing *reconcile.Progressing
-		holding     *reconcile.Holding
+		progressing *outcome.Progressing
+		holding     *outcome.Holding
 	)
 	if errors.As(o.Err, &holding) {
 		// A run that a gate held back did nothing: no outcome either.

@@ -18,7 +18,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
@@ -161,7 +161,7 @@ func verify(ctx context.Context, m *ssa.Manager, st appliedState) (map[string]*u
 		ctrl.LoggerFrom(ctx).V(1).Info("Applied objects changed, applying again", "drift", err.Error())
 		return nil, false, nil
 	case err != nil:
-		return nil, false, reconcile.Fail(kustomizev1.ReconciliationFailedReason, err)
+		return nil, false, outcome.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return live, true, nil
 }

@@ -20,8 +20,9 @@ import (
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 	"github.com/windlass-dev/windlass/internal/sops"
-	"github.com/windlass-dev/windlass/internal/sourceref"
 	"github.com/windlass-dev/windlass/internal/ssa"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
@@ -45,86 +46,87 @@ type ksScope struct {
 	current bool
 }
 
-// run runs the pipeline: what is not served, gates, source, dependencies, inputs, target, apply
+// run runs the pipeline, after the runner's checks of what is not served
+// and of the gates: source, dependencies, inputs, target, apply
 // (build, apply, prune), health. Each step sets the status it owns; the
 // runner's Summarize sets the rest. When the inputs are those of the last
 // complete apply and nothing drifted, the run goes from the target straight
 // to the health checks (see applied.go).
-func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (reconcile.Result, error) {
+func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (outcome.Result, error) {
 	return reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher},
-		checkServed, r.reconcileGates, r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
+		r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
 }
 
 // reconcileSource finds the source and its artifact.
-func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileSource(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	source, err := r.getSource(ctx, obj)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	sc.source = source
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileDependencies waits for the dependencies, then records the
 // revision the run attempts.
-func (r *KustomizationReconciler) reconcileDependencies(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileDependencies(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	if err := r.checkDependencies(ctx, obj, sc.source); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	obj.Status.LastAttemptedRevision = sc.source.GetArtifact().Revision
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileInputs reads the substitution variables and decryption keys.
-func (r *KustomizationReconciler) reconcileInputs(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileInputs(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	in, err := r.readInputs(ctx, obj, sc.source.GetArtifact())
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	sc.inputs = in
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileTarget resolves the cluster and identity to apply with, and
 // tells whether the last complete apply is still current there.
-func (r *KustomizationReconciler) reconcileTarget(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileTarget(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	tgt, err := r.target(ctx, obj)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	m, err := applyManager(obj, tgt)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	sc.target, sc.manager = tgt, m
 	sc.live, sc.current, err = r.upToDate(ctx, obj, m, sc.inputs.digest)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileApply builds, applies and prunes the revision, unless the last
 // complete apply is current.
-func (r *KustomizationReconciler) reconcileApply(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileApply(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	if !sc.current {
 		live, err := r.applyRevision(ctx, obj, sc.manager, sc.source, sc.inputs, sc.patcher)
 		if err != nil {
-			return reconcile.ResultEmpty, err
+			return outcome.ResultEmpty, err
 		}
 		sc.live = live
 	}
 	obj.Status.LastAppliedRevision = sc.source.GetArtifact().Revision
 	obj.Status.LastAppliedOriginRevision = sc.source.GetArtifact().OriginRevision()
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileHealth checks the health of the applied objects.
-func (r *KustomizationReconciler) reconcileHealth(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (reconcile.Result, error) {
+func (r *KustomizationReconciler) reconcileHealth(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
 	if err := r.checkHealth(ctx, obj, sc.target, sc.live); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // applyRevision runs the pipeline from the artifact to the prune, and
@@ -186,7 +188,7 @@ func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Un
 	if len(objs) > 0 || applied == 0 || obj.GetAnnotations()[kustomizev1.AllowEmptyAnnotation] == "true" {
 		return nil
 	}
-	return reconcile.Fail(kustomizev1.EmptySourceReason, fmt.Errorf(
+	return outcome.Fail(kustomizev1.EmptySourceReason, fmt.Errorf(
 		"revision '%s' has no objects at '%s': refusing to prune the %d objects applied; annotate the Kustomization with %s=true to allow it",
 		revision, obj.Spec.Path, applied, kustomizev1.AllowEmptyAnnotation))
 }
@@ -198,7 +200,7 @@ func refuseEmptyRevision(obj *kustomizev1.Kustomization, objs []*unstructured.Un
 func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomizev1.Kustomization, dir string, in *buildInputs) ([]*unstructured.Unstructured, error) {
 	path := filepath.Clean(strings.TrimPrefix(obj.Spec.Path, "./"))
 	if _, err := securejoin.SecureJoin(dir, path); err != nil || path == ".." || strings.HasPrefix(path, "../") || filepath.IsAbs(obj.Spec.Path) {
-		return nil, reconcile.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
+		return nil, outcome.Stall(meta.InvalidPathReason, fmt.Errorf("path '%s' leaves the source's root", obj.Spec.Path))
 	}
 	files, err := build.Generate(dir, path)
 	if err != nil {
@@ -256,11 +258,11 @@ func mergeFiles(a, b map[string][]byte) map[string][]byte {
 }
 
 func buildFailed(err error) error {
-	return reconcile.Fail(kustomizev1.BuildFailedReason, err)
+	return outcome.Fail(kustomizev1.BuildFailedReason, err)
 }
 
 func decryptionFailed(err error) error {
-	return reconcile.Fail(kustomizev1.DecryptionFailedReason, fmt.Errorf("decryption failed: %w", err))
+	return outcome.Fail(kustomizev1.DecryptionFailedReason, fmt.Errorf("decryption failed: %w", err))
 }
 
 // newDecryptor returns the SOPS decryptor of spec.decryption with keys,
@@ -271,7 +273,7 @@ func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops
 	}
 	dec, err := sops.NewDecryptor(keys)
 	if err != nil {
-		return nil, reconcile.Stall(kustomizev1.DecryptionFailedReason, fmt.Errorf("invalid decryption keys: %w", err))
+		return nil, outcome.Stall(kustomizev1.DecryptionFailedReason, fmt.Errorf("invalid decryption keys: %w", err))
 	}
 	return dec, nil
 }
@@ -286,7 +288,7 @@ func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[stri
 	case errors.Is(err, substitute.ErrOutputTooLarge):
 		return nil, buildFailed(err)
 	case err != nil:
-		return nil, reconcile.Fail(kustomizev1.SubstitutionFailedReason, err)
+		return nil, outcome.Fail(kustomizev1.SubstitutionFailedReason, err)
 	}
 	return out, nil
 }
@@ -299,7 +301,7 @@ func (r *KustomizationReconciler) substituteVars(ctx context.Context, obj *kusto
 	var from *kspec.SubstituteFromError
 	switch {
 	case errors.As(err, &from) && from.NotFound():
-		return nil, reconcile.Wait(kustomizev1.SubstitutionFailedReason,
+		return nil, outcome.Wait(kustomizev1.SubstitutionFailedReason,
 			fmt.Errorf("substitute from %s '%s' not found", from.Kind, from.Key), r.DependencyRequeue)
 	case errors.As(err, &from):
 		return nil, from.Err
@@ -319,7 +321,7 @@ func recordInventory(obj *kustomizev1.Kustomization, entries []inventory.Entry) 
 func compileIgnoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error) {
 	compiled, err := kspec.IgnoreRules(rules)
 	if err != nil {
-		return nil, reconcile.Stall(kustomizev1.ReconciliationFailedReason, err)
+		return nil, outcome.Stall(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return compiled, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -48,12 +48,12 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	r := &KustomizationReconciler{Client: c}
 
 	first := r.checkHealth(ctx, obj, tgt, nil)
-	g.Expect(reconcile.IsQuiet(first)).To(BeTrue(), "the first check of a revision is quiet: %v", first)
+	g.Expect(outcome.IsQuiet(first)).To(BeTrue(), "the first check of a revision is quiet: %v", first)
 
 	// The quiet run writes no status, and its recheck goes first.
 	before := obj.DeepCopy()
 	patcher := patch.NewHelper(before, c)
-	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, first, time.Now())
+	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, outcome.ResultEmpty, first, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeNumerically("<=", minHealthRecheck+10*time.Millisecond))
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
@@ -63,13 +63,13 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 
 	// The recheck reports the wait.
 	second := r.checkHealth(ctx, obj, tgt, nil)
-	var progressing *reconcile.Progressing
+	var progressing *outcome.Progressing
 	g.Expect(errors.As(second, &progressing)).To(BeTrue(), "still in progress: %v", second)
 	g.Expect(progressing.Quiet).To(BeFalse())
 	patcher = patch.NewHelper(stored, c)
 	obj = stored.DeepCopy()
 	obj.Status.LastAttemptedRevision = "main@sha1:1"
-	res, err = r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, second, time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patcher, outcome.ResultEmpty, second, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
@@ -77,22 +77,22 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason))
 
 	// A wait that has lasted polls at the normal priority.
-	long := reconcile.Progress(meta.ProgressingReason, errors.New("still in progress"), healthRecheckDelay(time.Minute, time.Hour))
-	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty, long, time.Now())
+	long := outcome.Progress(meta.ProgressingReason, errors.New("still in progress"), healthRecheckDelay(time.Minute, time.Hour))
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), outcome.ResultEmpty, long, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(BeNil())
 
 	// A new revision begins a new wait, quiet again.
 	obj.Status.LastAttemptedRevision = "main@sha1:2"
-	g.Expect(reconcile.IsQuiet(r.checkHealth(ctx, obj, tgt, nil))).To(BeTrue())
+	g.Expect(outcome.IsQuiet(r.checkHealth(ctx, obj, tgt, nil))).To(BeTrue())
 
 	// Any other outcome asks for no priority (Reconcile makes it the
 	// normal one).
-	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultSuccess, nil, time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), outcome.ResultSuccess, nil, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(BeNil())
-	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), reconcile.ResultEmpty,
-		reconcile.Fail(kustomizev1.ReconciliationFailedReason, errors.New("refused")), time.Now())
+	res, err = r.runner().SummarizeAndPatch(ctx, obj, patch.NewHelper(obj.DeepCopy(), c), outcome.ResultEmpty,
+		outcome.Fail(kustomizev1.ReconciliationFailedReason, errors.New("refused")), time.Now())
 	g.Expect(err).NotTo(HaveOccurred(), "a failure is retried after the retry interval")
 	g.Expect(res.RequeueAfter).To(Equal(obj.GetRetryInterval()))
 	g.Expect(res.Priority).To(BeNil(), "a failure asks for no priority")
@@ -120,8 +120,8 @@ func TestQuietRunWritesThePrunedInventory(t *testing.T) {
 	obj.Status.LastAttemptedRevision = "main@sha1:2"
 	obj.Status.LastAppliedRevision = "main@sha1:2"
 	recordInventory(obj, []inventory.Entry{{ID: web, Version: "v1"}})
-	quiet := reconcile.ProgressQuietly(meta.ProgressingReason, errors.New("health check in progress"), minHealthRecheck)
-	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, reconcile.ResultEmpty, quiet, time.Now())
+	quiet := outcome.ProgressQuietly(meta.ProgressingReason, errors.New("health check in progress"), minHealthRecheck)
+	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, outcome.ResultEmpty, quiet, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
 	got := &kustomizev1.Kustomization{}

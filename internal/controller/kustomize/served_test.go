@@ -39,7 +39,7 @@ func TestCheckServed(t *testing.T) {
 			obj := &kustomizev1.Kustomization{Spec: kustomizev1.KustomizationSpec{
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: tc.kind, Name: "app"}, KubeConfig: tc.kubeConfig,
 			}}
-			_, err := checkServed(context.Background(), obj, &ksScope{})
+			err := checkServed(obj)
 			testutil.ExpectStall(g, err, tc.wantReason, tc.wantErr)
 		})
 	}

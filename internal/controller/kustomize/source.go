@@ -7,8 +7,8 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/fetch"
-	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/sourceref"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
 
 // sourceRef returns obj's spec.sourceRef.
@@ -17,8 +17,8 @@ func sourceRef(obj *kustomizev1.Kustomization) sourceref.Ref {
 	return sourceref.Ref{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace}
 }
 
-// sourceKey returns the key of obj's source, which indexes Kustomizations
-// by source.
+// sourceKey returns the key of obj's source, under which the runner
+// indexes Kustomizations (reconcile.SourceRefIndex).
 func sourceKey(obj *kustomizev1.Kustomization) string {
 	return sourceref.Key(obj.Namespace, sourceRef(obj))
 }
@@ -38,10 +38,10 @@ func (r *KustomizationReconciler) fetchArtifact(ctx context.Context, source sour
 	err := r.Fetcher.Fetch(ctx, *a, dir)
 	switch {
 	case errors.Is(err, fetch.ErrNotFound):
-		return reconcile.Wait(kustomizev1.ArtifactFailedReason,
+		return outcome.Wait(kustomizev1.ArtifactFailedReason,
 			fmt.Errorf("artifact for revision '%s' is gone from storage, waiting for the source's next artifact", a.Revision), r.DependencyRequeue)
 	case err != nil:
-		return reconcile.Fail(kustomizev1.ArtifactFailedReason, fmt.Errorf("fetching the artifact of revision '%s': %w", a.Revision, err))
+		return outcome.Fail(kustomizev1.ArtifactFailedReason, fmt.Errorf("fetching the artifact of revision '%s': %w", a.Revision, err))
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/predicates"
-	"github.com/windlass-dev/windlass/internal/sourceref"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
 
 // ChangedPaths tells whether a folder of a source's tree differs between
@@ -31,7 +32,12 @@ type ChangedPaths interface {
 func (r *KustomizationReconciler) sourceEvents(kind string) handler.EventHandler {
 	return &sourceEventHandler{
 		EventHandler: handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-			return r.requestsFor(ctx, sourceMatch(kind, o))
+			list := r.list(ctx, sourceMatch(kind, o))
+			reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return reqs
 		}),
 		r:    r,
 		kind: kind,
@@ -40,7 +46,7 @@ func (r *KustomizationReconciler) sourceEvents(kind string) handler.EventHandler
 
 // sourceMatch selects the Kustomizations whose source is o, of kind.
 func sourceMatch(kind string, o client.Object) client.MatchingFields {
-	return client.MatchingFields{sourceIndexKey: sourceref.KeyOf(kind, o)}
+	return client.MatchingFields{reconcile.SourceRefIndex: sourceref.KeyOf(kind, o)}
 }
 
 // sourceEventHandler is the handler sourceEvents returns: it maps every

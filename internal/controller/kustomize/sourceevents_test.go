@@ -16,6 +16,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -54,7 +55,7 @@ func TestSourceEventsRankChangedFolders(t *testing.T) {
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "other"}},
 	})
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
-		WithIndex(&kustomizev1.Kustomization{}, sourceIndexKey, func(o client.Object) []string {
+		WithIndex(&kustomizev1.Kustomization{}, reconcile.SourceRefIndex, func(o client.Object) []string {
 			return []string{sourceKey(o.(*kustomizev1.Kustomization))}
 		}).Build()
 	source := func(digest string) *sourcev1.GitRepository {

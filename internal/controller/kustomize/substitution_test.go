@@ -15,7 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -91,7 +91,7 @@ func TestSubstituteDocsBoundsTheWholeBuild(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "8 MiB of growth in all is allowed")
 	_, err = substituteDocs(obj, docs, obj.Spec.PostBuild.Substitute)
 	g.Expect(err).To(MatchError(ContainSubstring("in all")))
-	g.Expect(reconcile.ReasonOf(err, "")).To(Equal(kustomizev1.BuildFailedReason))
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(kustomizev1.BuildFailedReason))
 }
 
 // TestSubstitutionErrorReasons: the errors of the shared post-build
@@ -113,7 +113,7 @@ func TestSubstitutionErrorReasons(t *testing.T) {
 	t.Run("a required substituteFrom is waited for", func(t *testing.T) {
 		g := NewWithT(t)
 		_, err := r.substituteVars(ctx, ks(from(false)))
-		var waiting *reconcile.Waiting
+		var waiting *outcome.Waiting
 		g.Expect(errors.As(err, &waiting)).To(BeTrue(), "%v", err)
 		g.Expect(waiting.Reason).To(Equal(kustomizev1.SubstitutionFailedReason))
 		g.Expect(waiting.RequeueAfter).To(Equal(7 * time.Second))
@@ -129,7 +129,7 @@ func TestSubstitutionErrorReasons(t *testing.T) {
 		g := NewWithT(t)
 		doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: ${unset}\n")
 		_, err := substituteDocs(ks(&kustomizev1.PostBuild{}), [][]byte{doc}, map[string]string{"a": "1"})
-		var failure *reconcile.Failure
+		var failure *outcome.Failure
 		g.Expect(errors.As(err, &failure)).To(BeTrue(), "%v", err)
 		g.Expect(failure.Reason).To(Equal(kustomizev1.SubstitutionFailedReason))
 		g.Expect(err).To(MatchError(HavePrefix("post-build substitution failed: ConfigMap/a: ")))

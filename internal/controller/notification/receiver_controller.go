@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
@@ -78,7 +79,7 @@ func (r *ReceiverReconciler) receiverKind() reconcile.Kind[*notificationv1.Recei
 		SuccessMessage: func(obj *notificationv1.Receiver) string {
 			return "Receiver initialized for path: " + obj.Status.WebhookPath
 		},
-		Run: func(ctx context.Context, obj *notificationv1.Receiver, _ *patch.Helper) (reconcile.Result, error) {
+		Run: func(ctx context.Context, obj *notificationv1.Receiver, _ *patch.Helper) (outcome.Result, error) {
 			return reconcile.RunSteps(ctx, obj, &receiverScope{}, r.checkSpec, r.readToken, r.publishPath)
 		},
 	}
@@ -100,9 +101,12 @@ func (r *ReceiverReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	runner := &reconcile.Runner[*notificationv1.Receiver]{
 		Client: r.Client, Events: r.Events, JitterPercent: r.JitterPercent, Kind: r.receiverKind(),
 	}
-	return reconcile.NewControllerManagedBy(mgr, &notificationv1.Receiver{}, opts).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.receiversOfSecret),
-			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+	b, err := runner.Setup(ctx, mgr, opts)
+	if err != nil {
+		return err
+	}
+	return b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.receiversOfSecret),
+		builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Complete(runner)
 }
 
@@ -123,12 +127,12 @@ func (r *ReceiverReconciler) receiversOfSecret(ctx context.Context, secret clien
 
 // checkSpec stalls a Receiver whose spec no retry can make work; its
 // webhook path is withdrawn.
-func (r *ReceiverReconciler) checkSpec(_ context.Context, obj *notificationv1.Receiver, _ *receiverScope) (reconcile.Result, error) {
+func (r *ReceiverReconciler) checkSpec(_ context.Context, obj *notificationv1.Receiver, _ *receiverScope) (outcome.Result, error) {
 	if err := CheckSpec(obj, r.NoCrossNamespaceRefs); err != nil {
 		obj.Status.WebhookPath = ""
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // CheckSpec returns a Stalling error (see internal/reconcile) when obj's
@@ -137,20 +141,20 @@ func (r *ReceiverReconciler) checkSpec(_ context.Context, obj *notificationv1.Re
 // noCrossNamespaceRefs is set, or a resourceFilter that does not compile.
 func CheckSpec(obj *notificationv1.Receiver, noCrossNamespaceRefs bool) error {
 	if !notificationv1.ReceiverTypeServed(obj.Spec.Type) || !slices.Contains(webhook.Types(), obj.Spec.Type) {
-		return reconcile.Stall(UnsupportedTypeReason, fmt.Errorf("receiver type '%s' is not served by Windlass (served: %s)",
+		return outcome.Stall(UnsupportedTypeReason, fmt.Errorf("receiver type '%s' is not served by Windlass (served: %s)",
 			obj.Spec.Type, strings.Join(webhook.Types(), ", ")))
 	}
 	for _, ref := range obj.Spec.Resources {
 		if _, err := resourceGVK(ref); err != nil {
-			return reconcile.Stall(InvalidResourceReason, err)
+			return outcome.Stall(InvalidResourceReason, err)
 		}
 		if err := checkNamespace(obj, ref, noCrossNamespaceRefs); err != nil {
-			return reconcile.Stall(meta.AccessDeniedReason, err)
+			return outcome.Stall(meta.AccessDeniedReason, err)
 		}
 	}
 	if obj.Spec.ResourceFilter != "" {
 		if _, err := cel.Compile(obj.Spec.ResourceFilter, filterVars); err != nil {
-			return reconcile.Stall(meta.InvalidCELExpressionReason, fmt.Errorf("spec.resourceFilter: %w", err))
+			return outcome.Stall(meta.InvalidCELExpressionReason, fmt.Errorf("spec.resourceFilter: %w", err))
 		}
 	}
 	return nil
@@ -167,23 +171,23 @@ func checkNamespace(obj *notificationv1.Receiver, ref notificationv1.ResourceRef
 
 // readToken reads the token of the Receiver's Secret. A missing Secret or
 // token withdraws the webhook path; every failure is retried.
-func (r *ReceiverReconciler) readToken(ctx context.Context, obj *notificationv1.Receiver, scope *receiverScope) (reconcile.Result, error) {
+func (r *ReceiverReconciler) readToken(ctx context.Context, obj *notificationv1.Receiver, scope *receiverScope) (outcome.Result, error) {
 	token, err := readToken(ctx, r.Client, obj)
 	if err != nil {
 		var missing *tokenError
 		if errors.As(err, &missing) {
 			obj.Status.WebhookPath = ""
 		}
-		return reconcile.ResultEmpty, reconcile.Fail(TokenNotFoundReason, err)
+		return outcome.ResultEmpty, outcome.Fail(TokenNotFoundReason, err)
 	}
 	scope.token = token
-	return reconcile.ResultEmpty, nil
+	return outcome.ResultEmpty, nil
 }
 
 // publishPath writes the webhook path of the token to the status.
-func (r *ReceiverReconciler) publishPath(_ context.Context, obj *notificationv1.Receiver, scope *receiverScope) (reconcile.Result, error) {
+func (r *ReceiverReconciler) publishPath(_ context.Context, obj *notificationv1.Receiver, scope *receiverScope) (outcome.Result, error) {
 	obj.Status.WebhookPath = webhook.WebhookPath(scope.token, obj.Name, obj.Namespace)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // tokenError says that a Receiver's Secret is missing or has no token.

@@ -21,7 +21,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -321,9 +321,9 @@ func TestCheckSpec(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
 			}
-			var stalling *reconcile.Stalling
+			var stalling *outcome.Stalling
 			g.Expect(err).To(BeAssignableToTypeOf(stalling))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.reason))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.reason))
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/secret"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
@@ -120,7 +121,7 @@ func (s artifactStore) archive(obj conditions.Setter, a *meta.Artifact, dir stri
 func (s artifactStore) removeAll(_ context.Context, obj sourceObject) error {
 	dir := s.storage.NewArtifactFor(s.kind, obj, "", "*")
 	if _, err := s.storage.RemoveAll(dir); err != nil {
-		return reconcile.Fail(sourcev1.StorageOperationFailedReason, fmt.Errorf("failed to remove the artifacts: %w", err))
+		return outcome.Fail(sourcev1.StorageOperationFailedReason, fmt.Errorf("failed to remove the artifacts: %w", err))
 	}
 	return nil
 }
@@ -142,13 +143,13 @@ func secretData(ctx context.Context, c client.Reader, ns, name string) (map[stri
 // the credentials) is AuthenticationFailed; any other error fails with
 // reason and is retried.
 func fetchFailed(obj conditions.Setter, reason string, denied, err error) error {
-	if reconcile.ReasonOf(err, "") == "" {
+	if outcome.ReasonOf(err, "") == "" {
 		if errors.Is(err, denied) {
 			reason = sourcev1.AuthenticationFailedReason
 		}
-		err = reconcile.Fail(reason, err)
+		err = outcome.Fail(reason, err)
 	}
-	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reconcile.ReasonOf(err, reason), "%s", err.Error())
+	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, outcome.ReasonOf(err, reason), "%s", err.Error())
 	return err
 }
 
@@ -164,5 +165,5 @@ func storedMessage[T sourceObject](obj T) string {
 // storageFailed marks a failed storage operation.
 func storageFailed(obj conditions.Setter, reason string, err error) error {
 	conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, reason, "%s", err.Error())
-	return reconcile.Fail(reason, err)
+	return outcome.Fail(reason, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=buckets,verbs=get;list;watch;create;update;patch;delete
@@ -55,9 +56,8 @@ type BucketReconciler struct {
 // SetupWithManager registers the reconciler with mgr: it watches Buckets
 // and their gates.
 func (r *BucketReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	kind := sourceKind(r.store(), func() *sourcev1.Bucket { return &sourcev1.Bucket{} }, bucketNegativeConditions, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
-		func() client.ObjectList { return &sourcev1.BucketList{} }, opts)
+	kind := sourceKind(r.store(), func() *sourcev1.Bucket { return &sourcev1.Bucket{} }, bucketNegativeConditions, r.checkServed, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
 	if err != nil {
 		return err
 	}
@@ -71,10 +71,10 @@ func (r *BucketReconciler) store() artifactStore {
 
 // run brings one Bucket's artifact up to date, unless a gate holds it
 // back.
-func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (reconcile.Result, error) {
+func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (outcome.Result, error) {
 	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout())}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // bucketScope carries what the steps of one run learn.

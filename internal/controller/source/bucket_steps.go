@@ -13,8 +13,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/bucket"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
 )
 
@@ -28,39 +28,30 @@ const (
 // reconciler does not say.
 const defaultBucketConcurrency = 8
 
-// reconcileGates holds the run while a gate of spec.gates is closed or
-// missing: nothing is fetched, and the last artifact stays served.
-func (r *BucketReconciler) reconcileGates(ctx context.Context, obj *sourcev1.Bucket, _ *bucketScope) (reconcile.Result, error) {
-	if err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter()); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	return reconcile.ResultSuccess, nil
-}
-
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *BucketReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.Bucket, _ *bucketScope) (reconcile.Result, error) {
+func (r *BucketReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.Bucket, _ *bucketScope) (outcome.Result, error) {
 	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileSource checks the spec, reads the credentials and lists the
 // bucket. The revision is the digest of the listing, less the objects the
 // ignore rules exclude; when the stored artifact holds it, nothing is
 // downloaded.
-func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (reconcile.Result, error) {
+func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (outcome.Result, error) {
 	opts, err := r.bucketOptions(ctx, obj)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if sc.client, err = bucket.New(opts); err != nil {
-		return reconcile.ResultEmpty, bucketFetchFailed(obj, reconcile.Stall(sourcev1.InvalidSpecReason, err))
+		return outcome.ResultEmpty, bucketFetchFailed(obj, outcome.Stall(sourcev1.InvalidSpecReason, err))
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
 	listed, err := sc.client.List(ctx, obj.Spec.BucketName, obj.Spec.Prefix)
 	if err != nil {
-		return reconcile.ResultEmpty, bucketFetchFailed(obj, err)
+		return outcome.ResultEmpty, bucketFetchFailed(obj, err)
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	ignored := sourceignore.NewKeyFilter(obj.Spec.Ignore)
@@ -74,14 +65,14 @@ func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bu
 	if obj.GetArtifact().HasRevision(sc.revision) && equalPtr(obj.Spec.Ignore, obj.Status.ObservedIgnore) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", sc.revision)
 		sc.upToDate = true
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	if !obj.GetArtifact().HasRevision(sc.revision) {
 		conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 			"new upstream revision '%s'", sc.revision)
 		reconcile.MarkProgress(obj, "building artifact: new upstream revision '%s'", sc.revision)
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // bucketOptions builds how to reach obj's bucket: the spec, the keys of
@@ -90,17 +81,17 @@ func (r *BucketReconciler) bucketOptions(ctx context.Context, obj *sourcev1.Buck
 	spec := obj.Spec
 	o := bucket.Options{Endpoint: spec.Endpoint, Insecure: spec.Insecure, Region: spec.Region}
 	if spec.Insecure && !r.AllowInsecureHTTP {
-		return o, bucketFetchFailed(obj, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return o, bucketFetchFailed(obj, outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("spec.insecure (plain HTTP) refused: the controller runs with --insecure-allow-http=false")))
 	}
 	if spec.SecretRef != nil {
 		data, err := secretData(ctx, r.Client, obj.Namespace, spec.SecretRef.Name)
 		if err != nil {
-			return o, bucketFetchFailed(obj, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
+			return o, bucketFetchFailed(obj, outcome.Fail(sourcev1.AuthenticationFailedReason, err))
 		}
 		o.AccessKey, o.SecretKey = string(data[bucketAccessKey]), string(data[bucketSecretKey])
 		if o.AccessKey == "" || o.SecretKey == "" {
-			return o, bucketFetchFailed(obj, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return o, bucketFetchFailed(obj, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("secret '%s' needs both '%s' and '%s'", spec.SecretRef.Name, bucketAccessKey, bucketSecretKey)))
 		}
 	}
@@ -116,14 +107,14 @@ func (r *BucketReconciler) bucketOptions(ctx context.Context, obj *sourcev1.Buck
 // them as an artifact, with the ignore rules (and the .sourceignore
 // objects of the bucket). When the stored artifact is up to date it only
 // confirms it.
-func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (reconcile.Result, error) {
+func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	var err error
 	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("bucket-%s-%s-", obj.Namespace, obj.Name)); err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+		return outcome.ResultEmpty, outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	dlCtx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
@@ -131,12 +122,12 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 	if err := sc.client.Download(dlCtx, obj.Spec.BucketName, sc.objects, sc.workDir, bucket.DownloadOptions{
 		Concurrency: r.concurrency(), MaxObjectSize: maxSize, MaxTotalSize: maxSize,
 	}); err != nil {
-		return reconcile.ResultEmpty, bucketFetchFailed(obj, err)
+		return outcome.ResultEmpty, bucketFetchFailed(obj, err)
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	a := r.Storage.NewArtifactFor(sourcev1.BucketKind, obj, sc.revision, strings.TrimPrefix(sc.revision, "sha256:")+".tar.gz")
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the objects"); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
@@ -145,7 +136,7 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision,
 			fmt.Sprintf("stored artifact with %d objects from bucket '%s'", len(sc.objects), obj.Spec.BucketName))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // maxSize returns the bound on the bytes downloaded from a bucket.

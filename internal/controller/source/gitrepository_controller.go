@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch;create;update;patch;delete
@@ -84,9 +85,9 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return fmt.Errorf("indexing GitRepository includes: %w", err)
 	}
-	kind := sourceKind(r.store(), func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} }, gitRepositoryNegativeConditions, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
-		func() client.ObjectList { return &sourcev1.GitRepositoryList{} }, opts)
+	kind := sourceKind(r.store(), func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} }, gitRepositoryNegativeConditions, r.checkServed, r.run)
+	kind.Held = r.held
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
 	if err != nil {
 		return err
 	}
@@ -113,12 +114,12 @@ func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Obje
 
 // run brings one GitRepository's artifact up to date, unless a gate holds
 // it back.
-func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, patcher *patch.Helper) (reconcile.Result, error) {
+func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, patcher *patch.Helper) (outcome.Result, error) {
 	sc := &gitScope{announce: func(ctx context.Context) error {
 		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
 	}}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 }
 
 // store returns the storage steps shared with the other source kinds.

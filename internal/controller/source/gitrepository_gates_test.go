@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -88,10 +89,12 @@ func TestReconcileGitRepositoryGates(t *testing.T) {
 				obj.Status.Conditions = []metav1.Condition{*tt.before}
 			}
 
-			_, err := r.reconcileGates(context.Background(), obj, &gitScope{})
+			runner := &reconcile.Runner[*sourcev1.GitRepository]{Client: r.Client, Events: r.Events, NoCrossNamespaceRefs: tt.noCross,
+				Kind: reconcile.Kind[*sourcev1.GitRepository]{Name: sourcev1.GitRepositoryKind, Held: r.held}}
+			err := runner.Admit(context.Background(), obj)
 			var (
-				holding  *reconcile.Holding
-				stalling *reconcile.Stalling
+				holding  *outcome.Holding
+				stalling *outcome.Stalling
 			)
 			switch tt.wantErr {
 			case "":

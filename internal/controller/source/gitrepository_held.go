@@ -12,6 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // artifactRebuiltReason is the reason of the event that says the artifact
@@ -51,7 +52,7 @@ func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *
 	if err != nil {
 		err = fmt.Errorf("cannot rebuild the artifact at the held revision: %w", err)
 		conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, sourcev1.StorageOperationFailedReason, "%s", err.Error())
-		return false, reconcile.Stall(sourcev1.StorageOperationFailedReason, err)
+		return false, outcome.Stall(sourcev1.StorageOperationFailedReason, err)
 	}
 	reconcile.MarkProgress(obj, "rebuilding artifact at the held revision '%s': artifact %s", revision, why)
 

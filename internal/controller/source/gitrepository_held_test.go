@@ -14,7 +14,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -110,7 +110,7 @@ func TestRebuildHeldArtifact_UnparsableRevision(t *testing.T) {
 
 	rebuilt, err := r.rebuildHeldArtifact(context.Background(), obj)
 	g.Expect(rebuilt).To(BeFalse())
-	var stalling *reconcile.Stalling
+	var stalling *outcome.Stalling
 	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(Equal("cannot rebuild the artifact at the held revision: " +
 		"revision 'main@sha1:nothex' does not end in sha1:<40 hex digits>"))

@@ -20,54 +20,55 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
-	"github.com/windlass-dev/windlass/internal/gitsource"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/gitsource"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (reconcile.Result, error) {
+func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (outcome.Result, error) {
 	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileSource resolves the included artifacts, then checks the
 // repository out, unless the remote still points at the stored revision and
 // nothing in the spec changes the artifact's content. A new commit is
 // verified when the spec asks for it.
-func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
 	u, checkout, err := validateGitSpec(obj)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if u.Scheme == "http" && !r.AllowInsecureHTTP {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return outcome.ResultEmpty, outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", git.SanitizeURL(obj.Spec.URL)))
 	}
 	checkout.MaxTransferBytes, checkout.MaxObjectBytes, checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
 	checkout.RefusePlainHTTP = !r.AllowInsecureHTTP
 	auth, proxy, err := r.gitCredentials(ctx, obj, *u)
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if proxy != nil && strings.HasPrefix(strings.ToLower(proxy.URL), "http://") && !r.AllowInsecureHTTP {
-		return reconcile.ResultEmpty, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return outcome.ResultEmpty, outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("the proxy of secret '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", obj.Spec.ProxySecretRef.Name))
 	}
 	if sc.includes, err = r.includedArtifacts(ctx, obj, sc); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if a := obj.GetArtifact(); a != nil && sc.heldRevision == "" && !gitContentConfigChanged(obj, sc.includes) {
 		checkout.LastObservedCommit = a.Revision
 	}
 
 	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("gitrepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
-		return reconcile.ResultEmpty, reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+		return outcome.ResultEmpty, outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	client, err := git.NewClient(sc.workDir, auth, proxy)
 	if err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(sourcev1.AuthenticationFailedReason, err)
+		return outcome.ResultEmpty, outcome.Stall(sourcev1.AuthenticationFailedReason, err)
 	}
 	defer client.Close()
 	cloneCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
@@ -77,29 +78,29 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		return client.Clone(cloneCtx, url, checkout)
 	})
 	if err != nil {
-		return reconcile.ResultEmpty, markFetchFailed(obj, err)
+		return outcome.ResultEmpty, markFetchFailed(obj, err)
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	sc.commit = commit
 	if sc.heldRevision != "" {
 		// The held commit was verified when its artifact was first built.
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 
 	if !git.IsConcreteCommit(*commit) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", commit.String())
 		sc.upToDate = true
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	if err := r.verifyCommit(ctx, obj, commit); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if !obj.GetArtifact().HasRevision(commit.String()) {
 		conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 			"new upstream revision '%s'", commit.String())
 		reconcile.MarkProgress(obj, "building artifact: new upstream revision '%s'", commit.String())
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // validateGitSpec checks what the CRD schema cannot: that the URL parses
@@ -111,17 +112,17 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 	if err != nil {
 		// Neither the URL nor url.Parse's error, which quotes it, is shown:
 		// a URL that does not parse may hide a password anywhere.
-		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
+		return nil, checkout, outcome.Stall(sourcev1.URLInvalidReason,
 			errors.New("invalid URL: spec.url does not parse; it must be an http, https or ssh URL with a host"))
 	}
 	if u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
-		return nil, checkout, reconcile.Stall(sourcev1.URLInvalidReason,
+		return nil, checkout, outcome.Stall(sourcev1.URLInvalidReason,
 			fmt.Errorf("invalid URL '%s': the scheme must be http, https or ssh, with a host", git.SanitizeURL(obj.Spec.URL)))
 	}
 	if ref := obj.Spec.Reference; ref != nil {
 		if ref.SemVer != "" {
 			if _, err := semver.NewConstraint(ref.SemVer); err != nil {
-				return nil, checkout, reconcile.Stall(sourcev1.InvalidSemverReason,
+				return nil, checkout, outcome.Stall(sourcev1.InvalidSemverReason,
 					fmt.Errorf("invalid semver range '%s': %w", ref.SemVer, err))
 			}
 		}
@@ -132,7 +133,7 @@ func validateGitSpec(obj *sourcev1.GitRepository) (*url.URL, git.CheckoutOptions
 	checkout.RecurseSubmodules = obj.Spec.RecurseSubmodules
 	checkout.SparseCheckoutDirectories = obj.Spec.SparseCheckout
 	if obj.Spec.Verification != nil && !obj.Spec.Verification.Mode.Normalize().Valid() {
-		return nil, checkout, reconcile.Stall(sourcev1.InvalidSpecReason,
+		return nil, checkout, outcome.Stall(sourcev1.InvalidSpecReason,
 			fmt.Errorf("invalid verification mode '%s'", obj.Spec.Verification.Mode))
 	}
 	return u, checkout, nil
@@ -152,10 +153,10 @@ func (r *GitRepositoryReconciler) gitCredentials(ctx context.Context, obj *sourc
 // markFetchFailed records a failure to fetch in the FetchFailed condition
 // and returns err as a reconcile error with the matching reason.
 func markFetchFailed(obj *sourcev1.GitRepository, err error) error {
-	reason := reconcile.ReasonOf(err, "")
+	reason := outcome.ReasonOf(err, "")
 	if reason == "" {
 		err = classifyGitError(err)
-		reason = reconcile.ReasonOf(err, sourcev1.GitOperationFailedReason)
+		reason = outcome.ReasonOf(err, sourcev1.GitOperationFailedReason)
 	}
 	conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, reason, "%s", err.Error())
 	return err
@@ -171,13 +172,13 @@ func classifyGitError(err error) error {
 	)
 	switch {
 	case errors.As(err, &invalidOptions):
-		return reconcile.Stall(sourcev1.InvalidSpecReason, fmt.Errorf("invalid spec: %w", err))
+		return outcome.Stall(sourcev1.InvalidSpecReason, fmt.Errorf("invalid spec: %w", err))
 	case errors.As(err, &invalidAuth):
-		return reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid credentials: %w", err))
+		return outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid credentials: %w", err))
 	case git.IsAuthError(err):
-		return reconcile.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
+		return outcome.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
 	}
-	return reconcile.Fail(sourcev1.GitOperationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
+	return outcome.Fail(sourcev1.GitOperationFailedReason, fmt.Errorf("failed to checkout and determine revision: %w", err))
 }
 
 // verifyCommit checks the signatures that spec.verify asks for, and sets
@@ -191,14 +192,14 @@ func (r *GitRepositoryReconciler) verifyCommit(ctx context.Context, obj *sourcev
 	keys, err := secretData(ctx, r.Client, obj.Namespace, obj.Spec.Verification.SecretRef.Name)
 	if err != nil {
 		conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
-		return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+		return outcome.Fail(sourcev1.VerificationErrorReason, err)
 	}
 	var signers []string
 	if mode.VerifiesTag() {
 		if commit.ReferencingTag == nil {
 			err := fmt.Errorf("cannot verify tag: the reference is not an annotated tag")
 			conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
-			return reconcile.Stall(sourcev1.VerificationErrorReason, err)
+			return outcome.Stall(sourcev1.VerificationErrorReason, err)
 		}
 		signer, err := commit.ReferencingTag.Verify(keys)
 		if err != nil {
@@ -220,7 +221,7 @@ func (r *GitRepositoryReconciler) verifyCommit(ctx context.Context, obj *sourcev
 
 func verificationFailed(obj *sourcev1.GitRepository, err error) error {
 	conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
-	return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+	return outcome.Fail(sourcev1.VerificationErrorReason, err)
 }
 
 // resolveIncludes returns the artifacts of the included GitRepositories.
@@ -232,7 +233,7 @@ func (r *GitRepositoryReconciler) resolveIncludes(ctx context.Context, obj *sour
 	artifacts := make([]*meta.Artifact, 0, len(obj.Spec.Include))
 	for _, inc := range obj.Spec.Include {
 		if err := checkIncludePath(inc.GetToPath()); err != nil {
-			return nil, reconcile.Stall(sourcev1.InvalidSpecReason, err)
+			return nil, outcome.Stall(sourcev1.InvalidSpecReason, err)
 		}
 		var dep sourcev1.GitRepository
 		key := types.NamespacedName{Namespace: obj.Namespace, Name: inc.GitRepositoryRef.Name}
@@ -245,7 +246,7 @@ func (r *GitRepositoryReconciler) resolveIncludes(ctx context.Context, obj *sour
 		}
 		if err != nil {
 			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeUnavailableReason, "%s", err.Error())
-			return nil, reconcile.Wait(sourcev1.IncludeUnavailableReason, err, r.DependencyRequeue)
+			return nil, outcome.Wait(sourcev1.IncludeUnavailableReason, err, r.DependencyRequeue)
 		}
 		artifacts = append(artifacts, dep.GetArtifact().DeepCopy())
 	}
@@ -264,34 +265,34 @@ func checkIncludePath(p string) error {
 }
 
 // reconcileInclude copies the included artifacts into the checkout.
-func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
 	if sc.upToDate {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	for i, inc := range obj.Spec.Include {
 		dest, err := securejoin.SecureJoin(sc.workDir, inc.GetToPath())
 		if err != nil {
-			return reconcile.ResultEmpty, reconcile.Stall(sourcev1.InvalidSpecReason, err)
+			return outcome.ResultEmpty, outcome.Stall(sourcev1.InvalidSpecReason, err)
 		}
 		if err := os.RemoveAll(dest); err != nil {
-			return reconcile.ResultEmpty, reconcile.Fail(sourcev1.IncludeUnavailableReason, err)
+			return outcome.ResultEmpty, outcome.Fail(sourcev1.IncludeUnavailableReason, err)
 		}
 		if err := r.Storage.ExtractTo(*sc.includes[i], inc.GetFromPath(), dest); err != nil {
 			err = fmt.Errorf("including the artifact of '%s': %w", inc.GitRepositoryRef.Name, err)
 			conditions.MarkTrue(obj, sourcev1.IncludeUnavailableCondition, sourcev1.IncludeUnavailableReason, "%s", err.Error())
-			return reconcile.ResultEmpty, reconcile.Fail(sourcev1.IncludeUnavailableReason, err)
+			return outcome.ResultEmpty, outcome.Fail(sourcev1.IncludeUnavailableReason, err)
 		}
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileArtifact archives the checkout into storage, records the new
 // artifact in status and collects old artifacts. When the stored artifact is
 // up to date it only confirms it.
-func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (reconcile.Result, error) {
+func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	revision := sc.commit.String()
 	if sc.heldRevision != "" {
@@ -300,7 +301,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
 	a.Metadata = noteMetadata(sc.commit.Note)
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the checkout"); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
@@ -314,7 +315,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		r.Events.Normal(ctx, obj, "NewArtifact", revision,
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // noteMetadata returns the artifact metadata of a commit's note: an

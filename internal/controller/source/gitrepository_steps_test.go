@@ -21,7 +21,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/gitserver"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -40,9 +40,9 @@ func TestClassifyGitError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			err := classifyGitError(tt.err)
-			var stalling *reconcile.Stalling
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.wantReason))
 		})
 	}
 }
@@ -71,7 +71,7 @@ func TestValidateGitSpec(t *testing.T) {
 				g.Expect(opts.ShallowClone).To(BeTrue())
 				return
 			}
-			var stalling *reconcile.Stalling
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(BeTrue())
 			g.Expect(stalling.Reason).To(Equal(tt.wantReason))
 		})
@@ -118,7 +118,7 @@ func TestReconcileSourceRefusesPlainHTTP(t *testing.T) {
 	sc := &gitScope{}
 	defer sc.cleanup()
 	_, err := r.reconcileSource(context.Background(), obj, sc)
-	var stalling *reconcile.Stalling
+	var stalling *outcome.Stalling
 	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
 	g.Expect(stalling.Reason).To(Equal(meta.InsecureConnectionsDisallowedReason))
 	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
@@ -143,7 +143,7 @@ func TestReconcileSourceRefusesAPlainHTTPProxy(t *testing.T) {
 	sc := &gitScope{}
 	defer sc.cleanup()
 	_, err := r.reconcileSource(context.Background(), obj, sc)
-	g.Expect(reconcile.ReasonOf(err, "")).To(Equal(meta.InsecureConnectionsDisallowedReason))
+	g.Expect(outcome.ReasonOf(err, "")).To(Equal(meta.InsecureConnectionsDisallowedReason))
 	g.Expect(err).To(MatchError(ContainSubstring("proxy of secret 'proxy' is plain HTTP")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("pr0xy-s3cret"))
 }
@@ -186,7 +186,7 @@ func TestReconcileStorage(t *testing.T) {
 			r := &GitRepositoryReconciler{Storage: store}
 			res, err := r.reconcileStorage(context.Background(), obj, &gitScope{})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(res).To(Equal(reconcile.ResultSuccess))
+			g.Expect(res).To(Equal(outcome.ResultSuccess))
 			g.Expect(obj.Status.Artifact != nil).To(Equal(tt.wantArtifact))
 			if tt.wantArtifact {
 				g.Expect(obj.Status.Artifact.URL).To(HavePrefix("http://storage.example:9090/"), "the advertised address is refreshed")

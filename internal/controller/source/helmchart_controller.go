@@ -2,16 +2,12 @@ package source
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
@@ -23,6 +19,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmcharts,verbs=get;list;watch;create;update;patch;delete
@@ -37,10 +35,6 @@ var helmChartNegativeConditions = []string{
 	sourcev1.StorageOperationFailedCondition,
 	sourcev1.ArtifactOutdatedCondition,
 }
-
-// helmChartSourceIndexKey indexes HelmCharts by their source, as
-// "<kind>/<name>".
-const helmChartSourceIndexKey = ".spec.sourceRef"
 
 // defaultHelmChartSourceRequeue is how long a HelmChart waits for a source
 // without an artifact when the reconciler does not say; the watch on the
@@ -93,12 +87,6 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.IndexCache == nil {
 		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheTTL)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.HelmChart{}, helmChartSourceIndexKey, func(o client.Object) []string {
-		ref := o.(*sourcev1.HelmChart).Spec.SourceRef
-		return []string{helmChartSourceKey(ref.Kind, ref.Name)}
-	}); err != nil {
-		return fmt.Errorf("indexing HelmChart sources: %w", err)
-	}
 	// Extracted source artifacts are removed when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -107,14 +95,17 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	})); err != nil {
 		return err
 	}
-	kind := sourceKind(r.store(), func() *sourcev1.HelmChart { return &sourcev1.HelmChart{} }, helmChartNegativeConditions, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
-		func() client.ObjectList { return &sourcev1.HelmChartList{} }, opts)
+	kind := sourceKind(r.store(), func() *sourcev1.HelmChart { return &sourcev1.HelmChart{} }, helmChartNegativeConditions, r.checkServed, r.run)
+	kind.SourceRef = &reconcile.SourceRef[*sourcev1.HelmChart]{
+		Use: kinds.HelmChartSource,
+		Ref: func(obj *sourcev1.HelmChart) sourceref.Ref {
+			return sourceref.Ref{Kind: obj.Spec.SourceRef.Kind, Name: obj.Spec.SourceRef.Name}
+		},
+		Wakes: sourceChanged,
+	}
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
 	if err != nil {
 		return err
-	}
-	for _, k := range kinds.SourcesFor(kinds.HelmChartSource) {
-		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(r.chartsOf(k.Kind)), sourceChanged(k.Kind))
 	}
 	return b.Complete(runner)
 }
@@ -122,34 +113,11 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 // sourceChanged is when a HelmChart's source of kind asks for a new
 // chart: a new artifact, or a HelmRepository that became Ready (its index
 // can be read again).
-func sourceChanged(kind string) builder.WatchesOption {
+func sourceChanged(kind string) predicate.Predicate {
 	if kind == sourcev1.HelmRepositoryKind {
-		return builder.WithPredicates(predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{}))
+		return predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{})
 	}
-	return builder.WithPredicates(predicates.ArtifactChanged{})
-}
-
-// helmChartSourceKey is the index value of a HelmChart's source.
-func helmChartSourceKey(kind, name string) string {
-	return kind + "/" + name
-}
-
-// chartsOf returns the map from a source of kind to the HelmCharts that use
-// it.
-func (r *HelmChartReconciler) chartsOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []ctrlreconcile.Request {
-		var list sourcev1.HelmChartList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-			client.MatchingFields{helmChartSourceIndexKey: helmChartSourceKey(kind, o.GetName())}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to list the HelmCharts of a source", kind, client.ObjectKeyFromObject(o))
-			return nil
-		}
-		reqs := make([]ctrlreconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
+	return predicates.ArtifactChanged{}
 }
 
 // store returns the storage steps shared with the other source kinds.
@@ -159,10 +127,10 @@ func (r *HelmChartReconciler) store() artifactStore {
 
 // run brings one HelmChart's artifact up to date, unless a gate holds it
 // back.
-func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *patch.Helper) (reconcile.Result, error) {
+func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *patch.Helper) (outcome.Result, error) {
 	sc := &helmChartScope{}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
 }
 
 // helmChartScope carries what the steps of one run learn.

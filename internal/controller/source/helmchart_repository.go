@@ -16,7 +16,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/oci"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // fromHelmRepository selects the chart version in the HelmRepository of
@@ -105,11 +105,11 @@ func (r *HelmChartReconciler) loadIndex(a meta.Artifact) (*repository.Index, err
 func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.HelmChart, repo *sourcev1.HelmRepository, sc *helmChartScope) error {
 	if !strings.HasPrefix(repo.Spec.URL, oci.Scheme) {
 		// The HelmRepository stalls and says why; its fix reconciles obj.
-		return reconcile.Wait(meta.DependencyNotReadyReason, fmt.Errorf(
+		return outcome.Wait(meta.DependencyNotReadyReason, fmt.Errorf(
 			"HelmRepository '%s' is of type oci without an oci:// URL", repo.Name), r.sourceRequeue())
 	}
 	if repo.Spec.Insecure && !r.AllowInsecureHTTP {
-		return chartPullFailed(obj, nil, reconcile.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
+		return chartPullFailed(obj, nil, outcome.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
 			"HelmRepository '%s' asks for plain HTTP, which the controller refuses (--insecure-allow-http=false)", repo.Name)))
 	}
 	creds, err := readHelmCredentials(ctx, r.Client, repo)
@@ -134,7 +134,7 @@ func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.He
 	}
 	ref, err := oci.ParseRepository(strings.TrimSuffix(repo.Spec.URL, "/")+"/"+obj.Spec.Chart, opts)
 	if err != nil {
-		return chartPullFailed(obj, nil, reconcile.Stall(sourcev1.URLInvalidReason, err))
+		return chartPullFailed(obj, nil, outcome.Stall(sourcev1.URLInvalidReason, err))
 	}
 	if err := r.verifyOCIChart(ctx, obj, ref.Digest(digest), sc.sourceRevision, opts); err != nil {
 		return err
@@ -176,7 +176,7 @@ func (r *HelmChartReconciler) verifyOCIChart(ctx context.Context, obj *sourcev1.
 		err = fmt.Errorf("signature verification of chart '%s' %s failed: %w", obj.Spec.Chart, revision, err)
 		conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
 		r.Events.Warning(ctx, obj, sourcev1.VerificationErrorReason, revision, err.Error())
-		return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+		return outcome.Fail(sourcev1.VerificationErrorReason, err)
 	}
 	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason,
 		"verified signature of chart '%s' %s (%s)", obj.Spec.Chart, revision, result.Signer)

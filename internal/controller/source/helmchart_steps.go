@@ -13,35 +13,25 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
-
-// reconcileGates holds the run while a gate of spec.gates is closed or
-// missing: no chart is pulled or built, and the last artifact stays
-// served.
-func (r *HelmChartReconciler) reconcileGates(ctx context.Context, obj *sourcev1.HelmChart, _ *helmChartScope) (reconcile.Result, error) {
-	if err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter()); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	return reconcile.ResultSuccess, nil
-}
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *HelmChartReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmChart, _ *helmChartScope) (reconcile.Result, error) {
+func (r *HelmChartReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmChart, _ *helmChartScope) (outcome.Result, error) {
 	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileSource finds the chart in the source: it pulls it from a
 // HelmRepository, or gets the tree of a GitRepository's or Bucket's
 // artifact. When the stored artifact already holds what the source gives
 // for the spec, nothing more is done.
-func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (reconcile.Result, error) {
+func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (outcome.Result, error) {
 	if err := validateHelmChartSpec(obj); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	var err error
 	switch obj.Spec.SourceRef.Kind {
@@ -51,23 +41,23 @@ func (r *HelmChartReconciler) reconcileSource(ctx context.Context, obj *sourcev1
 		err = r.fromSourceArtifact(ctx, obj, sc)
 	}
 	if err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	if sc.upToDate {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 		"new chart from source revision '%s'", sc.sourceRevision)
 	reconcile.MarkProgress(obj, "building artifact: new chart from source revision '%s'", sc.sourceRevision)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // validateHelmChartSpec checks what the CRD schema cannot; what fails can
 // never work, so it stalls.
 func validateHelmChartSpec(obj *sourcev1.HelmChart) error {
 	stall := func(reason, format string, args ...any) error {
-		return fetchFailed(obj, reason, nil, reconcile.Stall(reason, fmt.Errorf(format, args...)))
+		return fetchFailed(obj, reason, nil, outcome.Stall(reason, fmt.Errorf(format, args...)))
 	}
 	spec := obj.Spec
 	switch spec.SourceRef.Kind {
@@ -92,10 +82,10 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, src)
 	switch {
 	case apierrors.IsNotFound(err):
-		return reconcile.Wait(meta.DependencyNotReadyReason,
+		return outcome.Wait(meta.DependencyNotReadyReason,
 			fmt.Errorf("%s '%s/%s' not found", ref.Kind, obj.Namespace, ref.Name), r.sourceRequeue())
 	case err != nil:
-		return reconcile.Fail(sourcev1.ChartPullFailedReason, fmt.Errorf("reading %s '%s': %w", ref.Kind, ref.Name, err))
+		return outcome.Fail(sourcev1.ChartPullFailedReason, fmt.Errorf("reading %s '%s': %w", ref.Kind, ref.Name, err))
 	}
 	return nil
 }
@@ -103,7 +93,7 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 // noArtifactYet is the wait for a source without an artifact.
 func (r *HelmChartReconciler) noArtifactYet(obj *sourcev1.HelmChart) error {
 	ref := obj.Spec.SourceRef
-	return reconcile.Wait(meta.DependencyNotReadyReason,
+	return outcome.Wait(meta.DependencyNotReadyReason,
 		fmt.Errorf("%s '%s/%s' has no artifact yet", ref.Kind, obj.Namespace, ref.Name), r.sourceRequeue())
 }
 
@@ -126,9 +116,9 @@ func chartUpToDate(obj *sourcev1.HelmChart, version, sourceRevision string) bool
 // loaded, its dependencies resolved, its values files merged and it is
 // packaged with its version (plus the source revision under the Revision
 // strategy). A panic in the Helm SDK fails this chart only.
-func (r *HelmChartReconciler) reconcileBuild(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (reconcile.Result, error) {
+func (r *HelmChartReconciler) reconcileBuild(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (outcome.Result, error) {
 	if sc.upToDate {
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	err := chart.Safely(func() error {
 		if sc.downloaded != nil {
@@ -137,13 +127,13 @@ func (r *HelmChartReconciler) reconcileBuild(ctx context.Context, obj *sourcev1.
 		return r.buildFromTree(ctx, obj, sc)
 	})
 	if err != nil {
-		return reconcile.ResultEmpty, buildFailed(obj, err)
+		return outcome.ResultEmpty, buildFailed(obj, err)
 	}
 	if strings.ContainsAny(sc.name, "/\\") || strings.HasPrefix(sc.name, ".") {
-		return reconcile.ResultEmpty, buildFailed(obj, fmt.Errorf("chart name '%s' is not a valid file name", sc.name))
+		return outcome.ResultEmpty, buildFailed(obj, fmt.Errorf("chart name '%s' is not a valid file name", sc.name))
 	}
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // buildPulled checks a pulled package and merges the values files.
@@ -170,16 +160,16 @@ func (r *HelmChartReconciler) buildPulled(obj *sourcev1.HelmChart, sc *helmChart
 // reconcileArtifact stores the package as <chart>-<version>.tgz, with the
 // version as its revision. When the stored artifact is up to date it only
 // confirms it.
-func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (reconcile.Result, error) {
+func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 		obj.Status.URL = obj.Status.Artifact.URL
 		obj.Status.ObservedSourceArtifactRevision = sc.sourceRevision
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.HelmChartKind, obj, sc.version, fmt.Sprintf("%s-%s.tgz", sc.name, sc.version))
 	if err := r.store().copyBytes(obj, &a, sc.pkg); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
@@ -193,13 +183,13 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 		}
 		r.Events.Normal(ctx, obj, reason, sc.version, fmt.Sprintf("%s '%s' chart with version '%s'", verb, sc.name, sc.version))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // buildFailed marks a chart that could not be loaded or packaged.
 func buildFailed(obj *sourcev1.HelmChart, err error) error {
 	conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, sourcev1.ChartPackageFailedReason, "%s", err.Error())
-	return reconcile.Fail(sourcev1.ChartPackageFailedReason, err)
+	return outcome.Fail(sourcev1.ChartPackageFailedReason, err)
 }
 
 // chartPullFailed records a failure to pull a chart or read its source

@@ -14,7 +14,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 func TestChartUpToDate(t *testing.T) {
@@ -84,7 +84,7 @@ func TestValidateHelmChartSpec(t *testing.T) {
 				g.Expect(conditions.Has(obj, sourcev1.FetchFailedCondition)).To(BeFalse())
 				return
 			}
-			var stalling *reconcile.Stalling
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(BeTrue(), "%v", err)
 			g.Expect(stalling.Reason).To(Equal(tt.reason))
 			g.Expect(conditions.Reason(obj, sourcev1.FetchFailedCondition)).To(Equal(tt.reason))

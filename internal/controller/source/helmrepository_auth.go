@@ -12,7 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/httptransport"
 	"github.com/windlass-dev/windlass/internal/oci"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // Keys of the Secret of a HelmRepository's spec.secretRef.
@@ -55,11 +55,11 @@ func readHelmCredentials(ctx context.Context, c client.Reader, repo *sourcev1.He
 	if spec.SecretRef != nil {
 		data, err := secretData(ctx, c, repo.Namespace, spec.SecretRef.Name)
 		if err != nil {
-			return creds, reconcile.Fail(sourcev1.AuthenticationFailedReason, err)
+			return creds, outcome.Fail(sourcev1.AuthenticationFailedReason, err)
 		}
 		creds.username, creds.password = string(data[helmUsernameKey]), string(data[helmPasswordKey])
 		if (creds.username == "") != (creds.password == "") {
-			return creds, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return creds, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("secret '%s' needs both '%s' and '%s', or neither", spec.SecretRef.Name, helmUsernameKey, helmPasswordKey))
 		}
 		creds.dockerConfig = data[corev1.DockerConfigJsonKey]
@@ -68,13 +68,13 @@ func readHelmCredentials(ctx context.Context, c client.Reader, repo *sourcev1.He
 	if spec.CertSecretRef != nil {
 		data, err := secretData(ctx, c, repo.Namespace, spec.CertSecretRef.Name)
 		if err != nil {
-			return creds, reconcile.Fail(sourcev1.AuthenticationFailedReason, err)
+			return creds, outcome.Fail(sourcev1.AuthenticationFailedReason, err)
 		}
 		creds.certData = data
 	}
 	if creds.certData != nil {
 		if _, err := httptransport.TLSConfig(creds.certData); err != nil {
-			return creds, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return creds, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("invalid TLS settings in secret '%s': %w", tlsSecretName(repo), err))
 		}
 	}
@@ -141,7 +141,7 @@ func helmOCIOptions(repo *sourcev1.HelmRepository, creds helmCredentials) (oci.O
 		}
 		kc, err := oci.KeychainFromDockerConfigs(configs...)
 		if err != nil {
-			return o, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return o, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("invalid registry credentials in secret '%s': %w", repo.Spec.SecretRef.Name, err))
 		}
 		o.Keychain = kc
@@ -149,7 +149,7 @@ func helmOCIOptions(repo *sourcev1.HelmRepository, creds helmCredentials) (oci.O
 	if creds.certData != nil {
 		tlsConfig, err := httptransport.TLSConfig(creds.certData)
 		if err != nil {
-			return o, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return o, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("invalid TLS settings in secret '%s': %w", tlsSecretName(repo), err))
 		}
 		o.Transport = httptransport.New(tlsConfig, nil)

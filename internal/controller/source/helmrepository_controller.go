@@ -13,6 +13,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=helmrepositories,verbs=get;list;watch;create;update;patch;delete
@@ -73,10 +74,9 @@ func (r *HelmRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctr
 		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheTTL)
 	}
 	kind := sourceKind(r.store(), func() *sourcev1.HelmRepository { return &sourcev1.HelmRepository{} },
-		helmRepositoryNegativeConditions, r.run)
+		helmRepositoryNegativeConditions, r.checkServed, r.run)
 	kind.SuccessMessage = helmRepositoryReadyMessage
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
-		func() client.ObjectList { return &sourcev1.HelmRepositoryList{} }, opts)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
 	if err != nil {
 		return err
 	}
@@ -98,12 +98,12 @@ func (r *HelmRepositoryReconciler) store() artifactStore {
 
 // run brings one HelmRepository's artifact up to date, unless a gate holds
 // it back.
-func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, _ *patch.Helper) (reconcile.Result, error) {
+func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, _ *patch.Helper) (outcome.Result, error) {
 	sc := &helmRepositoryScope{}
 	if obj.GetType() == sourcev1.HelmRepositoryTypeOCI {
-		return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileOCI)
+		return reconcile.RunSteps(ctx, obj, sc, r.reconcileOCI)
 	}
-	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // helmRepositoryScope carries what the steps of one run learn.

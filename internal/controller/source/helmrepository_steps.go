@@ -13,51 +13,42 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
-// reconcileGates holds the run while a gate of spec.gates is closed or
-// missing: no index is fetched, and the last artifact stays served.
-func (r *HelmRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (reconcile.Result, error) {
-	if err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter()); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	return reconcile.ResultSuccess, nil
-}
-
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *HelmRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (reconcile.Result, error) {
+func (r *HelmRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (outcome.Result, error) {
 	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileSource checks the URL, reads the credentials, fetches the index
 // (within the size limit and spec.timeout) and normalises it: its revision
 // is the digest of the normalised form. When the stored artifact holds
 // that revision nothing more is written.
-func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmRepository, sc *helmRepositoryScope) (reconcile.Result, error) {
+func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.HelmRepository, sc *helmRepositoryScope) (outcome.Result, error) {
 	if err := r.validateHTTPURL(obj); err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj, err)
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
 	creds, err := readHelmCredentials(ctx, r.Client, obj)
 	if err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj, err)
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
 	data, err := repository.FetchIndex(ctx, obj.Spec.URL, helmClientOptions(obj, creds, r.MaxIndexSize, 0))
 	if err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj, err)
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
 	if sc.index, err = repository.ParseIndex(data); err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj,
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj,
 			fmt.Errorf("parsing the index of '%s': %w", redact.URL(obj.Spec.URL), err))
 	}
 	if sc.normalised, err = repository.Normalise(sc.index); err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj, err)
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
 	sc.revision = repository.Revision(sc.normalised)
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
@@ -65,12 +56,12 @@ func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sou
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation",
 			"revision", sc.revision)
 		sc.upToDate = true
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 		"new index revision '%s'", sc.revision)
 	reconcile.MarkProgress(obj, "building artifact: new index revision '%s'", sc.revision)
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // validateHTTPURL checks the URL of an HTTP repository; what can never
@@ -79,7 +70,7 @@ func (r *HelmRepositoryReconciler) validateHTTPURL(obj *sourcev1.HelmRepository)
 	u, err := url.Parse(obj.Spec.URL)
 	if err != nil || u.Host == "" {
 		// The URL that does not parse is not quoted: it may hide a password.
-		return reconcile.Stall(sourcev1.URLInvalidReason,
+		return outcome.Stall(sourcev1.URLInvalidReason,
 			errors.New("invalid URL: spec.url must be an http:// or https:// URL with a host"))
 	}
 	switch u.Scheme {
@@ -87,32 +78,32 @@ func (r *HelmRepositoryReconciler) validateHTTPURL(obj *sourcev1.HelmRepository)
 		return nil
 	case "http":
 		if !r.AllowInsecureHTTP {
-			return reconcile.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
+			return outcome.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
 				"plain-HTTP URL '%s' refused: the controller runs with --insecure-allow-http=false", redact.URL(obj.Spec.URL)))
 		}
 		return nil
 	case "oci":
-		return reconcile.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
+		return outcome.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
 			"URL '%s' is an OCI registry: set spec.type to oci", redact.URL(obj.Spec.URL)))
 	}
-	return reconcile.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
+	return outcome.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
 		"invalid URL '%s': the scheme must be http or https", redact.URL(obj.Spec.URL)))
 }
 
 // reconcileArtifact stores the normalised index as index-<hex>.yaml and
 // shares the parsed index, by the artifact's digest, with the HelmCharts.
 // When the stored artifact is up to date it only confirms it.
-func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.HelmRepository, sc *helmRepositoryScope) (reconcile.Result, error) {
+func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.HelmRepository, sc *helmRepositoryScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 		obj.Status.URL = obj.Status.Artifact.URL
 		r.IndexCache.Set(obj.Status.Artifact.Digest, sc.index)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.HelmRepositoryKind, obj, sc.revision,
 		"index-"+strings.TrimPrefix(sc.revision, "sha256:")+".yaml")
 	if err := r.store().copyBytes(obj, &a, sc.normalised); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
@@ -121,19 +112,19 @@ func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *s
 		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision, fmt.Sprintf("stored fetched index of %d charts (%d bytes) from '%s'",
 			len(sc.index.Entries), len(sc.normalised), redact.URL(obj.Spec.URL)))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileOCI checks an OCI HelmRepository, which has no index and no
 // artifact (its HelmCharts pull from the registry): the URL, the provider
 // and plain HTTP. An artifact left from a former type default is removed.
-func (r *HelmRepositoryReconciler) reconcileOCI(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (reconcile.Result, error) {
+func (r *HelmRepositoryReconciler) reconcileOCI(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (outcome.Result, error) {
 	if err := r.validateOCI(obj); err != nil {
-		return reconcile.ResultEmpty, helmRepositoryFetchFailed(obj, err)
+		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
 	if obj.Status.Artifact != nil {
 		if err := r.store().removeAll(ctx, obj); err != nil {
-			return reconcile.ResultEmpty, storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
+			return outcome.ResultEmpty, storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
 		}
 		obj.Status.Artifact = nil
 	}
@@ -142,7 +133,7 @@ func (r *HelmRepositoryReconciler) reconcileOCI(ctx context.Context, obj *source
 		sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition} {
 		conditions.Delete(obj, c)
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // validateOCI checks the spec of an OCI HelmRepository; what can never
@@ -150,14 +141,14 @@ func (r *HelmRepositoryReconciler) reconcileOCI(ctx context.Context, obj *source
 func (r *HelmRepositoryReconciler) validateOCI(obj *sourcev1.HelmRepository) error {
 	spec := obj.Spec
 	if !strings.HasPrefix(spec.URL, oci.Scheme) {
-		return reconcile.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
+		return outcome.Stall(sourcev1.URLInvalidReason, fmt.Errorf(
 			"invalid URL '%s': a HelmRepository of type oci needs an oci:// URL", redact.URL(spec.URL)))
 	}
 	if _, err := oci.ParseRepository(spec.URL, oci.Options{Insecure: spec.Insecure}); err != nil {
-		return reconcile.Stall(sourcev1.URLInvalidReason, err)
+		return outcome.Stall(sourcev1.URLInvalidReason, err)
 	}
 	if spec.Insecure && !r.AllowInsecureHTTP {
-		return reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			errors.New("spec.insecure (plain HTTP) refused: the controller runs with --insecure-allow-http=false"))
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;update;patch;delete
@@ -54,9 +55,8 @@ type OCIRepositoryReconciler struct {
 // SetupWithManager registers the reconciler with mgr: it watches
 // OCIRepositories and their gates.
 func (r *OCIRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	kind := sourceKind(r.store(), func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} }, ociRepositoryNegativeConditions, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent}, kind,
-		func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }, opts)
+	kind := sourceKind(r.store(), func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} }, ociRepositoryNegativeConditions, r.checkServed, r.run)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
 	if err != nil {
 		return err
 	}
@@ -70,10 +70,10 @@ func (r *OCIRepositoryReconciler) store() artifactStore {
 
 // run brings one OCIRepository's artifact up to date, unless a gate holds
 // it back.
-func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (reconcile.Result, error) {
+func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (outcome.Result, error) {
 	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout())}
 	defer sc.cleanup()
-	return reconcile.RunSteps(ctx, obj, sc, r.checkServed, r.reconcileGates, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
+	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
 // ociScope carries what the steps of one run learn.

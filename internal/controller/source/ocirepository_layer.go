@@ -14,7 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/oci"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // storeLayer streams the layer into storage as a: copied as it is, or
@@ -32,7 +32,7 @@ func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.
 		return r.copyLayer(obj, sc, a, rc)
 	}
 	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
-		return reconcile.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
+		return outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	err = archive.Extract(rc, sc.workDir, archive.WithMaxSize(maxSize))
 	if err == nil {

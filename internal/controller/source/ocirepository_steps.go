@@ -16,65 +16,56 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/gate"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // defaultOCITag is the tag pulled when spec.ref names none.
 const defaultOCITag = "latest"
 
-// reconcileGates holds the run while a gate of spec.gates is closed or
-// missing: nothing is fetched, and the last artifact stays served.
-func (r *OCIRepositoryReconciler) reconcileGates(ctx context.Context, obj *sourcev1.OCIRepository, _ *ociScope) (reconcile.Result, error) {
-	if err := gate.Enforce(ctx, r.Client, r.Events, obj, gate.Source, r.NoCrossNamespaceRefs, obj.GetRequeueAfter()); err != nil {
-		return reconcile.ResultEmpty, err
-	}
-	return reconcile.ResultSuccess, nil
-}
-
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *OCIRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.OCIRepository, _ *ociScope) (reconcile.Result, error) {
+func (r *OCIRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.OCIRepository, _ *ociScope) (outcome.Result, error) {
 	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // reconcileSource checks the spec, reads the credentials and resolves the
 // reference to a digest with a HEAD request. When the stored artifact
 // already holds that digest with the spec's content settings, nothing more
 // is fetched. A new digest is verified when spec.verify asks for it.
-func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (reconcile.Result, error) {
+func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (outcome.Result, error) {
 	if err := r.validateOCISpec(obj); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	var err error
 	if sc.remote, err = r.registryOptions(ctx, obj); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if sc.repo, err = oci.ParseRepository(obj.Spec.URL, sc.remote); err != nil {
-		return reconcile.ResultEmpty, reconcile.Stall(sourcev1.URLInvalidReason, err)
+		return outcome.ResultEmpty, outcome.Stall(sourcev1.URLInvalidReason, err)
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
 	if err := r.resolveReference(ctx, obj, sc); err != nil {
-		return reconcile.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
+		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	if obj.GetArtifact().HasRevision(sc.revision) && !ociContentConfigChanged(obj) {
 		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", sc.revision)
 		sc.upToDate = true
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	if err := r.verifyArtifact(ctx, obj, sc); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	if !obj.GetArtifact().HasRevision(sc.revision) {
 		conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason,
 			"new upstream revision '%s'", sc.revision)
 		reconcile.MarkProgress(obj, "building artifact: new upstream revision '%s'", sc.revision)
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }
 
 // validateOCISpec checks what the CRD schema cannot; what fails can never
@@ -82,7 +73,7 @@ func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 func (r *OCIRepositoryReconciler) validateOCISpec(obj *sourcev1.OCIRepository) error {
 	spec := obj.Spec
 	stall := func(reason string, format string, args ...any) error {
-		return ociFetchFailed(obj, reason, reconcile.Stall(reason, fmt.Errorf(format, args...)))
+		return ociFetchFailed(obj, reason, outcome.Stall(reason, fmt.Errorf(format, args...)))
 	}
 	if spec.Insecure && !r.AllowInsecureHTTP {
 		return stall(meta.InsecureConnectionsDisallowedReason,
@@ -174,7 +165,7 @@ func (r *OCIRepositoryReconciler) keychain(ctx context.Context, obj *sourcev1.OC
 		var account corev1.ServiceAccount
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &account); err != nil {
 			return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason,
-				reconcile.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("reading service account '%s': %w", sa, err)))
+				outcome.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("reading service account '%s': %w", sa, err)))
 		}
 		for _, s := range account.ImagePullSecrets {
 			names = append(names, s.Name)
@@ -187,18 +178,18 @@ func (r *OCIRepositoryReconciler) keychain(ctx context.Context, obj *sourcev1.OC
 	for _, n := range names {
 		data, err := secretData(ctx, r.Client, obj.Namespace, n)
 		if err != nil {
-			return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, reconcile.Fail(sourcev1.AuthenticationFailedReason, err))
+			return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, outcome.Fail(sourcev1.AuthenticationFailedReason, err))
 		}
 		config, ok := data[corev1.DockerConfigJsonKey]
 		if !ok {
-			return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+			return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, outcome.Stall(sourcev1.AuthenticationFailedReason,
 				fmt.Errorf("secret '%s' has no '%s': create it with `windlass create secret oci` or kubectl create secret docker-registry", n, corev1.DockerConfigJsonKey)))
 		}
 		configs = append(configs, config)
 	}
 	kc, err := oci.KeychainFromDockerConfigs(configs...)
 	if err != nil {
-		return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+		return nil, ociFetchFailed(obj, sourcev1.AuthenticationFailedReason, outcome.Stall(sourcev1.AuthenticationFailedReason,
 			fmt.Errorf("invalid registry credentials in secret '%s': %w", strings.Join(names, "', '"), err)))
 	}
 	return kc, nil
@@ -231,7 +222,7 @@ func (r *OCIRepositoryReconciler) verifyArtifact(ctx context.Context, obj *sourc
 		err = fmt.Errorf("signature verification of '%s' failed: %w", sc.revision, err)
 		conditions.MarkFalse(obj, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "%s", err.Error())
 		r.Events.Warning(ctx, obj, sourcev1.VerificationErrorReason, sc.revision, err.Error())
-		return reconcile.Fail(sourcev1.VerificationErrorReason, err)
+		return outcome.Fail(sourcev1.VerificationErrorReason, err)
 	}
 	conditions.MarkTrue(obj, sourcev1.SourceVerifiedCondition, meta.SucceededReason,
 		"verified signature of revision %s (%s)", sc.revision, result.Signer)
@@ -241,26 +232,26 @@ func (r *OCIRepositoryReconciler) verifyArtifact(ctx context.Context, obj *sourc
 // reconcileArtifact downloads the selected layer of the resolved digest
 // and stores it: extracted and packaged with the ignore rules, or copied
 // unchanged. When the stored artifact is up to date it only confirms it.
-func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (reconcile.Result, error) {
+func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
-		return reconcile.ResultSuccess, nil
+		return outcome.ResultSuccess, nil
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
 	manifest, err := oci.GetManifest(ctx, sc.digest, sc.remote)
 	if err != nil {
-		return reconcile.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
+		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
 	}
 	selector := obj.GetLayerSelector()
 	layer, err := oci.SelectLayer(manifest, selector.MediaType)
 	if err != nil {
-		return reconcile.ResultEmpty, ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, err)
+		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, err)
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.OCIRepositoryKind, obj, sc.revision, sc.digest.DigestStr()[len("sha256:"):]+".tar.gz")
 	a.Metadata = manifest.Annotations
 	if err := r.storeLayer(ctx, obj, sc, &a, layer); err != nil {
-		return reconcile.ResultEmpty, err
+		return outcome.ResultEmpty, err
 	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
@@ -270,5 +261,5 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision,
 			fmt.Sprintf("stored artifact with revision '%s' from '%s'", sc.revision, obj.Spec.URL))
 	}
-	return reconcile.ResultSuccess, nil
+	return outcome.ResultSuccess, nil
 }

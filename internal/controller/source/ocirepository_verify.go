@@ -12,7 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/cosign"
 	"github.com/windlass-dev/windlass/internal/oci"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // trustedRootKey is the key of the Secret of
@@ -26,7 +26,7 @@ const trustedRootKey = "trusted_root.json"
 func (r *OCIRepositoryReconciler) cosignPolicy(ctx context.Context, obj *sourcev1.OCIRepository) (cosign.Policy, error) {
 	v := obj.Spec.Verify
 	stall := func(format string, args ...any) error {
-		err := reconcile.Stall(sourcev1.VerificationErrorReason, fmt.Errorf(format, args...))
+		err := outcome.Stall(sourcev1.VerificationErrorReason, fmt.Errorf(format, args...))
 		markVerificationFailed(obj, err)
 		return err
 	}
@@ -34,7 +34,7 @@ func (r *OCIRepositoryReconciler) cosignPolicy(ctx context.Context, obj *sourcev
 	if v.SecretRef != nil {
 		data, err := secretData(ctx, r.Client, obj.Namespace, v.SecretRef.Name)
 		if err != nil {
-			err = reconcile.Fail(sourcev1.VerificationErrorReason, err)
+			err = outcome.Fail(sourcev1.VerificationErrorReason, err)
 			markVerificationFailed(obj, err)
 			return p, err
 		}
@@ -49,7 +49,7 @@ func (r *OCIRepositoryReconciler) cosignPolicy(ctx context.Context, obj *sourcev
 	}
 	data, err := secretData(ctx, r.Client, obj.Namespace, v.TrustedRootSecretRef.Name)
 	if err != nil {
-		err = reconcile.Fail(sourcev1.VerificationErrorReason, err)
+		err = outcome.Fail(sourcev1.VerificationErrorReason, err)
 		markVerificationFailed(obj, err)
 		return p, err
 	}

@@ -17,23 +17,19 @@ import (
 )
 
 func TestCheckServedSteps(t *testing.T) {
-	ctx := context.Background()
 	cosign := &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderCosign}
 	notation := &sourcev1.OCIRepositoryVerification{Provider: sourcev1.VerificationProviderNotation}
 	oci := func(provider string, v *sourcev1.OCIRepositoryVerification) func() error {
 		obj := &sourcev1.OCIRepository{Spec: sourcev1.OCIRepositorySpec{Provider: provider, Verify: v}}
-		return func() error { _, err := (&OCIRepositoryReconciler{}).checkServed(ctx, obj, &ociScope{}); return err }
+		return func() error { return (&OCIRepositoryReconciler{}).checkServed(obj) }
 	}
 	bucket := func(provider string) func() error {
 		obj := &sourcev1.Bucket{Spec: sourcev1.BucketSpec{Provider: provider}}
-		return func() error { _, err := (&BucketReconciler{}).checkServed(ctx, obj, &bucketScope{}); return err }
+		return func() error { return (&BucketReconciler{}).checkServed(obj) }
 	}
 	helmRepo := func(typ, provider string) func() error {
 		obj := &sourcev1.HelmRepository{Spec: sourcev1.HelmRepositorySpec{Type: typ, Provider: provider}}
-		return func() error {
-			_, err := (&HelmRepositoryReconciler{}).checkServed(ctx, obj, &helmRepositoryScope{})
-			return err
-		}
+		return func() error { return (&HelmRepositoryReconciler{}).checkServed(obj) }
 	}
 	chart := func(v *sourcev1.OCIRepositoryVerification, sourceKind ...string) func() error {
 		obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{Verify: v,
@@ -41,11 +37,11 @@ func TestCheckServedSteps(t *testing.T) {
 		if len(sourceKind) > 0 {
 			obj.Spec.SourceRef.Kind = sourceKind[0]
 		}
-		return func() error { _, err := (&HelmChartReconciler{}).checkServed(ctx, obj, &helmChartScope{}); return err }
+		return func() error { return (&HelmChartReconciler{}).checkServed(obj) }
 	}
 	git := func(provider, sa string) func() error {
 		obj := &sourcev1.GitRepository{Spec: sourcev1.GitRepositorySpec{Provider: provider, ServiceAccountName: sa}}
-		return func() error { _, err := (&GitRepositoryReconciler{}).checkServed(ctx, obj, &gitScope{}); return err }
+		return func() error { return (&GitRepositoryReconciler{}).checkServed(obj) }
 	}
 	for _, tc := range []struct {
 		name       string

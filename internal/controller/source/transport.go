@@ -10,7 +10,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/httptransport"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // sourceTransport returns the HTTP transport that a source in namespace ns
@@ -33,20 +33,20 @@ func sourceTransport(ctx context.Context, c client.Reader, ns string, certRef, p
 		}
 		data, err := secretData(ctx, c, ns, s.ref.Name)
 		if err != nil {
-			return nil, reconcile.Fail(sourcev1.AuthenticationFailedReason, err)
+			return nil, outcome.Fail(sourcev1.AuthenticationFailedReason, err)
 		}
 		*s.data = data
 	}
 	tlsConfig, err := httptransport.TLSConfig(certData)
 	if err != nil {
-		return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid TLS secret '%s': %w", certRef.Name, err))
+		return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid TLS secret '%s': %w", certRef.Name, err))
 	}
 	proxy, err := httptransport.ProxyURL(proxyData)
 	if err != nil {
-		return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid proxy secret '%s': %w", proxyRef.Name, err))
+		return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid proxy secret '%s': %w", proxyRef.Name, err))
 	}
 	if proxy != nil && proxy.Scheme == "http" && !allowHTTP {
-		return nil, reconcile.Stall(meta.InsecureConnectionsDisallowedReason,
+		return nil, outcome.Stall(meta.InsecureConnectionsDisallowedReason,
 			fmt.Errorf("the proxy of secret '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", proxyRef.Name))
 	}
 	return httptransport.New(tlsConfig, proxy), nil

@@ -11,7 +11,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/githubapp"
 	"github.com/windlass-dev/windlass/internal/httptransport"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // CheckProvider stalls a GitRepository whose spec.provider or
@@ -27,13 +27,13 @@ func CheckProvider(obj *sourcev1.GitRepository) error {
 		if sa != "" {
 			what += fmt.Sprintf(" with spec.serviceAccountName '%s'", sa)
 		}
-		return reconcile.Stall(meta.UnsupportedProviderReason, fmt.Errorf(
+		return outcome.Stall(meta.UnsupportedProviderReason, fmt.Errorf(
 			"%s is not served by Windlass (it needs a cloud workload identity): use provider generic with spec.secretRef, or github with a GitHub App", what))
 	}
 	// The CRD schema allows spec.serviceAccountName with azure and aws only;
 	// this catches an object stored under an older schema.
 	if sa != "" {
-		return reconcile.Stall(meta.UnsupportedProviderReason, fmt.Errorf(
+		return outcome.Stall(meta.UnsupportedProviderReason, fmt.Errorf(
 			"spec.serviceAccountName '%s' is not served by Windlass: only the azure and aws providers use it, and Windlass serves neither", sa))
 	}
 	return nil
@@ -52,36 +52,36 @@ var conflictingKeys = []string{git.SecretKeyUsername, git.SecretKeyPassword, git
 // a refused or failed token request is retried.
 func GitHubAuth(ctx context.Context, obj *sourcev1.GitRepository, u url.URL, data, proxyData map[string][]byte, opts Options) (*git.AuthOptions, error) {
 	if obj.Spec.SecretRef == nil {
-		return nil, reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
+		return nil, outcome.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
 			"provider github needs spec.secretRef: a Secret with %s, %s and %s",
 			githubapp.KeyAppID, githubapp.KeyInstallationID, githubapp.KeyPrivateKey))
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, reconcile.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
+		return nil, outcome.Stall(sourcev1.InvalidProviderConfigurationReason, fmt.Errorf(
 			"provider github clones over HTTPS with a token: spec.url '%s' is not an https URL", git.SanitizeURL(obj.Spec.URL)))
 	}
 	name := obj.Spec.SecretRef.Name
 	app, err := githubapp.FromSecret(data)
 	if err != nil {
-		return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid GitHub App secret '%s': %w", name, err))
+		return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid GitHub App secret '%s': %w", name, err))
 	}
 	for _, k := range conflictingKeys {
 		if len(data[k]) > 0 {
-			return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf(
+			return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf(
 				"invalid GitHub App secret '%s': '%s' cannot be combined with provider github, which authenticates with the app's token", name, k))
 		}
 	}
 	if app.Insecure() && !opts.AllowInsecureHTTP {
-		return nil, reconcile.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
+		return nil, outcome.Stall(meta.InsecureConnectionsDisallowedReason, fmt.Errorf(
 			"'%s' of secret '%s' is plain HTTP, which the controller refuses (--insecure-allow-http=false)", githubapp.KeyBaseURL, name))
 	}
 	auth, err := git.NewAuthOptions(u, data)
 	if err != nil {
-		return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid credentials in secret '%s': %w", name, err))
+		return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid credentials in secret '%s': %w", name, err))
 	}
 	transport, err := apiTransport(data, proxyData)
 	if err != nil {
-		return nil, reconcile.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid secret '%s': %w", name, err))
+		return nil, outcome.Stall(sourcev1.AuthenticationFailedReason, fmt.Errorf("invalid secret '%s': %w", name, err))
 	}
 	defer transport.CloseIdleConnections()
 	tokens := opts.Tokens
@@ -90,7 +90,7 @@ func GitHubAuth(ctx context.Context, obj *sourcev1.GitRepository, u url.URL, dat
 	}
 	token, err := tokens.Token(ctx, app, &http.Client{Transport: transport})
 	if err != nil {
-		return nil, reconcile.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("GitHub App of secret '%s': %w", name, err))
+		return nil, outcome.Fail(sourcev1.AuthenticationFailedReason, fmt.Errorf("GitHub App of secret '%s': %w", name, err))
 	}
 	auth.Username, auth.Password = githubapp.AccessTokenUsername, token
 	return auth, nil

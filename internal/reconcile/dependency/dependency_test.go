@@ -15,7 +15,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -92,8 +92,8 @@ func TestCheck(t *testing.T) {
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
-			var stalling *reconcile.Stalling
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.wantReason))
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
 		})
 	}
@@ -162,7 +162,7 @@ func TestCheckAcrossKinds(t *testing.T) {
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			var stalling *reconcile.Stalling
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
 		})
 	}

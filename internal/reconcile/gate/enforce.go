@@ -13,21 +13,8 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/reconcile"
-)
-
-// Role is how a consumer waits behind its gates, and the condition that
-// says so.
-type Role int
-
-const (
-	// Applier: Approved=True while every gate is open, Approved=False
-	// (GateClosed) while one is not; nothing is applied, pruned or
-	// corrected meanwhile.
-	Applier Role = iota
-	// Source: Blocked=True (GateClosed) while a gate is not open, and no
-	// Blocked otherwise; nothing new is fetched meanwhile.
-	Source
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // StatusConsumer is a consumer whose conditions Enforce writes.
@@ -38,15 +25,15 @@ type StatusConsumer interface {
 
 // Enforce checks the gates of obj (the first step of a consumer's run) and
 // writes the condition of its role: it returns nil when the run may go on,
-// a reconcile.Hold error (looked at again after requeue, or when a gate
+// an outcome.Hold error (looked at again after requeue, or when a gate
 // opens) when a gate is closed or missing, recording a Normal event when
-// the object becomes held or held by another gate, a reconcile.Stall for a
+// the object becomes held or held by another gate, an outcome.Stall for a
 // gate in another namespace while such references are refused, or the
 // error of reading a gate. An object without gates has no such condition.
-func Enforce(ctx context.Context, r client.Reader, events *event.Recorder, obj StatusConsumer, role Role,
+func Enforce(ctx context.Context, r client.Reader, events *event.Recorder, obj StatusConsumer, role kinds.GateRole,
 	noCrossNamespaceRefs bool, requeue time.Duration) error {
 	condition := meta.ApprovedCondition
-	if role == Source {
+	if role == kinds.SourceGates {
 		condition = meta.BlockedCondition
 	}
 	if len(obj.GetGates()) == 0 {
@@ -60,7 +47,7 @@ func Enforce(ctx context.Context, r client.Reader, events *event.Recorder, obj S
 	)
 	switch {
 	case err == nil:
-		if role == Source {
+		if role == kinds.SourceGates {
 			conditions.Delete(obj, condition)
 		} else {
 			conditions.MarkTrue(obj, condition, meta.GatesOpenedReason, "%s", approvedMessage(obj))
@@ -72,25 +59,25 @@ func Enforce(ctx context.Context, r client.Reader, events *event.Recorder, obj S
 			events.Normal(ctx, obj, meta.GateClosedReason, "", msg)
 		}
 		mark(obj, condition, role, meta.GateClosedReason, msg)
-		return reconcile.Hold(meta.GateClosedReason, errors.New(msg), requeue)
+		return outcome.Hold(meta.GateClosedReason, errors.New(msg), requeue)
 	case errors.As(err, &cross):
 		mark(obj, condition, role, meta.AccessDeniedReason, err.Error())
-		return reconcile.Stall(meta.AccessDeniedReason, err)
+		return outcome.Stall(meta.AccessDeniedReason, err)
 	}
 	return err
 }
 
 // heldStatus is the status of the role's condition while held.
-func heldStatus(role Role) metav1.ConditionStatus {
-	if role == Source {
+func heldStatus(role kinds.GateRole) metav1.ConditionStatus {
+	if role == kinds.SourceGates {
 		return metav1.ConditionTrue
 	}
 	return metav1.ConditionFalse
 }
 
 // mark writes the role's condition for a held object.
-func mark(obj conditions.Setter, condition string, role Role, reason, msg string) {
-	if role == Source {
+func mark(obj conditions.Setter, condition string, role kinds.GateRole, reason, msg string) {
+	if role == kinds.SourceGates {
 		conditions.MarkTrue(obj, condition, reason, "%s", msg)
 		return
 	}
@@ -99,12 +86,12 @@ func mark(obj conditions.Setter, condition string, role Role, reason, msg string
 
 // heldMessage says which gate holds the object back, in the words of the
 // RFC for appliers.
-func heldMessage(role Role, closed *ClosedError) string {
+func heldMessage(role kinds.GateRole, closed *ClosedError) string {
 	state := "closed"
 	if closed.Missing {
 		state = "missing"
 	}
-	if role == Source {
+	if role == kinds.SourceGates {
 		return fmt.Sprintf("Fetching new revisions is blocked, gate '%s' is %s.", closed.Gate, state)
 	}
 	return fmt.Sprintf("Reconciliation is waiting approval, gate '%s' is %s.", closed.Gate, state)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -62,8 +62,8 @@ func TestResolverGet(t *testing.T) {
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
-			var stalling *reconcile.Stalling
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.wantReason))
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
 		})
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/predicates"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // Source is an object that publishes an artifact.
@@ -60,7 +60,7 @@ func (ks Kinds) Check(kind string) error {
 	if _, ok := ks[kind]; ok {
 		return nil
 	}
-	return reconcile.Stall(meta.UnsupportedSourceKindReason,
+	return outcome.Stall(meta.UnsupportedSourceKindReason,
 		fmt.Errorf("source kind '%s' is not served by Windlass (served: %s)", kind, strings.Join(ks.Names(), ", ")))
 }
 
@@ -109,7 +109,7 @@ type Resolver struct {
 func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, error) {
 	key := types.NamespacedName{Namespace: Namespace(namespace, ref), Name: ref.Name}
 	if r.NoCrossNamespaceRefs && key.Namespace != namespace {
-		return nil, reconcile.Stall(meta.AccessDeniedReason,
+		return nil, outcome.Stall(meta.AccessDeniedReason,
 			fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", ref.Kind, key))
 	}
 	if err := r.Kinds.Check(ref.Kind); err != nil {
@@ -118,12 +118,12 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 	source := r.Kinds[ref.Kind]()
 	if err := r.Client.Get(ctx, key, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, reconcile.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' not found", ref.Kind, key), r.Requeue)
+			return nil, outcome.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' not found", ref.Kind, key), r.Requeue)
 		}
 		return nil, err
 	}
 	if source.GetArtifact() == nil {
-		return nil, reconcile.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key), r.Requeue)
+		return nil, outcome.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key), r.Requeue)
 	}
 	return source, nil
 }

@@ -16,7 +16,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/githubapp"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/secret"
 )
 
@@ -35,8 +35,8 @@ type Options struct {
 // app's credentials for an installation token (see GitHubAuth). A provider
 // Windlass does not serve stalls (see CheckProvider). A Secret that does
 // not exist yet and a refused token request are failures to retry
-// (reconcile.Fail); a Secret with unusable content is a spec error
-// (reconcile.Stall). Both have the reason AuthenticationFailed.
+// (outcome.Fail); a Secret with unusable content is a spec error
+// (outcome.Stall). Both have the reason AuthenticationFailed.
 func CredentialsWith(ctx context.Context, c client.Reader, obj *sourcev1.GitRepository, u url.URL, opts Options) (*git.AuthOptions, *git.ProxyOptions, error) {
 	if err := CheckProvider(obj); err != nil {
 		return nil, nil, err
@@ -45,7 +45,7 @@ func CredentialsWith(ctx context.Context, c client.Reader, obj *sourcev1.GitRepo
 	if obj.Spec.SecretRef != nil {
 		d, err := secret.Data(ctx, c, obj.Namespace, obj.Spec.SecretRef.Name)
 		if err != nil {
-			return nil, nil, reconcile.Fail(sourcev1.AuthenticationFailedReason, err)
+			return nil, nil, outcome.Fail(sourcev1.AuthenticationFailedReason, err)
 		}
 		data = d
 	}
@@ -63,7 +63,7 @@ func CredentialsWith(ctx context.Context, c client.Reader, obj *sourcev1.GitRepo
 		if obj.Spec.SecretRef != nil {
 			name = obj.Spec.SecretRef.Name
 		}
-		return nil, nil, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+		return nil, nil, outcome.Stall(sourcev1.AuthenticationFailedReason,
 			fmt.Errorf("invalid credentials in secret '%s': %w", name, err))
 	}
 	return auth, proxy, nil
@@ -77,11 +77,11 @@ func proxyOptions(ctx context.Context, c client.Reader, obj *sourcev1.GitReposit
 	}
 	proxyData, err := secret.Data(ctx, c, obj.Namespace, obj.Spec.ProxySecretRef.Name)
 	if err != nil {
-		return nil, nil, reconcile.Fail(sourcev1.AuthenticationFailedReason, err)
+		return nil, nil, outcome.Fail(sourcev1.AuthenticationFailedReason, err)
 	}
 	proxy, err := git.NewProxyOptions(proxyData)
 	if err != nil {
-		return nil, nil, reconcile.Stall(sourcev1.AuthenticationFailedReason,
+		return nil, nil, outcome.Stall(sourcev1.AuthenticationFailedReason,
 			fmt.Errorf("invalid proxy secret '%s': %w", obj.Spec.ProxySecretRef.Name, err))
 	}
 	return proxy, proxyData, nil

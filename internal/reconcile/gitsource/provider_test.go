@@ -13,7 +13,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/githubapp"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil/githubapi"
 )
 
@@ -50,7 +50,7 @@ func TestCheckProvider(t *testing.T) {
 
 // expectStall asserts that err stalls with reason.
 func expectStall(g *WithT, err error, reason string) {
-	var stalling *reconcile.Stalling
+	var stalling *outcome.Stalling
 	g.Expect(errors.As(err, &stalling)).To(BeTrue(), "stalls: %v", err)
 	g.Expect(stalling.Reason).To(Equal(reason))
 }
@@ -108,8 +108,8 @@ func TestGitHubAuth(t *testing.T) {
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantMsg)))
-			g.Expect(reconcile.ReasonOf(err, "")).To(Equal(tt.wantReason))
-			var stalling *reconcile.Stalling
+			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.wantReason))
+			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
 			g.Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"))
 		})

@@ -23,7 +23,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/cel"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // Object is an object of a kind with dependsOn.
@@ -117,16 +117,16 @@ func (c *Checker[T]) Check(ctx context.Context, obj T) error {
 	for _, ref := range deps {
 		kind := KindOf(c.Kind, ref)
 		if kind != c.Kind && c.Others[kind].New == nil {
-			return reconcile.Stall(meta.DependencyNotReadyReason,
+			return outcome.Stall(meta.DependencyNotReadyReason,
 				fmt.Errorf("a %s cannot depend on a %s", c.Kind, kind))
 		}
 		if key := Key(obj, ref); c.NoCrossNamespaceRefs && key.Namespace != obj.GetNamespace() {
-			return reconcile.Stall(meta.AccessDeniedReason,
+			return outcome.Stall(meta.AccessDeniedReason,
 				fmt.Errorf("cross-namespace reference to %s '%s' is not allowed", kind, key))
 		}
 	}
 	if cycle := c.FindCycle(ctx, obj); cycle != nil {
-		return reconcile.Stall(meta.DependencyNotReadyReason, fmt.Errorf("dependency cycle: %s", strings.Join(cycle, " -> ")))
+		return outcome.Stall(meta.DependencyNotReadyReason, fmt.Errorf("dependency cycle: %s", strings.Join(cycle, " -> ")))
 	}
 	for _, ref := range deps {
 		n := c.nodeOf(obj, ref)
@@ -203,7 +203,7 @@ func (c *Checker[T]) dependsOnOf(o Object) []meta.DependencyReference {
 }
 
 func (c *Checker[T]) wait(err error) error {
-	return reconcile.Wait(meta.DependencyNotReadyReason, err, c.Requeue)
+	return outcome.Wait(meta.DependencyNotReadyReason, err, c.Requeue)
 }
 
 // ready tells whether dep is ready for obj: by its readyExpr when it has
@@ -256,7 +256,7 @@ func (c *Checker[T]) FindCycle(ctx context.Context, obj T) []string {
 func EvalReadyExpr(expr string, self, dep client.Object) (bool, error) {
 	prog, err := cel.Compile(expr, []string{"dep", "self"})
 	if err != nil {
-		return false, reconcile.Stall(meta.InvalidCELExpressionReason, fmt.Errorf("invalid readyExpr: %w", err))
+		return false, outcome.Stall(meta.InvalidCELExpressionReason, fmt.Errorf("invalid readyExpr: %w", err))
 	}
 	selfMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(self)
 	if err != nil {
@@ -268,7 +268,7 @@ func EvalReadyExpr(expr string, self, dep client.Object) (bool, error) {
 	}
 	ok, err := prog.EvalBool(context.Background(), map[string]any{"dep": depMap, "self": selfMap})
 	if err != nil {
-		return false, reconcile.Fail(meta.InvalidCELExpressionReason, fmt.Errorf("evaluating readyExpr: %w", err))
+		return false, outcome.Fail(meta.InvalidCELExpressionReason, fmt.Errorf("evaluating readyExpr: %w", err))
 	}
 	return ok, nil
 }

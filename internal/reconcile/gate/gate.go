@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+
 	// The zone database is built in, so that time zones resolve in an
 	// image without /usr/share/zoneinfo.
 	_ "time/tzdata"
