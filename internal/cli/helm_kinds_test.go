@@ -15,7 +15,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -415,11 +414,11 @@ func TestHelmReconcile(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("reading OCIRepository " + ns + "/redis, the chart source of HelmRelease " + ns + "/redis")))
 }
 
-// TestHelmSuspendResumeExportDelete drives HelmReleases through the verbs
-// the kind table gives them: suspend, resume (which resumes a release
-// after the one it depends on, not after the Kustomization of the same
-// name), export, and delete.
-func TestHelmSuspendResumeExportDelete(t *testing.T) {
+// TestHelmResumeAllFollowsDependenciesAndExport: suspend and resume --all
+// of HelmReleases, which resume takes in dependency order (across kinds),
+// and their export (golden). TestVerbsOverTheRegistry drives every verb
+// of every kind.
+func TestHelmResumeAllFollowsDependenciesAndExport(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
@@ -447,18 +446,11 @@ func TestHelmSuspendResumeExportDelete(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &hr)).To(Succeed())
 	g.Expect(hr.Spec.Suspend).To(BeFalse())
 
-	_, _, err = run(t, "reconcile", "hr", "a", "-n", ns, "--force", "--timeout", "30s")
-	g.Expect(err).NotTo(HaveOccurred())
 	out, _, err = run(t, "export", "helmrelease", "--all", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).NotTo(ContainSubstring("reconcile.fluxcd.io"), "the request annotations are left out")
 	expectGolden(t, g, "helm-export-helmreleases", strings.ReplaceAll(out, ns, "NS"))
 
-	out, _, err = run(t, "delete", "hr", "b", "-n", ns, "--silent")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(HaveSuffix("✔ HelmRelease " + ns + "/b deleted\n"))
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &helmv2.HelmRelease{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 }
 
 // TestHelmTree shows the objects of a release, with a Kustomization and a

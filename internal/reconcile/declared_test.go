@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // TestAdmit: what the runner runs before a kind's steps, in order: the
@@ -54,7 +55,7 @@ func TestAdmit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).
-				WithObjects(testGate("ns", "open", true), testGate("ns", "shut", false), testGate("other", "open", true)).Build()
+				WithObjects(testutil.Gate("ns", "open", true), testutil.Gate("ns", "shut", false), testutil.Gate("other", "open", true)).Build()
 			var heldCalled bool
 			kind := Kind[*sourcev1.GitRepository]{
 				Name:      sourcev1.GitRepositoryKind,
@@ -109,16 +110,5 @@ func TestAdmitWithoutGates(t *testing.T) {
 		Client: fake.NewClientBuilder().WithScheme(scheme.New()).Build(),
 		Kind:   Kind[*gatingv1alpha1.Gate]{Name: gatingv1alpha1.GateKind},
 	}
-	g.Expect(r.Admit(context.Background(), testGate("ns", "g", false))).To(Succeed())
-}
-
-func testGate(ns, name string, opened bool) *gatingv1alpha1.Gate {
-	gt := &gatingv1alpha1.Gate{}
-	gt.Namespace, gt.Name = ns, name
-	if opened {
-		conditions.MarkTrue(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is open")
-	} else {
-		conditions.MarkFalse(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is closed")
-	}
-	return gt
+	g.Expect(r.Admit(context.Background(), testutil.Gate("ns", "g", false))).To(Succeed())
 }

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -92,15 +91,6 @@ func recordedEvents(recorder *events.FakeRecorder) []string {
 // the transition; a gate in another namespace is refused under the
 // cross-namespace lockdown.
 func TestStep_ReconcileGates(t *testing.T) {
-	gate := func(ns, name string, opened bool) *gatingv1alpha1.Gate {
-		gt := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if opened {
-			conditions.MarkTrue(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is open")
-		} else {
-			conditions.MarkFalse(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is closed")
-		}
-		return gt
-	}
 	ref := func(name string) meta.NamespacedObjectReference { return meta.NamespacedObjectReference{Name: name} }
 	closed := "Reconciliation is waiting approval, gate 'apps/closed' is closed."
 	tests := []struct {
@@ -136,7 +126,7 @@ func TestStep_ReconcileGates(t *testing.T) {
 			g := NewWithT(t)
 			recorder := events.NewFakeRecorder(10)
 			r := &HelmReleaseReconciler{
-				Client: stepClient(nil, gate("apps", "open", true), gate("apps", "closed", false), gate("ops", "ops", true)),
+				Client: stepClient(nil, testutil.Gate("apps", "open", true), testutil.Gate("apps", "closed", false), testutil.Gate("ops", "ops", true)),
 				Events: &event.Recorder{Kubernetes: recorder}, NoCrossNamespaceRefs: tt.noCross,
 			}
 			obj := stepHR(func(hr *helmv2.HelmRelease) { hr.Spec.Gates = tt.gates })

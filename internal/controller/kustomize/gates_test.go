@@ -27,25 +27,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
-// gateObj returns a Gate whose Opened condition says opened; undecided
-// leaves it without one, as before the gating controller first sees it.
-func gateObj(ns, name string, opened, undecided bool) *gatingv1alpha1.Gate {
-	gt := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if !undecided {
-		markGate(gt, opened)
-	}
-	return gt
-}
-
-// markGate sets gt's Opened condition as the gating controller would.
-func markGate(gt *gatingv1alpha1.Gate, opened bool) {
-	if opened {
-		conditions.MarkTrue(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is open")
-	} else {
-		conditions.MarkFalse(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is closed")
-	}
-}
-
 // TestReconcileGates admits a Kustomization (Runner.Admit) against a fake client: the
 // Approved condition, the hold, the event on a transition only, and the
 // refusal of a gate in another namespace.
@@ -95,8 +76,8 @@ func TestReconcileGates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
-				gateObj("apps", "a", true, false), gateObj("apps", "b", false, false),
-				gateObj("apps", "undecided", false, true), gateObj("ops", "ops", true, false),
+				testutil.Gate("apps", "a", true), testutil.Gate("apps", "b", false),
+				&gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "undecided"}}, testutil.Gate("ops", "ops", true),
 			).Build()
 			recorder := events.NewFakeRecorder(10)
 			r := &KustomizationReconciler{Client: c, Events: &event.Recorder{Kubernetes: recorder}, NoCrossNamespaceRefs: tt.noCross}
@@ -171,7 +152,7 @@ func setGate(g *WithT, ns, name string, opened bool) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &gt); err != nil {
 			return err
 		}
-		markGate(&gt, opened)
+		testutil.MarkGate(&gt, opened)
 		return env.Client.Status().Update(ctx, &gt)
 	}, timeout, interval).Should(Succeed())
 }

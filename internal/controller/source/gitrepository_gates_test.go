@@ -24,15 +24,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
-// markGate sets gt's Opened condition as the gating controller would.
-func markGate(gt *gatingv1alpha1.Gate, opened bool) {
-	if opened {
-		conditions.MarkTrue(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is open")
-	} else {
-		conditions.MarkFalse(gt, gatingv1alpha1.OpenedCondition, meta.SucceededReason, "Gate is closed")
-	}
-}
-
 // TestReconcileGitRepositoryGates runs the gates step alone, against a
 // fake client: Blocked, the hold, the event on a transition only, and the
 // refusal of a gate in another namespace.
@@ -75,7 +66,7 @@ func TestReconcileGitRepositoryGates(t *testing.T) {
 				opened   bool
 			}{{"apps", "open", true}, {"apps", "shut", false}, {"ops", "ops", true}} {
 				gt := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: k.name}}
-				markGate(gt, k.opened)
+				testutil.MarkGate(gt, k.opened)
 				gates = append(gates, gt)
 			}
 			recorder := events.NewFakeRecorder(10)
@@ -140,7 +131,7 @@ func setGate(g *WithT, ns, name string, opened bool) {
 		if err := env.Client.Get(ctx, key, &gt); err != nil {
 			return err
 		}
-		markGate(&gt, opened)
+		testutil.MarkGate(&gt, opened)
 		return env.Client.Status().Update(ctx, &gt)
 	}, timeout, interval).Should(Succeed())
 }
