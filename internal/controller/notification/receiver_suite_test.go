@@ -34,6 +34,10 @@ const (
 // serverURL is where the tests' webhook Server listens.
 var serverURL string
 
+// servedFrom is what the webhook Server reads Receivers from: the
+// manager's cache, which sees a status some time after the API server.
+var servedFrom client.Reader
+
 // startReceivers runs the Receiver reconciler and the webhook Server in
 // mgr, on a loopback port.
 func startReceivers(ctx context.Context, mgr ctrl.Manager, events *event.Recorder) error {
@@ -50,6 +54,7 @@ func startReceivers(ctx context.Context, mgr ctrl.Manager, events *event.Recorde
 		return err
 	}
 	serverURL = "http://" + ln.Addr().String()
+	servedFrom = mgr.GetClient()
 	return (&WebhookServer{Client: mgr.GetClient(), Events: events, Listener: ln}).SetupWithManager(ctx, mgr)
 }
 
@@ -81,13 +86,21 @@ func createReceiver(g Gomega, ns, name, receiverType string, edit func(*notifica
 	return rcv
 }
 
-// waitReady waits until rcv is Ready and returns it.
+// waitReady waits until rcv is Ready, and the webhook Server sees it so
+// at its path, and returns it.
 func waitReady(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver {
 	latest := &notificationv1.Receiver{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(rcv), latest)).To(Succeed())
 		g.Expect(conditions.IsTrue(latest, meta.ReadyCondition)).To(BeTrue(), "Ready: %s", conditions.Message(latest, meta.ReadyCondition))
 		g.Expect(latest.Status.ObservedGeneration).To(Equal(latest.Generation))
+		var served notificationv1.ReceiverList
+		g.Expect(servedFrom.List(context.Background(), &served,
+			client.MatchingFields{WebhookPathIndexKey: latest.Status.WebhookPath})).To(Succeed())
+		g.Expect(served.Items).To(ContainElement(Satisfy(func(r notificationv1.Receiver) bool {
+			return r.Name == latest.Name && r.Namespace == latest.Namespace && r.Generation == latest.Generation &&
+				conditions.IsTrue(&r, meta.ReadyCondition)
+		})), "the webhook Server's cache has the Receiver Ready at its path")
 	}, timeout, interval).Should(Succeed())
 	return latest
 }
