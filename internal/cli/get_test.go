@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,36 +14,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
-	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
-	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/controller/helm"
-	imagectrl "github.com/windlass-dev/windlass/internal/controller/image"
-	"github.com/windlass-dev/windlass/internal/controller/kustomize"
-	notificationctrl "github.com/windlass-dev/windlass/internal/controller/notification"
+	"github.com/windlass-dev/windlass/internal/manager"
 
-	"github.com/windlass-dev/windlass/internal/controller/source"
-	"github.com/windlass-dev/windlass/internal/fetch"
-	"github.com/windlass-dev/windlass/internal/helm/repository"
-	"github.com/windlass-dev/windlass/internal/impersonation"
-	"github.com/windlass-dev/windlass/internal/reconcile"
-	"github.com/windlass-dev/windlass/internal/registry"
-	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+	"github.com/windlass-dev/windlass/internal/testutil/testmanager"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the CLI's output")
@@ -68,121 +48,27 @@ func TestMain(m *testing.M) {
 // controlledLabel marks the objects that the tests' controllers reconcile.
 const controlledLabel = "windlass.test/controlled"
 
-// startControllers runs the GitRepository, OCIRepository, Bucket,
-// HelmRepository, HelmChart, Kustomization and HelmRelease controllers
-// against the test control plane, for the verbs that wait for them.
+// startControllers runs the source, kustomize, helm, notification and
+// image reflector controllers of the real manager against the test control
+// plane, for the verbs that wait for them. The controllers see only the
+// objects labelled for them (as a shard does), so that the objects of the
+// get tests keep the status the tests give them.
 func startControllers(ctx context.Context, e *testenv.Environment) error {
-	storage, err := testutil.StartStorage()
+	opts, err := testmanager.Options(manager.SourceController, manager.KustomizeController, manager.HelmController,
+		manager.NotificationController, manager.ImageReflectorController)
 	if err != nil {
 		return err
 	}
-	// The controllers see only the objects labelled for them, so that the
-	// objects of the get tests keep the status the tests give them.
-	selector := labels.SelectorFromSet(labels.Set{controlledLabel: "true"})
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&sourcev1.GitRepository{}: {Label: selector}, &kustomizev1.Kustomization{}: {Label: selector},
-			&sourcev1.OCIRepository{}: {Label: selector}, &sourcev1.Bucket{}: {Label: selector},
-			&sourcev1.HelmRepository{}: {Label: selector}, &sourcev1.HelmChart{}: {Label: selector},
-			&helmv2.HelmRelease{}: {Label: selector}, &notificationv1.Receiver{}: {Label: selector},
-			&imagev1.ImageRepository{}: {Label: selector}, &imagev1.ImagePolicy{}: {Label: selector},
-		}}})
-	if err != nil {
-		return err
-	}
-	opts := reconcile.ControllerOptions{MaxConcurrentReconciles: 2,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, time.Second)}
-	git := &source.GitRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, DependencyRequeue: time.Second, AllowInsecureHTTP: true}
-	if err := git.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	ociRepos := &source.OCIRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, AllowInsecureHTTP: true}
-	if err := ociRepos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	buckets := &source.BucketReconciler{Client: mgr.GetClient(), Storage: storage, AllowInsecureHTTP: true}
-	if err := buckets.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	ks := &kustomize.KustomizationReconciler{
-		Client: mgr.GetClient(), Fetcher: &fetch.Local{Storage: storage}, DependencyRequeue: time.Second,
-		Applier: &impersonation.Factory{Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
-	}
-	if err := ks.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	if err := startHelmControllers(ctx, mgr, storage, opts); err != nil {
-		return err
-	}
-	if err := startReceivers(ctx, mgr, opts); err != nil {
-		return err
-	}
-	if err := startImageReflector(ctx, mgr, opts); err != nil {
-		return err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
-}
-
-// startImageReflector adds the ImageRepository and ImagePolicy
-// controllers to mgr, with a tag store of their own.
-func startImageReflector(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	dir, err := os.MkdirTemp("", "windlass-cli-tags-")
-	if err != nil {
-		return err
-	}
-	store, err := registry.NewStore(dir)
-	if err != nil {
-		return err
-	}
-	repos := &imagectrl.ImageRepositoryReconciler{Client: mgr.GetClient(), Store: store, AllowInsecureHTTP: true}
-	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	policies := &imagectrl.ImagePolicyReconciler{Client: mgr.GetClient(), Store: store, AllowInsecureHTTP: true, DependencyRequeue: time.Second}
-	return policies.SetupWithManager(ctx, mgr, opts)
+	opts.WatchLabelSelector = controlledLabel + "=true"
+	opts.Concurrent, opts.Helm.Concurrent, opts.MaxRetryDelay = 2, 2, time.Second
+	receiverAddr = "http://" + opts.Notification.ReceiverAddr
+	_, err = testmanager.Start(ctx, e.Config, opts)
+	return err
 }
 
 // receiverAddr is the address of the webhook server of the tests'
 // Receiver controller, http://127.0.0.1:port.
 var receiverAddr string
-
-// startReceivers adds the Receiver controller and its webhook server,
-// on a loopback port, to mgr.
-func startReceivers(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	receivers := &notificationctrl.ReceiverReconciler{Client: mgr.GetClient()}
-	if err := receivers.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	receiverAddr = "http://" + ln.Addr().String()
-	server := &notificationctrl.WebhookServer{Client: mgr.GetClient(), Listener: ln}
-	return server.SetupWithManager(ctx, mgr)
-}
-
-// startHelmControllers adds the HelmRepository, HelmChart and HelmRelease
-// controllers to mgr. A HelmRelease's HelmChart is seen by its controller
-// only when spec.chart.metadata.labels carries the controlled label.
-func startHelmControllers(ctx context.Context, mgr ctrl.Manager, storage *artifact.Storage, opts reconcile.ControllerOptions) error {
-	cache := repository.NewIndexCache(16, time.Minute)
-	repos := &source.HelmRepositoryReconciler{Client: mgr.GetClient(), Storage: storage, IndexCache: cache, AllowInsecureHTTP: true}
-	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	charts := &source.HelmChartReconciler{Client: mgr.GetClient(), Storage: storage, IndexCache: cache,
-		AllowInsecureHTTP: true, DependencyRequeue: time.Second}
-	if err := charts.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	hr := &helm.HelmReleaseReconciler{
-		Client: mgr.GetClient(), ChartReader: &fetch.Local{Storage: storage}, DependencyRequeue: time.Second,
-		Targets: &impersonation.Factory{Config: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
-	}
-	return hr.SetupWithManager(ctx, mgr, opts)
-}
 
 // run runs the windlass command line with args against the test control
 // plane, with the AGE clock ten hours ahead, and returns its output.

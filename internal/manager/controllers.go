@@ -62,6 +62,12 @@ type SourceOptions struct {
 	// FetchMaxSize, when positive, bounds an OCI layer and the objects of
 	// a bucket, downloaded and extracted; zero means 100 MiB.
 	FetchMaxSize int64
+	// HelmIndexMaxSize, when positive, bounds a Helm repository index;
+	// zero keeps the repository package's default.
+	HelmIndexMaxSize int64
+	// HelmChartFileMaxSize, when positive, bounds each file of a chart
+	// built by a HelmChart; zero keeps the chart package's default.
+	HelmChartFileMaxSize int64
 }
 
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
@@ -73,6 +79,8 @@ func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
 	fs.Int64Var(&o.FetchMaxSize, "fetch-max-size", 0, "bytes an OCI artifact's layer or a bucket's objects may hold, downloaded and extracted (0: 100 MiB)")
 	fs.Int64Var(&o.GitClonesMaxMemory, "git-clones-max-memory", 0, "bytes all git clones in progress may hold in memory together; a clone past it is retried (0: 2 GiB)")
+	fs.Int64Var(&o.HelmIndexMaxSize, "helm-index-max-size", repository.DefaultMaxIndexSize, "bytes a Helm repository index may hold")
+	fs.Int64Var(&o.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultMaxFileSize, "bytes each file of a chart that a HelmChart builds may hold, uncompressed")
 }
 
 // KustomizeOptions are the options of the kustomize controller.
@@ -227,12 +235,13 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 // setupHelmSources sets up the HelmRepository and HelmChart reconcilers,
 // which share one cache of parsed repository indexes.
 func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
-	indexes := repository.NewIndexCache(sourcectrl.DefaultHelmIndexCacheSize, sourcectrl.DefaultHelmIndexCacheTTL)
+	m.HelmIndexes = repository.NewIndexCache(sourcectrl.DefaultHelmIndexCacheSize, sourcectrl.DefaultHelmIndexCacheTTL)
 	repo := &sourcectrl.HelmRepositoryReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
 		Storage:              m.Storage,
-		IndexCache:           indexes,
+		IndexCache:           m.HelmIndexes,
+		MaxIndexSize:         opts.Source.HelmIndexMaxSize,
 		JitterPercent:        opts.IntervalJitterPercentage,
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
@@ -244,10 +253,11 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
 		Storage:              m.Storage,
-		IndexCache:           indexes,
+		IndexCache:           m.HelmIndexes,
+		MaxIndexSize:         opts.Source.HelmIndexMaxSize,
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
-		ChartLimits:          chart.Limits{MaxChartSize: opts.Helm.MaxChartSize},
+		ChartLimits:          chart.Limits{MaxChartSize: opts.Helm.MaxChartSize, MaxFileSize: opts.Source.HelmChartFileMaxSize},
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}

@@ -21,6 +21,7 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -34,6 +35,10 @@ type Manager struct {
 	Storage *artifact.Storage
 	// StorageAddr is where Storage is served.
 	StorageAddr string
+	// HelmIndexes are the parsed Helm repository indexes that the
+	// HelmRepository and HelmChart reconcilers share, when the source
+	// controller runs.
+	HelmIndexes *repository.IndexCache
 
 	// dispatcher takes the events of this process's controllers when the
 	// notification controller runs here.

@@ -29,6 +29,9 @@ type NotificationOptions struct {
 	// RateLimitInterval is the window in which the same event is sent
 	// once and a flood is folded into one message.
 	RateLimitInterval time.Duration
+	// Dispatch tunes the dispatcher beyond its window (each zero value
+	// takes the dispatcher's default); it has no flags.
+	Dispatch dispatch.Options
 }
 
 func (o *NotificationOptions) bindFlags(fs *pflag.FlagSet) {
@@ -44,13 +47,21 @@ func (o *NotificationOptions) bindFlags(fs *pflag.FlagSet) {
 func (m *Manager) startEvents(controllers []string, opts Options) error {
 	for _, name := range controllers {
 		if name == NotificationController {
-			m.dispatcher = dispatch.New(dispatch.Options{Window: opts.Notification.RateLimitInterval,
-				Log: ctrl.Log.WithName("notification")})
+			tuning := opts.Notification.Dispatch
+			tuning.Window = opts.Notification.RateLimitInterval
+			if tuning.Log.GetSink() == nil {
+				tuning.Log = ctrl.Log.WithName("notification")
+			}
+			m.dispatcher = dispatch.New(tuning)
 			return m.Add(runnableFunc(m.dispatcher.Run))
 		}
 	}
 	return nil
 }
+
+// Dispatcher returns the dispatcher of the events of this process, when
+// the notification controller runs here.
+func (m *Manager) Dispatcher() *dispatch.Dispatcher { return m.dispatcher }
 
 // eventSink returns the sink of the events of the controller called
 // name: the dispatcher in process, a Poster to opts.EventsAddr, or none.

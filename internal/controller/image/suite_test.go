@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,80 +13,28 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/conditions/check"
-	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
-	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 var (
+	// env is the test control plane, with the image and gating controllers
+	// of the real manager running against it (main_test.go).
 	env *testenv.Environment
 	// tagsURL is the base URL of the tests' tags server (TagsHandler).
 	tagsURL string
-	// store is the tag store of the tests' controllers.
+	// store reads the tag store of the tests' controllers.
 	store *registry.Store
 	// logs holds what the controllers log.
 	logs *testutil.Logs
 )
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, startControllers))
-}
-
-// startControllers runs the three image reconcilers, the tags server and
-// the Gate controller against the test control plane.
-func startControllers(ctx context.Context, e *testenv.Environment) error {
-	logs = testutil.CaptureLogs()
-	dir, err := os.MkdirTemp("", "windlass-image-")
-	if err != nil {
-		return err
-	}
-	if store, err = registry.NewStore(dir); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return err
-	}
-	opts := reconcile.ControllerOptions{
-		MaxConcurrentReconciles: 4,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
-	}
-	events := &event.Recorder{Kubernetes: mgr.GetEventRecorder("image-reflector-controller")}
-	repos := &ImageRepositoryReconciler{Client: mgr.GetClient(), Store: store, Events: events, AllowInsecureHTTP: true}
-	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	policies := &ImagePolicyReconciler{Client: mgr.GetClient(), Store: store, Events: events, AllowInsecureHTTP: true,
-		DependencyRequeue: time.Second}
-	if err := policies.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	automations := &ImageUpdateAutomationReconciler{Client: mgr.GetClient(), AllowInsecureHTTP: true,
-		Events: &event.Recorder{Kubernetes: mgr.GetEventRecorder("image-automation-controller")}}
-	if err := automations.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	gates := &gatingctrl.GateReconciler{Client: mgr.GetClient()}
-	if err := gates.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	tagsURL = httptest.NewServer(TagsHandler(mgr.GetClient(), store)).URL
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
-}
 
 // testRegistry is a loopback OCI registry whose tag list requests are
 // counted and which can be taken down.

@@ -1,37 +1,25 @@
 package kustomize
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/controller/source"
-	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/fetch"
-	"github.com/windlass-dev/windlass/internal/impersonation"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 var (
+	// env is the test control plane, with the source and kustomize
+	// controllers of the real manager running against it (main_test.go).
 	env *testenv.Environment
 	// logs holds what the controllers logged.
 	logs *testutil.Logs
@@ -41,60 +29,6 @@ const (
 	timeout  = 60 * time.Second
 	interval = 200 * time.Millisecond
 )
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, testenv.ControllerManager, startControllers))
-}
-
-// startControllers runs the GitRepository and Kustomization controllers in
-// one manager, as `windlass controller` does, with artifacts handed over
-// in process.
-func startControllers(ctx context.Context, e *testenv.Environment) error {
-	logs = testutil.CaptureLogs()
-	storage, err := testutil.StartStorage()
-	if err != nil {
-		return err
-	}
-
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return err
-	}
-	limiter := func() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
-		return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second)
-	}
-	git := &source.GitRepositoryReconciler{
-		Client: mgr.GetClient(), Events: &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage: storage, DependencyRequeue: time.Second, AllowInsecureHTTP: true,
-	}
-	if err := git.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
-		return err
-	}
-	applyCfg := rest.CopyConfig(mgr.GetConfig())
-	applyCfg.Wrap(dryRuns.wrap)
-	applyHTTP, err := rest.HTTPClientFor(applyCfg)
-	if err != nil {
-		return err
-	}
-	ks := &KustomizationReconciler{
-		Client:  mgr.GetClient(),
-		Events:  &event.Recorder{Kubernetes: mgr.GetEventRecorder("kustomize-controller")},
-		Fetcher: &fetch.Local{Storage: storage},
-		Applier: &impersonation.Factory{
-			Config: applyCfg, HTTPClient: applyHTTP, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		},
-		DependencyRequeue: time.Second,
-	}
-	if err := ks.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{MaxConcurrentReconciles: 4, RateLimiter: limiter()}); err != nil {
-		return err
-	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
-	return nil
-}
 
 // dryRuns counts the server-side dry runs that the Kustomization
 // controller's local apply client sends, by namespace.

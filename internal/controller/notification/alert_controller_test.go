@@ -118,7 +118,7 @@ func TestMissingSecret(t *testing.T) {
 
 	g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 10*time.Second).Should(ContainElement(
 		And(HavePrefix(SecretNotFoundReason+": "), ContainSubstring("Secret 'hook-token'"))))
-	_, ok := reconciler.ruleOf(keyOf(alert).String())
+	_, ok := dispatcher.ProviderOf(keyOf(alert).String())
 	g.Expect(ok).To(BeFalse())
 
 	createSecret(g, ns, "hook-token", map[string]string{KeyToken: token})
@@ -215,7 +215,7 @@ func TestInvalidAlertsAreReported(t *testing.T) {
 				})
 			g.Eventually(func(g Gomega) []string { return alertEvents(g, alert) }, 10*time.Second).Should(ContainElement(
 				And(HavePrefix(tt.reason+": "), ContainSubstring(tt.message))))
-			_, ok := reconciler.ruleOf(keyOf(alert).String())
+			_, ok := dispatcher.ProviderOf(keyOf(alert).String())
 			g.Expect(ok).To(BeFalse())
 		})
 	}
@@ -260,7 +260,7 @@ func TestProviderChangeSuspendAndDelete(t *testing.T) {
 	provider.Spec.Address = b.URL
 	g.Expect(env.Client.Patch(ctx, provider, patch)).To(Succeed())
 	g.Eventually(func() string {
-		key, _ := reconciler.ruleOf(keyOf(alert).String())
+		key, _ := dispatcher.ProviderOf(keyOf(alert).String())
 		return key
 	}, 10*time.Second).ShouldNot(Or(Equal(before), BeEmpty()))
 	failed(ns, "apps", "BuildFailed", "second")

@@ -62,12 +62,8 @@ type WebhookServer struct {
 	Client client.Client
 	// Events records, on the Receiver, each request handled or refused.
 	Events *event.Recorder
-	// Addr is the address to listen on, such as ":9292". Ignored when
-	// Listener is set.
+	// Addr is the address to listen on, such as ":9292".
 	Addr string
-	// Listener, when set, is served instead of a listener on Addr: a test
-	// listens on 127.0.0.1:0 and learns the port from it.
-	Listener net.Listener
 	// NoCrossNamespaceRefs refuses resources in another namespace than
 	// the Receiver's.
 	NoCrossNamespaceRefs bool
@@ -104,12 +100,9 @@ func (s *WebhookServer) NeedLeaderElection() bool { return false }
 // Start serves until ctx is done, then lets the requests under way finish
 // (for up to 10 seconds).
 func (s *WebhookServer) Start(ctx context.Context) error {
-	ln := s.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", s.Addr); err != nil {
-			return fmt.Errorf("serving Receiver webhooks on %s: %w", s.Addr, err)
-		}
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("serving Receiver webhooks on %s: %w", s.Addr, err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("receiver-server")
 	base := ctrl.LoggerInto(context.WithoutCancel(ctx), log)

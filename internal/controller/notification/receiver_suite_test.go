@@ -7,23 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 )
 
 const (
@@ -37,26 +31,6 @@ var serverURL string
 // servedFrom is what the webhook Server reads Receivers from: the
 // manager's cache, which sees a status some time after the API server.
 var servedFrom client.Reader
-
-// startReceivers runs the Receiver reconciler and the webhook Server in
-// mgr, on a loopback port.
-func startReceivers(ctx context.Context, mgr ctrl.Manager, events *event.Recorder) error {
-	r := &ReceiverReconciler{Client: mgr.GetClient(), Events: events}
-	err := r.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
-		MaxConcurrentReconciles: 4,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
-	})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	serverURL = "http://" + ln.Addr().String()
-	servedFrom = mgr.GetClient()
-	return (&WebhookServer{Client: mgr.GetClient(), Events: events, Listener: ln}).SetupWithManager(ctx, mgr)
-}
 
 // createTokenSecret creates the token Secret name in ns.
 func createTokenSecret(g Gomega, ns, name, token string) {
@@ -86,8 +60,8 @@ func createReceiver(g Gomega, ns, name, receiverType string, edit func(*notifica
 	return rcv
 }
 
-// waitReady waits until rcv is Ready, and the webhook Server sees it so
-// at its path, and returns it.
+// waitReady waits until rcv is Ready, and the webhook Server listens and
+// sees it so at its path, and returns it.
 func waitReady(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver {
 	latest := &notificationv1.Receiver{}
 	g.Eventually(func(g Gomega) {
@@ -101,6 +75,9 @@ func waitReady(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver 
 			return r.Name == latest.Name && r.Namespace == latest.Namespace && r.Generation == latest.Generation &&
 				conditions.IsTrue(&r, meta.ReadyCondition)
 		})), "the webhook Server's cache has the Receiver Ready at its path")
+		resp, err := http.Head(serverURL)
+		g.Expect(err).NotTo(HaveOccurred(), "the webhook Server listens")
+		g.Expect(resp.Body.Close()).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	return latest
 }

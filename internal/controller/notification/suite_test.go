@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,12 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
@@ -29,7 +22,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/notify/forward"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -38,10 +30,12 @@ import (
 const window = 2 * time.Second
 
 var (
-	env        *testenv.Environment
-	logs       *testutil.Logs
+	// env is the test control plane, with the notification controller of
+	// the real manager running against it (main_test.go).
+	env  *testenv.Environment
+	logs *testutil.Logs
+	// dispatcher is the manager's dispatcher of events.
 	dispatcher *dispatch.Dispatcher
-	reconciler *AlertReconciler
 	// sink hands events to the dispatcher as the controllers do.
 	sink *forward.Sink
 	// clock is the dispatcher's clock.
@@ -88,45 +82,6 @@ func (c *testClock) Thaw() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset, c.frozen = time.Until(c.at), false
-}
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, startController))
-}
-
-// startController runs the Alert controller with a dispatcher, and the
-// Receiver controller with its webhook server, against the test control
-// plane, with Secrets read uncached as in production.
-func startController(ctx context.Context, e *testenv.Environment) error {
-	logs = testutil.CaptureLogs()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-	})
-	if err != nil {
-		return err
-	}
-	dispatcher = dispatch.New(dispatch.Options{Window: window, FlushInterval: 100 * time.Millisecond,
-		Backoff: 100 * time.Millisecond, Now: clock.Now, Log: ctrl.Log.WithName("dispatcher")})
-	sink = &forward.Sink{Dispatcher: dispatcher, Scheme: e.Scheme, Controller: "kustomize-controller"}
-	events := &event.Recorder{Kubernetes: mgr.GetEventRecorder("notification-controller")}
-	reconciler = &AlertReconciler{Client: mgr.GetClient(), Dispatcher: dispatcher, Events: events}
-	err = reconciler.SetupWithManager(ctx, mgr, reconcile.ControllerOptions{
-		MaxConcurrentReconciles: 4,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
-	})
-	if err != nil {
-		return err
-	}
-	if err := startReceivers(ctx, mgr, events); err != nil {
-		return err
-	}
-	if err := mgr.Add(manager.RunnableFunc(dispatcher.Run)); err != nil {
-		return err
-	}
-	go func() { _ = mgr.Start(ctx) }()
-	return nil
 }
 
 // hook is a loopback HTTPS webhook that records what generic providers
@@ -232,7 +187,7 @@ func waitRule(g Gomega, a *notificationv1beta3.Alert) string {
 	var key string
 	g.Eventually(func() bool {
 		var ok bool
-		key, ok = reconciler.ruleOf(keyOf(a).String())
+		key, ok = dispatcher.ProviderOf(keyOf(a).String())
 		return ok
 	}, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "the Alert %s has no rule", a.Name)
 	return key
@@ -241,7 +196,7 @@ func waitRule(g Gomega, a *notificationv1beta3.Alert) string {
 // waitNoRule waits until the Alert has no rule.
 func waitNoRule(g Gomega, a *notificationv1beta3.Alert) {
 	g.Eventually(func() bool {
-		_, ok := reconciler.ruleOf(keyOf(a).String())
+		_, ok := dispatcher.ProviderOf(keyOf(a).String())
 		return ok
 	}, 10*time.Second, 20*time.Millisecond).Should(BeFalse(), "the Alert %s still has a rule", a.Name)
 }

@@ -1,62 +1,28 @@
 package source
 
 import (
-	"context"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // Limits of the tests' Helm controllers, far above what the tests' charts
 // and indexes hold but one test's.
 const (
-	maxHelmIndexSize    = 256 << 10
-	maxHelmChartFile    = 64 << 10
-	helmDependencyDelay = time.Second
+	maxHelmIndexSize = 256 << 10
+	maxHelmChartFile = 64 << 10
 )
 
 // helmIndexes is the parsed index cache the tests' HelmRepository and
 // HelmChart reconcilers share.
 var helmIndexes *repository.IndexCache
-
-// startHelmControllers adds the HelmRepository and HelmChart reconcilers
-// to the tests' manager, sharing one index cache.
-func startHelmControllers(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	helmIndexes = repository.NewIndexCache(4, time.Minute)
-	repos := &HelmRepositoryReconciler{
-		Client:            mgr.GetClient(),
-		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage:           storage,
-		IndexCache:        helmIndexes,
-		MaxIndexSize:      maxHelmIndexSize,
-		AllowInsecureHTTP: true,
-	}
-	if err := repos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	charts := &HelmChartReconciler{
-		Client:            mgr.GetClient(),
-		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage:           storage,
-		IndexCache:        helmIndexes,
-		DependencyRequeue: helmDependencyDelay,
-		ChartLimits:       chart.Limits{MaxFileSize: maxHelmChartFile},
-		MaxIndexSize:      maxHelmIndexSize,
-		AllowInsecureHTTP: true,
-	}
-	return charts.SetupWithManager(ctx, mgr, opts)
-}
 
 // newHelmRepository returns a HelmRepository of url with a long interval.
 func newHelmRepository(ns, name, url string) *sourcev1.HelmRepository {

@@ -1,32 +1,25 @@
 package source
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 var (
-	env     *testenv.Environment
+	// env is the test control plane, with the source controller of the
+	// real manager running against it (main_test.go).
+	env *testenv.Environment
+	// storage is the controller's artifact storage.
 	storage *artifact.Storage
 	// k8s is the manager's cached client, as the controller sees the world.
 	k8s client.Client
@@ -45,72 +38,6 @@ const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
 )
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, startController))
-}
-
-// startController runs the GitRepository controller against the test
-// control plane, with storage served on a loopback port.
-func startController(ctx context.Context, e *testenv.Environment) error {
-	logs = testutil.CaptureLogs()
-	var err error
-	if storage, err = testutil.StartStorage(); err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-	})
-	if err != nil {
-		return err
-	}
-	r := &GitRepositoryReconciler{
-		Client:            mgr.GetClient(),
-		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage:           storage,
-		DependencyRequeue: time.Second,
-		MaxCloneSize:      maxCloneSize,
-		AllowInsecureHTTP: true,
-	}
-	opts := reconcile.ControllerOptions{
-		MaxConcurrentReconciles: 4,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[ctrlreconcile.Request](100*time.Millisecond, 2*time.Second),
-	}
-	if err := r.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	ociRepos := &OCIRepositoryReconciler{
-		Client:            mgr.GetClient(),
-		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage:           storage,
-		MaxLayerSize:      maxFetchSize,
-		AllowInsecureHTTP: true,
-	}
-	if err := ociRepos.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	buckets := &BucketReconciler{
-		Client:            mgr.GetClient(),
-		Events:            &event.Recorder{Kubernetes: mgr.GetEventRecorder("source-controller")},
-		Storage:           storage,
-		MaxSize:           maxFetchSize,
-		AllowInsecureHTTP: true,
-	}
-	if err := buckets.SetupWithManager(ctx, mgr, opts); err != nil {
-		return err
-	}
-	if err := startHelmControllers(ctx, mgr, opts); err != nil {
-		return err
-	}
-	k8s = mgr.GetClient()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
-		}
-	}()
-	return nil
-}
 
 // newGitRepository returns a GitRepository for url with a short interval.
 func newGitRepository(ns, name, url string) *sourcev1.GitRepository {

@@ -277,6 +277,18 @@ func (d *Dispatcher) DeleteRule(key string) {
 	d.closeUnusedQueues()
 }
 
+// ProviderOf returns the ProviderKey of the rule with key, if there is
+// one.
+func (d *Dispatcher) ProviderOf(key string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.rules[key]
+	if !ok {
+		return "", false
+	}
+	return r.ProviderKey, true
+}
+
 // Stats returns the counts so far.
 func (d *Dispatcher) Stats() Stats {
 	d.mu.Lock()

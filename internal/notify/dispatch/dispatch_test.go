@@ -190,16 +190,21 @@ func TestResolvedOnlyForSentFailures(t *testing.T) {
 	g.Expect(got[3].Resolves).To(BeTrue())
 }
 
-// TestDeleteRule: a deleted rule forwards nothing and forgets its
-// failures.
+// TestDeleteRule: a deleted rule forwards nothing, is gone from
+// ProviderOf, and forgets its failures.
 func TestDeleteRule(t *testing.T) {
 	g := NewWithT(t)
 	d := New(Options{})
 	ctx := context.Background()
 	r := allKustomizations("apps/oncall", SeverityError, "apps/p", &recorder{})
 	g.Expect(d.SetRule(r)).To(Succeed())
+	provider, ok := d.ProviderOf(r.Key)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(provider).To(Equal("apps/p"))
 	d.Dispatch(ctx, ksError("web", "failed"), Object{})
 	d.DeleteRule(r.Key)
+	_, ok = d.ProviderOf(r.Key)
+	g.Expect(ok).To(BeFalse())
 	d.Dispatch(ctx, ksError("api", "failed"), Object{})
 	g.Expect(queued(d, "apps/p")).To(HaveLen(1))
 	g.Expect(d.SetRule(r)).To(Succeed())
