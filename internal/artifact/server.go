@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/windlass-dev/windlass/internal/httpserver"
 )
 
 // shutdownTimeout bounds how long Serve waits for downloads in flight once
@@ -86,20 +88,7 @@ func (s *Storage) Start(ctx context.Context, addr string) error {
 // gracefully, waiting up to 30 seconds for downloads in flight. It closes
 // ln. A nil return means a clean shutdown.
 func (s *Storage) Serve(ctx context.Context, ln net.Listener) error {
-	srv := s.Server(ln.Addr().String())
-	errCh := make(chan error, 1)
-	go func() { errCh <- srv.Serve(ln) }()
-	select {
-	case err := <-errCh:
-		return fmt.Errorf("serving artifact storage: %w", err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down artifact storage server: %w", err)
-	}
-	if err := <-errCh; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := httpserver.Serve(ctx, s.Server(ln.Addr().String()), ln, shutdownTimeout); err != nil {
 		return fmt.Errorf("serving artifact storage: %w", err)
 	}
 	return nil

@@ -49,7 +49,7 @@ func TestHTTPSWithCA(t *testing.T) {
 	g.Expect(sysRevParse(t, s, dir, "HEAD")).To(Equal(sha))
 
 	// localhost is in the certificate too.
-	conn, err := tls.Dial("tcp", base[len("https://"):], &tls.Config{RootCAs: s.pki.pool, ServerName: "localhost"})
+	conn, err := tls.Dial("tcp", base[len("https://"):], &tls.Config{RootCAs: s.pki.ca.Pool, ServerName: "localhost"})
 	g.Expect(err).NotTo(HaveOccurred())
 	conn.Close()
 

@@ -49,7 +49,7 @@ type Server struct {
 	httpsOpts    TLSOptions
 	httpsSrv     *httpListener
 	ssh          *sshListener
-	pki          *pki
+	pki          *certs
 	inflightHTTP sync.WaitGroup
 	repoLocks    map[string]*sync.Mutex
 }
@@ -83,7 +83,7 @@ func New(root string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitserver: create private home: %w", err)
 	}
-	p, err := newPKI()
+	p, err := newCerts()
 	if err != nil {
 		_ = os.RemoveAll(home)
 		return nil, err
@@ -302,7 +302,7 @@ func (s *Server) StartHTTPS(opts TLSOptions) (baseURL string, err error) {
 	}
 	if opts.RequireClientCert {
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-		cfg.ClientCAs = s.pki.pool
+		cfg.ClientCAs = s.pki.ca.Pool
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -333,7 +333,7 @@ func (s *Server) HTTPSURL() string {
 // CACert returns the PEM-encoded certificate of the server's CA, which
 // signs the HTTPS server certificate and the client certificates from
 // ClientCert. Each Server has its own CA.
-func (s *Server) CACert() []byte { return append([]byte(nil), s.pki.caPEM...) }
+func (s *Server) CACert() []byte { return append([]byte(nil), s.pki.ca.PEM...) }
 
 // ClientCert returns a PEM-encoded client certificate and its PEM-encoded
 // PKCS #8 private key, signed by the server's CA, for HTTPS servers started

@@ -50,7 +50,7 @@ func (m *Manager) setupImageReflector(ctx context.Context, opts Options) error {
 	if opts.Image.TagsAddr == "" {
 		return nil
 	}
-	return m.Add(&httpServer{addr: opts.Image.TagsAddr, handler: imagectrl.TagsHandler(m.GetClient(), store)})
+	return m.Add(apiServer(opts.Image.TagsAddr, imagectrl.TagsHandler(m.GetClient(), store)))
 }
 
 // setupImageAutomation sets up the ImageUpdateAutomation reconciler.

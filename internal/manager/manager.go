@@ -2,12 +2,8 @@ package manager
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -180,23 +176,6 @@ func (s *storageServer) NeedLeaderElection() bool { return false }
 
 // Start serves until ctx is done, then shuts down gracefully.
 func (s *storageServer) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("serving artifacts on %s: %w", s.addr, err)
-	}
-	srv := &http.Server{Handler: s.storage.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	ctrl.LoggerFrom(ctx).Info("Serving artifacts", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	ctrl.LoggerFrom(ctx).Info("Serving artifacts", "addr", s.addr)
+	return s.storage.Start(ctx, s.addr)
 }

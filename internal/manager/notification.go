@@ -2,8 +2,6 @@ package manager
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	notifyctrl "github.com/windlass-dev/windlass/internal/controller/notification"
+	"github.com/windlass-dev/windlass/internal/httpserver"
 
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
@@ -101,7 +100,7 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	if opts.Notification.EventsListenAddr == "" {
 		return nil
 	}
-	return m.Add(&httpServer{addr: opts.Notification.EventsListenAddr, handler: &forward.Handler{Dispatcher: m.dispatcher}})
+	return m.Add(apiServer(opts.Notification.EventsListenAddr, &forward.Handler{Dispatcher: m.dispatcher}))
 }
 
 // runnableFunc runs a function as a manager Runnable on every replica.
@@ -114,33 +113,11 @@ func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
 // are recorded, so dispatched, on every replica.
 func (f runnableFunc) NeedLeaderElection() bool { return false }
 
-// httpServer serves handler on addr until the manager stops.
-type httpServer struct {
-	addr    string
-	handler http.Handler
-}
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (s *httpServer) NeedLeaderElection() bool { return false }
-
-// Start implements manager.Runnable.
-func (s *httpServer) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return err
-	}
-	// A client that sends its body slowly, or not at all, holds a
-	// connection for ReadTimeout at most.
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+// apiServer serves handler, a small API, on addr while the manager runs.
+// A client that sends its body slowly, or not at all, holds a connection
+// for ReadTimeout at most.
+func apiServer(addr string, handler http.Handler) *httpserver.Runnable {
+	return &httpserver.Runnable{Addr: addr, Grace: 5 * time.Second, Server: &http.Server{Handler: handler,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute}}
 }

@@ -3,7 +3,6 @@ package notification
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/httpserver"
 	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
@@ -115,20 +115,8 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	log.Info("Serving Receiver webhooks", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserver.Serve(ctx, srv, ln, 10*time.Second)
 }
 
 // ServeHTTP answers one webhook request.

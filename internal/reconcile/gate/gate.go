@@ -232,7 +232,9 @@ func (c compiled) requestAt(t time.Time) *request {
 }
 
 // activeAt reports whether the schedule is active at t, and until when
-// (windows that overlap or touch are one).
+// (windows that overlap or touch are one). A window that keeps being
+// extended (every minute for a day, say) is followed a window at a time,
+// not a start at a time, and no further than the horizon.
 func (s *schedule) activeAt(t time.Time) (bool, time.Time) {
 	local := t.In(s.loc)
 	start := s.cron.Next(local.Add(-s.every))
@@ -240,12 +242,34 @@ func (s *schedule) activeAt(t time.Time) (bool, time.Time) {
 		return false, time.Time{}
 	}
 	end := start.Add(s.every)
-	for next, i := s.cron.Next(start), 0; !next.IsZero() && !next.After(end) && i < maxSteps; next, i = s.cron.Next(next), i+1 {
-		if e := next.Add(s.every); e.After(end) {
-			end = e
+	for i := 0; i < maxSteps && end.Sub(local) <= horizon; i++ {
+		last := s.lastStartBy(end, start)
+		if !last.After(start) {
+			break
 		}
+		start, end = last, last.Add(s.every)
 	}
 	return true, end
+}
+
+// lastStartBy returns the latest start of the schedule in (after, by], or
+// after when there is none. It searches by halving: cron.Next(x) is the
+// first start after x, so it is at most by exactly for the x before that
+// latest start, and starts fall on whole minutes.
+func (s *schedule) lastStartBy(by, after time.Time) time.Time {
+	if first := s.cron.Next(after); first.IsZero() || first.After(by) {
+		return after
+	}
+	lo, hi := after, by
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if next := s.cron.Next(mid); !next.IsZero() && !next.After(by) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return s.cron.Next(lo)
 }
 
 // boundariesAfter returns the times after t at which the state may change:

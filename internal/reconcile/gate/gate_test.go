@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
@@ -195,6 +196,38 @@ func TestEvaluateBadInput(t *testing.T) {
 			g.Expect(d.Message).To(Equal("Gate closed: " + err.Error()))
 		})
 	}
+}
+
+// countingCron counts the starts asked of a schedule.
+type countingCron struct {
+	cron.Schedule
+	calls *int
+}
+
+func (c countingCron) Next(t time.Time) time.Time {
+	*c.calls++
+	return c.Schedule.Next(t)
+}
+
+// TestEvaluateWindowExtendedWithoutEnd: a schedule that closes the gate
+// every minute for a day keeps it closed with no transition in sight, and
+// deciding so asks the cron for a few thousand starts, not one per minute
+// of the horizon (which took seconds of CPU per reconciliation).
+func TestEvaluateWindowExtendedWithoutEnd(t *testing.T) {
+	g := NewWithT(t)
+	everyMinute := gatingv1alpha1.GateSchedule{Action: gatingv1alpha1.ScheduleClose, Cron: "* * * * *",
+		Duration: metav1.Duration{Duration: 24 * time.Hour}, TimeZone: "Europe/Berlin"}
+	c, _, err := compile(gateOf(gatingv1alpha1.GateOpened, time.Hour, nil, everyMinute))
+	g.Expect(err).NotTo(HaveOccurred())
+	calls := 0
+	c.schedules[0].cron = countingCron{Schedule: c.schedules[0].cron, calls: &calls}
+
+	d := c.decide(at("2026-11-23T10:00:30Z"))
+	g.Expect(d.Open).To(BeFalse())
+	g.Expect(d.Because).To(ContainSubstring("'* * * * *'"))
+	g.Expect(d.NextTransition).To(BeNil(), "the window never ends within the horizon")
+	t.Logf("cron starts asked: %d", calls)
+	g.Expect(calls).To(BeNumerically("<", 20000))
 }
 
 // BenchmarkEvaluate measures one evaluation of a gate with a request and a
