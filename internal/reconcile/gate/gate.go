@@ -253,10 +253,14 @@ func (s *schedule) activeAt(t time.Time) (bool, time.Time) {
 }
 
 // lastStartBy returns the latest start of the schedule in (after, by], or
-// after when there is none. It searches by halving: cron.Next(x) is the
-// first start after x, so it is at most by exactly for the x before that
-// latest start, and starts fall on whole minutes.
+// after when there is none. Starts fall on whole minutes, so a start in
+// the minute up to by is the latest; else it searches by halving:
+// cron.Next(x) is the first start after x, so it is at most by exactly
+// for the x before that latest start.
 func (s *schedule) lastStartBy(by, after time.Time) time.Time {
+	if last := s.cron.Next(by.Add(-time.Minute)); !last.IsZero() && !last.After(by) && last.After(after) {
+		return last
+	}
 	if first := s.cron.Next(after); first.IsZero() || first.After(by) {
 		return after
 	}
