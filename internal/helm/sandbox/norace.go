@@ -1,0 +1,7 @@
+//go:build !race
+
+package sandbox
+
+// capAddressSpace says whether a child caps its address space a little
+// above its memory limit.
+const capAddressSpace = true

@@ -1,0 +1,8 @@
+//go:build race
+
+package sandbox
+
+// capAddressSpace is false under the race detector, whose shadow memory
+// needs address space far beyond the limit; the memory watchdog still
+// bounds the child.
+const capAddressSpace = false
