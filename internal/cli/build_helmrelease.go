@@ -31,6 +31,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/postrender"
 	"github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/helm/values"
 )
 
@@ -234,7 +235,11 @@ func (b *helmReleaseBuild) objects(ctx context.Context, cl *helmCluster, hr *hel
 	if cl != nil {
 		getter = cl.getter
 	}
-	runner, err := release.New(getter, hr.GetStorageNamespace())
+	renderer, err := sandbox.New(sandbox.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	runner, err := release.New(getter, hr.GetStorageNamespace(), release.WithSandbox(renderer))
 	if err != nil {
 		return nil, err
 	}

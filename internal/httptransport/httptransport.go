@@ -2,13 +2,16 @@
 // kinds reach registries and object storage: TLS settings from the Secret
 // of a certSecretRef (ca.crt, tls.crt, tls.key) and a proxy from the Secret
 // of a proxySecretRef (address, username, password). The errors name the
-// Secret key at fault, never a value.
+// Secret key at fault, never a value. LimitBody bounds what a response may
+// make the process read.
 package httptransport
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -108,4 +111,56 @@ func New(tlsConfig *tls.Config, proxy *url.URL) *http.Transport {
 		t.Proxy = http.ProxyURL(proxy)
 	}
 	return t
+}
+
+// ResponseTooLargeError is a response whose body is longer than the most
+// that is read of it.
+type ResponseTooLargeError struct {
+	// Limit is the most bytes read of the body.
+	Limit int64
+}
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("the response is larger than %d bytes, the most that is read", e.Limit)
+}
+
+// LimitBody bounds the body of resp to limit bytes: a response that says
+// it is longer is closed and refused at once, and a body that goes on
+// past limit fails its next read with a *ResponseTooLargeError (not an
+// io.EOF that would pass a cut document for a whole one).
+func LimitBody(resp *http.Response, limit int64) error {
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		return &ResponseTooLargeError{Limit: limit}
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: limit, limit: limit}
+	return nil
+}
+
+// limitedBody is a response body that fails once more than limit bytes
+// come.
+type limitedBody struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+// Read implements io.Reader.
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var probe [1]byte
+		n, err := b.ReadCloser.Read(probe[:])
+		if n > 0 {
+			// Closed here: a reader that stops at the error may never
+			// close it, and the rest would keep the connection busy.
+			b.ReadCloser.Close()
+			return 0, &ResponseTooLargeError{Limit: b.limit}
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

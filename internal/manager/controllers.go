@@ -15,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
@@ -113,11 +114,17 @@ type HelmOptions struct {
 	Concurrent int
 	// MaxChartSize bounds a packaged chart read from an artifact.
 	MaxChartSize int64
+	// Render bounds each render of a chart's templates, which runs in a
+	// child process.
+	Render sandbox.Limits
 }
 
 func (o *HelmOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrent, "helm-concurrent", 16, "how many HelmReleases are installed, upgraded or checked at once")
 	fs.Int64Var(&o.MaxChartSize, "helm-chart-max-size", helmctrl.DefaultMaxChartSize, "bytes a packaged chart may hold")
+	fs.Int64Var(&o.Render.Memory, "helm-render-max-memory", sandbox.DefaultMemory, "bytes of memory the process that renders one chart's templates may use")
+	fs.Int64Var(&o.Render.Output, "helm-render-max-output", sandbox.DefaultOutput, "bytes the manifests rendered from one chart may hold")
+	fs.IntVar(&o.Render.Concurrency, "helm-render-concurrency", sandbox.DefaultConcurrency, "how many charts are rendered at once, each in a process of its own")
 }
 
 // BindControllerFlags binds the flags of every controller to o.
@@ -305,6 +312,10 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 	if m.Storage != nil {
 		reader = &fetch.Local{Storage: m.Storage}
 	}
+	renderer, err := sandbox.New(opts.Helm.Render)
+	if err != nil {
+		return err
+	}
 	r := &helmctrl.HelmReleaseReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(HelmController),
@@ -314,6 +325,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 		MaxChartSize:         opts.Helm.MaxChartSize,
+		Sandbox:              renderer,
 	}
 	copts := opts.controllerOptions()
 	copts.MaxConcurrentReconciles = max(opts.Helm.Concurrent, 1)

@@ -49,10 +49,10 @@ func RecordSuspend(kind string, obj client.Object, suspended bool) {
 	SuspendStatus.WithLabelValues(kind, obj.GetName(), obj.GetNamespace()).Set(v)
 }
 
-// Forget drops the series of a deleted object, so that memory stays bounded
-// as objects come and go.
-func Forget(kind string, obj client.Object) {
-	labels := prometheus.Labels{"kind": kind, "name": obj.GetName(), "namespace": obj.GetNamespace()}
+// Forget drops the series of the object key of the given kind, deleted,
+// so that memory stays bounded as objects come and go.
+func Forget(kind string, key client.ObjectKey) {
+	labels := prometheus.Labels{"kind": kind, "name": key.Name, "namespace": key.Namespace}
 	ReconcileDuration.Delete(labels)
 	SuspendStatus.Delete(labels)
 }

@@ -33,7 +33,7 @@ const MaxListTags = 1000
 // and no annotations.
 func List(ctx context.Context, repo name.Repository, o Options) ([]Artifact, error) {
 	opts := o.remote(ctx)
-	tags, err := remote.List(repo, opts...)
+	tags, err := ListTags(ctx, repo, o)
 	if err != nil {
 		return nil, o.registryError("listing the tags of "+URL(repo), err)
 	}

@@ -199,7 +199,7 @@ func LatestSemverTag(ctx context.Context, repo name.Repository, constraint, filt
 	if err != nil {
 		return "", err
 	}
-	tags, err := remote.List(repo, o.remote(ctx)...)
+	tags, err := ListTags(ctx, repo, o)
 	if err != nil {
 		return "", o.registryError("listing the tags of "+URL(repo), err)
 	}

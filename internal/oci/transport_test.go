@@ -124,12 +124,13 @@ func artifactManifest(t *testing.T, layers ...v1.Descriptor) []byte {
 
 // hostileRegistry is a registry written for a test: it answers the ping,
 // serves manifest for every manifest request (HEAD with its digest) and
-// hands blob requests to blob.
+// hands blob requests to blob and tag lists to tags.
 type hostileRegistry struct {
 	manifest []byte
 	// noLength leaves the Content-Length of the manifest out.
 	noLength bool
 	blob     http.HandlerFunc
+	tags     http.HandlerFunc
 	log      requestLog
 }
 
@@ -155,6 +156,8 @@ func (h *hostileRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.Contains(r.URL.Path, "/blobs/") && h.blob != nil:
 		h.blob(w, r)
+	case strings.HasSuffix(r.URL.Path, "/tags/list") && h.tags != nil:
+		h.tags(w, r)
 	default:
 		http.NotFound(w, r)
 	}

@@ -140,11 +140,11 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	defer metrics.RecordDuration(r.Kind.Name, obj, start)
-
 	if !obj.GetDeletionTimestamp().IsZero() {
+		// A deleted object's series are forgotten, not observed again.
 		return ctrl.Result{}, r.finalize(ctx, obj)
 	}
+	defer metrics.RecordDuration(r.Kind.Name, obj, start)
 	patcher := patch.NewHelper(obj, r.Client)
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
@@ -288,7 +288,6 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	r.forget(client.ObjectKeyFromObject(obj))
 	patcher := patch.NewHelper(obj, r.Client)
 	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
-	metrics.Forget(r.Kind.Name, obj)
 	return patcher.Patch(ctx, obj)
 }
 
@@ -309,7 +308,10 @@ func (r *Runner[T]) revision(obj T) string {
 	return r.Kind.Revision(obj)
 }
 
+// forget drops what the process keeps of the deleted object key: its
+// metric series and the kind's own state.
 func (r *Runner[T]) forget(key types.NamespacedName) {
+	metrics.Forget(r.Kind.Name, key)
 	if r.Kind.Forget != nil {
 		r.Kind.Forget(key)
 	}

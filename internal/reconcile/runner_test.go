@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/conditions/check"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -198,6 +199,9 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	kind.Forget = func(key types.NamespacedName) { forgotten = append(forgotten, key) }
 	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+	// The series of the object's life before its deletion.
+	metrics.RecordDuration(kind.Name, obj, time.Now())
+	metrics.RecordSuspend(kind.Name, obj, false)
 
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).To(MatchError(finalizeErr), "a failed finalization keeps the finalizer and is retried")
@@ -210,10 +214,16 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	g.Expect(finalized).To(Equal(2))
 	g.Expect(forgotten).To(Equal([]types.NamespacedName{req.NamespacedName}))
 	g.Expect(c.Get(ctx, req.NamespacedName, &sourcev1.GitRepository{})).NotTo(Succeed(), "the object is gone once its finalizer is removed")
+	g.Expect(metrics.ReconcileDuration.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(), "its duration series is dropped")
+	g.Expect(metrics.SuspendStatus.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(), "its suspend series is dropped")
 
+	// As if the object had gone without its finalizer.
+	metrics.RecordDuration(kind.Name, obj, time.Now())
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred(), "a gone object is no error")
 	g.Expect(forgotten).To(HaveLen(2), "and is forgotten")
+	g.Expect(metrics.ReconcileDuration.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(),
+		"with its series, also when it went without its finalizer")
 }
 
 func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -212,11 +211,9 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.ContentLength > g.limit {
-		resp.Body.Close()
-		return nil, &responseTooLargeError{limit: g.limit}
+	if err := httptransport.LimitBody(resp, g.limit); err != nil {
+		return nil, err
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, left: g.limit, limit: g.limit}
 	return resp, nil
 }
 
@@ -240,36 +237,4 @@ func hostPort(u *url.URL) string {
 		}
 	}
 	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
-
-// responseTooLargeError is a response body longer than the cap.
-type responseTooLargeError struct{ limit int64 }
-
-func (e *responseTooLargeError) Error() string {
-	return fmt.Sprintf("the registry's response is larger than %d bytes, the most that is read", e.limit)
-}
-
-// limitedBody is a response body that fails once more than limit bytes
-// come.
-type limitedBody struct {
-	io.ReadCloser
-	left, limit int64
-}
-
-// Read implements io.Reader.
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var probe [1]byte
-		n, err := b.ReadCloser.Read(probe[:])
-		if n > 0 {
-			return 0, &responseTooLargeError{limit: b.limit}
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
 }

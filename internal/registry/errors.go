@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/windlass-dev/windlass/internal/httptransport"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -122,7 +123,7 @@ func (s *scrubber) fail(what string, err error, timeout time.Duration) error {
 // classify returns the class of a registry error and what to tell users.
 func classify(err error, timeout time.Duration) (error, string) {
 	var terr *transport.Error
-	var tooLarge *responseTooLargeError
+	var tooLarge *httptransport.ResponseTooLargeError
 	switch {
 	case errors.As(err, &terr) && terr.StatusCode == 401:
 		return ErrAuth, "the registry refused the credentials (401 Unauthorized): check the secretRef's .dockerconfigjson entry for this registry"

@@ -74,6 +74,10 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 		}
 	case err != nil:
 		return outcome.Fail(helmv2.ArtifactFailedReason, err)
+	case !madeFor(hc, obj):
+		return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf(
+			"HelmChart '%s/%s' is %s, not this HelmRelease's: the HelmChart of a chart template is named <namespace>-<name>, "+
+				"so rename one of the two HelmReleases, or use spec.chartRef", ns, hc.Name, ownerOf(hc)))
 	case !equalChartSpecs(hc.Spec, want) || !templateMetaCurrent(hc, obj):
 		patch := client.MergeFrom(hc.DeepCopy())
 		setTemplateMeta(hc, obj)
@@ -96,12 +100,35 @@ func (r *HelmReleaseReconciler) deleteChartTemplate(ctx context.Context, obj *he
 		obj.Status.HelmChart = ""
 		return nil
 	}
-	hc := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := r.Delete(ctx, hc); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting HelmChart '%s': %w", obj.Status.HelmChart, err)
+	hc := &sourcev1.HelmChart{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading HelmChart '%s': %w", obj.Status.HelmChart, err)
+	}
+	if err == nil && madeFor(hc, obj) {
+		// Deleted only as the version read, which is this release's.
+		pre := client.Preconditions{UID: &hc.UID, ResourceVersion: &hc.ResourceVersion}
+		if err := r.Delete(ctx, hc, pre); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting HelmChart '%s': %w", obj.Status.HelmChart, err)
+		}
 	}
 	obj.Status.HelmChart = ""
 	return nil
+}
+
+// madeFor says whether hc is the HelmChart of obj's chart template, by
+// its owner labels.
+func madeFor(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) bool {
+	return hc.Labels[templateOwnerName] == obj.Name && hc.Labels[templateOwnerNamespace] == obj.Namespace
+}
+
+// ownerOf names the owner of hc, for messages.
+func ownerOf(hc *sourcev1.HelmChart) string {
+	name, ns := hc.Labels[templateOwnerName], hc.Labels[templateOwnerNamespace]
+	if name == "" || ns == "" {
+		return "not made from a HelmRelease's chart template"
+	}
+	return fmt.Sprintf("HelmRelease '%s/%s''s", ns, name)
 }
 
 // Labels on a HelmChart made from a release's template: whose it is.
@@ -119,7 +146,7 @@ const shardLabel = "sharding.fluxcd.io/key"
 // unless the template sets its own, so that the shard that reconciles obj
 // sees the chart too.
 func setTemplateMeta(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) {
-	labels := map[string]string{templateOwnerName: obj.Name, templateOwnerNamespace: obj.Namespace}
+	labels := map[string]string{}
 	if shard, ok := obj.Labels[shardLabel]; ok {
 		labels[shardLabel] = shard
 	}
@@ -130,6 +157,8 @@ func setTemplateMeta(hc *sourcev1.HelmChart, obj *helmv2.HelmRelease) {
 		}
 		annotations = m.Annotations
 	}
+	// Set last: a template cannot claim another release's chart.
+	labels[templateOwnerName], labels[templateOwnerNamespace] = obj.Name, obj.Namespace
 	hc.Labels = labels
 	hc.Annotations = annotations
 }

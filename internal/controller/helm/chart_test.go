@@ -1,10 +1,13 @@
 package helm
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -31,6 +34,9 @@ func TestSetTemplateMeta(t *testing.T) {
 		{name: "the template's shard wins", labels: map[string]string{shardLabel: "shard1"},
 			template:   &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{shardLabel: "shard2"}},
 			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps", shardLabel: "shard2"}},
+		{name: "the template cannot name another owner",
+			template:   &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{templateOwnerName: "web", templateOwnerNamespace: "other"}},
+			wantLabels: map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +48,35 @@ func TestSetTemplateMeta(t *testing.T) {
 			g.Expect(hc.Labels).To(Equal(tt.wantLabels))
 			g.Expect(hc.Annotations).To(Equal(tt.wantAnnotate))
 			g.Expect(templateMetaCurrent(hc, hr)).To(BeTrue())
+		})
+	}
+}
+
+// TestDeleteChartTemplateDeletesOnlyItsOwn: the HelmChart recorded in
+// status.helmChart is deleted when it is the release's, and left when its
+// owner labels name another release.
+func TestDeleteChartTemplateDeletesOnlyItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		owner       map[string]string
+		wantDeleted bool
+	}{
+		{"its own", map[string]string{templateOwnerName: "app", templateOwnerNamespace: "apps"}, true},
+		{"another release's", map[string]string{templateOwnerName: "app", templateOwnerNamespace: "other"}, false},
+		{"no release's", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			hc := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "apps-app", Labels: tc.owner}}
+			c := stepClient(nil, hc)
+			r := &HelmReleaseReconciler{Client: c}
+			obj := stepHR(func(hr *helmv2.HelmRelease) { hr.Status.HelmChart = "apps/apps-app" })
+
+			g.Expect(r.deleteChartTemplate(ctx, obj)).To(Succeed())
+			g.Expect(obj.Status.HelmChart).To(BeEmpty())
+			err := c.Get(ctx, client.ObjectKeyFromObject(hc), &sourcev1.HelmChart{})
+			g.Expect(apierrors.IsNotFound(err)).To(Equal(tc.wantDeleted), "deleted: %v", err)
 		})
 	}
 }

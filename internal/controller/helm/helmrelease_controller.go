@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/health"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -56,6 +57,10 @@ type HelmReleaseReconciler struct {
 	NoCrossNamespaceRefs bool
 	// MaxChartSize bounds a packaged chart; zero means DefaultMaxChartSize.
 	MaxChartSize int64
+	// Sandbox renders charts in child processes bounded in memory, output
+	// and time; when nil, SetupWithManager makes one with the default
+	// limits.
+	Sandbox *sandbox.Renderer
 
 	charts  loadedCharts
 	runners releaseRunners
@@ -98,6 +103,14 @@ func successMessage(obj *helmv2.HelmRelease) string {
 // once), their dependencies of either kind, and their gates.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	r.charts.max = 64
+	if r.Sandbox == nil {
+		s, err := sandbox.New(sandbox.Limits{})
+		if err != nil {
+			return err
+		}
+		r.Sandbox = s
+	}
+	r.runners.sandbox = r.Sandbox
 	runner := r.runner()
 	b, err := runner.Setup(ctx, mgr, opts)
 	if err != nil {
@@ -167,6 +180,9 @@ func (r *HelmReleaseReconciler) reconcileReleaseStep(ctx context.Context, obj *h
 // releaseRunners keeps one release runner per target and storage
 // namespace, so that the releases of one target share their clients.
 type releaseRunners struct {
+	// sandbox renders the charts of every runner.
+	sandbox *sandbox.Renderer
+
 	mu      sync.Mutex
 	runners map[runnerKey]*helmaction.Runner
 	getters map[*impersonation.Target]*helmaction.Getter
@@ -202,7 +218,8 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string) 
 		}
 		rr.getters[t] = getter
 	}
-	run, err := helmaction.New(getter, storageNamespace, helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)))
+	run, err := helmaction.New(getter, storageNamespace,
+		helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)), helmaction.WithSandbox(rr.sandbox))
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (f *fixture) runnerAs(t *testing.T, sa string) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(getter, f.storage)
+	r, err := New(getter, f.storage, WithSandbox(testSandbox(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -100,6 +101,11 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
+	pre, err := r.prerender(waitCtx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), cfg.Capabilities, true)
+	if err != nil {
+		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
+	}
+	restore := pre.keepOriginals(cfg)
 	act := action.NewInstall(cfg)
 	act.ReleaseName = opts.ReleaseName
 	act.Namespace = opts.Namespace
@@ -124,13 +130,19 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	// Waits end with waitCtx; the SDK's own context handling would leave
 	// the install running in the background, so it gets none.
 	out, err := guard("installing", func() (any, error) {
-		return act.RunWithContext(context.Background(), ch, copyValues(values))
+		return act.RunWithContext(context.Background(), pre.chart, copyValues(values))
 	})
 	rel, cerr := toV1Release(out)
+	rel = restore(rel)
 	if err != nil {
 		return rel, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
 	return rel, cerr
+}
+
+// installRelease is the release that the templates of an install see.
+func installRelease(name, namespace string) common.ReleaseOptions {
+	return common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
 }
 
 // RenderOptions configure Render.
@@ -167,7 +179,14 @@ func (r *Runner) Render(ctx context.Context, ch *chart.Chart, values map[string]
 	if err != nil {
 		return "", nil, err
 	}
-	act, err := r.renderAction(ctx, opts)
+	act, caps, err := r.renderAction(ctx, opts)
+	if err != nil {
+		return "", nil, fmt.Errorf("rendering release %s: %w", opts.ReleaseName, err)
+	}
+	ch = copyChart(ch)
+	renderCtx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	pre, err := r.prerender(renderCtx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), caps, !opts.ClientOnly)
 	if err != nil {
 		return "", nil, fmt.Errorf("rendering release %s: %w", opts.ReleaseName, err)
 	}
@@ -180,7 +199,7 @@ func (r *Runner) Render(ctx context.Context, ch *chart.Chart, values map[string]
 	// Ownership is not checked: nothing is applied.
 	act.TakeOwnership = true
 	out, err := guard("rendering", func() (any, error) {
-		return act.RunWithContext(ctx, copyChart(ch), copyValues(values))
+		return act.RunWithContext(ctx, pre.chart, copyValues(values))
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("rendering release %s: %w", opts.ReleaseName, err)
@@ -192,19 +211,20 @@ func (r *Runner) Render(ctx context.Context, ch *chart.Chart, values map[string]
 	return rel.Manifest, rel.Hooks, nil
 }
 
-// renderAction returns the dry-run install action of Render.
-func (r *Runner) renderAction(ctx context.Context, opts RenderOptions) (*action.Install, error) {
+// renderAction returns the dry-run install action of Render and the
+// capabilities its templates see.
+func (r *Runner) renderAction(ctx context.Context, opts RenderOptions) (*action.Install, *common.Capabilities, error) {
 	if !opts.ClientOnly {
 		if r.getter == nil {
-			return nil, errNoCluster
+			return nil, nil, errNoCluster
 		}
 		cfg, err := r.config(ctx, opts.Namespace)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		act := action.NewInstall(cfg)
 		act.DryRunStrategy = action.DryRunServer
-		return act, nil
+		return act, cfg.Capabilities, nil
 	}
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(r.log))
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })
@@ -213,10 +233,16 @@ func (r *Runner) renderAction(ctx context.Context, opts RenderOptions) (*action.
 	if opts.KubeVersion != "" {
 		kv, err := common.ParseKubeVersion(opts.KubeVersion)
 		if err != nil {
-			return nil, fmt.Errorf("parsing the Kubernetes version %q: %w", opts.KubeVersion, err)
+			return nil, nil, fmt.Errorf("parsing the Kubernetes version %q: %w", opts.KubeVersion, err)
 		}
 		act.KubeVersion = kv
 	}
 	act.APIVersions = append(common.VersionSet(nil), opts.APIVersions...)
-	return act, nil
+	// As the action sets them when it runs without the cluster.
+	caps := common.DefaultCapabilities.Copy()
+	if act.KubeVersion != nil {
+		caps.KubeVersion = *act.KubeVersion
+	}
+	caps.APIVersions = append(slices.Clone(caps.APIVersions), act.APIVersions...)
+	return act, caps, nil
 }

@@ -244,7 +244,9 @@ spec:
 	values := map[string]any{"greeting": "rendered"}
 	installed := f.install(t, "app", ch, values)
 
-	laptop, err := New(nil, "")
+	laptop, err := New(nil, "", WithSandbox(testSandbox(t)))
+	g.Expect(err).NotTo(HaveOccurred())
+	inProcess, err := New(nil, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	tests := []struct {
 		name   string
@@ -252,6 +254,7 @@ spec:
 		opts   RenderOptions
 	}{
 		{name: "client only, without a cluster", runner: laptop, opts: RenderOptions{ClientOnly: true}},
+		{name: "client only, in this process", runner: inProcess, opts: RenderOptions{ClientOnly: true}},
 		{name: "client only, with a cluster", runner: f.runner, opts: RenderOptions{ClientOnly: true, KubeVersion: "v1.36.0"}},
 		{name: "with the cluster's capabilities", runner: f.runner},
 	}
@@ -275,7 +278,7 @@ spec:
 
 func TestRenderIncludesCRDsWhenAsked(t *testing.T) {
 	g := NewWithT(t)
-	r, err := New(nil, "")
+	r, err := New(nil, "", WithSandbox(testSandbox(t)))
 	g.Expect(err).NotTo(HaveOccurred())
 	crd := crdManifest("render.windlass.test")
 	ch := basicChart(t, "1.0.0", helmtest.WithFile("crds/widgets.yaml", []byte(crd)))

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -29,7 +30,27 @@ func TestMain(m *testing.M) {
 var (
 	sharedGetterOnce sync.Once
 	sharedGetter     *Getter
+
+	sharedSandboxOnce sync.Once
+	sharedSandbox     *sandbox.Renderer
 )
+
+// testSandbox returns the chart sandbox that every test's runner renders
+// in, as the controller's do.
+func testSandbox(t *testing.T) *sandbox.Renderer {
+	t.Helper()
+	sharedSandboxOnce.Do(func() {
+		s, err := sandbox.New(sandbox.Limits{})
+		if err != nil {
+			t.Fatalf("sandbox.New: %v", err)
+		}
+		sharedSandbox = s
+	})
+	if sharedSandbox == nil {
+		t.Fatal("no shared sandbox")
+	}
+	return sharedSandbox
+}
 
 // getter returns the Getter that every test shares, as the controller
 // shares one per cluster.
@@ -56,11 +77,12 @@ type fixture struct {
 }
 
 // newFixture creates a storage and a target namespace and a Runner storing
-// its releases in the former.
-func newFixture(t *testing.T) *fixture {
+// its releases in the former and rendering in the shared sandbox, with
+// opts.
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{storage: env.CreateNamespace(t), target: env.CreateNamespace(t)}
-	r, err := New(getter(t), f.storage)
+	r, err := New(getter(t), f.storage, append([]Option{WithSandbox(testSandbox(t))}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

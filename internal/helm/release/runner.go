@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v4/pkg/storage/driver"
 
 	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 )
 
 // DefaultTimeout is the timeout of an action whose options give none.
@@ -46,6 +47,9 @@ type Runner struct {
 	// checker, when set, reads the health of the objects that waits wait
 	// for (WithHealthChecker).
 	checker *health.Checker
+	// sandbox, when set, renders charts in bounded child processes
+	// (WithSandbox).
+	sandbox *sandbox.Renderer
 }
 
 // Option configures a Runner.

@@ -118,6 +118,11 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s: %w", name, err)
 	}
+	pre, err := r.prerenderUpgrade(waitCtx, last, ch, values, opts.PreserveValues, cfg.Capabilities)
+	if err != nil {
+		return nil, fmt.Errorf("upgrading release %s: %w", name, err)
+	}
+	restore := pre.keepOriginals(cfg)
 	act := action.NewUpgrade(cfg)
 	act.Namespace = last.Namespace
 	act.Timeout = timeout
@@ -142,9 +147,10 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 
 	// As for Install: waits end with waitCtx, the SDK gets no context.
 	out, err := guard("upgrading", func() (any, error) {
-		return act.RunWithContext(context.Background(), name, ch, copyValues(values))
+		return act.RunWithContext(context.Background(), name, pre.chart, copyValues(values))
 	})
 	rel, cerr := toV1Release(out)
+	rel = restore(rel)
 	if err != nil {
 		return rel, fmt.Errorf("upgrading release %s: %w", name, err)
 	}

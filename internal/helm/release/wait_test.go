@@ -35,13 +35,7 @@ status:
 // checkedFixture is a fixture whose runner waits with a health checker.
 func checkedFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := newFixture(t)
-	r, err := New(getter(t), f.storage, WithHealthChecker(health.NewChecker(env.Client, env.Client.RESTMapper())))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	f.runner = r
-	return f
+	return newFixture(t, WithHealthChecker(health.NewChecker(env.Client, env.Client.RESTMapper())))
 }
 
 // setWidgetConditions replaces the conditions of Widget ns/name of group

@@ -11,7 +11,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/windlass-dev/windlass/internal/oci"
@@ -111,7 +110,7 @@ func chartTag(ctx context.Context, repo name.Repository, versionRange string, o 
 
 // listTags lists the tags of repo.
 func listTags(ctx context.Context, repo name.Repository, o oci.Options) ([]string, error) {
-	tags, err := remote.List(repo, o.RemoteOptions(ctx)...)
+	tags, err := oci.ListTags(ctx, repo, o)
 	if err == nil {
 		return tags, nil
 	}

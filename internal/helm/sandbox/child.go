@@ -21,10 +21,11 @@ import (
 )
 
 // The environment of a child: envChild marks it, envMemory holds its
-// memory limit in bytes.
+// memory limit in bytes, envParent the pid of the process it answers.
 const (
 	envChild  = "WINDLASS_HELM_SANDBOX"
 	envMemory = "WINDLASS_HELM_SANDBOX_MEMORY"
+	envParent = "WINDLASS_HELM_SANDBOX_PARENT"
 )
 
 // exitMemory is the exit code of a child that went past its memory limit.
@@ -79,6 +80,9 @@ func runChild(in io.Reader, out io.Writer) int {
 		return 1
 	}
 	boundMemory(limit)
+	if parent, err := strconv.Atoi(os.Getenv(envParent)); err == nil {
+		go watchParent(parent)
+	}
 	enc, dec := json.NewEncoder(out), json.NewDecoder(in)
 	var req request
 	if err := dec.Decode(&req); err != nil {
@@ -178,6 +182,20 @@ func watchMemory(limit uint64) {
 		if samples[0].Value.Uint64()-samples[1].Value.Uint64() > limit {
 			fmt.Fprintln(os.Stderr, "the render went past its memory limit")
 			os.Exit(exitMemory)
+		}
+	}
+}
+
+// watchParent ends the child once its parent is no longer ppid (it was
+// killed before it could end the child, or was gone before the child
+// looked): a render must not outlive the process that waits for it.
+func watchParent(ppid int) {
+	if os.Getppid() != ppid {
+		os.Exit(1)
+	}
+	for range time.Tick(100 * time.Millisecond) {
+		if os.Getppid() != ppid {
+			os.Exit(1)
 		}
 	}
 }

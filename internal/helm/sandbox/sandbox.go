@@ -151,7 +151,8 @@ func (r *Renderer) request(req Request) (*request, error) {
 // run starts a child, serves its lookups and reads what it rendered.
 func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc) (map[string]string, error) {
 	cmd := exec.CommandContext(ctx, r.executable)
-	cmd.Env = append(os.Environ(), envChild+"=1", envMemory+"="+strconv.FormatInt(r.limits.Memory, 10), "GOMAXPROCS=1")
+	cmd.Env = append(os.Environ(), envChild+"=1", envMemory+"="+strconv.FormatInt(r.limits.Memory, 10),
+		envParent+"="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
 	cmd.WaitDelay = 5 * time.Second
 	stderr := &headBuffer{max: 4096}
 	cmd.Stderr = stderr

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +34,8 @@ func testChart(name string, values map[string]any, templates map[string]string) 
 
 // appChart is a chart that uses what templates commonly use: values of
 // every type, partials, include, tpl, the release and the capabilities, a
-// subchart and one that its condition disables, files and notes.
+// subchart also used under an alias, one that its condition disables,
+// files and notes.
 func appChart() *chart.Chart {
 	app := testChart("app", map[string]any{
 		"replicas": int64(3),
@@ -41,6 +45,7 @@ func appChart() *chart.Chart {
 		"list":     []any{"a", int64(2), true},
 		"tmpl":     "{{ .Values.name }}-{{ .Release.Revision }}",
 		"db":       map[string]any{"enabled": true, "size": 10.0},
+		"replica":  map[string]any{"enabled": true, "size": 2.0},
 		"cache":    map[string]any{"enabled": false},
 	}, map[string]string{
 		"_helpers.tpl": `{{- define "app.name" -}}{{ .Chart.Name }}-{{ .Values.name }}{{- end -}}`,
@@ -58,6 +63,7 @@ literal: {{ "{{ not a template }}" }} {{/* a comment */}}`,
 	app.Files = []*common.File{{Name: "files/conf.txt", Data: []byte("conf\n")}}
 	app.Metadata.Dependencies = []*chart.Dependency{
 		{Name: "db", Version: "1.0.0", Condition: "db.enabled"},
+		{Name: "db", Version: "1.0.0", Alias: "replica", Condition: "replica.enabled"},
 		{Name: "cache", Version: "1.0.0", Condition: "cache.enabled"},
 	}
 	app.AddDependency(
@@ -93,10 +99,16 @@ func renderDirectly(t *testing.T, req Request) map[string]string {
 	return files
 }
 
-// copyTree copies a chart and its dependencies, sharing templates.
+// copyTree copies a chart and its dependencies, sharing templates, as
+// the release package does before an action changes them.
 func copyTree(ch *chart.Chart) *chart.Chart {
 	out := *ch
 	md := *ch.Metadata
+	md.Dependencies = nil
+	for _, d := range ch.Metadata.Dependencies {
+		dc := *d
+		md.Dependencies = append(md.Dependencies, &dc)
+	}
 	out.Metadata = &md
 	var deps []*chart.Chart
 	for _, d := range ch.Dependencies() {
@@ -145,7 +157,7 @@ func TestRenderIsWhatHelmRenders(t *testing.T) {
 
 			// The literal chart renders the same files as Helm's action
 			// would render them from it, with the same values.
-			lit := Literal(tc.req.Chart, rendered)
+			lit, _ := Literal(tc.req.Chart, rendered)
 			g.Expect(renderDirectly(t, Request{Chart: lit, Values: tc.req.Values, Release: tc.req.Release, Capabilities: tc.req.Capabilities})).To(Equal(want))
 		})
 	}
@@ -158,6 +170,7 @@ func TestRenderIsWhatHelmRenders(t *testing.T) {
 		ContainSubstring("literal: {{ not a template }}"),
 	))
 	NewWithT(t).Expect(files).To(HaveKeyWithValue("app/charts/db/templates/db.yaml", "size: 10 of web"))
+	NewWithT(t).Expect(files).To(HaveKeyWithValue("app/charts/replica/templates/db.yaml", "size: 2 of web"))
 }
 
 func TestRenderKeepsWithinItsLimits(t *testing.T) {
@@ -269,10 +282,68 @@ func TestLiteralPrintsTheTextAsItIs(t *testing.T) {
 	g := NewWithT(t)
 	text := "a: {{ .Values.x }}\nb: {{- /* c */ -}} }}{{{{\n{{ fail \"no\" }}"
 	ch := testChart("app", nil, map[string]string{"cm.yaml": `{{ .Values.x }}`, "_p.tpl": `{{ define "p" }}x{{ end }}`})
-	lit := Literal(ch, map[string]string{"app/templates/cm.yaml": text})
+	lit, _ := Literal(ch, map[string]string{"app/templates/cm.yaml": text})
 
 	files, err := engine.Render(lit, map[string]any{"Values": map[string]any{"x": "no"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).To(Equal(map[string]string{"app/templates/cm.yaml": text}))
 	g.Expect(string(ch.Templates[0].Data) + string(ch.Templates[1].Data)).To(ContainSubstring(".Values.x")) // unchanged
+}
+
+func TestRestoreGivesTheProcessedLiteralChartItsTemplatesBack(t *testing.T) {
+	g := NewWithT(t)
+	ch := appChart()
+	values := map[string]any{"cache": map[string]any{"enabled": true}}
+	rendered := renderDirectly(t, Request{Chart: ch, Values: values})
+	lit, originals := Literal(ch, rendered)
+	processed := copyTree(lit)
+	g.Expect(chartutil.ProcessDependencies(processed, values)).To(Succeed())
+
+	restored := originals.Restore(processed)
+	templates := func(c *chart.Chart) string {
+		var b strings.Builder
+		for _, t := range c.Templates {
+			b.Write(t.Data)
+		}
+		return b.String()
+	}
+	g.Expect(templates(restored)).To(Equal(templates(ch)))
+	var names []string
+	for _, dep := range restored.Dependencies() {
+		names = append(names, dep.Name())
+		g.Expect(templates(dep)).To(ContainSubstring(".Values."), dep.Name())
+	}
+	g.Expect(names).To(ConsistOf("db", "replica", "cache"))
+	g.Expect(templates(processed)).NotTo(ContainSubstring(".Values."), "the action's chart is not changed")
+	// The db chart prints what was rendered under each of its names.
+	g.Expect(templates(lit.Dependencies()[0])).To(And(ContainSubstring(`.Template.Name "app/charts/replica/templates/db.yaml"`), ContainSubstring("size: 2 of")))
+}
+
+func TestChildEndsWhenItsParentIsGone(t *testing.T) {
+	g := NewWithT(t)
+	exe, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	// The child waits for its request on a pipe that stays open, started by
+	// a shell that exits at once: the child outlives its parent.
+	r, w, err := os.Pipe()
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Close()
+	sh := exec.Command("sh", "-c", `WINDLASS_HELM_SANDBOX_PARENT=$$ "$0" <&3 >/dev/null 2>&1 & echo $!`, exe)
+	sh.Env = append(os.Environ(), envChild+"=1", envMemory+"=67108864")
+	sh.ExtraFiles = []*os.File{r}
+	out, err := sh.Output()
+	r.Close()
+	g.Expect(err).NotTo(HaveOccurred())
+	pid := strings.TrimSpace(string(out))
+	g.Expect(pid).NotTo(BeEmpty())
+
+	// Gone, or a zombie that nobody reaps, once it saw its parent go.
+	g.Eventually(func() string {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return "gone"
+		}
+		fields := strings.Fields(string(stat))
+		return fields[2]
+	}, 10*time.Second, 20*time.Millisecond).Should(BeElementOf("gone", "Z", "X"))
 }
