@@ -308,8 +308,13 @@ func (r *receiverFlags) object(name string, f *createFlags) (*notificationv1.Rec
 		if err != nil {
 			return nil, err
 		}
-		spec.Resources = append(spec.Resources, notificationv1.ResourceReference{Kind: ref.kind, Namespace: ref.namespace,
-			Name: ref.name, Action: action})
+		resource := notificationv1.ResourceReference{Kind: ref.kind, Namespace: ref.namespace, Name: ref.name, Action: action}
+		if ref.kind == notificationv1.GateKind && resource.GetAction() == notificationv1.GateActionOpen &&
+			r.receiverType != notificationv1.ReceiverTypeGenericHMAC {
+			return nil, fmt.Errorf("--resource %q: a Gate is opened only by a Receiver of --type %s, whose requests are signed with a time",
+				raw, notificationv1.ReceiverTypeGenericHMAC)
+		}
+		spec.Resources = append(spec.Resources, resource)
 	}
 	return &notificationv1.Receiver{ObjectMeta: om, Spec: spec}, nil
 }

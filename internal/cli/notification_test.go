@@ -40,7 +40,7 @@ func TestNotificationCreateExport(t *testing.T) {
 			"--event-severity", "error", "--event-source", "kustomization/*", "--event-source", "GitRepository/infra/fleet",
 			"--exclusion-list", ".*no changes.*", "--event-metadata", "env=prod,cluster=eu-1"}},
 		{golden: "notification-create-receiver", args: []string{"create", "receiver", "github", "--type", "github",
-			"--event", "push", "--resource", "GitRepository/app,Gate/prod-window:open", "--resource", "Kustomization/*",
+			"--event", "push", "--resource", "GitRepository/app,Gate/prod-window:close", "--resource", "Kustomization/*",
 			"--secret-ref", "webhook-token", "--resource-filter", "req.ref == 'refs/heads/main'"}},
 	}
 	for _, tt := range tests {
@@ -91,6 +91,7 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"receiver: no resource", withType, "--resource is required"},
 		{"receiver: an action on a source", append(withType, "--resource", "GitRepository/app:open"), "only a Gate takes an action"},
 		{"receiver: another action", append(withType, "--resource", "Gate/prod:approve"), `the action "approve" is not open or close`},
+		{"receiver: a Gate opened unsigned", append(withType, "--resource", "Gate/prod"), "a Gate is opened only by a Receiver of --type generic-hmac"},
 		{"receiver: a kind not served", append(withType, "--resource", "artifactgenerator/gen"), "--resource kind ArtifactGenerator is not served by Windlass"},
 		{"receiver: a bad name", append(withType, "--resource", "GitRepository/App"), `--resource "App" is not an object name`},
 	}

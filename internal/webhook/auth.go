@@ -11,7 +11,9 @@ import (
 	"hash"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The HMAC algorithms a prefixed signature ("<algo>=<hex>") may name.
@@ -27,9 +29,36 @@ func unauthorized(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrUnauthorized}, args...)...)
 }
 
-// authGenericHMAC checks "X-Signature: <sha1|sha256|sha512>=<hex>".
+// TimestampHeader carries the time a generic-hmac request was signed at,
+// in Unix seconds. With it, X-Signature is the HMAC of
+// "<timestamp>.<body>", so the time cannot be changed without the token,
+// and a ReplayGuard refuses the request when it is old or seen before.
+const TimestampHeader = "X-Signature-Timestamp"
+
+// authGenericHMAC checks "X-Signature: <sha1|sha256|sha512>=<hex>", of the
+// body, or of "<timestamp>.<body>" when the request carries TimestampHeader.
 func authGenericHMAC(h http.Header, body []byte, token string) error {
+	if ts := h.Get(TimestampHeader); ts != "" {
+		if _, err := parseTimestamp(ts); err != nil {
+			return err
+		}
+		body = timedMessage(ts, body)
+	}
 	return checkPrefixedHMAC(h, "X-Signature", body, token, "sha1", "sha256", "sha512")
+}
+
+// timedMessage is what a timed generic-hmac signature covers.
+func timedMessage(timestamp string, body []byte) []byte {
+	return append([]byte(timestamp+"."), body...)
+}
+
+// parseTimestamp reads a TimestampHeader value: decimal Unix seconds.
+func parseTimestamp(value string) (time.Time, error) {
+	secs, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || secs <= 0 {
+		return time.Time{}, unauthorized("the %s header is not a time in Unix seconds", TimestampHeader)
+	}
+	return time.Unix(secs, 0), nil
 }
 
 // authGitHub checks X-Hub-Signature-256 (sha256=...), or when GitHub (or a

@@ -23,6 +23,7 @@
 //	type          authentication                                 event
 //	generic       the secret path only                           none
 //	generic-hmac  X-Signature: <sha1|sha256|sha512>=<hex HMAC>   none
+//	              (of "<timestamp>.<body>" with X-Signature-Timestamp)
 //	github        X-Hub-Signature-256: sha256=<hex HMAC>         X-GitHub-Event
 //	              (or the legacy X-Hub-Signature: sha1=<hex>)
 //	gitlab        X-Gitlab-Token equal to the token              X-Gitlab-Event
@@ -60,6 +61,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // MaxBodyBytes bounds the body of a webhook request: 1 MiB, far above the
@@ -124,6 +126,12 @@ type Result struct {
 	// structured-mode request, the CDEvent inside it), for a resourceFilter's
 	// `req`; nil otherwise.
 	Payload map[string]any
+	// SignedAt is the time a timed generic-hmac request was signed at (see
+	// TimestampHeader); zero for a request signed without a time.
+	SignedAt time.Time
+
+	// signature identifies a timed request, for a ReplayGuard.
+	signature string
 }
 
 // kind is how one Receiver type authenticates and reads a request.
@@ -134,11 +142,13 @@ type kind struct {
 	parse func(h http.Header, body []byte) (Result, error)
 	// filters tells whether Spec.Events applies.
 	filters bool
+	// timed tells whether the signature may cover a TimestampHeader.
+	timed bool
 }
 
 var kinds = map[string]kind{
 	TypeGeneric:     {parse: parseGeneric},
-	TypeGenericHMAC: {auth: authGenericHMAC, parse: parseGeneric},
+	TypeGenericHMAC: {auth: authGenericHMAC, parse: parseGeneric, timed: true},
 	TypeGitHub:      {auth: authGitHub, parse: parseGitHub, filters: true},
 	TypeGitLab:      {auth: authGitLab, parse: parseGitLab, filters: true},
 	TypeBitbucket:   {auth: authBitbucket, parse: parseBitbucket, filters: true},
@@ -197,11 +207,28 @@ func Verify(r *http.Request, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if k.timed {
+		res.SignedAt, res.signature = signedAt(r.Header)
+	}
 	if !res.Skip && k.filters && !eventAllowed(res.Event, spec.Events) {
 		res.Skip = true
 		res.Reason = fmt.Sprintf("event %q is not in spec.events", res.Event)
 	}
 	return res, nil
+}
+
+// signedAt returns the time and the signature of a timed request, whose
+// signature is known to be good; zero values for an untimed one.
+func signedAt(h http.Header) (time.Time, string) {
+	ts := h.Get(TimestampHeader)
+	if ts == "" {
+		return time.Time{}, ""
+	}
+	at, err := parseTimestamp(ts)
+	if err != nil {
+		return time.Time{}, ""
+	}
+	return at, ts + "/" + strings.ToLower(strings.TrimSpace(h.Get("X-Signature")))
 }
 
 // readBody reads the body, refusing one over MaxBodyBytes: by its declared
@@ -242,8 +269,8 @@ func eventAllowed(event string, events []string) bool {
 }
 
 // HTTPStatus returns the status code to answer a request with, given the
-// error Verify returned: 200 for nil, 401, 413, 400 or 500 for the kinds of
-// error, 500 for anything else.
+// error Verify or a ReplayGuard returned: 200 for nil, 401, 413, 400, 429
+// or 500 for the kinds of error, 500 for anything else.
 func HTTPStatus(err error) int {
 	switch {
 	case err == nil:
@@ -254,6 +281,8 @@ func HTTPStatus(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadPayload):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrBusy):
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}

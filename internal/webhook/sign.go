@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,7 +61,9 @@ func NewRequest(ctx context.Context, url string, spec Spec, body []byte) (*http.
 func setServiceHeaders(h http.Header, receiverType, event, token string, body []byte) {
 	switch receiverType {
 	case TypeGenericHMAC:
-		h.Set("X-Signature", "sha256="+hexHMAC(sha256.New, token, body))
+		timestamp := strconv.FormatInt(time.Now().Unix(), 10)
+		h.Set(TimestampHeader, timestamp)
+		h.Set("X-Signature", "sha256="+hexHMAC(sha256.New, token, timedMessage(timestamp, body)))
 	case TypeGitHub:
 		h.Set("X-GitHub-Event", event)
 		h.Set("X-GitHub-Delivery", randomID())

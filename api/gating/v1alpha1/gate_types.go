@@ -95,6 +95,12 @@ type GateSpec struct {
 	// Suspend stops the evaluation of the gate: it keeps its last state.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// AllowedReceivers are the Receivers of other namespaces that may open
+	// or close the gate. A Receiver in the gate's own namespace always may;
+	// one in another namespace only when it is listed here.
+	// +optional
+	AllowedReceivers []meta.NamespacedObjectReference `json:"allowedReceivers,omitempty"`
 }
 
 // GateSchedule is a recurring window.
@@ -201,6 +207,21 @@ func (in *Gate) GetWindow() time.Duration {
 // IsSuspended reports whether evaluation is suspended (spec.suspend).
 func (in *Gate) IsSuspended() bool {
 	return in.Spec.Suspend
+}
+
+// AllowsReceiver reports whether the Receiver namespace/name may open or
+// close the gate: one of its own namespace always may, another only when
+// spec.allowedReceivers lists it.
+func (in *Gate) AllowsReceiver(namespace, name string) bool {
+	if namespace == in.Namespace {
+		return true
+	}
+	for _, ref := range in.Spec.AllowedReceivers {
+		if ref.Name == name && ref.Namespace == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // GetObservedGeneration returns the last generation the controller acted on.

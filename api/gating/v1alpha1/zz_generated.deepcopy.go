@@ -11,6 +11,7 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	"github.com/windlass-dev/windlass/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -106,6 +107,11 @@ func (in *GateSpec) DeepCopyInto(out *GateSpec) {
 	if in.Schedules != nil {
 		in, out := &in.Schedules, &out.Schedules
 		*out = make([]GateSchedule, len(*in))
+		copy(*out, *in)
+	}
+	if in.AllowedReceivers != nil {
+		in, out := &in.AllowedReceivers, &out.AllowedReceivers
+		*out = make([]meta.NamespacedObjectReference, len(*in))
 		copy(*out, *in)
 	}
 }

@@ -29,6 +29,8 @@
 // A request to a webhook path goes through these checks, in order, before
 // anything changes in the cluster:
 //
+//  0. fewer than 64 requests are being served (429 with a Retry-After
+//     otherwise);
 //  1. the method is POST (405 otherwise) and the path is a Receiver's
 //     status.webhookPath, found in the manager's cache by the
 //     WebhookPathIndexKey index; the path must also be the one the
@@ -39,7 +41,11 @@
 //  3. internal/webhook.Verify checks the body's size, then the signature
 //     or token of the Receiver's type, then parses the event (401, 413,
 //     400 from webhook.HTTPStatus); a ping or an event not listed in
-//     spec.events is answered 200 and does nothing.
+//     spec.events is answered 200 and does nothing;
+//  4. a request signed with a time (generic-hmac's X-Signature-Timestamp)
+//     is refused when its time is more than 5 minutes away or when it was
+//     taken before (401), by a webhook.ReplayGuard per Receiver (429 when
+//     a Receiver is sent more than it remembers).
 //
 // Then each spec.resources entry selects objects by kind, name (or '*'
 // with matchLabels) and namespace, spec.resourceFilter (CEL over res, the
@@ -48,6 +54,9 @@
 // by a merge patch of its metadata. A Gate (gating.toolkit.fluxcd.io) is
 // also annotated with open.gate.fluxcd.io/requestedAt or
 // close.gate.fluxcd.io/requestedAt, per the resource's action, as
-// `windlass gate open|close` does. No answer, event, condition or log
+// `windlass gate open|close` does. A Receiver opens a Gate only on a
+// request signed with a time (so a captured request cannot open it again),
+// and acts on a Gate of another namespace only when the Gate lists it in
+// spec.allowedReceivers. No answer, event, condition or log
 // holds the token or the body.
 package notification

@@ -138,7 +138,8 @@ func (r *ReceiverReconciler) checkSpec(_ context.Context, obj *notificationv1.Re
 // CheckSpec returns a Stalling error (see internal/reconcile) when obj's
 // spec cannot work: a type Windlass does not serve, a resource whose kind
 // cannot be resolved, a resource in another namespace when
-// noCrossNamespaceRefs is set, or a resourceFilter that does not compile.
+// noCrossNamespaceRefs is set, a Gate to open by a type that signs no
+// time, or a resourceFilter that does not compile.
 func CheckSpec(obj *notificationv1.Receiver, noCrossNamespaceRefs bool) error {
 	if !notificationv1.ReceiverTypeServed(obj.Spec.Type) || !slices.Contains(webhook.Types(), obj.Spec.Type) {
 		return outcome.Stall(UnsupportedTypeReason, fmt.Errorf("receiver type '%s' is not served by Windlass (served: %s)",
@@ -150,6 +151,9 @@ func CheckSpec(obj *notificationv1.Receiver, noCrossNamespaceRefs bool) error {
 		}
 		if err := checkNamespace(obj, ref, noCrossNamespaceRefs); err != nil {
 			return outcome.Stall(meta.AccessDeniedReason, err)
+		}
+		if err := checkGateOpener(obj, ref); err != nil {
+			return outcome.Stall(InvalidResourceReason, err)
 		}
 	}
 	if obj.Spec.ResourceFilter != "" {
@@ -165,6 +169,21 @@ func CheckSpec(obj *notificationv1.Receiver, noCrossNamespaceRefs bool) error {
 func checkNamespace(obj *notificationv1.Receiver, ref notificationv1.ResourceReference, noCrossNamespaceRefs bool) error {
 	if noCrossNamespaceRefs && ref.Namespace != "" && ref.Namespace != obj.Namespace {
 		return fmt.Errorf("cross-namespace reference to %s '%s/%s' is not allowed", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return nil
+}
+
+// checkGateOpener refuses a resource that opens Gates on a Receiver whose
+// requests cannot carry a signed time: a captured request could open them
+// again, at any later time.
+func checkGateOpener(obj *notificationv1.Receiver, ref notificationv1.ResourceReference) error {
+	gvk, err := resourceGVK(ref)
+	if err != nil || !isGate(gvk) || ref.GetAction() != notificationv1.GateActionOpen {
+		return nil
+	}
+	if obj.Spec.Type != notificationv1.ReceiverTypeGenericHMAC {
+		return fmt.Errorf("Gate '%s' is opened only by a Receiver of type '%s', whose requests are signed with a time; type '%s' cannot tell a replayed request",
+			ref.Name, notificationv1.ReceiverTypeGenericHMAC, obj.Spec.Type)
 	}
 	return nil
 }

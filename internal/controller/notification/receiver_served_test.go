@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
@@ -25,11 +24,7 @@ func TestUnservedReceiverValues(t *testing.T) {
 	createTokenSecret(g, ns, "token", "gcr-token-0042")
 	rcv := createReceiver(g, ns, "gcr", notificationv1.ReceiverTypeGCR, nil,
 		notificationv1.ResourceReference{Kind: sourcev1.GitRepositoryKind, Name: "webapp"})
-	latest := &notificationv1.Receiver{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(rcv), latest)).To(Succeed())
-		g.Expect(conditions.IsTrue(latest, meta.StalledCondition)).To(BeTrue())
-	}, timeout, interval).Should(Succeed())
+	latest := waitStalled(g, rcv)
 	g.Expect(conditions.Reason(latest, meta.ReadyCondition)).To(Equal(UnsupportedTypeReason))
 	g.Expect(conditions.Message(latest, meta.ReadyCondition)).To(ContainSubstring("receiver type 'gcr' is not served by Windlass"))
 	g.Expect(latest.Status.WebhookPath).To(BeEmpty())

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,11 +68,22 @@ type WebhookServer struct {
 	// NoCrossNamespaceRefs refuses resources in another namespace than
 	// the Receiver's.
 	NoCrossNamespaceRefs bool
-	// Now is the clock of the request annotations; nil means time.Now.
+	// Now is the clock of the request annotations and of the times of
+	// signed requests; nil means time.Now.
 	Now func() time.Time
 
 	filters filterCache
+	replays webhook.ReplayGuard
+	// inFlight holds a token per request being served: at most
+	// maxInFlight, the others are answered 429 at once.
+	inFlight chan struct{}
+	once     sync.Once
 }
+
+// maxInFlight bounds the requests served at once (each may hold a body of
+// webhook.MaxBodyBytes): past it, a request is answered 429 with a
+// Retry-After, which every webhook service retries.
+const maxInFlight = 64
 
 // IndexWebhookPath registers the WebhookPathIndexKey index of Receivers
 // with indexer (the manager's field indexer, before the manager starts).
@@ -126,6 +138,12 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if !s.acquire() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return
+	}
+	defer s.release()
 	ctx := req.Context()
 	rcv, token, code := s.find(ctx, req.URL.Path)
 	if code != http.StatusOK {
@@ -135,6 +153,9 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	key := client.ObjectKeyFromObject(rcv)
 	log := ctrl.LoggerFrom(ctx).WithValues("receiver", key.String())
 	result, err := webhook.Verify(req, webhook.Spec{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Token: token})
+	if err == nil {
+		err = s.replays.Admit(string(rcv.UID), result, s.now())
+	}
 	if err != nil {
 		code := webhook.HTTPStatus(err)
 		log.Info("Refused a webhook request", "status", code, "error", err.Error())
@@ -150,7 +171,7 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	n, err := s.requestAll(ctx, rcv, result.Payload)
+	n, err := s.requestAll(ctx, rcv, result)
 	if err != nil {
 		log.Error(err, "Failed to request the reconciliation of some objects", "requested", n)
 		s.Events.Warning(ctx, rcv, WebhookFailedReason, "",
@@ -162,6 +183,20 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.Events.Normal(ctx, rcv, WebhookHandledReason, "", fmt.Sprintf("handled %s: requested %s", describe(result), objects(n)))
 	fmt.Fprintf(w, "requested %s\n", objects(n))
 }
+
+// acquire takes a place among the requests served at once, if one is free.
+func (s *WebhookServer) acquire() bool {
+	s.once.Do(func() { s.inFlight = make(chan struct{}, maxInFlight) })
+	select {
+	case s.inFlight <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// release gives back the place acquire took.
+func (s *WebhookServer) release() { <-s.inFlight }
 
 // find returns the Receiver served at path and its token, or the status
 // code to answer with: 404 when no Receiver is served there (also when
@@ -220,6 +255,8 @@ func refusal(code int) string {
 		return "request body too large"
 	case http.StatusBadRequest:
 		return "bad webhook payload"
+	case http.StatusTooManyRequests:
+		return "too many requests"
 	}
 	return http.StatusText(code)
 }

@@ -82,6 +82,16 @@ func waitReady(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver 
 	return latest
 }
 
+// waitStalled waits until rcv is Stalled, and returns it.
+func waitStalled(g Gomega, rcv *notificationv1.Receiver) *notificationv1.Receiver {
+	latest := &notificationv1.Receiver{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(rcv), latest)).To(Succeed())
+		g.Expect(conditions.IsTrue(latest, meta.StalledCondition)).To(BeTrue())
+	}, timeout, interval).Should(Succeed())
+	return latest
+}
+
 // expectedPath is the webhook path of a Receiver, computed here.
 func expectedPath(token, name, namespace string) string {
 	sum := sha256.Sum256([]byte(token + name + namespace))

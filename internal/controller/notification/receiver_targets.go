@@ -20,6 +20,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	"github.com/windlass-dev/windlass/internal/cel"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories;buckets;helmrepositories;helmcharts;externalartifacts,verbs=get;list;watch;patch
@@ -187,7 +188,7 @@ func requestPatch(t target, now time.Time) ([]byte, error) {
 // requestAll selects the objects of rcv's resources, keeps those the filter
 // accepts and asks for their reconciliation. It returns how many it asked
 // for, and every failure joined.
-func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Receiver, payload map[string]any) (int, error) {
+func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Receiver, result webhook.Result) (int, error) {
 	filter, err := s.filters.program(rcv)
 	if err != nil {
 		return 0, err
@@ -206,13 +207,17 @@ func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Rece
 			if done[id] {
 				continue
 			}
-			if ok, err := keep(ctx, filter, t, payload); err != nil || !ok {
+			if ok, err := keep(ctx, filter, t, result.Payload); err != nil || !ok {
 				if err != nil {
 					errs = append(errs, err)
 				}
 				continue
 			}
 			done[id] = true
+			if err := s.checkGateRequest(ctx, rcv, t, result); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			if err := s.request(ctx, t); err != nil {
 				errs = append(errs, err)
 				continue
@@ -221,6 +226,32 @@ func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Rece
 		}
 	}
 	return requested, errors.Join(errs...)
+}
+
+// checkGateRequest refuses to act on a Gate t for rcv, for the request
+// result: from another namespace unless the Gate lists rcv in
+// spec.allowedReceivers, and to open it unless the request was signed with
+// a time (a ReplayGuard has seen it only once).
+func (s *WebhookServer) checkGateRequest(ctx context.Context, rcv *notificationv1.Receiver, t target, result webhook.Result) error {
+	if !isGate(t.obj.GroupVersionKind()) {
+		return nil
+	}
+	if t.ref.GetAction() == notificationv1.GateActionOpen && result.SignedAt.IsZero() {
+		return fmt.Errorf("Gate '%s/%s' opens only on a request signed with a time (header %s)",
+			t.obj.Namespace, t.obj.Name, webhook.TimestampHeader)
+	}
+	if t.obj.Namespace == rcv.Namespace {
+		return nil
+	}
+	var gate gatingv1alpha1.Gate
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(t.obj), &gate); err != nil {
+		return fmt.Errorf("getting Gate '%s/%s': %w", t.obj.Namespace, t.obj.Name, err)
+	}
+	if !gate.AllowsReceiver(rcv.Namespace, rcv.Name) {
+		return fmt.Errorf("Gate '%s/%s' does not list Receiver '%s/%s' in spec.allowedReceivers",
+			gate.Namespace, gate.Name, rcv.Namespace, rcv.Name)
+	}
+	return nil
 }
 
 // request patches the annotations of t.
