@@ -8,10 +8,13 @@ import (
 	"os"
 
 	"github.com/windlass-dev/windlass/internal/cli"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 func main() {
-	if err := cli.NewRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+	err := cli.NewRootCommand(os.Stdout, os.Stderr).Execute()
+	_ = workdir.Remove() // a process that dies instead leaves it to the next sweep
+	if err != nil {
 		var exit *cli.ExitError
 		if errors.As(err, &exit) {
 			if exit.Err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // ExtractTo verifies the artifact's digest and extracts it under destDir.
@@ -67,7 +68,7 @@ func cleanSubPath(p string) (string, error) {
 // extractSubPath extracts r into a private temporary directory and copies
 // the directory at sub into destDir.
 func extractSubPath(r io.Reader, artifactPath, sub, destDir string, opts []archive.ExtractOption) error {
-	tmp, err := os.MkdirTemp("", "windlass-artifact-")
+	tmp, err := workdir.MkdirTemp("windlass-artifact-")
 	if err != nil {
 		return fmt.Errorf("creating temporary directory: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // controllerFlags are the flags of `windlass controller`.
@@ -62,6 +63,7 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
+	fs.BoolVar(&o.AllowLoopback, "allow-loopback-addresses", false, "let Provider addresses, and chart dependencies from repositories no HelmRepository declares, reach the controller's own host (127.0.0.0/8, ::1)")
 	manager.BindControllerFlags(fs, o)
 	fs.StringVar(&f.logLevel, "log-level", "info", "log verbosity: error, info, debug or trace")
 	fs.StringVar(&f.logEncoding, "log-encoding", "json", "log format: json or console")
@@ -78,6 +80,9 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	ctrl.SetLogger(logger)
+	// The work folders that killed processes left in $TMPDIR go first; the
+	// sweep logs what it removed, or why it could not (which stops nothing).
+	_, _ = workdir.Sweep(logger)
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err

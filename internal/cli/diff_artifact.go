@@ -14,6 +14,7 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/oci"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // diffArtifactFlags are the flags of `diff artifact`.
@@ -82,7 +83,7 @@ func (f *diffArtifactFlags) run(cmd *cobra.Command, url string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	tmp, err := os.MkdirTemp("", "windlass-diff-artifact-")
+	tmp, err := workdir.MkdirTemp("windlass-diff-artifact-")
 	if err != nil {
 		return false, fmt.Errorf("creating a temporary folder: %w", err)
 	}

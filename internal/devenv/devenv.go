@@ -29,6 +29,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/controlplane"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // Options configure a dev session.
@@ -82,6 +83,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	s.lock = l
 	defer l.release()
 	s.stopLeftovers(previous)
+	if err := s.openLog(); err != nil {
+		return err
+	}
 	restore, err := s.useRunDir()
 	if err != nil {
 		return err
@@ -121,6 +125,8 @@ type session struct {
 	// lock is held while the session runs; record is what it says.
 	lock   *lock
 	record Record
+	// logger writes the controllers' log, windlass.log, once opened.
+	logger logr.Logger
 
 	env     *envtest.Environment
 	config  *rest.Config
@@ -316,15 +322,31 @@ func (s *session) logFile(name string) (*os.File, error) {
 	return f, nil
 }
 
+// openLog opens the controllers' log and sweeps, logging into it, the work
+// folders that killed windlass processes left in $TMPDIR, before $TMPDIR
+// points into the run folder.
+func (s *session) openLog() error {
+	logger, err := s.controllerLogger()
+	if err != nil {
+		return err
+	}
+	_, _ = workdir.Sweep(logger) // it logs why it could not, which stops nothing
+	return nil
+}
+
 // controllerLogger writes the controllers' logs to windlass.log, in the
 // JSON that `windlass controller` writes, so that `windlass logs
-// --from-file` reads both alike.
+// --from-file` reads both alike. The log is opened once a session.
 func (s *session) controllerLogger() (logr.Logger, error) {
+	if s.logger.GetSink() != nil {
+		return s.logger, nil
+	}
 	f, err := s.logFile("windlass.log")
 	if err != nil {
 		return logr.Logger{}, err
 	}
-	return zap.New(zap.WriteTo(f), zap.JSONEncoder()), nil
+	s.logger = zap.New(zap.WriteTo(f), zap.JSONEncoder())
+	return s.logger, nil
 }
 
 // stop stops what the run started, in reverse order, and removes the

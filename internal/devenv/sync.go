@@ -99,6 +99,7 @@ func (s *session) managerOptions(addrs loopbackAddrs) manager.Options {
 	opts.Source.StoragePath = s.storageDir()
 	opts.Source.StorageAddr = addrs.artifacts
 	opts.Notification.ReceiverAddr = addrs.webhooks
+	opts.AllowLoopback = true // the demo's servers listen on loopback
 	// The image reflector stores its tags under the storage path too.
 	opts.Image.TagsAddr = addrs.tags
 	return opts

@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/redact"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // Fetcher unpacks an artifact into a folder.
@@ -79,7 +80,7 @@ func (h *HTTP) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
 // downloadFile downloads the artifact to a temporary file, retrying, and
 // returns it, checked and rewound; the caller closes and removes it.
 func (h *HTTP) downloadFile(ctx context.Context, a meta.Artifact) (*os.File, error) {
-	f, err := os.CreateTemp("", "artifact-*.tar.gz")
+	f, err := workdir.CreateTemp("artifact-*.tar.gz")
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // Builds only read the artifact they build (what a build adds, such as a
@@ -84,7 +85,7 @@ func (s *TreeCache) Acquire(ctx context.Context, key string, extract func(dir st
 }
 
 func extractTree(extract func(dir string) error) (string, error) {
-	dir, err := os.MkdirTemp("", "windlass-artifact-")
+	dir, err := workdir.MkdirTemp("windlass-artifact-")
 	if err != nil {
 		return "", err
 	}

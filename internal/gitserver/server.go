@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // Server serves the bare repositories under Root() over smart HTTP, HTTPS
@@ -79,7 +81,7 @@ func New(root string) (*Server, error) {
 	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = resolved
 	}
-	home, err := os.MkdirTemp("", "gitserver-home-")
+	home, err := workdir.MkdirTemp("gitserver-home-")
 	if err != nil {
 		return nil, fmt.Errorf("gitserver: create private home: %w", err)
 	}

@@ -49,8 +49,8 @@ func mountedVolume(g *WithT, d *unstructured.Unstructured, path string) map[stri
 // TestRenderImageControllers: the Deployment that runs the image
 // reflector keeps its tags in a writable /data and exposes the tags port,
 // which the image-reflector-controller Service selects; the one that runs
-// the image automation has a writable /tmp to clone into, the root file
-// system being read-only.
+// the image automation has a writable /tmp to clone into, of a bounded
+// size, the root file system being read-only.
 func TestRenderImageControllers(t *testing.T) {
 	for _, tt := range []struct {
 		name                 string
@@ -86,7 +86,8 @@ func TestRenderImageControllers(t *testing.T) {
 				automator := find(objs, "Deployment", tt.automator)
 				readOnly, _, _ := unstructured.NestedBool(container(g, automator), "securityContext", "readOnlyRootFilesystem")
 				g.Expect(readOnly).To(BeTrue())
-				g.Expect(mountedVolume(g, automator, "/tmp")).To(HaveKey("emptyDir"), "the clones are written under /tmp")
+				g.Expect(mountedVolume(g, automator, "/tmp")).To(HaveKeyWithValue("emptyDir", HaveKeyWithValue("sizeLimit", "4Gi")),
+					"the clones are written under /tmp, bounded")
 			}
 			for _, name := range tt.others {
 				d := find(objs, "Deployment", name)

@@ -125,6 +125,7 @@ func (o *HelmOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Render.Memory, "helm-render-max-memory", sandbox.DefaultMemory, "bytes of memory the process that renders one chart's templates may use")
 	fs.Int64Var(&o.Render.Output, "helm-render-max-output", sandbox.DefaultOutput, "bytes the manifests rendered from one chart may hold")
 	fs.IntVar(&o.Render.Concurrency, "helm-render-concurrency", sandbox.DefaultConcurrency, "how many charts are rendered at once, each in a process of its own")
+	fs.DurationVar(&o.Render.Time, "helm-render-timeout", sandbox.DefaultTime, "the most time one chart's templates may take to render (within the release's spec.timeout)")
 }
 
 // BindControllerFlags binds the flags of every controller to o.
@@ -266,6 +267,7 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		DependencyRequeue:    opts.RequeueDependency,
 		ChartLimits:          chart.Limits{MaxChartSize: opts.Helm.MaxChartSize, MaxFileSize: opts.Source.HelmChartFileMaxSize},
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
+		AllowLoopback:        opts.AllowLoopback,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
 	return hc.SetupWithManager(ctx, m, opts.controllerOptions())

@@ -36,7 +36,7 @@ type NotificationOptions struct {
 func (o *NotificationOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", ":9292", "address the Receivers' webhooks are served on")
 	fs.StringVar(&o.EventsListenAddr, "events-listen-addr", "", "address of the event endpoint for controllers in other processes (none when empty)")
-	fs.BoolVar(&o.AllowLinkLocal, "allow-link-local-addresses", false, "let Providers post to link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata endpoints live")
+	fs.BoolVar(&o.AllowLinkLocal, "allow-link-local-addresses", false, "let Providers post to link-local addresses (169.254.0.0/16, fe80::/10) and cloud metadata endpoints (fd00:ec2::254, 100.100.100.200)")
 	fs.DurationVar(&o.RateLimitInterval, "rate-limit-interval", dispatch.DefaultWindow, "window in which the same event is sent once and a flood of failures is folded into one message")
 }
 
@@ -83,7 +83,7 @@ func (m *Manager) eventSink(name string) event.Sink {
 func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	events := m.events(NotificationController)
 	alerts := &notifyctrl.AlertReconciler{Client: m.GetClient(), Dispatcher: m.dispatcher, Events: events,
-		AllowLinkLocal: opts.Notification.AllowLinkLocal, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
+		AllowLinkLocal: opts.Notification.AllowLinkLocal, AllowLoopback: opts.AllowLoopback, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
 	if err := alerts.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ type Options struct {
 	// in the reference); when false they stall, and the controller refuses
 	// to start with a plain-HTTP proxy in its environment.
 	InsecureAllowHTTP bool
+	// AllowLoopback lets what tenants declare or push reach the
+	// controller's own host: Provider addresses, and the repositories of
+	// chart dependencies that no HelmRepository declares (for `windlass
+	// dev` and tests, whose servers listen on loopback).
+	AllowLoopback bool
 
 	// Source holds the options of the source controller.
 	Source SourceOptions

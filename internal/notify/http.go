@@ -9,19 +9,22 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/netguard"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
-// ErrLinkLocal is the error of a request to a link-local address while
-// Config.AllowLinkLocal is off.
-var ErrLinkLocal = errors.New("the address is link-local (where cloud metadata endpoints live): refused unless the controller runs with --allow-link-local-addresses")
+// ErrLinkLocal is the error of a request to a link-local address or a
+// cloud metadata endpoint while Config.AllowLinkLocal is off.
+var ErrLinkLocal = netguard.ErrLinkLocal
+
+// ErrLoopback is the error of a request to the controller's own host while
+// Config.AllowLoopback is off.
+var ErrLoopback = netguard.ErrLoopback
 
 // ErrCrossHostRedirect is the error of a request that the service
 // redirected to another host (or from https to http): the request carries
@@ -35,15 +38,20 @@ const maxAnswer = 512
 // maxRedirects bounds the redirects followed within one host.
 const maxRedirects = 10
 
+// AddressPolicy returns the addresses cfg may reach: public and private
+// ones, link-local and metadata ones when AllowLinkLocal, loopback when
+// AllowLoopback (see internal/netguard).
+func (cfg Config) AddressPolicy() netguard.Policy {
+	return netguard.Policy{AllowLinkLocal: cfg.AllowLinkLocal, AllowLoopback: cfg.AllowLoopback, AllowPrivate: true}
+}
+
 // Client returns the HTTP client of cfg: its TLS, proxy and timeout, a
-// dialer that refuses link-local addresses unless cfg allows them, and
+// dialer that connects only to the addresses of cfg's AddressPolicy, and
 // redirects followed only within the host of the request
 // (ErrCrossHostRedirect).
 func Client(cfg Config) *http.Client {
 	transport := httptransport.New(cfg.TLS, cfg.Proxy)
-	if !cfg.AllowLinkLocal {
-		transport.DialContext = Dialer(cfg, 30*time.Second).DialContext
-	}
+	transport.DialContext = Dialer(cfg, 30*time.Second).DialContext
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -51,14 +59,10 @@ func Client(cfg Config) *http.Client {
 	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirect}
 }
 
-// Dialer returns a dialer with timeout that refuses link-local addresses
-// unless cfg allows them, for providers that open their own connections.
+// Dialer returns a dialer with timeout that connects only to the addresses
+// of cfg's AddressPolicy, for providers that open their own connections.
 func Dialer(cfg Config, timeout time.Duration) *net.Dialer {
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if !cfg.AllowLinkLocal {
-		d.Control = refuseLinkLocal
-	}
-	return d
+	return cfg.AddressPolicy().Dialer(timeout)
 }
 
 // sameHostRedirect is a client's CheckRedirect: it follows a redirect to
@@ -74,29 +78,11 @@ func sameHostRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// refuseLinkLocal is a dialer's Control: it refuses to connect to a
-// link-local address, whatever name resolved to it.
-func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && isLinkLocal(ip) {
-		return ErrLinkLocal
-	}
-	return nil
-}
-
-func isLinkLocal(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()
-}
-
 // CheckAddress refuses an address that is not an absolute http(s) URL, or
-// whose host is a link-local IP literal while cfg does not allow them (a
-// name that resolves to one is refused when it is dialled). The error
-// never quotes the address's credentials or query.
-func CheckAddress(address string, allowLinkLocal bool) (*url.URL, error) {
+// whose host is a literal address policy refuses (a name that resolves to
+// one is refused when it is dialled). The error never quotes the address's
+// credentials or query.
+func CheckAddress(address string, policy netguard.Policy) (*url.URL, error) {
 	u, err := url.Parse(address)
 	if err != nil {
 		return nil, fmt.Errorf("invalid address %q", redact.URL(address))
@@ -107,19 +93,10 @@ func CheckAddress(address string, allowLinkLocal bool) (*url.URL, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("invalid address %q: no host", redact.URL(address))
 	}
-	if err := CheckHost(u.Hostname(), allowLinkLocal); err != nil {
+	if err := policy.CheckHost(u.Hostname()); err != nil {
 		return nil, fmt.Errorf("address %q: %w", redact.URL(address), err)
 	}
 	return u, nil
-}
-
-// CheckHost refuses a host that is a link-local IP literal unless
-// allowLinkLocal (a name that resolves to one is refused when dialled).
-func CheckHost(hostname string, allowLinkLocal bool) error {
-	if ip, err := netip.ParseAddr(strings.Trim(hostname, "[]")); err == nil && !allowLinkLocal && isLinkLocal(ip) {
-		return ErrLinkLocal
-	}
-	return nil
 }
 
 // StatusError is the error of a request the service answered with a

@@ -72,8 +72,11 @@ type Config struct {
 	// Timeout bounds one request (DefaultTimeout when zero).
 	Timeout time.Duration
 	// AllowLinkLocal lets the address resolve to link-local addresses
-	// (169.254.0.0/16, fe80::/10), where cloud metadata endpoints live.
+	// (169.254.0.0/16, fe80::/10) and cloud metadata endpoints.
 	AllowLinkLocal bool
+	// AllowLoopback lets the address resolve to the controller's own host
+	// (127.0.0.0/8, ::1, 0.0.0.0, ::).
+	AllowLoopback bool
 	// ProviderName and ProviderNamespace name the Provider object, for
 	// commitStatusExpr and messages.
 	ProviderName, ProviderNamespace string

@@ -16,18 +16,28 @@ import (
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
 )
 
+// TestCheckAddress: the addresses of security-2 risk 8 (loopback, AWS's
+// IPv6 and Alibaba's metadata endpoints) are refused like link-local ones,
+// each unless its switch allows it; private addresses, where in-cluster
+// services live, are allowed.
 func TestCheckAddress(t *testing.T) {
 	tests := []struct {
 		address   string
-		allow     bool
+		cfg       Config
 		wantErr   string
 		wantNoLog string
 	}{
 		{address: "https://hooks.example.com/services/x"},
-		{address: "http://127.0.0.1:8080/hook"},
+		{address: "http://127.0.0.1:8080/hook", wantErr: "loopback"},
+		{address: "http://localhost:8080/hook", wantErr: "loopback"},
+		{address: "http://[::1]:8080/hook", wantErr: "loopback"},
+		{address: "http://127.0.0.1:8080/hook", cfg: Config{AllowLoopback: true}},
 		{address: "http://169.254.169.254/latest/meta-data", wantErr: "link-local"},
-		{address: "http://169.254.169.254/latest/meta-data", allow: true},
+		{address: "http://169.254.169.254/latest/meta-data", cfg: Config{AllowLinkLocal: true}},
 		{address: "http://[fe80::1]/x", wantErr: "link-local"},
+		{address: "http://[fd00:ec2::254]/latest/api/token", wantErr: "cloud metadata"},
+		{address: "http://100.100.100.200/latest/meta-data", wantErr: "cloud metadata"},
+		{address: "http://10.96.0.10:9093/api/v2/alerts"},
 		{address: "ftp://example.com/x", wantErr: "the scheme must be https or http"},
 		{address: "https://user:s3cret@example.com/x?token=t0k", wantErr: "", wantNoLog: "s3cret"},
 		{address: "https:///x", wantErr: "no host"},
@@ -35,7 +45,7 @@ func TestCheckAddress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.address, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := CheckAddress(tt.address, tt.allow)
+			_, err := CheckAddress(tt.address, tt.cfg.AddressPolicy())
 			if tt.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
@@ -49,7 +59,7 @@ func TestCheckAddress(t *testing.T) {
 // refused when dialled, unless allowed.
 func TestClientRefusesLinkLocal(t *testing.T) {
 	g := NewWithT(t)
-	err := Do(context.Background(), Client(Config{Timeout: 2e9}), Config{}, Request{URL: "http://169.254.169.254/latest", Body: map[string]string{}})
+	err := Do(context.Background(), Client(Config{AllowLoopback: true, Timeout: 2e9}), Config{AllowLoopback: true}, Request{URL: "http://169.254.169.254/latest", Body: map[string]string{}})
 	g.Expect(errors.Is(err, ErrLinkLocal)).To(BeTrue(), "%v", err)
 }
 
@@ -69,7 +79,7 @@ func TestDo(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cfg := Config{Headers: map[string]string{"X-Team": "web", "Content-Type": "text/plain"}}
+	cfg := Config{AllowLoopback: true, Headers: map[string]string{"X-Team": "web", "Content-Type": "text/plain"}}
 	g.Expect(Do(context.Background(), Client(cfg), cfg, Request{URL: srv.URL + "/ok", Body: map[string]int{"a": 1},
 		Headers: map[string]string{"Authorization": "Bearer x"}})).To(Succeed())
 	g.Expect(string(body)).To(Equal(`{"a":1}`))
@@ -106,7 +116,7 @@ func TestText(t *testing.T) {
 // keep errors.Is.
 func TestScrubber(t *testing.T) {
 	g := NewWithT(t)
-	s := NewScrubber(Config{Token: "t0ken-xyz", BasicUsername: "bot", Password: "pa55word"}, "/services/T0/B0/secret")
+	s := NewScrubber(Config{AllowLoopback: true, Token: "t0ken-xyz", BasicUsername: "bot", Password: "pa55word"}, "/services/T0/B0/secret")
 	basic := base64.StdEncoding.EncodeToString([]byte("bot:pa55word"))
 	text := s.String("Authorization: Basic " + basic + " token=t0ken-xyz url=https://h/services/T0/B0/secret pa55word")
 	g.Expect(text).To(Equal("Authorization: Basic *** token=*** url=https://h*** ***"))
@@ -131,7 +141,7 @@ func TestScrubber(t *testing.T) {
 // short to be secrets stay, so that the text is not mangled.
 func TestScrubberHeaders(t *testing.T) {
 	g := NewWithT(t)
-	s := NewScrubber(Config{Headers: map[string]string{
+	s := NewScrubber(Config{AllowLoopback: true, Headers: map[string]string{
 		"X-Api-Key":     "k3y-0f-the-service",
 		"Authorization": "GenieKey 9d1f-aa20",
 		"X-Team":        "web",

@@ -60,7 +60,7 @@ func TestRedirectToAnotherHost(t *testing.T) {
 	// 127.0.0.1 and localhost are the same machine, but other hosts.
 	other := strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1) + "/collect"
 	service := newCapture(t, redirectTo(other))
-	cfg := Config{Headers: map[string]string{"X-Api-Key": "k3y-redirected", "PRIVATE-TOKEN": "t0k-redirected"}}
+	cfg := Config{AllowLoopback: true, Headers: map[string]string{"X-Api-Key": "k3y-redirected", "PRIVATE-TOKEN": "t0k-redirected"}}
 	err := Do(context.Background(), Client(cfg), cfg, Request{URL: service.URL + "/hook", Body: map[string]string{"text": "hi"},
 		Headers: map[string]string{"DD-API-KEY": "dd-redirected"}})
 	g.Expect(errors.Is(err, ErrCrossHostRedirect)).To(BeTrue(), "%v", err)
@@ -84,7 +84,7 @@ func TestRedirectWithinHost(t *testing.T) {
 			http.Redirect(w, r, service.URL+"/new", http.StatusPermanentRedirect)
 		}
 	})
-	cfg := Config{Headers: map[string]string{"X-Api-Key": "k3y"}}
+	cfg := Config{AllowLoopback: true, Headers: map[string]string{"X-Api-Key": "k3y"}}
 	g.Expect(Do(context.Background(), Client(cfg), cfg, Request{URL: service.URL + "/old", Body: map[string]int{"a": 1}})).To(Succeed())
 	reqs, bodies := service.received()
 	g.Expect(reqs).To(HaveLen(2))
@@ -99,7 +99,7 @@ func TestRedirectWithinHost(t *testing.T) {
 func TestRedirectToLinkLocal(t *testing.T) {
 	g := NewWithT(t)
 	service := newCapture(t, redirectTo("http://169.254.169.254/latest/meta-data/"))
-	cfg := Config{}
+	cfg := Config{AllowLoopback: true}
 	err := Do(context.Background(), Client(cfg), cfg, Request{URL: service.URL, Body: []byte("x")})
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(errors.Is(err, ErrCrossHostRedirect) || errors.Is(err, ErrLinkLocal)).To(BeTrue(), "%v", err)

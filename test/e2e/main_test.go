@@ -140,6 +140,7 @@ func startController(kubeconfig, storagePath, selector string, extra ...string) 
 		"--image-tags-addr", c.TagsAddr,
 		"--watch-label-selector", selector,
 		"--log-encoding", "console",
+		"--allow-loopback-addresses", // the test servers listen on loopback
 	}
 	c.Process, err = childproc.Start(windlassCommand(context.Background(), append(args, extra...)...))
 	return c, err

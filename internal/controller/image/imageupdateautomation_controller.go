@@ -55,7 +55,7 @@ type ImageUpdateAutomationReconciler struct {
 	// AllowInsecureHTTP lets an automation push over plain HTTP.
 	AllowInsecureHTTP bool
 	// WorkDir is where checkouts are made, one temporary folder each; ""
-	// means the system's temporary folder.
+	// means the process's work folder (package workdir).
 	WorkDir string
 	// MaxPushAttempts bounds how many times a push that lost a race is
 	// applied again on the new head; zero means DefaultMaxPushAttempts.

@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // pushGroup is one commit to make: the policies whose updates go to one
@@ -34,6 +35,15 @@ type pushed struct {
 	result *imageupdate.Result
 }
 
+// checkoutDir makes a temporary folder for a checkout: in WorkDir, else in
+// the process's work folder, where a sweep finds it if the process dies.
+func (r *ImageUpdateAutomationReconciler) checkoutDir() (string, error) {
+	if r.WorkDir != "" {
+		return os.MkdirTemp(r.WorkDir, "image-update-")
+	}
+	return workdir.MkdirTemp("image-update-")
+}
+
 // update checks out the repository, applies the policies and pushes what
 // changed, one commit per branch. It does not clone when neither the
 // policies nor the branch moved since the last run: one ls-remote then.
@@ -45,7 +55,7 @@ func (r *ImageUpdateAutomationReconciler) update(ctx context.Context, obj *image
 	if r.upToDate(ctx, obj, scope, groups) {
 		return outcome.ResultSuccess, nil
 	}
-	dir, err := os.MkdirTemp(r.WorkDir, "image-update-")
+	dir, err := r.checkoutDir()
 	if err != nil {
 		return outcome.ResultEmpty, err
 	}

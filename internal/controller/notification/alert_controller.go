@@ -55,9 +55,12 @@ type AlertReconciler struct {
 	Dispatcher *dispatch.Dispatcher
 	// Events records the problems of Alerts.
 	Events *event.Recorder
-	// AllowLinkLocal lets Provider addresses reach link-local addresses,
-	// where cloud metadata endpoints live (--allow-link-local-addresses).
+	// AllowLinkLocal lets Provider addresses reach link-local addresses
+	// and cloud metadata endpoints (--allow-link-local-addresses).
 	AllowLinkLocal bool
+	// AllowLoopback lets Provider addresses reach the controller's own
+	// host (--allow-loopback-addresses).
+	AllowLoopback bool
 	// NoCrossNamespaceRefs refuses event sources in another namespace than
 	// the Alert's (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool

@@ -177,6 +177,10 @@ func TestInvalidAlertsAreReported(t *testing.T) {
 	}{
 		{name: "link-local", provider: func(p *notificationv1beta3.Provider) { p.Spec.Address = "http://169.254.169.254/" },
 			reason: InvalidProviderReason, message: "link-local"},
+		{name: "aws-ipv6-metadata", provider: func(p *notificationv1beta3.Provider) { p.Spec.Address = "http://[fd00:ec2::254]/latest/api/token" },
+			reason: InvalidProviderReason, message: "cloud metadata endpoint"},
+		{name: "alibaba-metadata", provider: func(p *notificationv1beta3.Provider) { p.Spec.Address = "http://100.100.100.200/" },
+			reason: InvalidProviderReason, message: "cloud metadata endpoint"},
 		{name: "bad-expr", provider: func(p *notificationv1beta3.Provider) {
 			p.Spec.Type, p.Spec.Address = notificationv1beta3.ProviderTypeGitHub, "https://github.com/org/repo"
 			p.Spec.CommitStatusExpr = "event.involvedObject.name +"
@@ -222,8 +226,9 @@ func TestInvalidAlertsAreReported(t *testing.T) {
 }
 
 // What the flags change: link-local addresses are allowed with
-// AllowLinkLocal, and event sources in other namespaces refused with
-// NoCrossNamespaceRefs.
+// AllowLinkLocal, loopback ones with AllowLoopback (security-2 risk 8: by
+// default a Provider cannot post to the controller's own host), and event
+// sources in other namespaces refused with NoCrossNamespaceRefs.
 func TestFlags(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -233,6 +238,15 @@ func TestFlags(t *testing.T) {
 
 	allowed := &AlertReconciler{Client: env.Client, AllowLinkLocal: true}
 	built, err := allowed.buildRule(ctx, alert)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(built.rule.Notifier).NotTo(BeNil())
+
+	listener := newHook(t)
+	createProvider(g, ns, "own-host", listener.URL, nil)
+	own := createAlert(g, ns, "own-host", "own-host", "info", []notificationv1beta3.EventSource{kustomizations})
+	_, err = (&AlertReconciler{Client: env.Client}).buildRule(ctx, own)
+	g.Expect(err).To(MatchError(ContainSubstring("loopback")))
+	built, err = (&AlertReconciler{Client: env.Client, AllowLoopback: true}).buildRule(ctx, own)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(built.rule.Notifier).NotTo(BeNil())
 

@@ -197,7 +197,7 @@ func (r *AlertReconciler) notifier(ctx context.Context, provider *notificationv1
 func (r *AlertReconciler) providerConfig(ctx context.Context, p *notificationv1beta3.Provider) (notify.Config, []string, []string, error) {
 	cfg := notify.Config{
 		Type: p.Spec.Type, Address: p.Spec.Address, Channel: p.Spec.Channel, Username: p.Spec.Username,
-		CommitStatusExpr: p.Spec.CommitStatusExpr, Timeout: p.GetTimeout(), AllowLinkLocal: r.AllowLinkLocal,
+		CommitStatusExpr: p.Spec.CommitStatusExpr, Timeout: p.GetTimeout(), AllowLinkLocal: r.AllowLinkLocal, AllowLoopback: r.AllowLoopback,
 		ProviderName: p.Name, ProviderNamespace: p.Namespace,
 	}
 	versions := []string{p.ResourceVersion}

@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // Keys of the Secret of a Bucket's spec.secretRef.
@@ -113,7 +113,7 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 		return outcome.ResultSuccess, nil
 	}
 	var err error
-	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("bucket-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+	if sc.workDir, err = workdir.MkdirTemp(fmt.Sprintf("bucket-%s-%s-", obj.Namespace, obj.Name)); err != nil {
 		return outcome.ResultEmpty, outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	dlCtx, cancel := context.WithDeadline(ctx, sc.deadline)

@@ -24,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/gitsource"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // reconcileStorage checks that the artifact named in status is in storage
@@ -63,7 +64,7 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 		checkout.LastObservedCommit = a.Revision
 	}
 
-	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("gitrepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+	if sc.workDir, err = workdir.MkdirTemp(fmt.Sprintf("gitrepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
 		return outcome.ResultEmpty, outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	client, err := git.NewClient(sc.workDir, auth, proxy)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +17,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/netguard"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
@@ -85,7 +89,9 @@ func (r *HelmChartReconciler) buildFromTree(ctx context.Context, obj *sourcev1.H
 // chart folder that are not vendored in charts/: from an HTTP chart
 // repository or an OCI registry, with the credentials of the HelmRepository
 // of obj's namespace that has the same URL, if any (anonymously
-// otherwise), within the limits.
+// otherwise), within the limits. A repository that no HelmRepository
+// declares is named by whoever pushes the chart, not by the namespace's
+// owners: it is reached only at public addresses (undeclaredAddresses).
 func (r *HelmChartReconciler) dependencyFetcher(obj *sourcev1.HelmChart) chart.Fetcher {
 	return func(ctx context.Context, repoURL, name, versionRange string) ([]byte, error) {
 		repo, err := r.helmRepositoryFor(ctx, obj.Namespace, repoURL)
@@ -103,14 +109,26 @@ func (r *HelmChartReconciler) dependencyFetcher(obj *sourcev1.HelmChart) chart.F
 		case err != nil:
 			return nil, fmt.Errorf("dependency %s: %w", name, errNoFetcher)
 		case u.Scheme == "oci":
-			return r.fetchOCIDependency(ctx, repo, creds, repoURL, name, versionRange)
+			data, err := r.fetchOCIDependency(ctx, repo, creds, repoURL, name, versionRange)
+			return data, explainRefusedAddress(err, repo, obj.Namespace)
 		case u.Scheme == "https" || (u.Scheme == "http" && r.AllowInsecureHTTP):
-			return r.fetchHTTPDependency(ctx, repo, creds, repoURL, name, versionRange)
+			data, err := r.fetchHTTPDependency(ctx, repo, creds, repoURL, name, versionRange)
+			return data, explainRefusedAddress(err, repo, obj.Namespace)
 		case u.Scheme == "http":
 			return nil, fmt.Errorf("dependency %s: plain-HTTP repository '%s' refused (--insecure-allow-http=false)", name, redact.URL(repoURL))
 		}
 		return nil, fmt.Errorf("dependency %s: %w", name, errNoFetcher)
 	}
+}
+
+// explainRefusedAddress says what to do about an address refused for an
+// undeclared repository (repo nil): declare it.
+func explainRefusedAddress(err error, repo *sourcev1.HelmRepository, ns string) error {
+	if err == nil || repo != nil ||
+		!(errors.Is(err, netguard.ErrPrivate) || errors.Is(err, netguard.ErrLoopback) || errors.Is(err, netguard.ErrLinkLocal)) {
+		return err
+	}
+	return fmt.Errorf("%w (a repository that no HelmRepository in '%s' declares is reached at public addresses only: declare one with its URL)", err, ns)
 }
 
 // helmRepositoryFor returns the HelmRepository of namespace ns whose URL is
@@ -134,7 +152,9 @@ func (r *HelmChartReconciler) helmRepositoryFor(ctx context.Context, ns, repoURL
 // by fetching the index.
 func (r *HelmChartReconciler) fetchHTTPDependency(ctx context.Context, repo *sourcev1.HelmRepository, creds helmCredentials,
 	repoURL, name, versionRange string) ([]byte, error) {
-	opts := repository.ClientOptions{MaxIndexSize: r.MaxIndexSize, MaxChartSize: r.maxChartSize(), UserAgent: "windlass-source-controller"}
+	policy := r.undeclaredAddresses()
+	opts := repository.ClientOptions{MaxIndexSize: r.MaxIndexSize, MaxChartSize: r.maxChartSize(),
+		UserAgent: "windlass-source-controller", Addresses: &policy}
 	if repo != nil {
 		opts = helmClientOptions(repo, creds, r.MaxIndexSize, r.maxChartSize())
 	}
@@ -164,7 +184,14 @@ func (r *HelmChartReconciler) fetchOCIDependency(ctx context.Context, repo *sour
 	// No keychain of the controller's environment: anonymous without repo.
 	anonymous, _ := oci.KeychainFromDockerConfigs()
 	opts := oci.Options{UserAgent: "windlass-source-controller", Keychain: anonymous}
-	if repo != nil {
+	if repo == nil {
+		guarded, err := r.undeclaredTransport(repoURL)
+		if err != nil {
+			return nil, fmt.Errorf("dependency %s: %w", name, err)
+		}
+		defer guarded.CloseIdleConnections()
+		opts.Transport = guarded
+	} else {
 		var err error
 		if opts, err = helmOCIOptions(repo, creds); err != nil {
 			return nil, err
@@ -179,6 +206,28 @@ func (r *HelmChartReconciler) fetchOCIDependency(ctx context.Context, repo *sour
 		return nil, fmt.Errorf("dependency %s: %w", name, err)
 	}
 	return data, nil
+}
+
+// undeclaredAddresses are the addresses a repository that no HelmRepository
+// declares may be reached at: public ones, and loopback with
+// AllowLoopback.
+func (r *HelmChartReconciler) undeclaredAddresses() netguard.Policy {
+	return netguard.Policy{AllowLoopback: r.AllowLoopback}
+}
+
+// undeclaredTransport returns the transport to the OCI registry of
+// repoURL, which no HelmRepository declares: it reaches only
+// undeclaredAddresses.
+func (r *HelmChartReconciler) undeclaredTransport(repoURL string) (*http.Transport, error) {
+	policy := r.undeclaredAddresses()
+	if u, err := url.Parse(repoURL); err == nil {
+		if err := policy.CheckHost(u.Hostname()); err != nil {
+			return nil, fmt.Errorf("repository '%s': %w", redact.URL(repoURL), err)
+		}
+	}
+	t := httptransport.New(nil, nil)
+	t.DialContext = policy.Dialer(30 * time.Second).DialContext
+	return t, nil
 }
 
 // artifactOf returns the artifact of repo, nil for none.

@@ -71,6 +71,11 @@ type HelmChartReconciler struct {
 	// AllowInsecureHTTP allows plain-HTTP chart repositories and
 	// registries for dependencies and OCI charts; without it they fail.
 	AllowInsecureHTTP bool
+	// AllowLoopback lets the dependencies from repositories that no
+	// HelmRepository declares come from the controller's own host
+	// (--allow-loopback-addresses); they never come from link-local or
+	// private addresses.
+	AllowLoopback bool
 	// NoCrossNamespaceRefs refuses gates in other namespaces.
 	NoCrossNamespaceRefs bool
 

@@ -2,18 +2,22 @@ package source
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/netguard"
+	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
@@ -236,4 +240,51 @@ func TestHelmChartFetchesRemoteDependencies(t *testing.T) {
 	g.Expect(env.Client.Create(context.Background(), alias)).To(Succeed())
 	got := waitForChart(g, alias, helmCondition[*sourcev1.HelmChart](sourcev1.BuildFailedCondition, metav1.ConditionTrue, sourcev1.ChartPackageFailedReason))
 	g.Expect(conditions.Message(got, sourcev1.BuildFailedCondition)).To(ContainSubstring("aliases are not"))
+}
+
+// security-2 risk 8, chart dependencies: a repository that no HelmRepository
+// of the namespace declares is named by whoever pushes the chart, so it is
+// reached only at public addresses: a private or metadata address fails the
+// build with a message naming the class, before any request.
+func TestHelmChartReachesUndeclaredDependenciesOnlyAtPublicAddresses(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	files := chartFolder("charts/internal", "internal", "1.0.0",
+		"dependencies:\n- name: lib\n  version: ^1.0.0\n  repository: https://10.96.0.10/charts\n", nil)
+	maps.Copy(files, chartFolder("charts/metadata", "metadata", "1.0.0",
+		"dependencies:\n- name: lib\n  version: ^1.0.0\n  repository: oci://100.100.100.200/charts\n", nil))
+	readyGitSource(t, g, ns, files)
+	for name, want := range map[string]string{"internal": "private", "metadata": "cloud metadata endpoint"} {
+		hc := newHelmChart(ns, name, sourcev1.GitRepositoryKind, "charts", "charts/"+name)
+		g.Expect(env.Client.Create(context.Background(), hc)).To(Succeed())
+		got := waitForChart(g, hc, helmCondition[*sourcev1.HelmChart](sourcev1.BuildFailedCondition, metav1.ConditionTrue, sourcev1.ChartPackageFailedReason))
+		g.Expect(conditions.Message(got, sourcev1.BuildFailedCondition)).To(And(ContainSubstring(want),
+			ContainSubstring("no HelmRepository in '"+ns+"' declares")), name)
+	}
+}
+
+// The same for the controller's own host, which tests and `windlass dev`
+// allow (AllowLoopback): without it, an undeclared repository on loopback
+// is refused, HTTP and OCI alike, and the server sees no request; one that
+// a HelmRepository declares is fetched.
+func TestUndeclaredDependencyOnLoopbackIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	deps := helmtest.NewRepo(t)
+	deps.Add(t, helmtest.Chart(t, "remote-lib", "1.2.0"))
+	obj := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "app"}}
+	strict := &HelmChartReconciler{Client: fake.NewClientBuilder().WithScheme(scheme.New()).Build(), AllowInsecureHTTP: true}
+	fetch := strict.dependencyFetcher(obj)
+	for _, repoURL := range []string{deps.URL(), strings.Replace(deps.URL(), "127.0.0.1", "localhost", 1),
+		"oci://" + strings.TrimPrefix(deps.URL(), "http://") + "/charts"} {
+		_, err := fetch(context.Background(), repoURL, "remote-lib", "^1.0.0")
+		g.Expect(errors.Is(err, netguard.ErrLoopback)).To(BeTrue(), "%s: %v", repoURL, err)
+	}
+	g.Expect(deps.Requests("/index.yaml")).To(BeZero())
+
+	declared := newHelmRepository("tenant", "deps", deps.URL())
+	trusting := &HelmChartReconciler{Client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(declared).Build(),
+		AllowInsecureHTTP: true}
+	data, err := trusting.dependencyFetcher(obj)(context.Background(), deps.URL(), "remote-lib", "^1.0.0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data).NotTo(BeEmpty())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // storeLayer streams the layer into storage as a: copied as it is, or
@@ -31,7 +31,7 @@ func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.
 	if obj.GetLayerSelector().Operation == sourcev1.OCILayerCopy {
 		return r.copyLayer(obj, sc, a, rc)
 	}
-	if sc.workDir, err = os.MkdirTemp("", fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
+	if sc.workDir, err = workdir.MkdirTemp(fmt.Sprintf("ocirepository-%s-%s-", obj.Namespace, obj.Name)); err != nil {
 		return outcome.Fail(sourcev1.DirCreationFailedReason, fmt.Errorf("creating a working directory: %w", err))
 	}
 	err = archive.Extract(rc, sc.workDir, archive.WithMaxSize(maxSize))

@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // modTime is the modification time Package writes for every entry, so that
@@ -42,7 +44,7 @@ func Package(ch *chart.Chart, version string, values map[string]any) ([]byte, er
 		cp.Values = values
 		setRawFile(cp, valuesFileName, data)
 	}
-	dir, err := os.MkdirTemp("", "windlass-chart-")
+	dir, err := workdir.MkdirTemp("windlass-chart-")
 	if err != nil {
 		return nil, fmt.Errorf("packaging chart: %w", err)
 	}

@@ -101,7 +101,7 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
-	pre, err := r.prerender(waitCtx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), cfg.Capabilities, true)
+	pre, err := r.prerender(ctx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), cfg.Capabilities, true, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
@@ -184,9 +184,7 @@ func (r *Runner) Render(ctx context.Context, ch *chart.Chart, values map[string]
 		return "", nil, fmt.Errorf("rendering release %s: %w", opts.ReleaseName, err)
 	}
 	ch = copyChart(ch)
-	renderCtx, cancel := context.WithTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	pre, err := r.prerender(renderCtx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), caps, !opts.ClientOnly)
+	pre, err := r.prerender(ctx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), caps, !opts.ClientOnly, DefaultTimeout)
 	if err != nil {
 		return "", nil, fmt.Errorf("rendering release %s: %w", opts.ReleaseName, err)
 	}

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -40,12 +41,16 @@ type prerendered struct {
 // prerender renders ch with values in the Runner's sandbox, as the action
 // about to run would render it, and returns the chart of literal
 // templates that the action is to render instead. Without a sandbox it
-// returns ch. ch must be the action's own copy; ctx bounds the render.
-func (r *Runner) prerender(ctx context.Context, ch *chart.Chart, values map[string]any, rel common.ReleaseOptions, caps *common.Capabilities, lookup bool) (prerendered, error) {
+// returns ch. ch must be the action's own copy. The templates may take
+// timeout (the action's) to render, counted from when the render process
+// has the chart: neither the wait for a turn nor the process's start,
+// which no chart decides, is charged to it; ctx's end ends the render.
+func (r *Runner) prerender(ctx context.Context, ch *chart.Chart, values map[string]any, rel common.ReleaseOptions,
+	caps *common.Capabilities, lookup bool, timeout time.Duration) (prerendered, error) {
 	if r.sandbox == nil {
 		return prerendered{chart: ch}, nil
 	}
-	req := sandbox.Request{Chart: ch, Values: values, Release: rel, Capabilities: caps}
+	req := sandbox.Request{Chart: ch, Values: values, Release: rel, Capabilities: caps, Timeout: timeout}
 	if lookup && r.getter != nil {
 		req.Lookup = r.lookup(ctx, r.sandbox.Limits().Output)
 	}
@@ -106,7 +111,8 @@ func (d *restoringDriver) restore(rls helmrelease.Releaser) helmrelease.Releaser
 }
 
 // prerenderUpgrade prerenders the upgrade of last to ch with values.
-func (r *Runner) prerenderUpgrade(ctx context.Context, last *releasev1.Release, ch *chart.Chart, values map[string]any, preserve bool, caps *common.Capabilities) (prerendered, error) {
+func (r *Runner) prerenderUpgrade(ctx context.Context, last *releasev1.Release, ch *chart.Chart, values map[string]any, preserve bool,
+	caps *common.Capabilities, timeout time.Duration) (prerendered, error) {
 	if r.sandbox == nil {
 		return prerendered{chart: ch}, nil
 	}
@@ -115,7 +121,7 @@ func (r *Runner) prerenderUpgrade(ctx context.Context, last *releasev1.Release, 
 		return prerendered{}, err
 	}
 	rel := common.ReleaseOptions{Name: last.Name, Namespace: last.Namespace, Revision: last.Version + 1, IsUpgrade: true}
-	return r.prerender(ctx, renderChart, renderValues, rel, caps, true)
+	return r.prerender(ctx, renderChart, renderValues, rel, caps, true, timeout)
 }
 
 // upgradeValues returns the chart and values that an upgrade of last

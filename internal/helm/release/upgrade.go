@@ -118,7 +118,7 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s: %w", name, err)
 	}
-	pre, err := r.prerenderUpgrade(waitCtx, last, ch, values, opts.PreserveValues, cfg.Capabilities)
+	pre, err := r.prerenderUpgrade(ctx, last, ch, values, opts.PreserveValues, cfg.Capabilities, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s: %w", name, err)
 	}

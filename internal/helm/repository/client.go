@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/httptransport"
+	"github.com/windlass-dev/windlass/internal/netguard"
 )
 
 // Defaults of ClientOptions.
@@ -57,6 +58,9 @@ type ClientOptions struct {
 	MaxIndexSize, MaxChartSize int64
 	// UserAgent, when set, is sent with every request.
 	UserAgent string
+	// Addresses, when set, are the addresses requests may reach (every
+	// host, redirects included); nil allows every address.
+	Addresses *netguard.Policy
 }
 
 // timeout returns the request timeout.
@@ -91,6 +95,11 @@ func NewClient(repoURL string, o ClientOptions) (*http.Client, error) {
 	u, err := parseHTTPURL(repoURL)
 	if err != nil {
 		return nil, err
+	}
+	if o.Addresses != nil {
+		if err := o.Addresses.CheckHost(u.Hostname()); err != nil {
+			return nil, err
+		}
 	}
 	base, err := sharedTransport(o)
 	if err != nil {
@@ -198,6 +207,9 @@ func sharedTransport(o ClientOptions) (*http.Transport, error) {
 		return nil, fmt.Errorf("TLS settings: %w", err)
 	}
 	t := httptransport.New(tlsConfig, o.Proxy)
+	if o.Addresses != nil {
+		t.DialContext = o.Addresses.Dialer(30 * time.Second).DialContext
+	}
 	c.items[key] = c.order.PushFront(&transportEntry{key: key, t: t})
 	for c.order.Len() > c.max {
 		last := c.order.Back()
@@ -223,6 +235,9 @@ func transportKey(o ClientOptions) [32]byte {
 	}
 	if o.Proxy != nil {
 		write([]byte(o.Proxy.String()))
+	}
+	if a := o.Addresses; a != nil {
+		write([]byte{boolByte(a.AllowLinkLocal), boolByte(a.AllowLoopback), boolByte(a.AllowPrivate)})
 	}
 	var key [32]byte
 	copy(key[:], h.Sum(nil))

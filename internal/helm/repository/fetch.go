@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/windlass-dev/windlass/internal/netguard"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -176,7 +177,8 @@ func (o ClientOptions) fail(what, target string, err error) error {
 		err = uerr.Err
 	}
 	msg := o.scrub(fmt.Sprintf("%s from %s: %s", what, where, err))
-	for _, sentinel := range []error{ErrTooLarge, ErrUnauthorized, ErrInvalidURL, context.DeadlineExceeded} {
+	for _, sentinel := range []error{ErrTooLarge, ErrUnauthorized, ErrInvalidURL, context.DeadlineExceeded,
+		netguard.ErrLinkLocal, netguard.ErrLoopback, netguard.ErrPrivate} {
 		if errors.Is(err, sentinel) {
 			return &scrubbedError{msg: msg, cause: sentinel}
 		}

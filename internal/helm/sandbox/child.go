@@ -44,6 +44,7 @@ type request struct {
 // childMessage is what a child sends its parent: a lookup call, or the
 // rendered files, or the error that ended the render.
 type childMessage struct {
+	Started        bool              `json:"started,omitempty"`
 	Lookup         *lookupCall       `json:"lookup,omitempty"`
 	Rendered       map[string]string `json:"rendered,omitempty"`
 	Error          string            `json:"error,omitempty"`
@@ -87,6 +88,10 @@ func runChild(in io.Reader, out io.Writer) int {
 	var req request
 	if err := dec.Decode(&req); err != nil {
 		fmt.Fprintln(os.Stderr, "reading the request:", err)
+		return 1
+	}
+	if err := enc.Encode(childMessage{Started: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "writing to the parent:", err)
 		return 1
 	}
 	if err := enc.Encode(render(&req, enc, dec)); err != nil {

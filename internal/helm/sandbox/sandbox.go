@@ -26,7 +26,14 @@ const (
 	DefaultOutput = 32 << 20
 	// DefaultConcurrency is how many render processes run at once.
 	DefaultConcurrency = 2
+	// DefaultTime is the most time one render may take: far more than
+	// any chart written to be installed needs.
+	DefaultTime = time.Minute
 )
+
+// startupTimeout bounds the start of a child, until it has the chart: the
+// time of this binary starting on a loaded machine, not of the chart.
+const startupTimeout = time.Minute
 
 // Errors of a render that went past its limits.
 var (
@@ -50,6 +57,10 @@ type Limits struct {
 	// Concurrency is how many render processes may run at once; others
 	// wait for a turn.
 	Concurrency int
+	// Time is the most time a render may take once its process has the
+	// chart, whatever the Request's Timeout, so that no chart holds a turn
+	// for long.
+	Time time.Duration
 }
 
 // withDefaults returns l with its zero fields set to the defaults.
@@ -62,6 +73,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Concurrency <= 0 {
 		l.Concurrency = DefaultConcurrency
+	}
+	if l.Time <= 0 {
+		l.Time = DefaultTime
 	}
 	return l
 }
@@ -84,6 +98,11 @@ type Request struct {
 	// Lookup answers the templates' lookup calls; when nil they find
 	// nothing, as when Helm renders without a cluster.
 	Lookup LookupFunc
+	// Timeout is the time the templates may take to render, counted from
+	// when the render process has the chart (not while it waits for its
+	// turn or starts), within the Renderer's Limits.Time; zero means
+	// Limits.Time.
+	Timeout time.Duration
 }
 
 // Renderer renders charts in child processes.
@@ -113,7 +132,8 @@ func (r *Renderer) Limits() Limits {
 // that ends when ctx does, and returns the rendered files by their path
 // (partials left out). A chart that needs more memory or writes more than
 // the limits allow gets ErrMemory or ErrOutput; one still rendering when
-// ctx ends gets ErrTimeout.
+// its time (req.Timeout within Limits.Time) is up, or when ctx ends, gets
+// ErrTimeout.
 func (r *Renderer) Render(ctx context.Context, req Request) (map[string]string, error) {
 	if req.Chart == nil {
 		return nil, errors.New("no chart given")
@@ -128,7 +148,15 @@ func (r *Renderer) Render(ctx context.Context, req Request) (map[string]string, 
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
 	}
-	return r.run(ctx, msg, req.Lookup)
+	return r.run(ctx, msg, req.Lookup, r.budget(req.Timeout))
+}
+
+// budget returns the time a render asked to end within timeout may take.
+func (r *Renderer) budget(timeout time.Duration) time.Duration {
+	if timeout <= 0 || timeout > r.limits.Time {
+		return r.limits.Time
+	}
+	return timeout
 }
 
 // request returns what the child is sent for req.
@@ -148,8 +176,9 @@ func (r *Renderer) request(req Request) (*request, error) {
 	return &request{Chart: wc, Values: values, Release: req.Release, Capabilities: caps, Lookup: req.Lookup != nil, Output: r.limits.Output}, nil
 }
 
-// run starts a child, serves its lookups and reads what it rendered.
-func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc) (map[string]string, error) {
+// run starts a child, serves its lookups and reads what it rendered, in
+// budget from when the child has the chart.
+func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc, budget time.Duration) (map[string]string, error) {
 	cmd := exec.CommandContext(ctx, r.executable)
 	cmd.Env = append(os.Environ(), envChild+"=1", envMemory+"="+strconv.FormatInt(r.limits.Memory, 10),
 		envParent+"="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
@@ -167,8 +196,10 @@ func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc) (ma
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the render process: %w", err)
 	}
+	clock := startClock(cmd.Process, budget)
+	defer clock.stop()
 	out := &countingReader{r: io.LimitReader(stdout, r.limits.Output+replySlack)}
-	rendered, serveErr := serve(msg, json.NewEncoder(stdin), json.NewDecoder(out), lookup, r.limits.Output)
+	rendered, serveErr := serve(msg, json.NewEncoder(stdin), json.NewDecoder(out), lookup, r.limits.Output, clock.started)
 	_ = stdin.Close()
 	if serveErr != nil {
 		_ = cmd.Process.Kill()
@@ -177,6 +208,10 @@ func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc) (ma
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+	case clock.expired() == clockStartup:
+		return nil, fmt.Errorf("the render process did not start within %s", startupTimeout)
+	case clock.expired() == clockRender:
+		return nil, fmt.Errorf("%w: the templates took longer than %s", ErrTimeout, budget)
 	case exitCode(waitErr) == exitMemory || strings.Contains(stderr.String(), "out of memory"):
 		return nil, fmt.Errorf("%w (%d MiB)", ErrMemory, r.limits.Memory>>20)
 	case out.n >= r.limits.Output+replySlack:
@@ -210,8 +245,8 @@ func (r *Renderer) childFailed(serveErr, waitErr error, stderr *headBuffer) erro
 const replySlack = 1 << 20
 
 // serve sends msg to the child, answers its lookups and returns what it
-// rendered.
-func serve(msg *request, enc *json.Encoder, dec *json.Decoder, lookup LookupFunc, maxReply int64) (map[string]string, error) {
+// rendered; started is called when the child says it has the chart.
+func serve(msg *request, enc *json.Encoder, dec *json.Decoder, lookup LookupFunc, maxReply int64, started func()) (map[string]string, error) {
 	if err := enc.Encode(msg); err != nil {
 		return nil, fmt.Errorf("sending the chart: %w", err)
 	}
@@ -221,6 +256,8 @@ func serve(msg *request, enc *json.Encoder, dec *json.Decoder, lookup LookupFunc
 			return nil, err
 		}
 		switch {
+		case m.Started:
+			started()
 		case m.Lookup != nil:
 			if err := enc.Encode(answer(m.Lookup, lookup, maxReply)); err != nil {
 				return nil, fmt.Errorf("answering a lookup: %w", err)

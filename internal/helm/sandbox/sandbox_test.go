@@ -347,3 +347,39 @@ func TestChildEndsWhenItsParentIsGone(t *testing.T) {
 		return fields[2]
 	}, 10*time.Second, 20*time.Millisecond).Should(BeElementOf("gone", "Z", "X"))
 }
+
+// A render's time is its own: req.Timeout (capped by Limits.Time) ends a
+// render that never finishes, with a message naming it, and is counted
+// from when the process has the chart, so that the wait for a turn is not
+// charged to it.
+func TestRenderTimeIsCountedFromWhenTheProcessHasTheChart(t *testing.T) {
+	endless := testChart("loop", nil, map[string]string{"cm.yaml": `{{ range $i := until 100000 }}{{ range $j := until 100000 }}{{ end }}{{ end }}`})
+	for _, tc := range []struct {
+		name    string
+		limits  Limits
+		timeout time.Duration
+		want    string
+	}{
+		{"the request's timeout", Limits{}, time.Second, "took longer than 1s"},
+		{"capped by the limit", Limits{Time: time.Second}, time.Hour, "took longer than 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := newRenderer(t, tc.limits).Render(context.Background(), Request{Chart: endless, Timeout: tc.timeout})
+			g.Expect(err).To(MatchError(ErrTimeout))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+
+	g := NewWithT(t)
+	r := newRenderer(t, Limits{Concurrency: 1})
+	r.slots <- struct{}{} // the one turn is taken for longer than the render may take
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Render(context.Background(), Request{Chart: testChart("app", nil, nil), Timeout: 200 * time.Millisecond})
+		done <- err
+	}()
+	g.Consistently(done, time.Second).ShouldNot(Receive(), "waiting for a turn")
+	<-r.slots
+	g.Eventually(done, time.Minute).Should(Receive(BeNil()))
+}

@@ -110,7 +110,7 @@ func addressOr(cfg notify.Config, def string) (*url.URL, error) {
 }
 
 func checkAddress(cfg notify.Config, address string) (*url.URL, error) {
-	u, err := notify.CheckAddress(address, cfg.AllowLinkLocal)
+	u, err := notify.CheckAddress(address, cfg.AddressPolicy())
 	if err != nil {
 		return nil, fmt.Errorf("%s provider: %w", cfg.Type, err)
 	}

@@ -129,14 +129,14 @@ func chatCases() []chatCase {
 	const jsonType = "application/json"
 	return []chatCase{
 		{name: "generic", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "generic", Address: b + "/hook", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "generic", Address: b + "/hook", Token: secretToken}
 		}, method: http.MethodPost, path: "/hook", contentType: jsonType,
 			auth: func(g Gomega, r recorded) {
 				g.Expect(r.Header.Get("Authorization")).To(Equal("Bearer " + secretToken))
 				g.Expect(r.Header.Get("Gotk-Component")).To(Equal("kustomize-controller"))
 			}, shape: genericShape},
 		{name: "generic-hmac", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "generic-hmac", Address: b + "/hook", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "generic-hmac", Address: b + "/hook", Token: secretToken}
 		}, method: http.MethodPost, path: "/hook", contentType: jsonType,
 			auth: func(g Gomega, r recorded) {
 				mac := hmac.New(sha256.New, []byte(secretToken))
@@ -145,56 +145,56 @@ func chatCases() []chatCase {
 				g.Expect(r.Header.Get("Authorization")).To(BeEmpty(), "the HMAC key is never sent")
 			}, shape: genericShape},
 		{name: "slack", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "slack", Address: b + "/services/T0/B0/XXXX", Channel: "#alerts", Username: "windlass", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "slack", Address: b + "/services/T0/B0/XXXX", Channel: "#alerts", Username: "windlass", Token: secretToken}
 		}, method: http.MethodPost, path: "/services/T0/B0/XXXX", contentType: jsonType,
 			auth:  func(g Gomega, r recorded) { g.Expect(r.Header.Get("Authorization")).To(BeEmpty()) },
 			shape: slackShape("windlass"), styles: [2]string{"danger", "good"}},
 		{name: "slack chat.postMessage", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "slack", Address: b + "/api/chat.postMessage", Channel: "#alerts", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "slack", Address: b + "/api/chat.postMessage", Channel: "#alerts", Token: secretToken}
 		}, method: http.MethodPost, path: "/api/chat.postMessage", contentType: jsonType,
 			auth:  bearerAuth,
 			shape: slackShape("kustomize-controller"), styles: [2]string{"danger", "good"}},
 		{name: "msteams", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "msteams", Address: b + "/workflows/w1/triggers/manual/paths/invoke?sig=abc"}
+			return notify.Config{AllowLoopback: true, Type: "msteams", Address: b + "/workflows/w1/triggers/manual/paths/invoke?sig=abc"}
 		}, method: http.MethodPost, path: "/workflows/w1/triggers/manual/paths/invoke", contentType: jsonType,
 			auth: noAuth, shape: teamsShape, styles: [2]string{"Attention", "Good"}},
 		{name: "discord", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "discord", Address: b + "/api/webhooks/123/hooktoken", Username: "windlass"}
+			return notify.Config{AllowLoopback: true, Type: "discord", Address: b + "/api/webhooks/123/hooktoken", Username: "windlass"}
 		}, method: http.MethodPost, path: "/api/webhooks/123/hooktoken", contentType: jsonType,
 			auth: noAuth, shape: discordShape, styles: [2]string{fmt.Sprint(0xe01e5a), fmt.Sprint(0x2eb67d)}},
 		{name: "googlechat", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "googlechat", Address: b + "/v1/spaces/AAA/messages?key=k1&token=t1"}
+			return notify.Config{AllowLoopback: true, Type: "googlechat", Address: b + "/v1/spaces/AAA/messages?key=k1&token=t1"}
 		}, method: http.MethodPost, path: "/v1/spaces/AAA/messages", contentType: jsonType,
 			auth: noAuth, shape: googleChatShape},
 		{name: "rocket", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "rocket", Address: b + "/hooks/abc/def", Channel: "#deploys"}
+			return notify.Config{AllowLoopback: true, Type: "rocket", Address: b + "/hooks/abc/def", Channel: "#deploys"}
 		}, method: http.MethodPost, path: "/hooks/abc/def", contentType: jsonType,
 			auth: noAuth, shape: rocketShape, styles: [2]string{"#e01e5a", "#2eb67d"}},
 		{name: "matrix", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "matrix", Address: b, Channel: "!room:example.org", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "matrix", Address: b, Channel: "!room:example.org", Token: secretToken}
 		}, method: http.MethodPut, path: "/_matrix/client/v3/rooms/!room:example.org/send/m.room.message/", contentType: jsonType,
 			auth: bearerAuth, shape: matrixShape},
 		{name: "webex", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "webex", Address: b + "/v1/messages", Channel: "room-1", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "webex", Address: b + "/v1/messages", Channel: "room-1", Token: secretToken}
 		}, method: http.MethodPost, path: "/v1/messages", contentType: jsonType,
 			auth: bearerAuth, shape: webexShape},
 		{name: "telegram", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "telegram", Address: b, Channel: "-100123", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "telegram", Address: b, Channel: "-100123", Token: secretToken}
 		}, method: http.MethodPost, path: "/bot" + secretToken + "/sendMessage", contentType: jsonType,
 			auth: noAuth, shape: telegramShape},
 		{name: "lark", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "lark", Address: b + "/open-apis/bot/v2/hook/xyz"}
+			return notify.Config{AllowLoopback: true, Type: "lark", Address: b + "/open-apis/bot/v2/hook/xyz"}
 		}, method: http.MethodPost, path: "/open-apis/bot/v2/hook/xyz", contentType: jsonType,
 			auth: noAuth, shape: larkShape, styles: [2]string{"red", "green"}},
 		{name: "zoom", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "zoom", Address: b + "/chat/webhooks/incomingwebhook/hook-id", Token: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "zoom", Address: b + "/chat/webhooks/incomingwebhook/hook-id", Token: secretToken}
 		}, method: http.MethodPost, path: "/chat/webhooks/incomingwebhook/hook-id", contentType: jsonType,
 			auth: func(g Gomega, r recorded) {
 				g.Expect(r.Header.Get("Authorization")).To(Equal(secretToken), "the verification token, as is")
 				g.Expect(r.RawQuery).To(Equal("format=full"))
 			}, shape: zoomShape, styles: [2]string{"error", "info"}},
 		{name: "zulip", cfg: func(b string) notify.Config {
-			return notify.Config{Type: "zulip", Address: b, Channel: "deploys", BasicUsername: "bot@example.com", Password: secretToken}
+			return notify.Config{AllowLoopback: true, Type: "zulip", Address: b, Channel: "deploys", BasicUsername: "bot@example.com", Password: secretToken}
 		}, method: http.MethodPost, path: "/api/v1/messages", contentType: "application/x-www-form-urlencoded",
 			auth: func(g Gomega, r recorded) {
 				req := &http.Request{Header: r.Header}

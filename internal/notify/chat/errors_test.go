@@ -15,7 +15,7 @@ import (
 
 // fullConfig is a valid Config of typ, whose address is address.
 func fullConfig(typ, address string) notify.Config {
-	return notify.Config{Type: typ, Address: address, Channel: "!room:example.org", Token: secretToken,
+	return notify.Config{AllowLoopback: true, Type: typ, Address: address, Channel: "!room:example.org", Token: secretToken,
 		BasicUsername: "bot@example.com", Password: secretToken}
 }
 
@@ -30,19 +30,19 @@ func TestNewRefuses(t *testing.T) {
 		wantErr string
 	}
 	tests := []refusal{
-		{name: "unknown type", cfg: notify.Config{Type: "carrier-pigeon", Address: hook}, wantErr: `unknown provider type "carrier-pigeon"`},
-		{name: "generic-hmac without token", cfg: notify.Config{Type: "generic-hmac", Address: hook}, wantErr: "generic-hmac provider: the token"},
-		{name: "slack API without token", cfg: notify.Config{Type: "slack", Address: "https://slack.com/api/chat.postMessage", Channel: "#a"}, wantErr: "slack provider: the token"},
-		{name: "slack API without channel", cfg: notify.Config{Type: "slack", Address: "https://slack.com/api/chat.postMessage", Token: "tok-123"}, wantErr: "slack provider: the channel"},
-		{name: "matrix without token", cfg: notify.Config{Type: "matrix", Address: "https://matrix.org", Channel: "!r:m"}, wantErr: "matrix provider: the token"},
-		{name: "matrix without room", cfg: notify.Config{Type: "matrix", Address: "https://matrix.org", Token: "tok-123"}, wantErr: "matrix provider: the channel (spec.channel: the room id"},
-		{name: "webex without token", cfg: notify.Config{Type: "webex", Channel: "r"}, wantErr: "webex provider: the token"},
-		{name: "webex without room", cfg: notify.Config{Type: "webex", Token: "tok-123"}, wantErr: "webex provider: the channel (spec.channel: the room id)"},
-		{name: "telegram without token", cfg: notify.Config{Type: "telegram", Channel: "-1"}, wantErr: "telegram provider: the token"},
-		{name: "telegram without chat", cfg: notify.Config{Type: "telegram", Token: "tok-123"}, wantErr: "telegram provider: the channel (spec.channel: the chat id"},
-		{name: "zulip without stream", cfg: notify.Config{Type: "zulip", Address: hook, BasicUsername: "b@x", Password: "key-123"}, wantErr: "zulip provider: the channel"},
-		{name: "zulip without email", cfg: notify.Config{Type: "zulip", Address: hook, Channel: "s", Password: "key-123"}, wantErr: "zulip provider: the username"},
-		{name: "zulip without key", cfg: notify.Config{Type: "zulip", Address: hook, Channel: "s", BasicUsername: "b@x"}, wantErr: "zulip provider: the password"},
+		{name: "unknown type", cfg: notify.Config{AllowLoopback: true, Type: "carrier-pigeon", Address: hook}, wantErr: `unknown provider type "carrier-pigeon"`},
+		{name: "generic-hmac without token", cfg: notify.Config{AllowLoopback: true, Type: "generic-hmac", Address: hook}, wantErr: "generic-hmac provider: the token"},
+		{name: "slack API without token", cfg: notify.Config{AllowLoopback: true, Type: "slack", Address: "https://slack.com/api/chat.postMessage", Channel: "#a"}, wantErr: "slack provider: the token"},
+		{name: "slack API without channel", cfg: notify.Config{AllowLoopback: true, Type: "slack", Address: "https://slack.com/api/chat.postMessage", Token: "tok-123"}, wantErr: "slack provider: the channel"},
+		{name: "matrix without token", cfg: notify.Config{AllowLoopback: true, Type: "matrix", Address: "https://matrix.org", Channel: "!r:m"}, wantErr: "matrix provider: the token"},
+		{name: "matrix without room", cfg: notify.Config{AllowLoopback: true, Type: "matrix", Address: "https://matrix.org", Token: "tok-123"}, wantErr: "matrix provider: the channel (spec.channel: the room id"},
+		{name: "webex without token", cfg: notify.Config{AllowLoopback: true, Type: "webex", Channel: "r"}, wantErr: "webex provider: the token"},
+		{name: "webex without room", cfg: notify.Config{AllowLoopback: true, Type: "webex", Token: "tok-123"}, wantErr: "webex provider: the channel (spec.channel: the room id)"},
+		{name: "telegram without token", cfg: notify.Config{AllowLoopback: true, Type: "telegram", Channel: "-1"}, wantErr: "telegram provider: the token"},
+		{name: "telegram without chat", cfg: notify.Config{AllowLoopback: true, Type: "telegram", Token: "tok-123"}, wantErr: "telegram provider: the channel (spec.channel: the chat id"},
+		{name: "zulip without stream", cfg: notify.Config{AllowLoopback: true, Type: "zulip", Address: hook, BasicUsername: "b@x", Password: "key-123"}, wantErr: "zulip provider: the channel"},
+		{name: "zulip without email", cfg: notify.Config{AllowLoopback: true, Type: "zulip", Address: hook, Channel: "s", Password: "key-123"}, wantErr: "zulip provider: the username"},
+		{name: "zulip without key", cfg: notify.Config{AllowLoopback: true, Type: "zulip", Address: hook, Channel: "s", BasicUsername: "b@x"}, wantErr: "zulip provider: the password"},
 	}
 	for _, typ := range Types {
 		if typ != "webex" && typ != "telegram" {
@@ -110,7 +110,7 @@ func TestErrorsHideSecrets(t *testing.T) {
 // the token its path holds, still matches notify.ErrLinkLocal.
 func TestLinkLocalErrorIs(t *testing.T) {
 	g := NewWithT(t)
-	_, err := New(notify.Config{Type: "generic", Address: "http://169.254.169.254/hooks/" + secretToken})
+	_, err := New(notify.Config{AllowLoopback: true, Type: "generic", Address: "http://169.254.169.254/hooks/" + secretToken})
 	g.Expect(errors.Is(err, notify.ErrLinkLocal)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("169.254.169.254"))
 	g.Expect(err.Error()).NotTo(ContainSubstring(secretToken))
@@ -125,10 +125,10 @@ func TestGenericAuthorization(t *testing.T) {
 		want    string
 		headers map[string]string
 	}{
-		{name: "basic auth", cfg: notify.Config{BasicUsername: "user", Password: "pw"}, want: "Basic dXNlcjpwdw=="},
-		{name: "header wins", cfg: notify.Config{Token: secretToken, Headers: map[string]string{"authorization": "Token abc", "X-Team": "web"}},
+		{name: "basic auth", cfg: notify.Config{AllowLoopback: true, BasicUsername: "user", Password: "pw"}, want: "Basic dXNlcjpwdw=="},
+		{name: "header wins", cfg: notify.Config{AllowLoopback: true, Token: secretToken, Headers: map[string]string{"authorization": "Token abc", "X-Team": "web"}},
 			want: "Token abc", headers: map[string]string{"X-Team": "web"}},
-		{name: "none", cfg: notify.Config{}, want: ""},
+		{name: "none", cfg: notify.Config{AllowLoopback: true}, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestMatrixTransactionID(t *testing.T) {
 func TestDiscordSlackEndpoint(t *testing.T) {
 	g := NewWithT(t)
 	rec := newRecorder(t, http.StatusOK)
-	n, err := New(notify.Config{Type: "discord", Address: rec.srv.URL + "/api/webhooks/1/t/slack", TLS: rec.tls()})
+	n, err := New(notify.Config{AllowLoopback: true, Type: "discord", Address: rec.srv.URL + "/api/webhooks/1/t/slack", TLS: rec.tls()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Post(context.Background(), testMessages()["error"])).To(Succeed())
 	body := decode(g, rec.last().Body)

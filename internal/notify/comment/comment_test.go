@@ -58,7 +58,7 @@ func TestOneCommentPerRequest(t *testing.T) {
 			g := NewWithT(t)
 			srv := newForgeServer(t, tc.auth, tc.pulls)
 			srv.seed("7", tc.pageSize+5)
-			n, err := New(notify.Config{Type: tc.typ, Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
+			n, err := New(notify.Config{AllowLoopback: true, Type: tc.typ, Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
 			g.Expect(err).NotTo(HaveOccurred())
 			ctx := context.Background()
 			pr7 := map[string]string{eventv1.MetaChangeRequest: "7", "preview-url": "https://app-7.example.com"}
@@ -102,7 +102,7 @@ func TestNothingToComment(t *testing.T) {
 		t.Run(tc.typ, func(t *testing.T) {
 			g := NewWithT(t)
 			srv := newForgeServer(t, tc.auth, nil)
-			n, err := New(notify.Config{Type: tc.typ, Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
+			n, err := New(notify.Config{AllowLoopback: true, Type: tc.typ, Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
 			g.Expect(err).NotTo(HaveOccurred())
 			ctx := context.Background()
 			g.Expect(n.Post(ctx, event("app", "Applied", eventv1.SeverityInfo, nil))).To(Succeed())
@@ -122,7 +122,7 @@ func TestNothingToComment(t *testing.T) {
 func TestRefusedAnswer(t *testing.T) {
 	g := NewWithT(t)
 	srv := newForgeServer(t, [2]string{"Authorization", "Bearer another-token"}, nil)
-	n, err := New(notify.Config{Type: "githubpullrequestcomment", Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
+	n, err := New(notify.Config{AllowLoopback: true, Type: "githubpullrequestcomment", Address: srv.URL + "/acme/app", Token: token, TLS: srv.tlsConfig()})
 	g.Expect(err).NotTo(HaveOccurred())
 	err = n.Post(context.Background(), event("app", "Applied", eventv1.SeverityInfo, map[string]string{eventv1.MetaChangeRequest: "#7"}))
 	var se *notify.StatusError
@@ -140,10 +140,10 @@ func TestNewRefuses(t *testing.T) {
 		cfg     notify.Config
 		wantErr string
 	}{
-		{notify.Config{Type: "githubpullrequestcomment", Address: "https://github.com/acme", Token: token}, "want https://HOST/OWNER/REPO"},
-		{notify.Config{Type: "gitlabmergerequestcomment", Address: "https://gitlab.com/acme/app"}, "no token"},
-		{notify.Config{Type: "giteapullrequestcomment", Address: "http://169.254.169.254/acme/app", Token: token}, "link-local"},
-		{notify.Config{Type: "github", Address: "https://github.com/acme/app", Token: token}, "not a pull request comment type"},
+		{notify.Config{AllowLoopback: true, Type: "githubpullrequestcomment", Address: "https://github.com/acme", Token: token}, "want https://HOST/OWNER/REPO"},
+		{notify.Config{AllowLoopback: true, Type: "gitlabmergerequestcomment", Address: "https://gitlab.com/acme/app"}, "no token"},
+		{notify.Config{AllowLoopback: true, Type: "giteapullrequestcomment", Address: "http://169.254.169.254/acme/app", Token: token}, "link-local"},
+		{notify.Config{AllowLoopback: true, Type: "github", Address: "https://github.com/acme/app", Token: token}, "not a pull request comment type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantErr, func(t *testing.T) {

@@ -99,7 +99,7 @@ func New(cfg notify.Config) (notify.Notifier, error) {
 	if !ok {
 		return nil, fmt.Errorf("provider type %q is not a commit-status type (%s)", cfg.Type, strings.Join(Types, ", "))
 	}
-	u, err := notify.CheckAddress(cfg.Address, cfg.AllowLinkLocal)
+	u, err := notify.CheckAddress(cfg.Address, cfg.AddressPolicy())
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func serviceCases(base string) []serviceCase {
 // base, fixed to api.bitbucket.org, is pointed at api.
 func newNotifier(t *testing.T, api *fakeAPI, tc serviceCase, expr string) notify.Notifier {
 	t.Helper()
-	cfg := notify.Config{Type: tc.typ, Address: tc.address, TLS: api.tlsConfig(), CommitStatusExpr: expr}
+	cfg := notify.Config{AllowLoopback: true, Type: tc.typ, Address: tc.address, TLS: api.tlsConfig(), CommitStatusExpr: expr}
 	tc.cfg(&cfg)
 	n, err := New(cfg)
 	if err != nil {
@@ -272,7 +272,7 @@ func TestCommitStatusExpr(t *testing.T) {
 			g := NewWithT(t)
 			api := newFakeAPI(t)
 			tc := casesByType(api.URL)["gitea"]
-			cfg := notify.Config{Type: "gitea", Address: tc.address, Token: testToken, TLS: api.tlsConfig(),
+			cfg := notify.Config{AllowLoopback: true, Type: "gitea", Address: tc.address, Token: testToken, TLS: api.tlsConfig(),
 				CommitStatusExpr: tt.expr, ProviderName: "status", ProviderNamespace: "flux-system"}
 			n, err := New(cfg)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -302,7 +302,7 @@ func TestNewRefusesBadExpressions(t *testing.T) {
 	} {
 		t.Run(expr, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := New(notify.Config{Type: "github", Address: "https://github.com/org/repo", Token: testToken, CommitStatusExpr: expr})
+			_, err := New(notify.Config{AllowLoopback: true, Type: "github", Address: "https://github.com/org/repo", Token: testToken, CommitStatusExpr: expr})
 			g.Expect(err).To(MatchError(ContainSubstring("invalid commitStatusExpr")))
 			g.Expect(err).To(MatchError(ContainSubstring(want)))
 		})
@@ -384,15 +384,15 @@ func TestNewValidates(t *testing.T) {
 		cfg     notify.Config
 		wantErr string
 	}{
-		{name: "unknown type", cfg: notify.Config{Type: "slack", Address: "https://github.com/o/r", Token: "t"}, wantErr: "not a commit-status type"},
-		{name: "no token", cfg: notify.Config{Type: "github", Address: "https://github.com/o/r"}, wantErr: "no token"},
-		{name: "gitlab no token", cfg: notify.Config{Type: "gitlab", Address: "https://gitlab.com/g/r", Password: "p"}, wantErr: "no token"},
-		{name: "azure no token", cfg: notify.Config{Type: "azuredevops", Address: "https://dev.azure.com/o/p/_git/r", BasicUsername: "u", Password: "p"}, wantErr: "no token"},
-		{name: "bitbucket no credentials", cfg: notify.Config{Type: "bitbucket", Address: "https://bitbucket.org/w/r", BasicUsername: "u"}, wantErr: "no credentials"},
-		{name: "bitbucketserver no credentials", cfg: notify.Config{Type: "bitbucketserver", Address: "https://bb.example.com/scm/p/r"}, wantErr: "no credentials"},
-		{name: "link-local", cfg: notify.Config{Type: "gitea", Address: "https://169.254.169.254/o/r", Token: "t"}, wantErr: "link-local"},
-		{name: "not a URL", cfg: notify.Config{Type: "github", Address: "git@github.com:o/r.git", Token: "t"}, wantErr: "invalid address"},
-		{name: "bad path, address redacted", cfg: notify.Config{Type: "github", Address: "https://u:addr-pa55@github.com/o", Token: "t"}, wantErr: `github address "https://github.com/o": want`},
+		{name: "unknown type", cfg: notify.Config{AllowLoopback: true, Type: "slack", Address: "https://github.com/o/r", Token: "t"}, wantErr: "not a commit-status type"},
+		{name: "no token", cfg: notify.Config{AllowLoopback: true, Type: "github", Address: "https://github.com/o/r"}, wantErr: "no token"},
+		{name: "gitlab no token", cfg: notify.Config{AllowLoopback: true, Type: "gitlab", Address: "https://gitlab.com/g/r", Password: "p"}, wantErr: "no token"},
+		{name: "azure no token", cfg: notify.Config{AllowLoopback: true, Type: "azuredevops", Address: "https://dev.azure.com/o/p/_git/r", BasicUsername: "u", Password: "p"}, wantErr: "no token"},
+		{name: "bitbucket no credentials", cfg: notify.Config{AllowLoopback: true, Type: "bitbucket", Address: "https://bitbucket.org/w/r", BasicUsername: "u"}, wantErr: "no credentials"},
+		{name: "bitbucketserver no credentials", cfg: notify.Config{AllowLoopback: true, Type: "bitbucketserver", Address: "https://bb.example.com/scm/p/r"}, wantErr: "no credentials"},
+		{name: "link-local", cfg: notify.Config{AllowLoopback: true, Type: "gitea", Address: "https://169.254.169.254/o/r", Token: "t"}, wantErr: "link-local"},
+		{name: "not a URL", cfg: notify.Config{AllowLoopback: true, Type: "github", Address: "git@github.com:o/r.git", Token: "t"}, wantErr: "invalid address"},
+		{name: "bad path, address redacted", cfg: notify.Config{AllowLoopback: true, Type: "github", Address: "https://u:addr-pa55@github.com/o", Token: "t"}, wantErr: `github address "https://github.com/o": want`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,7 +403,7 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
-	_, err := New(notify.Config{Type: "gitea", Address: "https://169.254.169.254/o/r", Token: "t", AllowLinkLocal: true})
+	_, err := New(notify.Config{AllowLoopback: true, Type: "gitea", Address: "https://169.254.169.254/o/r", Token: "t", AllowLinkLocal: true})
 	g.Expect(err).NotTo(HaveOccurred())
 }
 
@@ -413,9 +413,9 @@ func TestBitbucketCloudAuth(t *testing.T) {
 		cfg  notify.Config
 		want string
 	}{
-		{name: "username and password", cfg: notify.Config{BasicUsername: "jdoe", Password: "pw", Token: "ignored"}, want: basic("jdoe", "pw")},
-		{name: "token user:app-password", cfg: notify.Config{Token: "jdoe:pw"}, want: basic("jdoe", "pw")},
-		{name: "access token", cfg: notify.Config{Token: "ATCTT3xF"}, want: "Bearer ATCTT3xF"},
+		{name: "username and password", cfg: notify.Config{AllowLoopback: true, BasicUsername: "jdoe", Password: "pw", Token: "ignored"}, want: basic("jdoe", "pw")},
+		{name: "token user:app-password", cfg: notify.Config{AllowLoopback: true, Token: "jdoe:pw"}, want: basic("jdoe", "pw")},
+		{name: "access token", cfg: notify.Config{AllowLoopback: true, Token: "ATCTT3xF"}, want: "Bearer ATCTT3xF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func ParseRepository(forge string, cfg notify.Config) (Repository, error) {
 	if !ok {
 		return Repository{}, fmt.Errorf("%q is not a forge", forge)
 	}
-	u, err := notify.CheckAddress(cfg.Address, cfg.AllowLinkLocal)
+	u, err := notify.CheckAddress(cfg.Address, cfg.AddressPolicy())
 	if err != nil {
 		return Repository{}, err
 	}

@@ -112,7 +112,7 @@ func address(cfg notify.Config, fallback string) (*url.URL, error) {
 	if raw == "" {
 		return nil, errors.New("an address is required (spec.address or the Secret's 'address')")
 	}
-	return notify.CheckAddress(raw, cfg.AllowLinkLocal)
+	return notify.CheckAddress(raw, cfg.AddressPolicy())
 }
 
 // requireToken refuses a Config without the Secret's token.

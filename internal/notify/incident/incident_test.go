@@ -114,7 +114,7 @@ var basic = base64.StdEncoding.EncodeToString([]byte("admin:s3cret-pw"))
 var providerCases = []providerCase{{
 	typ: "alertmanager", secrets: []string{"am-token"},
 	cfg: func(base string) notify.Config {
-		return notify.Config{Address: base + "/api/v2/alerts", Token: "am-token"}
+		return notify.Config{AllowLoopback: true, Address: base + "/api/v2/alerts", Token: "am-token"}
 	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		alerts := func(r recorded) amAlert {
@@ -145,7 +145,7 @@ var providerCases = []providerCase{{
 }, {
 	typ: "grafana", secrets: []string{"s3cret-pw", basic},
 	cfg: func(base string) notify.Config {
-		return notify.Config{Address: base + "/api/annotations", BasicUsername: "admin", Password: "s3cret-pw"}
+		return notify.Config{AllowLoopback: true, Address: base + "/api/annotations", BasicUsername: "admin", Password: "s3cret-pw"}
 	},
 	check: func(g Gomega, fire, resolve, _ recorded) {
 		for _, r := range []recorded{fire, resolve} {
@@ -163,7 +163,7 @@ var providerCases = []providerCase{{
 }, {
 	typ: "incident.io", secrets: []string{"io-token"},
 	cfg: func(base string) notify.Config {
-		return notify.Config{Address: base + "/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66", Token: "io-token"}
+		return notify.Config{AllowLoopback: true, Address: base + "/v2/alert_events/http/01GW2G3V0S59R238FAHPDS1R66", Token: "io-token"}
 	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		for _, r := range []recorded{fire, resolve, info} {
@@ -187,7 +187,7 @@ var providerCases = []providerCase{{
 }, {
 	typ: "otel", secrets: []string{"otel-token"},
 	cfg: func(base string) notify.Config {
-		return notify.Config{Address: base, Token: "otel-token", Headers: map[string]string{"X-Scope-OrgID": "tenant-1"}}
+		return notify.Config{AllowLoopback: true, Address: base, Token: "otel-token", Headers: map[string]string{"X-Scope-OrgID": "tenant-1"}}
 	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		span := func(r recorded) (*tracepb.Span, string) {
@@ -224,7 +224,9 @@ var providerCases = []providerCase{{
 	},
 }, {
 	typ: "pagerduty", secrets: []string{"pd-routing-key"},
-	cfg: func(base string) notify.Config { return notify.Config{Address: base, Channel: "pd-routing-key"} },
+	cfg: func(base string) notify.Config {
+		return notify.Config{AllowLoopback: true, Address: base, Channel: "pd-routing-key"}
+	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		f, r, i := jsonOf(g, fire.Body), jsonOf(g, resolve.Body), jsonOf(g, info.Body)
 		g.Expect(fire.Path).To(Equal("/v2/enqueue"))
@@ -246,7 +248,9 @@ var providerCases = []providerCase{{
 	},
 }, {
 	typ: "opsgenie", secrets: []string{"og-key"},
-	cfg: func(base string) notify.Config { return notify.Config{Address: base + "/v2/alerts", Token: "og-key"} },
+	cfg: func(base string) notify.Config {
+		return notify.Config{AllowLoopback: true, Address: base + "/v2/alerts", Token: "og-key"}
+	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		for _, r := range []recorded{fire, resolve, info} {
 			g.Expect(r.Header.Get("Authorization")).To(Equal("GenieKey og-key"))
@@ -266,7 +270,9 @@ var providerCases = []providerCase{{
 	},
 }, {
 	typ: "datadog", secrets: []string{"dd-key"},
-	cfg: func(base string) notify.Config { return notify.Config{Address: base, Token: "dd-key"} },
+	cfg: func(base string) notify.Config {
+		return notify.Config{AllowLoopback: true, Address: base, Token: "dd-key"}
+	},
 	check: func(g Gomega, fire, resolve, info recorded) {
 		for _, r := range []recorded{fire, resolve, info} {
 			g.Expect(r.Path).To(Equal("/api/v1/events"))
@@ -286,7 +292,7 @@ var providerCases = []providerCase{{
 }, {
 	typ: "sentry", secrets: []string{"pubkey"},
 	cfg: func(base string) notify.Config {
-		return notify.Config{Address: strings.Replace(base, "https://", "https://pubkey@", 1) + "/prefix/42", Channel: "staging"}
+		return notify.Config{AllowLoopback: true, Address: strings.Replace(base, "https://", "https://pubkey@", 1) + "/prefix/42", Channel: "staging"}
 	},
 	check: func(g Gomega, fire, resolve, _ recorded) {
 		event := func(r recorded) map[string]any {
@@ -311,7 +317,9 @@ var providerCases = []providerCase{{
 	},
 }, {
 	typ: "githubdispatch", secrets: []string{"gh-token"},
-	cfg: func(base string) notify.Config { return notify.Config{Address: base + "/acme/app", Token: "gh-token"} },
+	cfg: func(base string) notify.Config {
+		return notify.Config{AllowLoopback: true, Address: base + "/acme/app", Token: "gh-token"}
+	},
 	check: func(g Gomega, fire, resolve, _ recorded) {
 		for _, r := range []recorded{fire, resolve} {
 			g.Expect(r.Path).To(Equal("/api/v3/repos/acme/app/dispatches"))
@@ -398,21 +406,21 @@ func TestNewRefuses(t *testing.T) {
 		cfg     notify.Config
 		wantErr string
 	}{
-		{notify.Config{Type: "slack", Address: "https://x"}, `unknown provider type "slack"`},
-		{notify.Config{Type: "alertmanager", Token: token}, "an address is required"},
-		{notify.Config{Type: "grafana", Address: "http://169.254.169.254/api/annotations", Token: token}, "link-local"},
-		{notify.Config{Type: "alertmanager", Address: "http://[fe80::1]:9093/api/v2/alerts", Token: token}, "link-local"},
-		{notify.Config{Type: "opsgenie", Token: token, Address: "ftp://opsgenie"}, "scheme must be https or http"},
-		{notify.Config{Type: "opsgenie"}, "'token' is required"},
-		{notify.Config{Type: "datadog", Address: "https://api.datadoghq.eu"}, "'token' is required"},
-		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme/app"}, "'token' is required"},
-		{notify.Config{Type: "incident.io", Address: "https://api.incident.io/v2/alert_events/http/01GW"}, "'token' is required"},
-		{notify.Config{Type: "incident.io", Token: token}, "an address is required"},
-		{notify.Config{Type: "githubdispatch", Address: "https://github.com/acme", Token: token}, "must be a repository"},
-		{notify.Config{Type: "pagerduty", Address: "https://events.pagerduty.com"}, "routing (integration) key is required"},
-		{notify.Config{Type: "sentry", Address: "https://sentry.example.com/42"}, "must be a Sentry DSN"},
-		{notify.Config{Type: "sentry", Address: "https://" + token + "@sentry.example.com/"}, "must be a Sentry DSN"},
-		{notify.Config{Type: "grafana", Address: "https://user:" + token + "@169.254.169.254/api"}, "link-local"},
+		{notify.Config{AllowLoopback: true, Type: "slack", Address: "https://x"}, `unknown provider type "slack"`},
+		{notify.Config{AllowLoopback: true, Type: "alertmanager", Token: token}, "an address is required"},
+		{notify.Config{AllowLoopback: true, Type: "grafana", Address: "http://169.254.169.254/api/annotations", Token: token}, "link-local"},
+		{notify.Config{AllowLoopback: true, Type: "alertmanager", Address: "http://[fe80::1]:9093/api/v2/alerts", Token: token}, "link-local"},
+		{notify.Config{AllowLoopback: true, Type: "opsgenie", Token: token, Address: "ftp://opsgenie"}, "scheme must be https or http"},
+		{notify.Config{AllowLoopback: true, Type: "opsgenie"}, "'token' is required"},
+		{notify.Config{AllowLoopback: true, Type: "datadog", Address: "https://api.datadoghq.eu"}, "'token' is required"},
+		{notify.Config{AllowLoopback: true, Type: "githubdispatch", Address: "https://github.com/acme/app"}, "'token' is required"},
+		{notify.Config{AllowLoopback: true, Type: "incident.io", Address: "https://api.incident.io/v2/alert_events/http/01GW"}, "'token' is required"},
+		{notify.Config{AllowLoopback: true, Type: "incident.io", Token: token}, "an address is required"},
+		{notify.Config{AllowLoopback: true, Type: "githubdispatch", Address: "https://github.com/acme", Token: token}, "must be a repository"},
+		{notify.Config{AllowLoopback: true, Type: "pagerduty", Address: "https://events.pagerduty.com"}, "routing (integration) key is required"},
+		{notify.Config{AllowLoopback: true, Type: "sentry", Address: "https://sentry.example.com/42"}, "must be a Sentry DSN"},
+		{notify.Config{AllowLoopback: true, Type: "sentry", Address: "https://" + token + "@sentry.example.com/"}, "must be a Sentry DSN"},
+		{notify.Config{AllowLoopback: true, Type: "grafana", Address: "https://user:" + token + "@169.254.169.254/api"}, "link-local"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cfg.Type+" "+tt.wantErr, func(t *testing.T) {
@@ -422,7 +430,7 @@ func TestNewRefuses(t *testing.T) {
 			g.Expect(err.Error()).NotTo(ContainSubstring(token))
 		})
 	}
-	_, err := New(notify.Config{Type: "grafana", Address: "http://169.254.169.254/api/annotations", AllowLinkLocal: true})
+	_, err := New(notify.Config{AllowLoopback: true, Type: "grafana", Address: "http://169.254.169.254/api/annotations", AllowLinkLocal: true})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred(), "link-local addresses are allowed when the flag allows them")
 }
 
@@ -434,18 +442,18 @@ func TestEndpoints(t *testing.T) {
 		m       notify.Message
 		wantURL string
 	}{
-		{notify.Config{Type: "pagerduty", Channel: "k"}, failure, "https://events.pagerduty.com/v2/enqueue"},
-		{notify.Config{Type: "pagerduty", Channel: "k"}, progress, "https://events.pagerduty.com/v2/change/enqueue"},
-		{notify.Config{Type: "pagerduty", Token: "k", Address: "https://events.eu.pagerduty.com/v2/enqueue"}, progress,
+		{notify.Config{AllowLoopback: true, Type: "pagerduty", Channel: "k"}, failure, "https://events.pagerduty.com/v2/enqueue"},
+		{notify.Config{AllowLoopback: true, Type: "pagerduty", Channel: "k"}, progress, "https://events.pagerduty.com/v2/change/enqueue"},
+		{notify.Config{AllowLoopback: true, Type: "pagerduty", Token: "k", Address: "https://events.eu.pagerduty.com/v2/enqueue"}, progress,
 			"https://events.eu.pagerduty.com/v2/change/enqueue"},
-		{notify.Config{Type: "opsgenie", Token: "k"}, recovery, "https://api.opsgenie.com/v2/alerts/kustomization:apps.flux-system/close?identifierType=alias"},
-		{notify.Config{Type: "datadog", Token: "k"}, failure, "https://api.datadoghq.com/api/v1/events"},
-		{notify.Config{Type: "datadog", Token: "k", Address: "https://api.datadoghq.eu/api/v1/events"}, failure, "https://api.datadoghq.eu/api/v1/events"},
-		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://github.com/acme/app.git"}, failure, "https://api.github.com/repos/acme/app/dispatches"},
-		{notify.Config{Type: "githubdispatch", Token: "k", Address: "https://ghe.example.com/acme/app/"}, failure, "https://ghe.example.com/api/v3/repos/acme/app/dispatches"},
-		{notify.Config{Type: "sentry", Address: "https://pub:sec@o1.ingest.sentry.io/7"}, failure, "https://o1.ingest.sentry.io/api/7/envelope/"},
-		{notify.Config{Type: "otel", Address: "http://collector:4318/"}, failure, "http://collector:4318/v1/traces"},
-		{notify.Config{Type: "otel", Address: "https://otlp.example.com/otlp/v1/traces"}, failure, "https://otlp.example.com/otlp/v1/traces"},
+		{notify.Config{AllowLoopback: true, Type: "opsgenie", Token: "k"}, recovery, "https://api.opsgenie.com/v2/alerts/kustomization:apps.flux-system/close?identifierType=alias"},
+		{notify.Config{AllowLoopback: true, Type: "datadog", Token: "k"}, failure, "https://api.datadoghq.com/api/v1/events"},
+		{notify.Config{AllowLoopback: true, Type: "datadog", Token: "k", Address: "https://api.datadoghq.eu/api/v1/events"}, failure, "https://api.datadoghq.eu/api/v1/events"},
+		{notify.Config{AllowLoopback: true, Type: "githubdispatch", Token: "k", Address: "https://github.com/acme/app.git"}, failure, "https://api.github.com/repos/acme/app/dispatches"},
+		{notify.Config{AllowLoopback: true, Type: "githubdispatch", Token: "k", Address: "https://ghe.example.com/acme/app/"}, failure, "https://ghe.example.com/api/v3/repos/acme/app/dispatches"},
+		{notify.Config{AllowLoopback: true, Type: "sentry", Address: "https://pub:sec@o1.ingest.sentry.io/7"}, failure, "https://o1.ingest.sentry.io/api/7/envelope/"},
+		{notify.Config{AllowLoopback: true, Type: "otel", Address: "http://collector:4318/"}, failure, "http://collector:4318/v1/traces"},
+		{notify.Config{AllowLoopback: true, Type: "otel", Address: "https://otlp.example.com/otlp/v1/traces"}, failure, "https://otlp.example.com/otlp/v1/traces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantURL, func(t *testing.T) {

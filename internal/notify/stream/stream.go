@@ -64,7 +64,7 @@ func newNATS(cfg notify.Config) (*natsPublisher, error) {
 	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
 		return nil, fmt.Errorf("invalid address %q: want nats://HOST:PORT or tls://HOST:PORT", redact.URL(cfg.Address))
 	}
-	if err := notify.CheckHost(u.Hostname(), cfg.AllowLinkLocal); err != nil {
+	if err := cfg.AddressPolicy().CheckHost(u.Hostname()); err != nil {
 		return nil, fmt.Errorf("address %q: %w", redact.URL(cfg.Address), err)
 	}
 	if err := checkSubject(cfg.Channel); err != nil {

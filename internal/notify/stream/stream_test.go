@@ -78,7 +78,7 @@ func TestPublish(t *testing.T) {
 	g := NewWithT(t)
 	serverURL := startNATS(t)
 	sub := subscribe(t, g, serverURL, ">")
-	n, err := New(notify.Config{Type: "nats", Address: serverURL, Channel: subject, BasicUsername: publisher, Password: password,
+	n, err := New(notify.Config{AllowLoopback: true, Type: "nats", Address: serverURL, Channel: subject, BasicUsername: publisher, Password: password,
 		Headers: map[string]string{"X-Cluster": "prod"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Post(context.Background(), message())).To(Succeed())
@@ -113,12 +113,12 @@ func TestPublishTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(certs.Certificate())
 
-	n, err := New(notify.Config{Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password,
+	n, err := New(notify.Config{AllowLoopback: true, Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password,
 		TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Post(context.Background(), message())).To(Succeed())
 
-	n, err = New(notify.Config{Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password})
+	n, err = New(notify.Config{AllowLoopback: true, Type: "nats", Address: address, Channel: subject, BasicUsername: publisher, Password: password})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(n.Post(context.Background(), message())).To(MatchError(ContainSubstring("certificate")))
 }
@@ -135,10 +135,10 @@ func TestPublishRefused(t *testing.T) {
 		cfg     notify.Config
 		wantErr string
 	}{
-		{"bad password", notify.Config{Address: serverURL, Channel: subject, BasicUsername: publisher, Password: password + "-wrong"}, "Authorization Violation"},
-		{"subject not allowed", notify.Config{Address: serverURL, Channel: "other.events", BasicUsername: publisher, Password: password}, "Permissions Violation"},
-		{"subject not allowed, credentials in the address", notify.Config{Address: withPassword, Channel: "other.events"}, "Permissions Violation"},
-		{"no server", notify.Config{Address: "nats://127.0.0.1:1", Channel: subject, Password: password, BasicUsername: publisher}, "connecting to nats://127.0.0.1:1"},
+		{"bad password", notify.Config{AllowLoopback: true, Address: serverURL, Channel: subject, BasicUsername: publisher, Password: password + "-wrong"}, "Authorization Violation"},
+		{"subject not allowed", notify.Config{AllowLoopback: true, Address: serverURL, Channel: "other.events", BasicUsername: publisher, Password: password}, "Permissions Violation"},
+		{"subject not allowed, credentials in the address", notify.Config{AllowLoopback: true, Address: withPassword, Channel: "other.events"}, "Permissions Violation"},
+		{"no server", notify.Config{AllowLoopback: true, Address: "nats://127.0.0.1:1", Channel: subject, Password: password, BasicUsername: publisher}, "connecting to nats://127.0.0.1:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,15 +161,15 @@ func TestNewRefuses(t *testing.T) {
 		cfg     notify.Config
 		wantErr string
 	}{
-		{notify.Config{Channel: subject}, "an address is required"},
-		{notify.Config{Address: "http://nats:4222", Channel: subject}, "want nats://HOST:PORT"},
-		{notify.Config{Address: "nats://169.254.169.254:4222", Channel: subject}, "link-local"},
-		{notify.Config{Address: "nats://nats:4222"}, "the subject is required: set spec.channel"},
-		{notify.Config{Address: "nats://nats:4222", Channel: "flux.*"}, "has a wildcard"},
-		{notify.Config{Address: "nats://nats:4222", Channel: "flux..events"}, "has an empty token"},
-		{notify.Config{Address: "nats://nats:4222", Channel: "flux events"}, "holds whitespace"},
-		{notify.Config{Address: "nats://nats:4222", Channel: subject, Proxy: proxy}, "a proxy (spec.proxySecretRef) is not supported"},
-		{notify.Config{Address: "http://u:" + password + "@nats:4222", Channel: subject}, "want nats://HOST:PORT"},
+		{notify.Config{AllowLoopback: true, Channel: subject}, "an address is required"},
+		{notify.Config{AllowLoopback: true, Address: "http://nats:4222", Channel: subject}, "want nats://HOST:PORT"},
+		{notify.Config{AllowLoopback: true, Address: "nats://169.254.169.254:4222", Channel: subject}, "link-local"},
+		{notify.Config{AllowLoopback: true, Address: "nats://nats:4222"}, "the subject is required: set spec.channel"},
+		{notify.Config{AllowLoopback: true, Address: "nats://nats:4222", Channel: "flux.*"}, "has a wildcard"},
+		{notify.Config{AllowLoopback: true, Address: "nats://nats:4222", Channel: "flux..events"}, "has an empty token"},
+		{notify.Config{AllowLoopback: true, Address: "nats://nats:4222", Channel: "flux events"}, "holds whitespace"},
+		{notify.Config{AllowLoopback: true, Address: "nats://nats:4222", Channel: subject, Proxy: proxy}, "a proxy (spec.proxySecretRef) is not supported"},
+		{notify.Config{AllowLoopback: true, Address: "http://u:" + password + "@nats:4222", Channel: subject}, "want nats://HOST:PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.wantErr, func(t *testing.T) {

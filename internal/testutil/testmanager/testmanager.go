@@ -34,7 +34,8 @@ import (
 //   - the storage, Receiver and tags servers on reserved loopback ports,
 //     and the storage in a new temporary folder;
 //   - 4 objects of a kind at once, retries after 100 ms to 2 s, dependencies
-//     waited for every second, and intervals without jitter.
+//     waited for every second, and intervals without jitter;
+//   - loopback addresses allowed, where the test servers listen.
 func Options(controllers ...string) (manager.Options, error) {
 	o := manager.DefaultOptions()
 	manager.BindControllerFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), &o)
@@ -44,6 +45,7 @@ func Options(controllers ...string) (manager.Options, error) {
 	o.MinRetryDelay, o.MaxRetryDelay = 100*time.Millisecond, 2*time.Second
 	o.RequeueDependency = time.Second
 	o.IntervalJitterPercentage = 0
+	o.AllowLoopback = true
 	dir, err := os.MkdirTemp("", "windlass-storage-")
 	if err != nil {
 		return o, err
