@@ -50,7 +50,15 @@ type Options struct {
 	// Transport is the base transport (TLS CA, client certificate, proxy);
 	// nil uses minio-go's default.
 	Transport http.RoundTripper
+	// MaxObjects bounds the objects a listing may hold; zero means
+	// DefaultMaxObjects.
+	MaxObjects int
 }
+
+// DefaultMaxObjects bounds a listing: far more files than any bucket of
+// manifests holds, and a listing held in memory of a few tens of MiB at
+// most (a key is at most 1,024 bytes).
+const DefaultMaxObjects = 100_000
 
 // Object is one object of a listing.
 type Object struct {
@@ -67,8 +75,9 @@ type Client struct {
 	minio *minio.Client
 	core  minio.Core
 	// secretKey is kept to scrub it from any error text.
-	secretKey string
-	anonymous bool
+	secretKey  string
+	anonymous  bool
+	maxObjects int
 }
 
 // sharedTransport is the transport of every client that brings none: one
@@ -104,7 +113,11 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid S3 endpoint '%s': %s", o.Endpoint, oneLine(err.Error(), o.SecretKey))
 	}
-	return &Client{minio: mc, core: minio.Core{Client: mc}, secretKey: o.SecretKey, anonymous: o.AccessKey == ""}, nil
+	maxObjects := o.MaxObjects
+	if maxObjects <= 0 {
+		maxObjects = DefaultMaxObjects
+	}
+	return &Client{minio: mc, core: minio.Core{Client: mc}, secretKey: o.SecretKey, anonymous: o.AccessKey == "", maxObjects: maxObjects}, nil
 }
 
 // checkEndpoint refuses an endpoint that is not a bare host[:port]. An
@@ -129,11 +142,14 @@ func checkEndpoint(endpoint string) error {
 // List returns every object of bucket whose key starts with prefix, in all
 // folders, sorted by key. Folder markers (keys ending in "/") are left out.
 // A listing with an unsafe key (see CheckKey), a key listed twice or a key
-// that is also another key's folder is refused whole.
+// that is also another key's folder is refused whole, and so is one with
+// more objects than the client's MaxObjects, as soon as it has them.
 func (c *Client) List(ctx context.Context, bucket, prefix string) ([]Object, error) {
 	if bucket == "" {
 		return nil, errors.New("the bucket name is empty: set spec.bucketName")
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // ends minio-go's listing when it is left early
 	var objs []Object
 	opts := minio.ListObjectsOptions{Prefix: prefix, Recursive: true, FetchOwner: new(bool)}
 	for info := range c.minio.ListObjectsIter(ctx, bucket, opts) {
@@ -142,6 +158,9 @@ func (c *Client) List(ctx context.Context, bucket, prefix string) ([]Object, err
 		}
 		if strings.HasSuffix(info.Key, "/") {
 			continue
+		}
+		if len(objs) == c.maxObjects {
+			return nil, fmt.Errorf("bucket '%s' lists more than %d objects under prefix '%s': narrow it with spec.prefix", bucket, c.maxObjects, prefix)
 		}
 		objs = append(objs, Object{Key: info.Key, ETag: info.ETag, Size: info.Size})
 	}

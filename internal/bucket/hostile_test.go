@@ -410,3 +410,36 @@ func TestErrorsFromAHostileServerCarryNoSecrets(t *testing.T) {
 		expectNoSecrets(g, err, hostileSecret, "deadbeef", "cafe01", "AKHOSTILE%2F")
 	}
 }
+
+// security-2 runner-up, Bucket object count: a server that lists pages of
+// objects without end is stopped once the listing holds more than
+// MaxObjects, with an error that says what to do, after no more pages
+// than those take; the objects are never downloaded.
+func TestListingOfMoreObjectsThanAllowedIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	var pages atomic.Int32
+	h := &hostile{list: func(w http.ResponseWriter, r *http.Request) {
+		page := pages.Add(1)
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+		fmt.Fprintf(&b, "<Name>b</Name><KeyCount>1000</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated>"+
+			"<NextContinuationToken>page-%d</NextContinuationToken><EncodingType>url</EncodingType>", page+1)
+		for i := range 1000 {
+			fmt.Fprintf(&b, `<Contents><Key>p%05d/o%04d</Key><ETag>"e"</ETag><Size>1</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents>`, page, i)
+		}
+		b.WriteString("</ListBucketResult>")
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, b.String())
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(srv.Close)
+	c, err := New(Options{Endpoint: strings.TrimPrefix(srv.URL, "http://"), Insecure: true,
+		Region: "us-east-1", AccessKey: "AKHOSTILE", SecretKey: hostileSecret, MaxObjects: 2500})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = c.List(context.Background(), "hostile", "")
+	g.Expect(err).To(MatchError("bucket 'hostile' lists more than 2500 objects under prefix '': narrow it with spec.prefix"))
+	h.waitHandlers(t)
+	g.Expect(pages.Load()).To(BeNumerically("<=", 4), "minio-go reads a page ahead at most")
+	g.Expect(h.gets.Load()).To(BeZero())
+}

@@ -318,3 +318,11 @@ type ImageUpdateAutomationList struct {
 func init() {
 	SchemeBuilder.Register(&ImageUpdateAutomation{}, &ImageUpdateAutomationList{})
 }
+
+// PushFromNamespacesAnnotation, on a GitRepository, names the namespaces
+// whose ImageUpdateAutomations may push with its credentials, comma
+// separated ("*" for all): an automation in another namespace than the
+// GitRepository's is refused unless its namespace is listed, since a push
+// writes with credentials that its namespace does not hold. A Windlass
+// extension.
+const PushFromNamespacesAnnotation = "windlass.dev/push-from-namespaces"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,7 +125,8 @@ const sourceIndexKey = ".spec.sourceRef"
 // SetupWithManager registers the reconciler with mgr: besides what the
 // runner watches (the Gates), it watches the ImagePolicies (an automation
 // runs when one of its namespace elects a new image) and the
-// GitRepositories (a change of URL or credentials).
+// GitRepositories (a change of URL or credentials, or of the namespaces
+// they lend their credentials to).
 func (r *ImageUpdateAutomationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImageUpdateAutomation{}, sourceIndexKey, func(o client.Object) []string {
 		a := o.(*imagev1.ImageUpdateAutomation)
@@ -144,7 +146,7 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(ctx context.Context, 
 	return b.Watches(&imagev1.ImagePolicy{}, handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
 		builder.WithPredicates(latestRefChanged())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.automationsOfSource),
-			builder.WithPredicates(generationChanged())).
+			builder.WithPredicates(sourceChanged())).
 		Complete(runner)
 }
 
@@ -240,6 +242,11 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 		}
 		return outcome.ResultEmpty, err
 	}
+	if key.Namespace != obj.Namespace && !lendsPushTo(source, obj.Namespace) {
+		return outcome.ResultEmpty, outcome.Stall(meta.AccessDeniedReason,
+			fmt.Errorf("GitRepository '%s' is in another namespace and lends its credentials to no push from '%s': annotate it %s=%s",
+				key, obj.Namespace, imagev1.PushFromNamespacesAnnotation, obj.Namespace))
+	}
 	u, err := url.Parse(source.Spec.URL)
 	if err != nil || u.Host == "" || !slices.Contains([]string{"http", "https", "ssh"}, u.Scheme) {
 		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSourceConfiguration,
@@ -267,6 +274,17 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 			fmt.Errorf("nothing to push to: the checkout is not a branch; set spec.git.push.branch"))
 	}
 	return outcome.ResultEmpty, nil
+}
+
+// lendsPushTo reports whether source lets the automations of namespace
+// push with its credentials (imagev1.PushFromNamespacesAnnotation).
+func lendsPushTo(source *sourcev1.GitRepository, namespace string) bool {
+	for _, ns := range strings.Split(source.GetAnnotations()[imagev1.PushFromNamespacesAnnotation], ",") {
+		if ns = strings.TrimSpace(ns); ns == "*" || ns == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // checkoutBranch returns the branch checked out, or "" when the checkout

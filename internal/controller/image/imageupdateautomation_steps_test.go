@@ -43,6 +43,14 @@ func stepSource(ns, url string, ref *sourcev1.GitRepositoryRef) *sourcev1.GitRep
 		Spec: sourcev1.GitRepositorySpec{URL: url, Interval: metav1.Duration{Duration: time.Minute}, Reference: ref}}
 }
 
+// lentSource is the GitRepository infra/fleet, lending its credentials to
+// the pushes of namespaces.
+func lentSource(namespaces string) *sourcev1.GitRepository {
+	s := stepSource("infra", "https://git.example.com/fleet", nil)
+	s.Annotations = map[string]string{imagev1.PushFromNamespacesAnnotation: namespaces}
+	return s
+}
+
 // describeErr describes a step's error: "" for none, else "stall:<reason>"
 // or "fail:<reason>".
 func describeErr(err error) string {
@@ -110,7 +118,13 @@ func TestGetSourceStep(t *testing.T) {
 		{name: "cross-namespace under lockdown", lockdown: true,
 			objects: []client.Object{stepSource("infra", "https://git.example.com/fleet", nil)},
 			mutate:  func(a *imagev1.ImageUpdateAutomation) { a.Spec.SourceRef.Namespace = "infra" }, want: "stall:" + meta.AccessDeniedReason},
-		{name: "cross-namespace", objects: []client.Object{stepSource("infra", "https://git.example.com/fleet", nil)},
+		{name: "cross-namespace, not lent", objects: []client.Object{stepSource("infra", "https://git.example.com/fleet", nil)},
+			mutate: func(a *imagev1.ImageUpdateAutomation) { a.Spec.SourceRef.Namespace = "infra" }, want: "stall:" + meta.AccessDeniedReason},
+		{name: "cross-namespace, lent to others", objects: []client.Object{lentSource("team-b, team-c")},
+			mutate: func(a *imagev1.ImageUpdateAutomation) { a.Spec.SourceRef.Namespace = "infra" }, want: "stall:" + meta.AccessDeniedReason},
+		{name: "cross-namespace, lent", objects: []client.Object{lentSource("team-b, apps")},
+			mutate: func(a *imagev1.ImageUpdateAutomation) { a.Spec.SourceRef.Namespace = "infra" }, push: "master"},
+		{name: "cross-namespace, lent to all", objects: []client.Object{lentSource("*")},
 			mutate: func(a *imagev1.ImageUpdateAutomation) { a.Spec.SourceRef.Namespace = "infra" }, push: "master"},
 		{name: "plain http refused", objects: []client.Object{stepSource("apps", "http://git.example.com/fleet", nil)},
 			want: "stall:" + meta.InsecureConnectionsDisallowedReason},

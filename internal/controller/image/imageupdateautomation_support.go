@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -257,7 +258,11 @@ func latestRefChanged() predicate.Predicate {
 	}
 }
 
-// generationChanged passes the updates of a spec.
-func generationChanged() predicate.Predicate {
-	return predicate.GenerationChangedPredicate{}
+// sourceChanged passes the updates of a GitRepository's spec, and of the
+// namespaces it lends its credentials to (imagev1.PushFromNamespacesAnnotation).
+func sourceChanged() predicate.Predicate {
+	lent := func(o client.Object) string { return o.GetAnnotations()[imagev1.PushFromNamespacesAnnotation] }
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool { return lent(e.ObjectOld) != lent(e.ObjectNew) },
+	})
 }

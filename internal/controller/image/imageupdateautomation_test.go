@@ -288,3 +288,33 @@ func TestImageUpdateAutomation_GitDown(t *testing.T) {
 	a = testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool { return a.Status.LastPushCommit != "" })
 	g.Expect(s.repo.Head("main")).To(Equal(a.Status.LastPushCommit))
 }
+
+// security-2 runner-up: an automation in a tenant's namespace naming the
+// GitRepository of another namespace does not push with that repository's
+// credentials: it is Stalled (AccessDenied), saying how the repository's
+// owner lends them, and nothing reaches the server; once the GitRepository
+// lends them to the tenant, the automation runs without being touched.
+func TestImageUpdateAutomation_CrossNamespaceCredentialsAreLentOnly(t *testing.T) {
+	g := NewWithT(t)
+	s := newAutomationStory(t)
+	tenant := env.CreateNamespace(t)
+	a := s.automation("borrower")
+	a.Namespace = tenant
+	a.Spec.SourceRef.Namespace = s.ns
+	create(g, a)
+
+	stalled := testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool {
+		return conditions.IsTrue(a, meta.StalledCondition)
+	})
+	g.Expect(conditions.Reason(stalled, meta.StalledCondition)).To(Equal(meta.AccessDeniedReason))
+	g.Expect(conditions.Message(stalled, meta.StalledCondition)).To(ContainSubstring(
+		imagev1.PushFromNamespacesAnnotation + "=" + tenant))
+	g.Expect(s.git.RequestsFor("fleet.git")).To(BeZero(), "the server saw nothing of the tenant")
+
+	repo := &sourcev1.GitRepository{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "fleet"}, repo)).To(Succeed())
+	repo.Annotations = map[string]string{imagev1.PushFromNamespacesAnnotation: tenant}
+	g.Expect(env.Client.Update(context.Background(), repo)).To(Succeed())
+	ready(g, a)
+	g.Expect(s.git.RequestsFor("fleet.git")).To(BeNumerically(">", 0))
+}
