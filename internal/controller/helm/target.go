@@ -7,6 +7,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -20,9 +21,15 @@ import (
 )
 
 // reconcileValues composes the release's values from spec.valuesFrom and
-// spec.values.
+// spec.values. The ConfigMaps and Secrets of valuesFrom are read as the
+// release's identity (valuesReader): a tenant's release renders only what
+// its service account may read.
 func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
-	vals, err := values.Compose(ctx, r.Client, obj)
+	reader, err := r.valuesReader(ctx, obj)
+	if err != nil {
+		return outcome.ResultEmpty, err
+	}
+	vals, err := values.Compose(ctx, reader, obj)
 	if err != nil {
 		switch {
 		case values.IsNotFound(err):
@@ -34,6 +41,22 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2
 	}
 	sc.values, sc.configDigest = vals, helmaction.ConfigDigest(vals)
 	return outcome.ResultSuccess, nil
+}
+
+// valuesReader returns what reads obj's valuesFrom, in the management
+// cluster (where they live, whatever spec.kubeConfig says): the manager's
+// cached client when the release impersonates no service account, else an
+// uncached client that acts as that service account (spec.serviceAccountName,
+// or --default-service-account).
+func (r *HelmReleaseReconciler) valuesReader(ctx context.Context, obj *helmv2.HelmRelease) (client.Reader, error) {
+	if len(obj.Spec.ValuesFrom) == 0 || (obj.Spec.ServiceAccountName == "" && r.Targets.DefaultServiceAccount == "") {
+		return r.Client, nil
+	}
+	t, err := r.Targets.For(ctx, impersonation.Identity{Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName}, r.Client)
+	if err != nil {
+		return nil, outcome.Fail(helmv2.InitFailedReason, err)
+	}
+	return t.Client, nil
 }
 
 // reconcileTarget resolves the cluster and identity of the release, its
