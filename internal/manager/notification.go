@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/forward"
 )
 
+// DefaultEventsServiceAccount is the service account that the install
+// manifests give every controller (config/rbac/service_account.yaml): the
+// event endpoint admits it, in the runtime namespace, by default.
+const DefaultEventsServiceAccount = "windlass"
+
 // NotificationOptions are the options of the notification controller.
 type NotificationOptions struct {
 	// ReceiverAddr is where the Receivers' webhooks are served.
@@ -23,6 +29,10 @@ type NotificationOptions struct {
 	// EventsListenAddr, when set, serves the event endpoint that
 	// controllers in other processes post to.
 	EventsListenAddr string
+	// EventsAllowedServiceAccounts are the service accounts whose tokens
+	// the event endpoint admits, each "name" (in Namespace) or
+	// "namespace/name"; DefaultEventsServiceAccount when empty.
+	EventsAllowedServiceAccounts []string
 	// AllowLinkLocal lets Providers post to link-local addresses.
 	AllowLinkLocal bool
 	// RateLimitInterval is the window in which the same event is sent
@@ -36,6 +46,8 @@ type NotificationOptions struct {
 func (o *NotificationOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ReceiverAddr, "receiver-addr", ":9292", "address the Receivers' webhooks are served on")
 	fs.StringVar(&o.EventsListenAddr, "events-listen-addr", "", "address of the event endpoint for controllers in other processes (none when empty)")
+	fs.StringSliceVar(&o.EventsAllowedServiceAccounts, "events-allowed-service-accounts", []string{DefaultEventsServiceAccount},
+		"service accounts whose tokens the event endpoint admits, each name (in the runtime namespace) or namespace/name")
 	fs.BoolVar(&o.AllowLinkLocal, "allow-link-local-addresses", false, "let Providers post to link-local addresses (169.254.0.0/16, fe80::/10) and cloud metadata endpoints (fd00:ec2::254, 100.100.100.200)")
 	fs.DurationVar(&o.RateLimitInterval, "rate-limit-interval", dispatch.DefaultWindow, "window in which the same event is sent once and a flood of failures is folded into one message")
 }
@@ -70,7 +82,8 @@ func (m *Manager) eventSink(name string) event.Sink {
 	case m.dispatcher != nil:
 		return &sink
 	case m.eventsAddr != "":
-		poster := &forward.Poster{Sink: sink, URL: m.eventsAddr, Log: ctrl.Log.WithName("events").WithValues("controller", name)}
+		poster := &forward.Poster{Sink: sink, URL: m.eventsAddr, Token: forward.TokenFromConfig(m.GetConfig()),
+			Log: ctrl.Log.WithName("events").WithValues("controller", name)}
 		if err := m.Add(poster); err != nil {
 			ctrl.Log.Error(err, "Cannot post events", "controller", name)
 			return nil
@@ -100,7 +113,38 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	if opts.Notification.EventsListenAddr == "" {
 		return nil
 	}
-	return m.Add(apiServer(opts.Notification.EventsListenAddr, &forward.Handler{Dispatcher: m.dispatcher}))
+	auth, err := m.eventsAuth(opts)
+	if err != nil {
+		return err
+	}
+	return m.Add(apiServer(opts.Notification.EventsListenAddr, &forward.Handler{Dispatcher: m.dispatcher, Auth: auth}))
+}
+
+// eventsAuth returns what admits the callers of the event endpoint: the
+// tokens of the service accounts of --events-allowed-service-accounts.
+func (m *Manager) eventsAuth(opts Options) (*forward.TokenReviewer, error) {
+	allowed, err := opts.Notification.eventsAllowedUsers(opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	log := ctrl.Log.WithName("events")
+	log.Info("The event endpoint admits the tokens of these service accounts", "allowed", allowed)
+	return &forward.TokenReviewer{Client: m.GetClient(), Allowed: allowed, Log: log}, nil
+}
+
+// eventsAllowedUsers returns the user names of the service accounts of
+// --events-allowed-service-accounts, those without a namespace in
+// namespace (the runtime namespace).
+func (o NotificationOptions) eventsAllowedUsers(namespace string) ([]string, error) {
+	names := o.EventsAllowedServiceAccounts
+	if len(names) == 0 {
+		names = []string{DefaultEventsServiceAccount}
+	}
+	allowed, err := forward.AllowedUsers(namespace, names)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --events-allowed-service-accounts: %w", err)
+	}
+	return allowed, nil
 }
 
 // runnableFunc runs a function as a manager Runnable on every replica.

@@ -187,12 +187,14 @@ func TestInstallWaitEnds(t *testing.T) {
 		name      string
 		strategy  kube.WaitStrategy
 		timeout   time.Duration
-		cancelIn  time.Duration
-		wantUnder time.Duration
+		// cancelWaiting ends the context once the install waits (its
+		// release is stored, pending).
+		cancelWaiting bool
+		wantUnder     time.Duration
 	}{
 		{name: "at the timeout (kstatus)", timeout: 2 * time.Second, wantUnder: 20 * time.Second},
 		{name: "at the timeout (legacy)", strategy: kube.LegacyStrategy, timeout: 2 * time.Second, wantUnder: 20 * time.Second},
-		{name: "when the context ends", timeout: 10 * time.Minute, cancelIn: 2 * time.Second, wantUnder: 20 * time.Second},
+		{name: "when the context ends", timeout: 10 * time.Minute, cancelWaiting: true, wantUnder: 20 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,8 +202,8 @@ func TestInstallWaitEnds(t *testing.T) {
 			f := newFixture(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			if tt.cancelIn > 0 {
-				time.AfterFunc(tt.cancelIn, cancel)
+			if tt.cancelWaiting {
+				go cancelOnceWaiting(ctx, f, "app", cancel)
 			}
 			start := time.Now()
 			rel, err := f.runner.Install(ctx, basicChart(t, "1.0.0", neverReady(t)...), nil, InstallOptions{
@@ -217,6 +219,24 @@ func TestInstallWaitEnds(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(last.Info.Status).To(Equal(rcommon.StatusFailed), "the failure is stored, not left pending")
 		})
+	}
+}
+
+// cancelOnceWaiting calls cancel once the release name is stored pending,
+// that is once its action waits, or when ctx ends first.
+func cancelOnceWaiting(ctx context.Context, f *fixture, name string, cancel func()) {
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if last, err := f.runner.Last(name); err == nil && last != nil && last.Info != nil && last.Info.Status.IsPending() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 

@@ -376,10 +376,10 @@ func TestRenderTimeIsCountedFromWhenTheProcessHasTheChart(t *testing.T) {
 	r.slots <- struct{}{} // the one turn is taken for longer than the render may take
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Render(context.Background(), Request{Chart: testChart("app", nil, nil), Timeout: 200 * time.Millisecond})
+		_, err := r.Render(context.Background(), Request{Chart: testChart("app", nil, nil), Timeout: 5 * time.Second})
 		done <- err
 	}()
-	g.Consistently(done, time.Second).ShouldNot(Receive(), "waiting for a turn")
+	g.Consistently(done, 6*time.Second).ShouldNot(Receive(), "waiting for a turn, longer than the render may take")
 	<-r.slots
 	g.Eventually(done, time.Minute).Should(Receive(BeNil()))
 }

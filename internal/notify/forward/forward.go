@@ -5,7 +5,9 @@
 // with a call: no copy over the network, no API request. When they run
 // apart, Poster POSTs the wire events from a bounded queue with retries to
 // the notification controller's event endpoint, Handler, which dispatches
-// them there.
+// them there. The endpoint admits only the service accounts it is told to:
+// a Poster sends its service-account token, which TokenReviewer checks
+// with a TokenReview.
 package forward
 
 import (

@@ -9,9 +9,9 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 )
 
-// FuzzHandler feeds the event endpoint any body and object headers: it
-// never panics, answers 202 only for an event that names its object and has
-// a message, and 400 or 413 otherwise.
+// FuzzHandler feeds the event endpoint, past its authentication, any body
+// and object headers: it never panics, answers 202 only for an event that
+// names its object and has a message, and 400 or 413 otherwise.
 func FuzzHandler(f *testing.F) {
 	f.Add([]byte(`{"involvedObject":{"kind":"Kustomization","namespace":"apps","name":"web"},"severity":"error",`+
 		`"timestamp":"2026-01-02T03:04:05Z","message":"health check failed","reason":"HealthCheckFailed",`+
@@ -32,7 +32,7 @@ func FuzzHandler(f *testing.F) {
 		r.Header.Set(LabelsHeader, labels)
 		r.Header.Set(ReadyHeader, ready)
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		h.serveEvent(w, r)
 		switch w.Code {
 		case http.StatusAccepted:
 			ev, _, err := decodeEvent(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))

@@ -51,7 +51,8 @@ type postedEvent struct {
 // the notification controller's event endpoint (--events-addr), from a
 // bounded queue with retries. A slow or absent notification controller
 // never slows a reconciler: when the queue is full, the oldest event is
-// dropped and counted.
+// dropped and counted. It authenticates with the service-account token of
+// Token, which the endpoint requires.
 type Poster struct {
 	// Sink builds the wire events (its Dispatcher is not used).
 	Sink Sink
@@ -66,6 +67,9 @@ type Poster struct {
 	// Backoff is the wait before the second attempt, doubled after each
 	// (DefaultBackoff when zero).
 	Backoff time.Duration
+	// Token is the service-account token sent (Authorization: Bearer);
+	// without one, the endpoint refuses every event.
+	Token TokenSource
 	// Log receives the events given up.
 	Log logr.Logger
 
@@ -118,6 +122,9 @@ func (p *Poster) NeedLeaderElection() bool { return false }
 // Start posts the queued events until ctx ends.
 func (p *Poster) Start(ctx context.Context) error {
 	p.init()
+	if p.Token == nil {
+		p.Log.Info("No service-account token to post events with: the event endpoint will refuse every event")
+	}
 	for {
 		p.mu.Lock()
 		var next postedEvent
@@ -185,6 +192,9 @@ func (p *Poster) post(ctx context.Context, ev postedEvent) error {
 	if ev.ready {
 		req.Header.Set(ReadyHeader, "true")
 	}
+	if err := p.authorize(req); err != nil {
+		return err
+	}
 	c := p.Client
 	if c == nil {
 		c = &http.Client{Timeout: DefaultPostTimeout}
@@ -195,18 +205,45 @@ func (p *Poster) post(ctx context.Context, ev postedEvent) error {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode/100 != 2 {
+	return answered(resp)
+}
+
+// authorize sets the service-account token of req, when the Poster has
+// one.
+func (p *Poster) authorize(req *http.Request) error {
+	if p.Token == nil {
+		return nil
+	}
+	token, err := p.Token.Token()
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	return nil
+}
+
+// answered returns the error of an answer that is not a success.
+func answered(resp *http.Response) error {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("the event endpoint refused this process's token (%s): it takes the token of a service account "+
+			"in the notification controller's --events-allowed-service-accounts", resp.Status)
+	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("posting the event: %s", resp.Status)
 	}
 	return nil
 }
 
-// Handler is the notification controller's event endpoint: it decodes the
-// wire event of each POST (bounded) and dispatches it, with the labels and
-// Ready hint of a Poster's headers.
+// Handler is the notification controller's event endpoint: it
+// authenticates the caller, then decodes the wire event of each POST
+// (bounded) and dispatches it, with the labels and Ready hint of a
+// Poster's headers.
 type Handler struct {
 	// Dispatcher receives the events.
 	Dispatcher *dispatch.Dispatcher
+	// Auth admits the callers; a Handler without one refuses every
+	// request.
+	Auth *TokenReviewer
 }
 
 // ServeHTTP implements http.Handler.
@@ -215,6 +252,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST an event", http.StatusMethodNotAllowed)
 		return
 	}
+	status := http.StatusUnauthorized
+	if h.Auth != nil {
+		status = h.Auth.Authenticate(r.Context(), r)
+	}
+	if status != http.StatusOK {
+		refuse(w, status)
+		return
+	}
+	h.serveEvent(w, r)
+}
+
+// refuse answers a request that was not authenticated with status.
+func refuse(w http.ResponseWriter, status int) {
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="windlass events"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+	}
+	http.Error(w, http.StatusText(status), status)
+}
+
+// serveEvent dispatches the event of an authenticated request.
+func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
 	ev, obj, err := decodeEvent(w, r)
 	if err != nil {
 		status := http.StatusBadRequest

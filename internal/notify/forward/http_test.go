@@ -19,9 +19,13 @@ import (
 
 // endpoint is a notification controller's event endpoint on loopback
 // whose dispatcher sends what matches the team=web label to box; the
-// first failures answers are 503.
-func endpoint(t *testing.T, g *WithT, failures int32) (*httptest.Server, *inbox) {
+// first failures answers are 503. It admits the returned token, of the
+// windlass service account of a namespace of the test.
+func endpoint(t *testing.T, g *WithT, failures int32) (*httptest.Server, *inbox, string) {
 	t.Helper()
+	ns := env.CreateNamespace(t)
+	token := serviceAccountToken(t, g, ns, "windlass")
+	auth := &TokenReviewer{Client: env.Client, Allowed: []string{ServiceAccountUser(ns, "windlass")}}
 	d := dispatch.New(dispatch.Options{})
 	box := &inbox{}
 	g.Expect(d.SetRule(dispatch.Rule{Key: "apps/web", Namespace: "apps", Severity: dispatch.SeverityError,
@@ -31,7 +35,7 @@ func endpoint(t *testing.T, g *WithT, failures int32) (*httptest.Server, *inbox)
 	t.Cleanup(cancel)
 	go func() { _ = d.Run(ctx) }()
 	var failed atomic.Int32
-	h := &Handler{Dispatcher: d}
+	h := &Handler{Dispatcher: d, Auth: auth}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if failed.Add(1) <= failures {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -40,7 +44,7 @@ func endpoint(t *testing.T, g *WithT, failures int32) (*httptest.Server, *inbox)
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, box
+	return srv, box, token
 }
 
 func startPoster(t *testing.T, p *Poster) {
@@ -55,8 +59,9 @@ func startPoster(t *testing.T, p *Poster) {
 // and a 503 is retried.
 func TestPosterToHandler(t *testing.T) {
 	g := NewWithT(t)
-	srv, box := endpoint(t, g, 1)
-	p := &Poster{Sink: Sink{Scheme: scheme.New(), Controller: "kustomize-controller"}, URL: srv.URL, Backoff: 10 * time.Millisecond}
+	srv, box, token := endpoint(t, g, 1)
+	p := &Poster{Sink: Sink{Scheme: scheme.New(), Controller: "kustomize-controller"}, URL: srv.URL, Backoff: 10 * time.Millisecond,
+		Token: StaticToken(token)}
 	startPoster(t, p)
 	ctx := context.Background()
 	p.Forward(ctx, kustomization(metav1.ConditionFalse), event.Event{Type: event.TypeWarning, Reason: "BuildFailed", Message: "kustomize build failed"})
@@ -84,11 +89,11 @@ func TestPosterNeverBlocks(t *testing.T) {
 	g.Expect(p.Dropped()).To(Equal(int64(95)))
 }
 
-// TestHandlerRefuses: a body over the bound, a body that is not an event
-// and a GET are refused, and dispatch nothing.
+// TestHandlerRefuses: from an admitted poster, a body over the bound, a
+// body that is not an event and a GET are refused, and dispatch nothing.
 func TestHandlerRefuses(t *testing.T) {
 	g := NewWithT(t)
-	srv, box := endpoint(t, g, 0)
+	srv, box, token := endpoint(t, g, 0)
 	tests := []struct {
 		method, body string
 		want         int
@@ -101,6 +106,7 @@ func TestHandlerRefuses(t *testing.T) {
 	for _, tt := range tests {
 		req, err := http.NewRequest(tt.method, srv.URL, strings.NewReader(tt.body))
 		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
 		_ = resp.Body.Close()

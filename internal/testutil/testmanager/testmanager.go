@@ -82,8 +82,15 @@ type Suite struct {
 }
 
 // Run starts the control plane and the manager, runs the tests and stops
-// everything; it returns the exit code.
+// everything; it returns the exit code. The logs are captured first:
+// controller-runtime drops for good the logs of a process that has set no
+// logger 30 s after it started, which a control plane slow to start on a
+// loaded machine would otherwise take.
 func (s Suite) Run(m *testing.M) int {
+	logs := testutil.CaptureLogs()
+	if s.Logs != nil {
+		*s.Logs = logs
+	}
 	if s.KubeControllerManager {
 		return testenv.Run(m, s.Env, testenv.ControllerManager, s.start)
 	}
@@ -91,10 +98,6 @@ func (s Suite) Run(m *testing.M) int {
 }
 
 func (s Suite) start(ctx context.Context, e *testenv.Environment) error {
-	logs := testutil.CaptureLogs()
-	if s.Logs != nil {
-		*s.Logs = logs
-	}
 	opts, err := Options(s.Controllers...)
 	if err != nil {
 		return err
