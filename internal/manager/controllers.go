@@ -69,6 +69,10 @@ type SourceOptions struct {
 	// HelmChartFileMaxSize, when positive, bounds each file of a chart
 	// built by a HelmChart; zero keeps the chart package's default.
 	HelmChartFileMaxSize int64
+	// HelmIndexCacheMaxMemory, when positive, bounds the estimated memory
+	// of the parsed Helm repository indexes kept; zero keeps the source
+	// controller's default.
+	HelmIndexCacheMaxMemory int64
 }
 
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
@@ -82,6 +86,8 @@ func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.GitClonesMaxMemory, "git-clones-max-memory", 0, "bytes all git clones in progress may hold in memory together; a clone past it is retried (0: 2 GiB)")
 	fs.Int64Var(&o.HelmIndexMaxSize, "helm-index-max-size", repository.DefaultMaxIndexSize, "bytes a Helm repository index may hold")
 	fs.Int64Var(&o.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultMaxFileSize, "bytes each file of a chart that a HelmChart builds may hold, uncompressed")
+	fs.Int64Var(&o.HelmIndexCacheMaxMemory, "helm-index-cache-max-memory", sourcectrl.DefaultHelmIndexCacheMaxMemory,
+		"estimated bytes of memory the parsed Helm repository indexes kept for the next HelmCharts may hold together (0: the default)")
 }
 
 // KustomizeOptions are the options of the kustomize controller.
@@ -114,6 +120,10 @@ type HelmOptions struct {
 	Concurrent int
 	// MaxChartSize bounds a packaged chart read from an artifact.
 	MaxChartSize int64
+	// ChartCacheMaxMemory, when positive, bounds the estimated memory of
+	// the loaded charts kept for the next reconciliations; zero keeps the
+	// helm controller's default.
+	ChartCacheMaxMemory int64
 	// Render bounds each render of a chart's templates, which runs in a
 	// child process.
 	Render sandbox.Limits
@@ -122,6 +132,8 @@ type HelmOptions struct {
 func (o *HelmOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrent, "helm-concurrent", 16, "how many HelmReleases are installed, upgraded or checked at once")
 	fs.Int64Var(&o.MaxChartSize, "helm-chart-max-size", helmctrl.DefaultMaxChartSize, "bytes a packaged chart may hold")
+	fs.Int64Var(&o.ChartCacheMaxMemory, "helm-chart-cache-max-memory", helmctrl.DefaultChartCacheMaxMemory,
+		"estimated bytes of memory the loaded charts kept for the next HelmRelease reconciliations may hold together (0: the default)")
 	fs.Int64Var(&o.Render.Memory, "helm-render-max-memory", sandbox.DefaultMemory, "bytes of memory the process that renders one chart's templates may use")
 	fs.Int64Var(&o.Render.Output, "helm-render-max-output", sandbox.DefaultOutput, "bytes the manifests rendered from one chart may hold")
 	fs.IntVar(&o.Render.Concurrency, "helm-render-concurrency", sandbox.DefaultConcurrency, "how many charts are rendered at once, each in a process of its own")
@@ -243,7 +255,11 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 // setupHelmSources sets up the HelmRepository and HelmChart reconcilers,
 // which share one cache of parsed repository indexes.
 func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
-	m.HelmIndexes = repository.NewIndexCache(sourcectrl.DefaultHelmIndexCacheSize, sourcectrl.DefaultHelmIndexCacheTTL)
+	indexMemory := opts.Source.HelmIndexCacheMaxMemory
+	if indexMemory <= 0 {
+		indexMemory = sourcectrl.DefaultHelmIndexCacheMaxMemory
+	}
+	m.HelmIndexes = repository.NewIndexCache(sourcectrl.DefaultHelmIndexCacheSize, indexMemory, sourcectrl.DefaultHelmIndexCacheTTL)
 	repo := &sourcectrl.HelmRepositoryReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
@@ -327,6 +343,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 		MaxChartSize:         opts.Helm.MaxChartSize,
+		ChartCacheMaxMemory:  opts.Helm.ChartCacheMaxMemory,
 		Sandbox:              renderer,
 	}
 	copts := opts.controllerOptions()

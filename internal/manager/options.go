@@ -157,6 +157,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("--git-clones-max-memory must not be negative")
 	case o.Source.FetchMaxSize < 0:
 		return fmt.Errorf("--fetch-max-size must not be negative")
+	case o.Source.HelmIndexCacheMaxMemory < 0:
+		return fmt.Errorf("--helm-index-cache-max-memory must not be negative")
+	case o.Helm.ChartCacheMaxMemory < 0:
+		return fmt.Errorf("--helm-chart-cache-max-memory must not be negative")
 	case o.Source.ArtifactRetentionRecords < 1:
 		return fmt.Errorf("--artifact-retention-records must be at least 1")
 	case o.IntervalJitterPercentage < 0 || o.IntervalJitterPercentage >= 100:

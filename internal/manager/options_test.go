@@ -50,6 +50,8 @@ func TestValidate(t *testing.T) {
 		{name: "retry delays reversed", mutate: func(o *Options) { o.MinRetryDelay = time.Hour }, wantErr: "--min-retry-delay"},
 		{name: "no records", mutate: func(o *Options) { o.Source.ArtifactRetentionRecords = 0 }, wantErr: "--artifact-retention-records"},
 		{name: "negative clone size", mutate: func(o *Options) { o.Source.GitCloneMaxSize = -1 }, wantErr: "--git-clone-max-size"},
+		{name: "negative index cache", mutate: func(o *Options) { o.Source.HelmIndexCacheMaxMemory = -1 }, wantErr: "--helm-index-cache-max-memory"},
+		{name: "negative chart cache", mutate: func(o *Options) { o.Helm.ChartCacheMaxMemory = -1 }, wantErr: "--helm-chart-cache-max-memory"},
 		{name: "jitter too large", mutate: func(o *Options) { o.IntervalJitterPercentage = 100 }, wantErr: "--interval-jitter-percentage"},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	hchart "helm.sh/helm/v4/pkg/chart/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -234,32 +233,9 @@ func (r *HelmReleaseReconciler) getChartSource(ctx context.Context, obj *helmv2.
 	return resolver.Get(ctx, obj.Namespace, chartRef(obj))
 }
 
-// loadedCharts keeps the charts loaded from artifacts, by digest: the
-// releases of one chart share one loaded copy. It holds at most max
-// charts; past it, it starts afresh.
-type loadedCharts struct {
-	mu     sync.Mutex
-	charts map[string]*hchart.Chart
-	max    int
-}
-
-func (c *loadedCharts) get(digest string) *hchart.Chart {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.charts[digest]
-}
-
-func (c *loadedCharts) put(digest string, ch *hchart.Chart) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.charts == nil || len(c.charts) >= c.max {
-		c.charts = make(map[string]*hchart.Chart)
-	}
-	c.charts[digest] = ch
-}
-
 // loadChart returns the chart of the source's artifact, loaded once per
-// digest. The loaded chart is shared: callers must not change it.
+// digest while the bounded cache keeps it (loadedCharts). The loaded chart
+// is shared: callers must not change it.
 func (r *HelmReleaseReconciler) loadChart(ctx context.Context, source sourceref.Source) (*hchart.Chart, error) {
 	a := source.GetArtifact()
 	ch := r.charts.get(a.Digest)

@@ -57,6 +57,10 @@ type HelmReleaseReconciler struct {
 	NoCrossNamespaceRefs bool
 	// MaxChartSize bounds a packaged chart; zero means DefaultMaxChartSize.
 	MaxChartSize int64
+	// ChartCacheMaxMemory bounds the estimated memory of the loaded
+	// charts kept for the next reconciliations; zero means
+	// DefaultChartCacheMaxMemory.
+	ChartCacheMaxMemory int64
 	// Sandbox renders charts in child processes bounded in memory, output
 	// and time; when nil, SetupWithManager makes one with the default
 	// limits.
@@ -102,7 +106,7 @@ func successMessage(obj *helmv2.HelmRelease) string {
 // HelmReleases, their chart sources (a new artifact reconciles them at
 // once), their dependencies of either kind, and their gates.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	r.charts.max = 64
+	r.charts.init(r.chartCacheMaxMemory())
 	if r.Sandbox == nil {
 		s, err := sandbox.New(sandbox.Limits{})
 		if err != nil {

@@ -285,7 +285,7 @@ func TestStep_ReconcileChart(t *testing.T) {
 			c := stepClient(tt.intercept, tt.objs...)
 			reader := &chartArchives{data: tt.archives, err: tt.readErr}
 			r := &HelmReleaseReconciler{Client: c, ChartReader: reader, NoCrossNamespaceRefs: tt.noCross, DependencyRequeue: stepRequeue}
-			r.charts.max = 64
+			r.charts.init(DefaultChartCacheMaxMemory)
 			if tt.loaded {
 				r.charts.put(chartDigest, helmtest.Chart(t, "app", "1.0.0"))
 			}

@@ -49,7 +49,7 @@ func (r *HelmReleaseReconciler) reconcileValues(ctx context.Context, obj *helmv2
 // uncached client that acts as that service account (spec.serviceAccountName,
 // or --default-service-account).
 func (r *HelmReleaseReconciler) valuesReader(ctx context.Context, obj *helmv2.HelmRelease) (client.Reader, error) {
-	if len(obj.Spec.ValuesFrom) == 0 || (obj.Spec.ServiceAccountName == "" && r.Targets.DefaultServiceAccount == "") {
+	if len(obj.Spec.ValuesFrom) == 0 || (obj.Spec.ServiceAccountName == "" && (r.Targets == nil || r.Targets.DefaultServiceAccount == "")) {
 		return r.Client, nil
 	}
 	t, err := r.Targets.For(ctx, impersonation.Identity{Namespace: obj.Namespace, ServiceAccountName: obj.Spec.ServiceAccountName}, r.Client)

@@ -54,7 +54,8 @@ type HelmChartReconciler struct {
 	// IndexCache keeps parsed indexes by artifact digest: the same as the
 	// HelmRepositoryReconciler's, so that a repository's index is parsed
 	// once for all its charts. Nil makes a cache of
-	// DefaultHelmIndexCacheSize entries.
+	// DefaultHelmIndexCacheSize entries and DefaultHelmIndexCacheMaxMemory
+	// bytes.
 	IndexCache *repository.IndexCache
 	// JitterPercent spreads each object's interval.
 	JitterPercent int
@@ -90,7 +91,7 @@ type HelmChartReconciler struct {
 // use it at once).
 func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	if r.IndexCache == nil {
-		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheTTL)
+		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheMaxMemory, DefaultHelmIndexCacheTTL)
 	}
 	// Extracted source artifacts are removed when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

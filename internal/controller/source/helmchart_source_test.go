@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -182,6 +183,44 @@ func TestHelmChartRefusesHostileFolders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// security-2 risk 4: a chart whose file:// dependencies form a DAG (19
+// charts, 9 levels, each chart depending on both charts of the next
+// level: 1023 charts in the tree) fails its HelmChart with the chart tree
+// limit named, while another chart of the same repository is built.
+func TestHelmChartRefusesADependencyBomb(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	files := chartFolder("charts/plain", "plain", "1.0.0", "", nil)
+	next := func(level int) string {
+		if level > 9 {
+			return ""
+		}
+		return fmt.Sprintf("dependencies:\n- name: l%[1]dc0\n  repository: file://../l%[1]dc0\n- name: l%[1]dc1\n  repository: file://../l%[1]dc1\n", level)
+	}
+	maps.Copy(files, chartFolder("bomb/app", "app", "1.0.0", next(1), nil))
+	for level := 1; level <= 9; level++ {
+		for i := range 2 {
+			name := fmt.Sprintf("l%dc%d", level, i)
+			maps.Copy(files, chartFolder("bomb/"+name, name, "1.0.0", next(level+1), nil))
+		}
+	}
+	readyGitSource(t, g, ns, files)
+
+	bomb := newHelmChart(ns, "bomb", sourcev1.GitRepositoryKind, "charts", "bomb/app")
+	g.Expect(env.Client.Create(context.Background(), bomb)).To(Succeed())
+	plain := newHelmChart(ns, "plain", sourcev1.GitRepositoryKind, "charts", "charts/plain")
+	g.Expect(env.Client.Create(context.Background(), plain)).To(Succeed())
+
+	got := waitForChart(g, bomb, helmCondition[*sourcev1.HelmChart](sourcev1.BuildFailedCondition, metav1.ConditionTrue, sourcev1.ChartPackageFailedReason))
+	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
+	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(And(
+		ContainSubstring("chart tree limit MaxCharts"),
+		ContainSubstring(`at "app/charts/l1c0/charts/l2c0/`),
+		ContainSubstring("hold more than 256 charts")))
+	g.Expect(got.Status.Artifact).To(BeNil())
+	waitForChart(g, plain, chartReadyAt("1.0.0"))
 }
 
 // TestHelmChartWaitsForItsSource: a HelmChart whose GitRepository does not

@@ -148,7 +148,7 @@ func TestPullHTTPChartReadsTheIndexOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			cache := repository.NewIndexCache(2, time.Minute)
+			cache := repository.NewIndexCache(2, 1<<20, time.Minute)
 			if tt.cached {
 				cache.Set(tt.artifact.Digest, idx)
 			}

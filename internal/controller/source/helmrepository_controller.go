@@ -25,6 +25,10 @@ import (
 const (
 	// DefaultHelmIndexCacheSize is how many parsed indexes are kept.
 	DefaultHelmIndexCacheSize = 8
+	// DefaultHelmIndexCacheMaxMemory is how many bytes the parsed
+	// indexes kept may hold together, as Index.MemorySize estimates them
+	// (about twice the stored index file).
+	DefaultHelmIndexCacheMaxMemory int64 = 128 << 20
 	// DefaultHelmIndexCacheTTL is how long an unused parsed index is kept.
 	DefaultHelmIndexCacheTTL = 15 * time.Minute
 )
@@ -53,7 +57,8 @@ type HelmRepositoryReconciler struct {
 	// IndexCache keeps parsed indexes by artifact digest, so that the
 	// HelmCharts of a repository do not parse its index again: give the
 	// HelmChartReconciler the same one. Nil makes a cache of
-	// DefaultHelmIndexCacheSize entries.
+	// DefaultHelmIndexCacheSize entries and DefaultHelmIndexCacheMaxMemory
+	// bytes.
 	IndexCache *repository.IndexCache
 	// JitterPercent spreads each object's interval.
 	JitterPercent int
@@ -71,7 +76,7 @@ type HelmRepositoryReconciler struct {
 // HelmRepositories and their gates.
 func (r *HelmRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	if r.IndexCache == nil {
-		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheTTL)
+		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheMaxMemory, DefaultHelmIndexCacheTTL)
 	}
 	kind := sourceKind(r.store(), func() *sourcev1.HelmRepository { return &sourcev1.HelmRepository{} },
 		helmRepositoryNegativeConditions, r.checkServed, r.run)

@@ -158,8 +158,8 @@ func checkNested(files []*archive.BufferedFile, b *budget, depth int) error {
 		if !isSubchartArchive(f.Name) {
 			continue
 		}
-		if depth+1 >= maxDepth {
-			return fmt.Errorf("subchart archive %q is nested more than %d levels deep", f.Name, maxDepth)
+		if depth+1 >= b.limits.MaxDepth {
+			return fmt.Errorf("subchart archive %q is nested more than %d levels deep", f.Name, b.limits.MaxDepth)
 		}
 		if _, err := readArchive(f.Data, b, depth+1); err != nil {
 			return fmt.Errorf("subchart archive %q: %w", f.Name, err)

@@ -137,7 +137,7 @@ func TestLoadArchive(t *testing.T) {
 func TestLoadArchiveNestingDepth(t *testing.T) {
 	g := NewWithT(t)
 	data := tarGz(t, chartEntries("c0", "1.0.0")...)
-	for i := 1; i <= maxDepth; i++ {
+	for i := 1; i <= DefaultMaxDepth; i++ {
 		name := "c" + string(rune('0'+i%10))
 		data = tarGz(t, withEntries(chartEntries(name, "1.0.0"), tarEntry{name: name + "/charts/sub.tgz", body: string(data)})...)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -46,40 +45,53 @@ func (e *RemoteDependencyError) Error() string {
 // other repository is fetched with fetch; when fetch is nil the result is a
 // *RemoteDependencyError. Every dependency must carry the declared name and
 // a version that satisfies the declared constraint.
+//
+// The whole tree shares one budget (l with defaults): ch and every
+// dependency, each counted every time it is included, may hold at most
+// MaxTotalSize bytes in MaxFiles files and MaxCharts charts nested at most
+// MaxDepth levels deep, and at most MaxRemoteDependencies different
+// dependencies are downloaded. Going past one fails with a *LimitError
+// that names the limit and the chart that went past it, while loading. A
+// source (folder, package or download) is read once; each inclusion gets a
+// chart of its own built from the same checked files, because the Helm SDK
+// changes charts while it renders them (their dependencies, by their
+// conditions and tags, and their parent).
 func ResolveDependencies(ctx context.Context, root, chartPath string, ch *chart.Chart, l Limits, fetch Fetcher) error {
 	dir, err := localPath(chartPath)
 	if err != nil {
 		return fmt.Errorf("chart path: %w", err)
 	}
-	res := &resolver{root: root, limits: l.withDefaults(), fetch: fetch}
-	return res.resolve(ctx, dir, ch, 0)
-}
-
-// resolver carries what one ResolveDependencies call shares.
-type resolver struct {
-	root   string
-	limits Limits
-	fetch  Fetcher
-}
-
-// resolve adds the missing dependencies of ch, loaded from dir; depth counts
-// the file:// hops from the top chart.
-func (r *resolver) resolve(ctx context.Context, dir string, ch *chart.Chart, depth int) error {
 	if ch == nil || ch.Metadata == nil {
 		return fmt.Errorf("resolving dependencies: no chart metadata")
 	}
-	if depth >= maxDepth {
-		return fmt.Errorf("file:// dependencies of chart %q nest more than %d levels deep", ch.Name(), maxDepth)
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("opening source root: %w", err)
 	}
+	defer r.Close()
+	res := newResolver(r, l, fetch)
+	top := node{path: ch.Name()}
+	if err := res.addCharts(top, 1, 0); err != nil {
+		return err
+	}
+	if err := res.charge(top, measure(ch)); err != nil {
+		return err
+	}
+	return res.resolve(ctx, dir, ch, top)
+}
+
+// resolve adds the missing dependencies of ch, loaded from dir and placed
+// at at in the tree.
+func (r *resolver) resolve(ctx context.Context, dir string, ch *chart.Chart, at node) error {
 	for _, dep := range ch.Metadata.Dependencies {
 		if dep == nil || hasDependency(ch, dep.Name) {
 			continue
 		}
-		sub, err := r.load(ctx, dir, dep, depth)
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := checkDependency(dep, sub); err != nil {
+		sub, err := r.include(ctx, dir, dep, at.child(dep.Name))
+		if err != nil {
 			return err
 		}
 		ch.AddDependency(sub)
@@ -87,60 +99,32 @@ func (r *resolver) resolve(ctx context.Context, dir string, ch *chart.Chart, dep
 	return nil
 }
 
-// load loads the chart of one missing dependency.
-func (r *resolver) load(ctx context.Context, dir string, dep *chart.Dependency, depth int) (*chart.Chart, error) {
-	repo := dep.Repository
-	switch {
-	case strings.HasPrefix(repo, "file://"):
-		return r.loadLocal(ctx, dir, dep, depth)
-	case repo == "":
-		return nil, fmt.Errorf("dependency %q has no repository and is not vendored in charts/", dep.Name)
-	case r.fetch == nil:
-		return nil, &RemoteDependencyError{Name: dep.Name, Version: dep.Version, Repository: redactURL(repo)}
+// include returns a chart of its own for one inclusion of dep at at: the
+// tree is charged for it (while its files are read, the first time), the
+// chart is checked against dep, and its file:// dependencies are resolved.
+func (r *resolver) include(ctx context.Context, dir string, dep *chart.Dependency, at node) (*chart.Chart, error) {
+	if err := r.addCharts(at, 1, 0); err != nil {
+		return nil, err
 	}
-	data, err := r.fetch(ctx, repo, dep.Name, dep.Version)
+	src, sub, err := r.source(ctx, dir, dep, at)
 	if err != nil {
-		return nil, fmt.Errorf("fetching dependency %q from %q: %w", dep.Name, redactURL(repo), err)
+		return nil, err
 	}
-	sub, err := LoadArchive(data, r.limits)
-	if err != nil {
-		return nil, fmt.Errorf("dependency %q from %q: %w", dep.Name, redactURL(repo), err)
-	}
-	return sub, nil
-}
-
-// loadLocal loads a file:// dependency of the chart in dir.
-func (r *resolver) loadLocal(ctx context.Context, dir string, dep *chart.Dependency, depth int) (*chart.Chart, error) {
-	rel := strings.TrimPrefix(dep.Repository, "file://")
-	if rel == "" || path.IsAbs(rel) {
-		return nil, fmt.Errorf("dependency %q: repository %q must be a relative file:// path", dep.Name, dep.Repository)
-	}
-	p, err := localPath(path.Join(dir, rel))
-	if err != nil {
-		return nil, fmt.Errorf("dependency %q: repository %q: %w", dep.Name, dep.Repository, err)
-	}
-	root, err := os.OpenRoot(r.root)
-	if err != nil {
-		return nil, fmt.Errorf("opening source root: %w", err)
-	}
-	defer root.Close()
-	fi, err := root.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("dependency %q: repository %q inside the source root: %w", dep.Name, dep.Repository, err)
-	}
-	if !fi.IsDir() {
-		data, err := readRootFile(root, p, r.limits.MaxChartSize)
-		if err != nil {
+	if sub == nil {
+		if err := r.charge(at, src.size); err != nil {
+			return nil, err
+		}
+		if sub, err = loadFiles(src.files); err != nil {
 			return nil, fmt.Errorf("dependency %q: %w", dep.Name, err)
 		}
-		return LoadArchive(data, r.limits)
 	}
-	sub, err := LoadDir(r.root, p, r.limits)
-	if err != nil {
-		return nil, fmt.Errorf("dependency %q: %w", dep.Name, err)
+	if err := checkDependency(dep, sub); err != nil {
+		return nil, err
 	}
-	if err := r.resolve(ctx, p, sub, depth+1); err != nil {
-		return nil, fmt.Errorf("dependency %q: %w", dep.Name, err)
+	if src.folder != "" {
+		if err := r.resolve(ctx, src.folder, sub, at); err != nil {
+			return nil, err
+		}
 	}
 	return sub, nil
 }

@@ -31,7 +31,17 @@ func LoadDir(root, chartPath string, l Limits) (*chart.Chart, error) {
 		return nil, fmt.Errorf("opening source root: %w", err)
 	}
 	defer r.Close()
-	w, err := newDirWalker(r, chartPath, newBudget(l))
+	files, err := readDir(r, chartPath, newBudget(l))
+	if err != nil {
+		return nil, err
+	}
+	return loadFiles(files)
+}
+
+// readDir collects and checks the files of the chart folder chartPath of
+// r, charging b.
+func readDir(r *os.Root, chartPath string, b *budget) ([]*archive.BufferedFile, error) {
+	w, err := newDirWalker(r, chartPath, b)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +51,7 @@ func LoadDir(root, chartPath string, l Limits) (*chart.Chart, error) {
 	if err := checkNested(w.files, w.budget, 0); err != nil {
 		return nil, fmt.Errorf("reading chart folder %q: %w", chartPath, err)
 	}
-	return loadFiles(w.files)
+	return w.files, nil
 }
 
 // dirWalker collects the files of one chart folder through an os.Root.

@@ -26,7 +26,13 @@
 // template.
 //
 // ResolveDependencies completes a folder chart with its file:// dependencies
-// (confined to the source root) and, through a Fetcher, its remote ones;
+// (confined to the source root) and, through a Fetcher, its remote ones,
+// under one budget for the whole tree: the chart and every dependency,
+// counted each time it is included, share MaxTotalSize and MaxFiles, and
+// the number of charts, their nesting and the downloads are bounded too
+// (a *LimitError names the limit and the chart that passed it); each
+// source is read once, and each inclusion is a chart of its own.
+// MemorySize estimates what a loaded chart holds, for caches;
 // MergeValuesFiles and MergeChartValuesFiles merge values files in order;
 // Package writes the .tgz artifact with an optional version and values
 // override, reproducibly; RevisionVersion builds the version of the Revision

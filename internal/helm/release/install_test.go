@@ -184,9 +184,9 @@ spec:
 
 func TestInstallWaitEnds(t *testing.T) {
 	tests := []struct {
-		name      string
-		strategy  kube.WaitStrategy
-		timeout   time.Duration
+		name     string
+		strategy kube.WaitStrategy
+		timeout  time.Duration
 		// cancelWaiting ends the context once the install waits (its
 		// release is stored, pending).
 		cancelWaiting bool

@@ -1,26 +1,26 @@
 package repository
 
 import (
-	"container/list"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/windlass-dev/windlass/internal/lru"
 )
 
 // IndexCache keeps parsed indexes by the revision (digest) of their
 // normalised form, so that the HelmCharts of one repository share one
-// parsed copy. It holds at most maxEntries indexes, evicting the least
-// recently used; an entry unused for ttl expires. It is safe for
-// concurrent use.
+// parsed copy. It holds at most maxEntries indexes and maxBytes bytes
+// (each index counted as its MemorySize), evicting the least recently
+// used; an index larger than maxBytes alone is not kept. An entry unused
+// for ttl expires. It is safe for concurrent use.
 type IndexCache struct {
-	max int
 	ttl time.Duration
 	now func() time.Time
 
 	mu       sync.Mutex
-	items    map[string]*list.Element
-	order    *list.List // front: most recently used
+	entries  *lru.Cache[string, *cacheEntry]
 	inflight map[string]*load
 
 	hits, misses atomic.Int64
@@ -28,7 +28,6 @@ type IndexCache struct {
 
 // cacheEntry is one cached index.
 type cacheEntry struct {
-	digest  string
 	index   *Index
 	expires time.Time
 }
@@ -41,13 +40,17 @@ type load struct {
 	err   error
 }
 
-// NewIndexCache returns a cache of at most maxEntries indexes (zero or
-// less: nothing is kept, but concurrent GetOrLoad calls of one digest still
-// share one load); ttl zero or less means entries do not expire.
-func NewIndexCache(maxEntries int, ttl time.Duration) *IndexCache {
+// NewIndexCache returns a cache of at most maxEntries indexes holding at
+// most maxBytes bytes together (either zero or less: nothing is kept, but
+// concurrent GetOrLoad calls of one digest still share one load); ttl zero
+// or less means entries do not expire.
+func NewIndexCache(maxEntries int, maxBytes int64, ttl time.Duration) *IndexCache {
+	if maxEntries <= 0 {
+		maxBytes = 0
+	}
 	return &IndexCache{
-		max: maxEntries, ttl: ttl, now: time.Now,
-		items: map[string]*list.Element{}, order: list.New(), inflight: map[string]*load{},
+		ttl: ttl, now: time.Now,
+		entries: lru.New[string, *cacheEntry](maxEntries, maxBytes), inflight: map[string]*load{},
 	}
 }
 
@@ -66,22 +69,20 @@ func (c *IndexCache) Get(digest string) (*Index, bool) {
 
 // get returns a live entry and renews its expiry; c.mu is held.
 func (c *IndexCache) get(digest string) (*Index, bool) {
-	el, ok := c.items[digest]
+	e, ok := c.entries.Get(digest)
 	if !ok {
 		return nil, false
 	}
-	e := el.Value.(*cacheEntry)
 	if c.ttl > 0 && c.now().After(e.expires) {
-		c.remove(el)
+		c.entries.Remove(digest)
 		return nil, false
 	}
 	e.expires = c.now().Add(c.ttl)
-	c.order.MoveToFront(el)
 	return e.index, true
 }
 
 // Set caches idx under digest, evicting the least recently used indexes
-// beyond the bound.
+// beyond the bounds.
 func (c *IndexCache) Set(digest string, idx *Index) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,25 +91,10 @@ func (c *IndexCache) Set(digest string, idx *Index) {
 
 // set caches idx; c.mu is held.
 func (c *IndexCache) set(digest string, idx *Index) {
-	if c.max <= 0 || idx == nil {
+	if idx == nil {
 		return
 	}
-	e := &cacheEntry{digest: digest, index: idx, expires: c.now().Add(c.ttl)}
-	if el, ok := c.items[digest]; ok {
-		el.Value = e
-		c.order.MoveToFront(el)
-		return
-	}
-	c.items[digest] = c.order.PushFront(e)
-	for c.order.Len() > c.max {
-		c.remove(c.order.Back())
-	}
-}
-
-// remove drops an entry; c.mu is held.
-func (c *IndexCache) remove(el *list.Element) {
-	c.order.Remove(el)
-	delete(c.items, el.Value.(*cacheEntry).digest)
+	c.entries.Add(digest, &cacheEntry{index: idx, expires: c.now().Add(c.ttl)}, idx.MemorySize())
 }
 
 // GetOrLoad returns the index cached for digest, or calls load once for
@@ -156,7 +142,14 @@ func (c *IndexCache) finish(digest string, l *load) {
 func (c *IndexCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	return c.entries.Len()
+}
+
+// Bytes returns the estimated memory the cached indexes hold.
+func (c *IndexCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Bytes()
 }
 
 // Hits returns how many lookups found their index.

@@ -9,7 +9,9 @@
 // deterministic form (JSON, which is YAML) so that equal content gives an
 // equal Revision, and Index.Get picks the highest version in a semver range.
 // DownloadChart fetches one chart version's .tgz. An IndexCache shares one
-// parsed Index among the many HelmCharts of a repository.
+// parsed Index among the many HelmCharts of a repository, bounded in
+// entries and in bytes (Index.MemorySize, an estimate measured against the
+// heap).
 //
 // Credentials go only to the origin (scheme, host and port) of the
 // repository's URL: not to a chart URL on another host that the index

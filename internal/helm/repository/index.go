@@ -173,3 +173,31 @@ func firstLine(err error) string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
 	return line
 }
+
+// Estimated bytes of memory a parsed index holds besides the text of its
+// fields: per chart version (the ChartVersion, its parsed semver, its
+// URL list, rounded up by the allocator) and per chart name (the map
+// entry and the list of versions). Measured with a Bitnami-like index by
+// TestIndexMemorySize.
+const (
+	versionOverhead = 200
+	chartOverhead   = 96
+)
+
+// MemorySize estimates the bytes idx holds in memory: the text of the
+// fields it keeps, plus a measured overhead per chart and per version.
+// The fields an index file carries beyond those (descriptions,
+// maintainers, …) are dropped when it is parsed and cost nothing.
+func (idx *Index) MemorySize() int64 {
+	var n int64
+	for name, versions := range idx.Entries {
+		n += chartOverhead + int64(len(name)+8*cap(versions))
+		for _, cv := range versions {
+			n += versionOverhead + int64(len(cv.Name)+len(cv.Version)+len(cv.AppVersion)+len(cv.Digest))
+			for _, u := range cv.URLs {
+				n += int64(len(u))
+			}
+		}
+	}
+	return n
+}
