@@ -47,7 +47,8 @@ type controller struct {
 
 // startController starts bin as `windlass controller` against the cluster
 // of kubeconfig, with its storage in storagePath, every server on a free
-// loopback port, errors-only logging and concurrent workers per kind;
+// loopback port, errors-only logging, providers allowed to post to
+// loopback and concurrent workers per kind;
 // pprofAddr, when not empty, serves its profiles.
 //
 // With viaEnv the kubeconfig is passed in $KUBECONFIG rather than with
@@ -73,6 +74,8 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 		"--log-level", "error",
 		"--concurrent", strconv.Itoa(concurrent),
 		"--pprof-addr", pprofAddr,
+		// The notification sink of -alert listens on loopback.
+		"--allow-loopback-addresses",
 	)...)
 	cmd.Args = append(cmd.Args, extra...)
 	// Only the flags decide which cluster is used.
