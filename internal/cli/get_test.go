@@ -74,11 +74,18 @@ var receiverAddr string
 // plane, with the AGE clock ten hours ahead, and returns its output.
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return runWith(t, kubeconfig, args...)
+}
+
+// runWith runs the windlass command line with args against the cluster of
+// the kubeconfig file config, as run does.
+func runWith(t *testing.T, config string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	now = func() time.Time { return time.Now().Add(10 * time.Hour) }
 	t.Cleanup(func() { now = time.Now })
 	var out, errOut bytes.Buffer
 	root := NewRootCommand(&out, &errOut)
-	root.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	root.SetArgs(append(args, "--kubeconfig", config))
 	err = root.Execute()
 	return out.String(), errOut.String(), err
 }

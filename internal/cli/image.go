@@ -153,7 +153,11 @@ those the ImagePolicy's filter keeps, best first in its order.
 The request goes through the API server's proxy to the Service
 image-reflector-controller (port http) of --controller-namespace, or straight
 to --address, such as http://127.0.0.1:9095 after
-  kubectl -n flux-system port-forward svc/image-reflector-controller 9095:http`,
+  kubectl -n flux-system port-forward svc/image-reflector-controller 9095:http
+
+The image reflector answers those who may get the ImageRepository (and the
+ImagePolicy): the command sends the bearer token of the kubeconfig's user,
+which a kubeconfig with a client certificate does not have.`,
 		Example: `  windlass image tags podinfo
   windlass image tags podinfo --policy podinfo --limit 3
   windlass image tags app -n apps --address http://127.0.0.1:9095 -o json`,
@@ -247,12 +251,18 @@ func (f *imageFlags) tagsEndpoint(name string) (string, *http.Client, string, er
 			return "", nil, "", fmt.Errorf("--address %s must be an http or https URL, like http://127.0.0.1:9095", shown)
 		}
 		base.Path, base.RawQuery = path.Join(base.Path, tagsPath), query.Encode()
-		return base.String(), &http.Client{}, "the image reflector at " + base.Host, nil
+		httpClient, err := f.directTagsClient()
+		if err != nil {
+			return "", nil, "", err
+		}
+		return base.String(), httpClient, "the image reflector at " + base.Host, nil
 	}
 	cfg, err := f.kube.restConfig()
 	if err != nil {
 		return "", nil, "", err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return bearerCopier{next: rt} })
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("connecting to %s: %w", cfg.Host, err)
@@ -295,6 +305,9 @@ func getTags(ctx context.Context, httpClient *http.Client, target, via string) (
 	}
 	_ = json.Unmarshal(body, &failure)
 	switch {
+	case failure.Error != "" && resp.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("%s answered %s: %s (a kubeconfig whose user has no token, such as one with a client certificate, sends none)",
+			via, resp.Status, firstLine(failure.Error))
 	case failure.Error != "":
 		return nil, fmt.Errorf("%s answered %s: %s", via, resp.Status, firstLine(failure.Error))
 	case failure.Kind == "Status":

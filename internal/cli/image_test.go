@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,15 +17,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	imagectrl "github.com/windlass-dev/windlass/internal/controller/image"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -182,7 +187,7 @@ func TestImageVerbs(t *testing.T) {
 // ImagePolicies of the cluster: it creates podinfo in ns (semver 6.x) and
 // shared in a namespace of its own (alphabetical, 6.4 only). It returns
 // the server's address, the scanned image and shared's namespace.
-func startTagsServer(t *testing.T, g *WithT, listen, ns string) (address, image, other string) {
+func startTagsServer(t *testing.T, g *WithT, listen, ns string, guard *kubeauth.Guard) (address, image, other string) {
 	ctx := context.Background()
 	image = testutil.StartRegistry(t, "", "") + "/stefanprodan/podinfo"
 	img, err := random.Image(64, 1)
@@ -208,7 +213,7 @@ func startTagsServer(t *testing.T, g *WithT, listen, ns string) (address, image,
 
 	ln, err := net.Listen("tcp", listen)
 	g.Expect(err).NotTo(HaveOccurred())
-	server := &http.Server{Handler: imagectrl.TagsHandler(env.Client, store), ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: imagectrl.TagsHandler(env.Client, store, guard), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = server.Serve(ln) }()
 	t.Cleanup(func() { _ = server.Close() })
 	return ln.Addr().String(), image, other
@@ -219,7 +224,7 @@ func startTagsServer(t *testing.T, g *WithT, listen, ns string) (address, image,
 // its errors in one line.
 func TestImageTags(t *testing.T) {
 	ns := env.CreateNamespace(t)
-	listening, image, other := startTagsServer(t, NewWithT(t), "127.0.0.1:0", ns)
+	listening, image, other := startTagsServer(t, NewWithT(t), "127.0.0.1:0", ns, nil)
 	address := "http://" + listening
 	tests := []struct {
 		name    string
@@ -268,6 +273,21 @@ func TestImageTags(t *testing.T) {
 		g.Expect(json.Unmarshal([]byte(out), &answer)).To(Succeed())
 		g.Expect(answer).To(Equal(registry.TagsResponse{Image: image, Revision: answer.Revision, Count: 4, Tags: []string{"6.5.0"}, Policy: "podinfo"}))
 	})
+	t.Run("from an image reflector that serves only those who may get the repository", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := env.CreateNamespace(t)
+		listening, _, _ := startTagsServer(t, g, "127.0.0.1:0", ns, tagsGuard())
+		address := "http://" + listening
+		_, _, err := run(t, "image", "tags", "podinfo", "-n", ns, "--address", address)
+		g.Expect(err).To(MatchError(ContainSubstring("the image reflector at " + listening + " answered 401 Unauthorized: send a bearer token")))
+		stranger := tokenKubeconfig(t, g, testutil.ServiceAccountToken(g, env.Config, env.CreateNamespace(t), "stranger"))
+		_, _, err = runWith(t, stranger, "image", "tags", "podinfo", "-n", ns, "--address", address)
+		g.Expect(err).To(MatchError(ContainSubstring("answered 403 Forbidden: system:serviceaccount:")))
+		g.Expect(err).To(MatchError(ContainSubstring(`:stranger may not get imagerepositories in the namespace "` + ns + `"`)))
+		out, _, err := runWith(t, tagsReader(t, g, ns), "image", "tags", "podinfo", "-n", ns, "--address", address, "--policy", "podinfo")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).To(Equal("6.5.0\n6.4.1\n6.3.0\n"))
+	})
 	t.Run("an address that is no URL", func(t *testing.T) {
 		g := NewWithT(t)
 		_, _, err := run(t, "image", "tags", "podinfo", "-n", ns, "--address", "127.0.0.1:9292")
@@ -287,7 +307,7 @@ func TestImageTagsThroughTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	ns, controllers := env.CreateNamespace(t), env.CreateNamespace(t)
 	ip := proxyableAddress(g)
-	listening, _, _ := startTagsServer(t, g, net.JoinHostPort(ip, "0"), ns)
+	listening, _, _ := startTagsServer(t, g, net.JoinHostPort(ip, "0"), ns, tagsGuard())
 	_, port, err := net.SplitHostPort(listening)
 	g.Expect(err).NotTo(HaveOccurred())
 	portNumber, err := strconv.Atoi(port)
@@ -310,12 +330,56 @@ func TestImageTagsThroughTheAPIServer(t *testing.T) {
 			Addresses: []corev1.EndpointAddress{{IP: ip, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: controllers, Name: pod.Name}}}, //nolint:staticcheck // as above
 			Ports:     []corev1.EndpointPort{{Name: "http", Port: int32(portNumber)}}}}})).To(Succeed())                                            //nolint:staticcheck // as above
 
-	out, _, err := run(t, "image", "tags", "podinfo", "-n", ns, "--controller-namespace", controllers, "--policy", "podinfo", "--limit", "2")
+	// The API server drops the Authorization header of what it proxies:
+	// the token goes in a header of Windlass's own. The administrator's
+	// kubeconfig, with a client certificate, has none to send.
+	_, _, err = run(t, "image", "tags", "podinfo", "-n", ns, "--controller-namespace", controllers)
+	g.Expect(err).To(MatchError(ContainSubstring("answered 401 Unauthorized: send a bearer token")))
+	g.Expect(err).To(MatchError(ContainSubstring("such as one with a client certificate, sends none")))
+	reader := tagsReader(t, g, ns, rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"services/proxy"}})
+	out, _, err := runWith(t, reader, "image", "tags", "podinfo", "-n", ns, "--controller-namespace", controllers, "--policy", "podinfo", "--limit", "2")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("6.5.0\n6.4.1\n"))
-	_, _, err = run(t, "image", "tags", "nothing", "-n", ns, "--controller-namespace", controllers)
+	_, _, err = runWith(t, reader, "image", "tags", "nothing", "-n", ns, "--controller-namespace", controllers)
 	g.Expect(err).To(MatchError(ContainSubstring("the Service " + controllers + "/image-reflector-controller (through the API server) answered 404 Not Found: not found: no tags are stored for " + ns + "/nothing")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("is the image reflector running there?"), "the image reflector answered")
+}
+
+// tagsGuard returns the guard of an image reflector that serves the tags
+// only to those who may get the ImageRepository.
+func tagsGuard() *kubeauth.Guard {
+	return &kubeauth.Guard{Tokens: &kubeauth.TokenReviewer{Client: env.Client}, Access: &kubeauth.AccessReviewer{Client: env.Client}}
+}
+
+// tagsReader returns the kubeconfig of a new service account of ns that
+// may get the ImageRepositories and ImagePolicies of ns, and do what
+// controllerRules say in every namespace.
+func tagsReader(t *testing.T, g *WithT, ns string, controllerRules ...rbacv1.PolicyRule) string {
+	token := testutil.ServiceAccountToken(g, env.Config, ns, "tags-reader")
+	testutil.GrantRole(g, env.Client, ns, "tags-reader", ns, "tags-reader", rbacv1.PolicyRule{Verbs: []string{"get"},
+		APIGroups: []string{imagev1.GroupVersion.Group}, Resources: []string{"imagerepositories", "imagepolicies"}})
+	if len(controllerRules) > 0 {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "tags-reader-"}, Rules: controllerRules}
+		g.Expect(env.Client.Create(context.Background(), role)).To(Succeed())
+		g.Expect(env.Client.Create(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "tags-reader"}}})).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), role) })
+	}
+	return tokenKubeconfig(t, g, token)
+}
+
+// tokenKubeconfig writes a kubeconfig of the test control plane whose
+// user authenticates with token, and returns its path.
+func tokenKubeconfig(t *testing.T, g *WithT, token string) string {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+	return path
 }
 
 // proxyableAddress returns an IPv4 address of this host that is not

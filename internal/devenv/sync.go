@@ -102,6 +102,8 @@ func (s *session) managerOptions(addrs loopbackAddrs) manager.Options {
 	opts.AllowLoopback = true // the demo's servers listen on loopback
 	// The image reflector stores its tags under the storage path too.
 	opts.Image.TagsAddr = addrs.tags
+	// On loopback, to its one user, without a token (the banner's curl).
+	opts.Image.InsecureTags = true
 	return opts
 }
 

@@ -9,17 +9,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/notify"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/notify/forward"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
@@ -86,18 +85,6 @@ func poster(g *WithT, ctx context.Context, cfg *rest.Config, controller, ns, url
 	return sink
 }
 
-// tokenConfig returns a rest config that authenticates as the service
-// account ns/name, with a token the API server issued: a kubeconfig
-// with a token, as a user would write one.
-func tokenConfig(g *WithT, ctx context.Context, ns, name string) *rest.Config {
-	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-	cs, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	return &rest.Config{Host: env.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}, BearerToken: tr.Status.Token}
-}
-
 // TestSplitEventsAuthenticate: split, a controller whose kubeconfig holds
 // the token of the allowed service account has its events admitted by
 // the notification controller; one that authenticates as another service
@@ -116,7 +103,7 @@ func TestSplitEventsAuthenticate(t *testing.T) {
 		return event.Event{Type: event.TypeWarning, Reason: "BuildFailed", Message: message}
 	}
 
-	intruder, allowed := tokenConfig(g, ctx, ns, "intruder"), tokenConfig(g, ctx, ns, DefaultEventsServiceAccount)
+	intruder, allowed := testutil.TokenConfig(env.Config, testutil.ServiceAccountToken(g, env.Config, ns, "intruder")), testutil.TokenConfig(env.Config, testutil.ServiceAccountToken(g, env.Config, ns, DefaultEventsServiceAccount))
 	poster(g, ctx, env.Config, GatingController, ns, url).Forward(ctx, obj, failed("from a client certificate"))
 	poster(g, ctx, intruder, KustomizeController, ns, url).Forward(ctx, obj, failed("from another service account"))
 	poster(g, ctx, allowed, HelmController, ns, url).Forward(ctx, obj, failed("from the controllers"))
@@ -125,6 +112,6 @@ func TestSplitEventsAuthenticate(t *testing.T) {
 		"the refused posters retry, then give up")
 	g.Expect(box.all()).To(Equal([]string{"from the controllers"}))
 	g.Expect(since()).To(ContainSubstring("No service-account token to post events with"))
-	g.Expect(since()).To(ContainSubstring(forward.ServiceAccountUser(ns, "intruder")))
+	g.Expect(since()).To(ContainSubstring(kubeauth.ServiceAccountUser(ns, "intruder")))
 	g.Expect(logs.Contains(intruder.BearerToken) || logs.Contains(allowed.BearerToken)).To(BeFalse(), "no token is logged")
 }

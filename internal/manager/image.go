@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	imagectrl "github.com/windlass-dev/windlass/internal/controller/image"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/registry"
 )
 
@@ -16,10 +17,13 @@ import (
 type ImageOptions struct {
 	// TagsAddr is where the tags of the ImageRepositories are served.
 	TagsAddr string
+	// InsecureTags serves the tags to every caller, without a token.
+	InsecureTags bool
 }
 
 func (o *ImageOptions) bindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.TagsAddr, "image-tags-addr", ":9095", "address the scanned tags of ImageRepositories are served on (GET /images/<namespace>/<name>/tags)")
+	fs.StringVar(&o.TagsAddr, "image-tags-addr", ":9095", "address the scanned tags of ImageRepositories are served on (GET /images/<namespace>/<name>/tags), to callers whose bearer token the API server authenticates as a user or service account that may get the ImageRepository")
+	fs.BoolVar(&o.InsecureTags, "insecure-image-tags", false, "serve the scanned tags to any caller that reaches --image-tags-addr, without a token (only where no one else can reach it)")
 }
 
 // setupImageReflector sets up the ImageRepository and ImagePolicy
@@ -50,7 +54,18 @@ func (m *Manager) setupImageReflector(ctx context.Context, opts Options) error {
 	if opts.Image.TagsAddr == "" {
 		return nil
 	}
-	return m.Add(apiServer(opts.Image.TagsAddr, imagectrl.TagsHandler(m.GetClient(), store)))
+	return m.Add(apiServer(opts.Image.TagsAddr, imagectrl.TagsHandler(m.GetClient(), store, m.tagsGuard(opts))))
+}
+
+// tagsGuard returns what admits the callers of the tags server: nil, every
+// caller, with --insecure-image-tags.
+func (m *Manager) tagsGuard(opts Options) *kubeauth.Guard {
+	if opts.Image.InsecureTags {
+		return nil
+	}
+	log := m.GetLogger().WithName("image-tags")
+	return &kubeauth.Guard{Tokens: &kubeauth.TokenReviewer{Client: m.GetClient(), Log: log},
+		Access: &kubeauth.AccessReviewer{Client: m.GetClient(), Log: log}}
 }
 
 // setupImageAutomation sets up the ImageUpdateAutomation reconciler.

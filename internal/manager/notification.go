@@ -11,6 +11,7 @@ import (
 
 	notifyctrl "github.com/windlass-dev/windlass/internal/controller/notification"
 	"github.com/windlass-dev/windlass/internal/httpserver"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
@@ -122,14 +123,14 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 
 // eventsAuth returns what admits the callers of the event endpoint: the
 // tokens of the service accounts of --events-allowed-service-accounts.
-func (m *Manager) eventsAuth(opts Options) (*forward.TokenReviewer, error) {
+func (m *Manager) eventsAuth(opts Options) (*kubeauth.TokenReviewer, error) {
 	allowed, err := opts.Notification.eventsAllowedUsers(opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	log := ctrl.Log.WithName("events")
 	log.Info("The event endpoint admits the tokens of these service accounts", "allowed", allowed)
-	return &forward.TokenReviewer{Client: m.GetClient(), Allowed: allowed, Log: log}, nil
+	return &kubeauth.TokenReviewer{Client: m.GetClient(), Allowed: allowed, Log: log}, nil
 }
 
 // eventsAllowedUsers returns the user names of the service accounts of
@@ -140,7 +141,7 @@ func (o NotificationOptions) eventsAllowedUsers(namespace string) ([]string, err
 	if len(names) == 0 {
 		names = []string{DefaultEventsServiceAccount}
 	}
-	allowed, err := forward.AllowedUsers(namespace, names)
+	allowed, err := kubeauth.AllowedUsers(namespace, names)
 	if err != nil {
 		return nil, fmt.Errorf("invalid --events-allowed-service-accounts: %w", err)
 	}

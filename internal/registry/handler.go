@@ -87,7 +87,7 @@ func (h *tagsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, errorResponse{Error: "only GET is served"})
 		return
 	}
-	namespace, name, ok := parseTagsPath(r.URL.Path)
+	namespace, name, ok := ParseTagsPath(r.URL.Path)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, errorResponse{Error: "no such path: ask for /images/<namespace>/<name>/tags"})
 		return
@@ -144,9 +144,9 @@ func page(tags iter.Seq[string], offset, limit int) []string {
 	return out
 }
 
-// parseTagsPath returns the namespace and the name of a path
+// ParseTagsPath returns the namespace and the name of a path
 // /images/<namespace>/<name>/tags.
-func parseTagsPath(path string) (namespace, name string, ok bool) {
+func ParseTagsPath(path string) (namespace, name string, ok bool) {
 	rest, ok := strings.CutPrefix(path, "/"+imagesDir+"/")
 	if !ok {
 		return "", "", false

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -131,10 +132,23 @@ spec:
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, &iua)).To(Succeed())
 	g.Expect(iua.Status.LastPushCommit).To(Equal(head))
 
-	// The scanned tags are served, ordered by the policy.
-	resp, err := http.Get("http://" + ctrlProc.TagsAddr + "/images/" + ns + "/podinfo/tags?policy=podinfo")
+	// The scanned tags are served, ordered by the policy, to those who may
+	// get the repository and the policy: not to a caller without a token.
+	tagsURL := "http://" + ctrlProc.TagsAddr + "/images/" + ns + "/podinfo/tags?policy=podinfo"
+	resp, err := http.Get(tagsURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+	token := testutil.ServiceAccountToken(g, env.Config, ns, "tags-reader")
+	testutil.GrantRole(g, env.Client, ns, "tags-reader", ns, "tags-reader", rbacv1.PolicyRule{Verbs: []string{"get"},
+		APIGroups: []string{imagev1.GroupVersion.Group}, Resources: []string{"imagerepositories", "imagepolicies"}})
+	req, err := http.NewRequest(http.MethodGet, tagsURL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	var tags struct {
 		Tags []string `json:"tags"`
 	}

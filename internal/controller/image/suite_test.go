@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,9 +128,37 @@ type tagsResponse struct {
 	Error    string   `json:"error"`
 }
 
-// getTags queries the tags API.
+// tagsReader is the token of a service account that may get every
+// ImageRepository and ImagePolicy, which getTags sends.
+var tagsReader = sync.OnceValue(func() string {
+	g := NewGomega(func(message string, _ ...int) { panic(message) })
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tags-reader-"}}
+	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	token := testutil.ServiceAccountToken(g, env.Config, ns.Name, "reader")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "tags-reader-"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{imagev1.GroupVersion.Group},
+			Resources: []string{"imagerepositories", "imagepolicies"}}}}
+	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns.Name, Name: "reader"}}})).To(Succeed())
+	return token
+})
+
+// getTags queries the tags API as a reader of every repository.
 func getTags(g Gomega, path string) (int, tagsResponse) {
-	resp, err := http.Get(tagsURL + path)
+	return getTagsAs(g, tagsReader(), path)
+}
+
+// getTagsAs queries the tags API with token (none when empty).
+func getTagsAs(g Gomega, token, path string) (int, tagsResponse) {
+	req, err := http.NewRequest(http.MethodGet, tagsURL+path, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	var body tagsResponse

@@ -11,14 +11,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -28,21 +25,6 @@ import (
 const forgedSuccess = `{"involvedObject":{"kind":"Kustomization","namespace":"tenant","name":"app"},"severity":"info",` +
 	`"reason":"ReconciliationSucceeded","message":"ok","metadata":{"revision":"main@sha1:0123456789abcdef0123456789abcdef01234567"},` +
 	`"reportingController":"kustomize-controller"}`
-
-// serviceAccountToken creates the service account ns/name and returns a
-// token the API server issued for it.
-func serviceAccountToken(t *testing.T, g *WithT, ns, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, sa))).To(Succeed())
-	cs, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authv1.TokenRequest{}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(tr.Status.Token).NotTo(BeEmpty())
-	return tr.Status.Token
-}
 
 // reviewCounter counts the TokenReviews a client creates.
 type reviewCounter struct {
@@ -60,17 +42,17 @@ func (c reviewCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // countedReviewer is a TokenReviewer allowing users whose TokenReviews
 // are counted in reviews and whose logs go to logs.
-func countedReviewer(g *WithT, reviews *atomic.Int64, logs *testutil.Logs, users ...string) *TokenReviewer {
+func countedReviewer(g *WithT, reviews *atomic.Int64, logs *testutil.Logs, users ...string) *kubeauth.TokenReviewer {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return reviewCounter{next: rt, n: reviews} })
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	return &TokenReviewer{Client: c, Allowed: users, Log: zap.New(zap.WriteTo(logs))}
+	return &kubeauth.TokenReviewer{Client: c, Allowed: users, Log: zap.New(zap.WriteTo(logs))}
 }
 
 // tenantEndpoint serves a Handler with auth whose dispatcher sends every
 // event of the tenant namespace's Kustomizations to the returned inbox.
-func tenantEndpoint(t *testing.T, g *WithT, auth *TokenReviewer) (*httptest.Server, *inbox) {
+func tenantEndpoint(t *testing.T, g *WithT, auth *kubeauth.TokenReviewer) (*httptest.Server, *inbox) {
 	t.Helper()
 	d := dispatch.New(dispatch.Options{})
 	box := &inbox{}
@@ -108,11 +90,11 @@ func postEvent(g *WithT, url, token, body string) int {
 func TestEndpointRefusesForgedEvents(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	allowed := serviceAccountToken(t, g, ns, "windlass")
-	intruder := serviceAccountToken(t, g, ns, "intruder")
+	allowed := testutil.ServiceAccountToken(g, env.Config, ns, "windlass")
+	intruder := testutil.ServiceAccountToken(g, env.Config, ns, "intruder")
 	var reviews atomic.Int64
 	logs := &testutil.Logs{}
-	srv, box := tenantEndpoint(t, g, countedReviewer(g, &reviews, logs, ServiceAccountUser(ns, "windlass")))
+	srv, box := tenantEndpoint(t, g, countedReviewer(g, &reviews, logs, kubeauth.ServiceAccountUser(ns, "windlass")))
 
 	g.Expect(postEvent(g, srv.URL, "", forgedSuccess)).To(Equal(http.StatusUnauthorized))
 	g.Expect(postEvent(g, srv.URL, "", strings.Repeat("x", MaxEventBytes+1))).To(Equal(http.StatusUnauthorized), "refused before the body is read")
@@ -131,7 +113,7 @@ func TestEndpointRefusesForgedEvents(t *testing.T) {
 	g.Eventually(box.messages).ShouldNot(BeEmpty())
 	g.Expect(box.messages()[0].InvolvedObject.Name).To(Equal("app"))
 
-	g.Expect(logs.Contains(ServiceAccountUser(ns, "intruder"))).To(BeTrue(), "the refused service account is named")
+	g.Expect(logs.Contains(kubeauth.ServiceAccountUser(ns, "intruder"))).To(BeTrue(), "the refused service account is named")
 	for _, token := range []string{allowed, intruder} {
 		g.Expect(logs.Contains(token)).To(BeFalse(), "no token is logged")
 	}
@@ -144,16 +126,16 @@ func TestEndpointRefusesForgedEvents(t *testing.T) {
 func TestAdmissionsExpire(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
-	token := serviceAccountToken(t, g, ns, "windlass")
+	token := testutil.ServiceAccountToken(g, env.Config, ns, "windlass")
 	var reviews atomic.Int64
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
-	auth := countedReviewer(g, &reviews, &testutil.Logs{}, ServiceAccountUser(ns, "windlass"))
+	auth := countedReviewer(g, &reviews, &testutil.Logs{}, kubeauth.ServiceAccountUser(ns, "windlass"))
 	auth.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	srv, _ := tenantEndpoint(t, g, auth)
 
 	g.Expect(postEvent(g, srv.URL, token, forgedSuccess)).To(Equal(http.StatusAccepted))
-	clock.Add(int64(DefaultAdmitTTL - time.Second))
+	clock.Add(int64(kubeauth.DefaultAdmitTTL - time.Second))
 	g.Expect(postEvent(g, srv.URL, token, forgedSuccess)).To(Equal(http.StatusAccepted))
 	g.Expect(reviews.Load()).To(Equal(int64(1)))
 	clock.Add(int64(time.Second))
@@ -166,46 +148,13 @@ func TestAdmissionsExpire(t *testing.T) {
 func TestMadeUpTokensCostFewReviews(t *testing.T) {
 	g := NewWithT(t)
 	var reviews atomic.Int64
-	srv, box := tenantEndpoint(t, g, countedReviewer(g, &reviews, &testutil.Logs{}, ServiceAccountUser("flux-system", "windlass")))
+	srv, box := tenantEndpoint(t, g, countedReviewer(g, &reviews, &testutil.Logs{}, kubeauth.ServiceAccountUser("flux-system", "windlass")))
 	statuses := map[int]int{}
 	for i := range 60 {
 		statuses[postEvent(g, srv.URL, fmt.Sprintf("eyJhbGciOiJSUzI1NiJ9.e30.%d", i), forgedSuccess)]++
 	}
-	g.Expect(reviews.Load()).To(BeNumerically("<=", DefaultReviewBurst+DefaultReviewsPerSecond*5))
+	g.Expect(reviews.Load()).To(BeNumerically("<=", kubeauth.DefaultReviewBurst+kubeauth.DefaultReviewsPerSecond*5))
 	g.Expect(statuses[http.StatusTooManyRequests]).To(BeNumerically(">", 0))
 	g.Expect(statuses[http.StatusUnauthorized] + statuses[http.StatusTooManyRequests]).To(Equal(60))
 	g.Expect(box.messages()).To(BeEmpty())
-}
-
-// TestAllowedUsers: names are in the runtime namespace, namespace/name in
-// their own; a bad name or an empty list is an error.
-func TestAllowedUsers(t *testing.T) {
-	g := NewWithT(t)
-	users, err := AllowedUsers("flux-system", []string{"windlass", " ci/poster "})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(users).To(Equal([]string{"system:serviceaccount:flux-system:windlass", "system:serviceaccount:ci:poster"}))
-	for _, bad := range [][]string{nil, {""}, {"a/b/c"}, {"Bad"}, {"/name"}, {"ns/"}} {
-		_, err := AllowedUsers("flux-system", bad)
-		g.Expect(err).To(HaveOccurred(), "%q", bad)
-	}
-}
-
-// TestVerdictsAreBounded: at MaxCached verdicts, expired ones go first,
-// then any, and the newest is kept.
-func TestVerdictsAreBounded(t *testing.T) {
-	g := NewWithT(t)
-	now := time.Now()
-	a := &TokenReviewer{MaxCached: 3, Now: func() time.Time { return now }}
-	a.init()
-	key := func(i byte) [32]byte { return [32]byte{i} }
-	a.keep(key(1), verdict{status: http.StatusUnauthorized})
-	now = now.Add(DefaultRefuseTTL)
-	for i := range byte(4) {
-		a.keep(key(i+2), verdict{status: http.StatusOK})
-	}
-	g.Expect(a.verdicts).To(HaveLen(3))
-	_, ok := a.cached(key(5))
-	g.Expect(ok).To(BeTrue())
-	_, ok = a.cached(key(1))
-	g.Expect(ok).To(BeFalse())
 }

@@ -6,8 +6,8 @@
 // apart, Poster POSTs the wire events from a bounded queue with retries to
 // the notification controller's event endpoint, Handler, which dispatches
 // them there. The endpoint admits only the service accounts it is told to:
-// a Poster sends its service-account token, which TokenReviewer checks
-// with a TokenReview.
+// a Poster sends its service-account token, which a
+// kubeauth.TokenReviewer checks with a TokenReview.
 package forward
 
 import (

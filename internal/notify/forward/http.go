@@ -16,6 +16,7 @@ import (
 
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 )
 
@@ -243,7 +244,7 @@ type Handler struct {
 	Dispatcher *dispatch.Dispatcher
 	// Auth admits the callers; a Handler without one refuses every
 	// request.
-	Auth *TokenReviewer
+	Auth *kubeauth.TokenReviewer
 }
 
 // ServeHTTP implements http.Handler.
@@ -254,7 +255,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status := http.StatusUnauthorized
 	if h.Auth != nil {
-		status = h.Auth.Authenticate(r.Context(), r)
+		_, status = h.Auth.Authenticate(r.Context(), r)
 	}
 	if status != http.StatusOK {
 		refuse(w, status)

@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/kubeauth"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // endpoint is a notification controller's event endpoint on loopback
@@ -24,8 +26,8 @@ import (
 func endpoint(t *testing.T, g *WithT, failures int32) (*httptest.Server, *inbox, string) {
 	t.Helper()
 	ns := env.CreateNamespace(t)
-	token := serviceAccountToken(t, g, ns, "windlass")
-	auth := &TokenReviewer{Client: env.Client, Allowed: []string{ServiceAccountUser(ns, "windlass")}}
+	token := testutil.ServiceAccountToken(g, env.Config, ns, "windlass")
+	auth := &kubeauth.TokenReviewer{Client: env.Client, Allowed: []string{kubeauth.ServiceAccountUser(ns, "windlass")}}
 	d := dispatch.New(dispatch.Options{})
 	box := &inbox{}
 	g.Expect(d.SetRule(dispatch.Rule{Key: "apps/web", Namespace: "apps", Severity: dispatch.SeverityError,
