@@ -85,7 +85,9 @@ func sameHostRedirect(req *http.Request, via []*http.Request) error {
 func CheckAddress(address string, policy netguard.Policy) (*url.URL, error) {
 	u, err := url.Parse(address)
 	if err != nil {
-		return nil, fmt.Errorf("invalid address %q", redact.URL(address))
+		// Neither the address nor the parser's error, which quotes it, is
+		// shown: where a password holds '/', no rule finds its end.
+		return nil, errors.New("invalid address: it is not a URL (not shown, for it may hold a password)")
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return nil, fmt.Errorf("invalid address %q: the scheme must be https or http", redact.URL(address))

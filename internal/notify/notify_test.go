@@ -41,11 +41,16 @@ func TestCheckAddress(t *testing.T) {
 		{address: "ftp://example.com/x", wantErr: "the scheme must be https or http"},
 		{address: "https://user:s3cret@example.com/x?token=t0k", wantErr: "", wantNoLog: "s3cret"},
 		{address: "https:///x", wantErr: "no host"},
+		{address: "https://user:ab/cd@hooks.example.com/r", wantErr: "invalid address: it is not a URL", wantNoLog: "ab/cd"},
+		{address: "ftp://user:s3cret@example.com/x", wantErr: "the scheme must be", wantNoLog: "s3cret"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.address, func(t *testing.T) {
 			g := NewWithT(t)
 			_, err := CheckAddress(tt.address, tt.cfg.AddressPolicy())
+			if err != nil && tt.wantNoLog != "" {
+				g.Expect(err.Error()).NotTo(ContainSubstring(tt.wantNoLog))
+			}
 			if tt.wantErr == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
