@@ -72,6 +72,6 @@ func (m *Manager) tagsGuard(opts Options) *kubeauth.Guard {
 func (m *Manager) setupImageAutomation(ctx context.Context, opts Options) error {
 	r := &imagectrl.ImageUpdateAutomationReconciler{Client: m.GetClient(), Events: m.events(ImageAutomationController),
 		JitterPercent: opts.IntervalJitterPercentage, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
-		AllowInsecureHTTP: opts.InsecureAllowHTTP}
+		AllowInsecureHTTP: opts.InsecureAllowHTTP, MaxCloneSize: opts.Source.GitCloneMaxSize}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

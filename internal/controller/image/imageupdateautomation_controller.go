@@ -58,6 +58,11 @@ type ImageUpdateAutomationReconciler struct {
 	// WorkDir is where checkouts are made, one temporary folder each; ""
 	// means the process's work folder (package workdir).
 	WorkDir string
+	// MaxCloneSize, when positive, bounds each checkout's bytes received,
+	// its objects inflated and its files written, each, as a
+	// GitRepository's clone is (--git-clone-max-size); else the git
+	// package's defaults bound them.
+	MaxCloneSize int64
 	// MaxPushAttempts bounds how many times a push that lost a race is
 	// applied again on the new head; zero means DefaultMaxPushAttempts.
 	MaxPushAttempts int
@@ -269,6 +274,7 @@ func (r *ImageUpdateAutomationReconciler) getSource(ctx context.Context, obj *im
 	// needed to judge is reported as a race, and applied again on the
 	// fetched tip.
 	scope.checkout.ShallowClone = true
+	scope.checkout.MaxTransferBytes, scope.checkout.MaxObjectBytes, scope.checkout.MaxCheckoutBytes = r.MaxCloneSize, r.MaxCloneSize, r.MaxCloneSize
 	if pushBranch(obj, scope) == "" && !hasBranchTemplate(obj) {
 		return outcome.ResultEmpty, outcome.Stall(imagev1.ReasonInvalidSourceConfiguration,
 			fmt.Errorf("nothing to push to: the checkout is not a branch; set spec.git.push.branch"))

@@ -100,9 +100,12 @@ func TestGetSourceStep(t *testing.T) {
 		objects   []client.Object
 		lockdown  bool
 		allowHTTP bool
+		maxClone  int64
 		want      string
 		push      string
 	}{
+		{name: "clone size bounded as a GitRepository's", objects: []client.Object{stepSource("apps", "https://git.example.com/fleet", nil)},
+			maxClone: 4096, push: "master"},
 		{name: "branch of the source", objects: []client.Object{stepSource("apps", "https://git.example.com/fleet", &sourcev1.GitRepositoryRef{Branch: "dev"})},
 			push: "dev"},
 		{name: "default branch", objects: []client.Object{stepSource("apps", "https://git.example.com/fleet", nil)}, push: "master"},
@@ -137,7 +140,7 @@ func TestGetSourceStep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := &ImageUpdateAutomationReconciler{NoCrossNamespaceRefs: tc.lockdown, AllowInsecureHTTP: tc.allowHTTP,
+			r := &ImageUpdateAutomationReconciler{NoCrossNamespaceRefs: tc.lockdown, AllowInsecureHTTP: tc.allowHTTP, MaxCloneSize: tc.maxClone,
 				Client: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.objects...).Build()}
 			obj := stepAutomation(tc.mutate)
 			scope := &automationScope{}
@@ -145,6 +148,8 @@ func TestGetSourceStep(t *testing.T) {
 			g.Expect(describeErr(err)).To(Equal(tc.want))
 			if tc.want == "" {
 				g.Expect(pushBranch(obj, scope)).To(Equal(tc.push))
+				c := scope.checkout
+				g.Expect([]int64{c.MaxTransferBytes, c.MaxObjectBytes, c.MaxCheckoutBytes}).To(HaveEach(tc.maxClone))
 			}
 		})
 	}
