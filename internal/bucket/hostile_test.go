@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -442,4 +443,54 @@ func TestListingOfMoreObjectsThanAllowedIsRefused(t *testing.T) {
 	h.waitHandlers(t)
 	g.Expect(pages.Load()).To(BeNumerically("<=", 4), "minio-go reads a page ahead at most")
 	g.Expect(h.gets.Load()).To(BeZero())
+}
+
+// Security row 28: a server that answers ListObjects or GetObject with a
+// redirect to another host (here another port of the same address) never
+// gets the credentials sent there: the other host sees no signed request
+// (no Authorization header, no session token, no presigned query), and
+// the error says the server redirected, without the secret key.
+func TestCredentialsNeverFollowARedirectToAnotherHost(t *testing.T) {
+	type seen struct {
+		url    string
+		header http.Header
+	}
+	var mu sync.Mutex
+	var elsewhere []seen
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, seen{url: r.URL.String(), header: r.Header.Clone()})
+		mu.Unlock()
+		writeListing(w, []Object{{Key: "a", ETag: "1", Size: 2}})
+	}))
+	t.Cleanup(other.Close)
+	redirect := func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}
+	var redirected atomic.Int32
+	h := &hostile{
+		list: func(w http.ResponseWriter, r *http.Request) { redirected.Add(1); redirect(w, r) },
+		get:  func(w http.ResponseWriter, r *http.Request, _ string) { redirected.Add(1); redirect(w, r) },
+	}
+	c := h.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	g := NewWithT(t)
+	_, listErr := c.List(ctx, "hostile", "")
+	dlErr := c.Download(ctx, "hostile", []Object{{Key: "a", Size: 2}}, t.TempDir(), DownloadOptions{})
+	g.Expect(redirected.Load()).To(BeNumerically(">=", 2), "the server redirected both requests")
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, req := range elsewhere {
+		g.Expect(req.header.Get("Authorization")).To(BeEmpty(), "%s got the Authorization header", req.url)
+		g.Expect(req.header.Get("X-Amz-Security-Token")).To(BeEmpty(), req.url)
+		g.Expect(strings.ToLower(req.url)).NotTo(Or(ContainSubstring("x-amz-credential"), ContainSubstring("x-amz-signature")), req.url)
+	}
+	for _, err := range []error{listErr, dlErr} {
+		expectNoSecrets(g, err, hostileSecret, "AKHOSTILE")
+	}
+	g.Expect(listErr).To(MatchError(HavePrefix("listing bucket 'hostile': S3 error 307 Temporary Redirect (HTTP 307)")))
+	g.Expect(dlErr).To(MatchError(HavePrefix("downloading object 'a' from bucket 'hostile': S3 error 307 Temporary Redirect (HTTP 307)")))
 }

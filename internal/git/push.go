@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+
+	"github.com/windlass-dev/windlass/internal/parallel"
 )
 
 // A push is made here from go-git's transport sessions rather than with
@@ -380,14 +382,23 @@ func (w *Workspace) send(ctx context.Context, sess transport.ReceivePackSession,
 	req.Packfile = packR
 	encoded := make(chan error, 1)
 	go func() {
-		enc := packfile.NewEncoder(packW, w.repo.Storer, !adv.Capabilities.Supports(capability.OFSDelta))
-		_, err := enc.Encode(hashes, cfg.Pack.Window)
+		// A panic here would end the process: it fails this push instead.
+		var err error
+		if p := parallel.Call(ctx, func() {
+			err = encodePack(packW, w.repo.Storer, hashes, !adv.Capabilities.Supports(capability.OFSDelta), cfg.Pack.Window)
+		}); p != nil {
+			err = fmt.Errorf("encoding the pack: %w", p)
+		}
 		encoded <- err
 		_ = packW.CloseWithError(err)
 	}()
 	report, err := sess.ReceivePack(ctx, req)
 	_ = packR.Close() // unblocks the encoder when the pack was not read to the end
 	encodeErr := <-encoded
+	var panicked *parallel.PanicError
+	if errors.As(encodeErr, &panicked) {
+		return encodeErr // the cause of whatever the server made of the cut pack
+	}
 	if report != nil {
 		if rejected := w.rejection(report, messages.String()); rejected != nil {
 			return rejected
@@ -397,6 +408,13 @@ func (w *Workspace) send(ctx context.Context, sess transport.ReceivePackSession,
 		return err
 	}
 	return encodeErr
+}
+
+// encodePack writes the pack of hashes to out; a variable, so that a test
+// can make it panic.
+var encodePack = func(out io.Writer, s storer.EncodedObjectStorer, hashes []plumbing.Hash, refDeltas bool, window uint) error {
+	_, err := packfile.NewEncoder(out, s, refDeltas).Encode(hashes, window)
+	return err
 }
 
 // objectsToPush lists the objects reachable from the commands' new values

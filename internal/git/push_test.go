@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/parallel"
 )
 
 // pushTransports are the transports the push tests run over.
@@ -408,4 +413,39 @@ func TestWorkspace_PushAndRefreshGoThroughTheOperation(t *testing.T) {
 	forwarded = proxy.forwarded.Load()
 	g.Expect(w.Refresh(context.Background(), "")).To(Succeed())
 	g.Expect(proxy.forwarded.Load()).To(BeNumerically(">", forwarded))
+}
+
+// TestWorkspace_PushSurvivesAPanicInThePackEncoder proves that a panic in
+// the goroutine that encodes the pack (here after the pack's first bytes)
+// fails that push with an error naming the panic, instead of ending the
+// process: the remote keeps its branch, and the same workspace pushes once
+// the encoder works again.
+func TestWorkspace_PushSurvivesAPanicInThePackEncoder(t *testing.T) {
+	for _, transport := range pushTransports {
+		t.Run(transport, func(t *testing.T) {
+			g := NewWithT(t)
+			p := newPushRemote(t, transport)
+			w, _ := p.open(t, CheckoutOptions{Branch: "main"})
+			hash := editAndCommit(t, w, map[string]string{"deploy/app.yaml": "kind: Deployment"}, "Update images")
+
+			real := encodePack
+			t.Cleanup(func() { encodePack = real })
+			encodePack = func(out io.Writer, _ storer.EncodedObjectStorer, _ []plumbing.Hash, _ bool, _ uint) error {
+				_, _ = out.Write([]byte("PACK\x00\x00\x00\x02"))
+				panic("encoder boom")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := w.Push(ctx, PushOptions{})
+			g.Expect(err).To(MatchError(ContainSubstring("encoding the pack: panicked: encoder boom")))
+			var panicked *parallel.PanicError
+			g.Expect(errors.As(err, &panicked)).To(BeTrue(), "%v", err)
+			g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the push waited for its deadline")
+			g.Expect(p.remoteRef(t, "refs/heads/main")).To(Equal(p.head))
+
+			encodePack = real
+			g.Expect(w.Push(context.Background(), PushOptions{})).To(Succeed())
+			g.Expect(p.remoteRef(t, "refs/heads/main")).To(Equal(hash))
+		})
+	}
 }

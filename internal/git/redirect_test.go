@@ -479,3 +479,90 @@ func TestClone_SameHostRedirectKeepsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// pushRedirectOrigin is the host a push URL names. It demands the
+// credentials on every request and serves /old/<repo> from its backend,
+// except the receive-pack reference discovery (the first request of a
+// push), which it answers with a redirect to target.
+type pushRedirectOrigin struct {
+	redirectSink
+	check   redirectCredentialCheck
+	code    int
+	target  string // base URL that /old/ moves to
+	backend http.Handler
+}
+
+func (o *pushRedirectOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.record(r)
+	if !o.check(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="origin"`)
+		http.Error(w, "origin: authentication required", http.StatusUnauthorized)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/old/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Query().Get("service") == "git-receive-pack" {
+		w.Header().Set("Location", o.target+"/"+rest+"?"+r.URL.RawQuery)
+		w.WriteHeader(o.code)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path, r2.URL.RawPath = "/"+rest, ""
+	o.backend.ServeHTTP(w, r2)
+}
+
+// TestPush_CrossHostRedirectNeverForwardsCredentials proves that when the
+// origin answers a push's receive-pack discovery with a 301, 302, 307 or
+// 308 to another origin (another host name, another address, another port,
+// a subdomain, or plain http from https), the target never receives the
+// basic auth password, the bearer token or the URL userinfo the Client
+// holds for the origin. The target demands credentials, so the push fails
+// (an authentication error where the redirect is followed, a refusal for
+// https to http) with an error that holds no secret, and the origin's
+// branch is unchanged.
+func TestPush_CrossHostRedirectNeverForwardsCredentials(t *testing.T) {
+	for _, layout := range crossHostLayouts() {
+		for _, kind := range []string{redirectAuthBasic, redirectAuthBearer, redirectAuthUserinfo} {
+			for _, code := range redirectCodes {
+				t.Run(fmt.Sprintf("%s/%s/%d", layout.name, kind, code), func(t *testing.T) {
+					g := NewWithT(t)
+					originRepo, targetRepo := newServed(t), newServed(t)
+					origin := &pushRedirectOrigin{check: redirectCheck(kind), code: code,
+						backend: redirectBackend(t, originRepo)}
+					target := &redirectTarget{check: redirectCheck(kind), backend: redirectBackend(t, targetRepo)}
+					originURL, targetURL, ca, proxy := layout.wire(t, origin, target)
+					origin.target = targetURL
+
+					c, rawURL := redirectClient(t, kind, originURL, ca, proxy)
+					w, _, err := c.Open(context.Background(), rawURL, CheckoutOptions{Branch: "main"})
+					g.Expect(err).NotTo(HaveOccurred())
+					editAndCommit(t, w, map[string]string{"deploy/app.yaml": "kind: Deployment"}, "Update images")
+					origin.reset()
+
+					err = w.Push(context.Background(), PushOptions{})
+					t.Logf("push error %v; the target saw %d request(s)", err, len(target.requests()))
+
+					g.Expect(err).To(HaveOccurred())
+					expectNoSecrets(g, err)
+					expectSecretSent(g, kind, origin.requests())
+					expectNoForwardedCredentials(g, target.requests())
+					if layout.refused {
+						g.Expect(err).To(MatchError(ContainSubstring(layout.wantErr)))
+						g.Expect(target.requests()).To(BeEmpty())
+					} else {
+						g.Expect(IsAuthError(err)).To(BeTrue(), "IsAuthError(%v)", err)
+						g.Expect(target.requests()).NotTo(BeEmpty(), "the redirect was followed")
+					}
+					for _, s := range []*served{originRepo, targetRepo} {
+						head, err := s.repo.Head("main")
+						g.Expect(err).NotTo(HaveOccurred())
+						g.Expect(head).To(Equal(s.head), "a branch moved")
+					}
+				})
+			}
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
@@ -442,4 +444,62 @@ func TestScanChecksNames(t *testing.T) {
 		_, err := s.Scan(context.Background(), "apps", name, Options{Image: "example.com/app"})
 		g.Expect(err).To(MatchError(ErrBadRequest), name)
 	}
+}
+
+// TestScanDeadlineStopsASlowRegistry proves that the scan's timeout
+// bounds a registry that sends the headers of a tag list and then stalls
+// in its body: the scan fails within a few seconds with a deadline error
+// that says so, and the tags and revision stored by the previous scan are
+// kept.
+func TestScanDeadlineStopsASlowRegistry(t *testing.T) {
+	g := NewWithT(t)
+	var stall atomic.Bool
+	release := make(chan struct{})
+	stalled := make(chan struct{}, 1)
+	reg := startRegistry(t, "", "", func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !stall.Load() || !strings.HasSuffix(r.URL.Path, "/tags/list") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"name":"app","tags":["`))
+			w.(http.Flusher).Flush()
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
+			<-release // until the test ends, whatever the client does
+		})
+	})
+	// Registered after the server's Close, so it runs before it: Close
+	// waits for the stalled handler.
+	t.Cleanup(func() { close(release) })
+	push(t, reg.image("app"), []string{"1", "2", "3"})
+	s := newStore(t)
+	first, err := s.Scan(context.Background(), "apps", "app", Options{Image: reg.image("app")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.TagCount).To(Equal(3))
+
+	stall.Store(true)
+	// The caller's own bound is far longer, so that a scan that ignored
+	// its timeout fails the assertions below instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Scan(ctx, "apps", "app", Options{Image: reg.image("app"), Timeout: 300 * time.Millisecond})
+	elapsed := time.Since(start)
+	g.Expect(stalled).To(Receive(), "the registry stalled in the body of a tag list")
+	g.Expect(err).To(MatchError(context.DeadlineExceeded))
+	g.Expect(err).To(MatchError("listing the tags of " + reg.image("app") + ": no answer within the timeout of 300ms"))
+	g.Expect(IsAuthError(err) || IsNotFound(err)).To(BeFalse())
+	g.Expect(elapsed).To(BeNumerically("<", 10*time.Second), "the timeout bounds the scan")
+	g.Expect(elapsed).To(BeNumerically(">=", 300*time.Millisecond), "the scan waited for the timeout")
+
+	g.Expect(storedTags(t, s, "apps", "app")).To(Equal([]string{"1", "2", "3"}))
+	rev, ok := s.Revision("apps", "app")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(rev).To(Equal(first.Revision))
+	g.Expect(repoFiles(t, s, "apps", "app")).To(ConsistOf(tagsFileName, metaFileName), "no temporary file is left")
 }
