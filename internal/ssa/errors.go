@@ -185,6 +185,21 @@ func sensitiveValues(id inventory.ObjMetadata, obj *unstructured.Unstructured) [
 	return values
 }
 
+// SecretValues returns the strings that must never appear in a message
+// about obj: for a Secret, every data value (encoded and decoded) and
+// every stringData value, and for any object kubectl's last-applied
+// configuration.
+func SecretValues(obj *unstructured.Unstructured) []string {
+	gvk := obj.GroupVersionKind()
+	return sensitiveValues(inventory.ObjMetadata{Group: gvk.Group, Kind: gvk.Kind}, obj)
+}
+
+// Scrub returns msg with every value of at least four characters
+// replaced by "[redacted]", longer values first.
+func Scrub(msg string, values []string) string {
+	return scrub(msg, values)
+}
+
 // scrub replaces every value of at least minRedactedLen characters in msg.
 // Longer values go first, so that a value holding another is replaced whole.
 func scrub(msg string, values []string) string {

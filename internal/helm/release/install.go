@@ -135,7 +135,7 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	rel, cerr := toV1Release(out)
 	rel = restore(rel)
 	if err != nil {
-		return rel, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
+		return rel, fmt.Errorf("installing release %s: %w", opts.ReleaseName, withoutSecrets(err, rel))
 	}
 	return rel, cerr
 }

@@ -152,7 +152,7 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 	rel, cerr := toV1Release(out)
 	rel = restore(rel)
 	if err != nil {
-		return rel, fmt.Errorf("upgrading release %s: %w", name, err)
+		return rel, fmt.Errorf("upgrading release %s: %w", name, withoutSecrets(err, rel))
 	}
 	return rel, cerr
 }
@@ -223,6 +223,7 @@ func (r *Runner) Rollback(ctx context.Context, releaseName string, opts Rollback
 	act.MaxHistory = opts.MaxHistory
 
 	_, runErr := guard("rolling back", func() (struct{}, error) { return struct{}{}, act.Run(releaseName) })
+	runErr = withoutSecrets(runErr, target)
 	rel, err := r.Last(releaseName)
 	if err != nil {
 		return nil, errors.Join(runErr, err)
