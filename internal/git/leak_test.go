@@ -3,32 +3,20 @@ package git_test
 import (
 	"context"
 	"net/url"
-	"os"
-	"runtime"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
-
-// openFiles counts the file descriptors of the process.
-func openFiles(g *WithT) int {
-	entries, err := os.ReadDir("/proc/self/fd")
-	g.Expect(err).NotTo(HaveOccurred())
-	return len(entries)
-}
 
 // TestClone_LeavesNoFilesOrGoroutinesOpen (row 44) clones, and fails to
 // clone, many times over HTTP and SSH: once the clients are closed, the
-// process holds no more open files and goroutines than before, within a
-// small margin for the servers' and the runtime's own.
+// process holds no more open files and goroutines than before (see
+// testutil.ExpectNoLeaks).
 func TestClone_LeavesNoFilesOrGoroutinesOpen(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("counts descriptors in /proc/self/fd")
-	}
 	g := NewWithT(t)
 	srv := gitserver.NewForTest(t)
 	httpURL := srv.MustStartHTTP(t)
@@ -53,13 +41,5 @@ func TestClone_LeavesNoFilesOrGoroutinesOpen(t *testing.T) {
 		g.Expect(clone(httpURL+"/app.git", nil, "missing")).NotTo(Succeed())
 		g.Expect(clone(httpURL+"/gone.git", nil, "main")).NotTo(Succeed())
 	}
-	round() // warm up: connection pools, lazily started goroutines
-	files, goroutines := openFiles(g), runtime.NumGoroutine()
-	for range 10 {
-		round()
-	}
-	g.Eventually(func() int { return openFiles(g) }, 10*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", files+4),
-		"40 clones later the process holds about the same open files")
-	g.Eventually(runtime.NumGoroutine, 10*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", goroutines+4),
-		"and about the same goroutines")
+	testutil.ExpectNoLeaks(t, g, round)
 }

@@ -94,11 +94,19 @@ func (o Options) maxTags() int {
 
 // connection is what the calls to one repository need: the options of
 // go-containerregistry's remote calls and the scrubber of their errors.
+// Close it when done.
 type connection struct {
-	remote  []remote.Option
-	scrub   scrubber
-	timeout time.Duration
+	remote    []remote.Option
+	scrub     scrubber
+	timeout   time.Duration
+	transport *guardTransport
 }
+
+// close closes the idle connections of c's transport. Each connection
+// has a transport of its own that nothing reuses after it: the
+// connections it keeps for reuse would otherwise stay open, each with a
+// socket and its goroutines, until the idle timeout (security row 44).
+func (c *connection) close() { c.transport.CloseIdleConnections() }
 
 // connect prepares the calls to repo: the transport of the TLS and proxy
 // settings, bounded by guardTransport, and the credentials of repo's
@@ -121,6 +129,7 @@ func (o Options) connect(ctx context.Context, repo name.Repository) (*connection
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
+	c.transport = base
 	c.remote = []remote.Option{remote.WithContext(ctx), remote.WithTransport(base), remote.WithAuth(auth),
 		remote.WithPageSize(pageSize), remote.WithUserAgent("windlass-image-reflector")}
 	return c, nil
@@ -128,7 +137,7 @@ func (o Options) connect(ctx context.Context, repo name.Repository) (*connection
 
 // transport returns the HTTP transport of o's TLS and proxy settings,
 // bounded by guardTransport.
-func (o Options) transport() (http.RoundTripper, error) {
+func (o Options) transport() (*guardTransport, error) {
 	var certData map[string][]byte
 	if len(o.CA)+len(o.ClientCert)+len(o.ClientKey) > 0 {
 		certData = map[string][]byte{httptransport.KeyCA: o.CA,
@@ -215,6 +224,14 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// underneath.
+func (g *guardTransport) CloseIdleConnections() {
+	if c, ok := g.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // isLoopback tells whether host is localhost or a loopback IP address.

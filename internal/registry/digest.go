@@ -27,6 +27,7 @@ func Digest(ctx context.Context, ref string, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer conn.close()
 	what := "reading the digest of " + tag.Name()
 	desc, err := remote.Head(tag, conn.remote...)
 	if err != nil && worthGet(ctx, err) {

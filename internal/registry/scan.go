@@ -69,6 +69,7 @@ func (s *Store) Scan(ctx context.Context, namespace, name string, opts Options) 
 	if err != nil {
 		return ScanResult{}, err
 	}
+	defer conn.close()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ScanResult{}, fmt.Errorf("creating the tag store of %s/%s: %w", namespace, name, err)
 	}
