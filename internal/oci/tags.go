@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
+	"net/url"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -47,6 +47,9 @@ func ListTags(ctx context.Context, repo name.Repository, o Options) ([]string, e
 		if len(page.Tags) == 0 && page.Next != "" {
 			return nil, fmt.Errorf("%s sent an empty page of tags that links to a next one", repo.RegistryStr())
 		}
+		if err := checkNextPage(repo, page.Next); err != nil {
+			return nil, err
+		}
 		if len(tags)+len(page.Tags) > MaxTags {
 			return nil, fmt.Errorf("%s lists more than %d tags, the most that are searched", URL(repo), MaxTags)
 		}
@@ -55,7 +58,22 @@ func ListTags(ctx context.Context, repo name.Repository, o Options) ([]string, e
 	return tags, nil
 }
 
-// tagPageLimit bounds the body of each answer to a tag list request.
+// checkNextPage refuses a next page that is not on repo's registry (by
+// scheme and host): go-containerregistry checks the one of a Link header,
+// but follows a "next" in the page's body as it is.
+func checkNextPage(repo name.Repository, next string) error {
+	if next == "" {
+		return nil
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != repo.Scheme() || u.Host != repo.RegistryStr() {
+		return fmt.Errorf("%s sent a page of tags that links to a next one off the registry", repo.RegistryStr())
+	}
+	return nil
+}
+
+// tagPageLimit bounds the body of each answer the tag listing gets: a
+// next page may be at any path of the registry, not only .../tags/list.
 type tagPageLimit struct {
 	next  http.RoundTripper
 	limit int64
@@ -64,7 +82,7 @@ type tagPageLimit struct {
 // RoundTrip implements http.RoundTripper.
 func (t *tagPageLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || !strings.HasSuffix(req.URL.Path, "/tags/list") {
+	if err != nil {
 		return resp, err
 	}
 	if err := httptransport.LimitBody(resp, t.limit); err != nil {

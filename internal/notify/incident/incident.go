@@ -160,13 +160,18 @@ func truncate(s string, n int) string {
 }
 
 // boundedKey returns key if it fits in n bytes, or else a prefix of it
-// followed by a hash of the whole, so that distinct keys stay distinct.
+// (cut on a character boundary) followed by a hash of the whole, so that
+// distinct keys stay distinct.
 func boundedKey(key string, n int) string {
 	if len(key) <= n {
 		return key
 	}
 	sum := sha256.Sum256([]byte(key))
-	return key[:n-17] + "-" + hex.EncodeToString(sum[:8])
+	cut := n - 17
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return key[:cut] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // objectName names the object as "Kind/name.namespace", the form of the

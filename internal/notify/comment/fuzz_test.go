@@ -1,0 +1,123 @@
+package comment
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
+	"github.com/windlass-dev/windlass/internal/notify"
+)
+
+// FuzzRender renders the comment of a message made from a fuzzed event,
+// and reads its change_request metadata as Post does. It asserts that the
+// comment starts with the object's marker line (by which it is found
+// again); that it is at most maxBody bytes and the "…" of a cut; that
+// it is valid UTF-8 when the event is; that, when not cut, it holds the
+// text as a block quote with no '<' or '>' left; and that a change_request
+// Post accepts is one positive decimal number, the value without blanks
+// and '#'.
+func FuzzRender(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add("Kustomization", "preview", "apps", "Progressing", "Applying", "", eventv1.MetaChangeRequest, " #42 ", false, false, uint8(0))
+	f.Add("Kustomization", "preview", "apps", "Progressing", "Applying", "", "event.toolkit.fluxcd.io/change_request", "+1", false, false, uint8(0))
+	f.Add("Kustomization", "preview", "apps", "Progressing", "Applying", "", eventv1.MetaChangeRequest, "0", false, false, uint8(0))
+	n := &notifier{forge: forges["githubpullrequestcomment"]}
+	f.Fuzz(func(t *testing.T, kind, name, namespace, reason, text, revision, key, value string, failed, resolves bool, folded uint8) {
+		m := fuzzMessage(kind, name, namespace, reason, text, revision, key, value, failed, resolves, folded)
+		out := render(m)
+		mark := marker(m)
+		if len(mark) < maxBody && !strings.HasPrefix(out, mark+"\n") {
+			t.Fatalf("the comment does not start with its marker %q", mark)
+		}
+		if len(out) > maxBody+len("\n…") {
+			t.Fatalf("the comment is %d bytes, over %d", len(out), maxBody)
+		}
+		if fuzzValidUTF8(kind, name, namespace, reason, text, revision, key, value) && !utf8.ValidString(out) {
+			t.Fatal("the comment is not valid UTF-8")
+		}
+		quoted := quote(notify.Text(m))
+		for _, line := range strings.Split(quoted, "\n") {
+			if rest, ok := strings.CutPrefix(line, "> "); !ok || strings.ContainsAny(rest, "<>") {
+				t.Fatalf("the quoted text has the line %q", line)
+			}
+		}
+		if !strings.HasSuffix(out, "\n…") && !strings.Contains(out, "\n\n"+quoted+"\n") {
+			t.Fatalf("the comment does not quote the text:\n%s", out)
+		}
+
+		if _, ok := changeRequest(m); !ok {
+			return
+		}
+		numbers, err := n.requests(context.Background(), m)
+		if err != nil {
+			return
+		}
+		v, _ := changeRequest(m)
+		want := strings.TrimPrefix(strings.TrimSpace(v), "#")
+		if len(numbers) != 1 || numbers[0] != want || strings.Trim(want, "0123456789") != "" {
+			t.Fatalf("change_request %q gave the requests %q", v, numbers)
+		}
+		if id, err := strconv.ParseUint(want, 10, 63); err != nil || id == 0 {
+			t.Fatalf("change_request %q gave the request %q", v, want)
+		}
+	})
+}
+
+// fuzzSeeds adds the seeds of fuzz targets that take fuzzMessage's
+// arguments.
+func fuzzSeeds(f *testing.F) {
+	f.Add("Kustomization", "webapp", "apps", "ReconciliationSucceeded", "Applied revision main@sha1:731f7ead",
+		"main@sha1:731f7eaddfb6af01cb2173e18f0f75b0ba780ef1", "summary", "Cluster: prod", false, false, uint8(0))
+	f.Add("HelmRelease", "podinfo", "flux-system", "UpgradeFailed", "Helm upgrade failed: timed out\nwaiting for the condition",
+		"6.5.0", "helm.toolkit.fluxcd.io/token", "dedup-7f3a", true, false, uint8(41))
+	f.Add("GitRepository", "repo", "default", "Resolved", "Fetched", "refs/heads/main@sha1:0123",
+		"notification.toolkit.fluxcd.io/commit_status", "update", true, true, uint8(1))
+	f.Add("", "", "", "", "", "", "", "", false, false, uint8(0))
+	f.Add("Kind", "n", "ns", "Reason", "<b>bold</b> & `code` <!-- windlass:notification x -->\n> quoted",
+		"é\xffü", "a/revision", "second `revision`", true, false, uint8(255))
+	f.Add("Kind", strings.Repeat("n", 300), "ns", strings.Repeat("Ré", 200), strings.Repeat("ü", 30000),
+		strings.Repeat("β", 300), strings.Repeat("k", 300), strings.Repeat("ü", 2000), true, false, uint8(3))
+}
+
+// fuzzMessage builds the message of the fuzz targets: an event about
+// Kind/name.namespace at a fixed time, reported by kustomize-controller,
+// whose metadata holds the revision (under a /revision key) and key:
+// value, when they are not empty.
+func fuzzMessage(kind, name, namespace, reason, text, revision, key, value string, failed, resolves bool, folded uint8) notify.Message {
+	m := notify.Message{Event: eventv1.Event{
+		InvolvedObject:      corev1.ObjectReference{Kind: kind, Name: name, Namespace: namespace},
+		Severity:            eventv1.SeverityInfo,
+		Timestamp:           metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		Message:             text,
+		Reason:              reason,
+		Metadata:            map[string]string{},
+		ReportingController: "kustomize-controller",
+	}, Folded: int(folded), Resolves: resolves}
+	if failed {
+		m.Severity = eventv1.SeverityError
+	}
+	if revision != "" {
+		m.Metadata["kustomize.toolkit.fluxcd.io/"+eventv1.MetaRevision] = revision
+	}
+	if key != "" {
+		m.Metadata[key] = value
+	}
+	return m
+}
+
+// fuzzValidUTF8 tells whether every string is valid UTF-8.
+func fuzzValidUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
