@@ -30,10 +30,13 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		user, status := g.Tokens.Authenticate(r.Context(), r)
 		if status == http.StatusOK && g.Needs != nil {
 			for _, attrs := range g.Needs(r) {
-				if status = g.Access.Allowed(r.Context(), user, attrs); status != http.StatusOK {
+				if status = g.Access.Allowed(r.Context(), user, attrs); status == http.StatusForbidden {
 					refuse(w, status, g.Realm, fmt.Sprintf("%s may not %s %s in the namespace %q",
 						user.Username, attrs.Verb, attrs.Resource, attrs.Namespace))
 					return
+				}
+				if status != http.StatusOK {
+					break
 				}
 			}
 		}
