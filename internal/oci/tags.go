@@ -47,7 +47,7 @@ func ListTags(ctx context.Context, repo name.Repository, o Options) ([]string, e
 		if len(page.Tags) == 0 && page.Next != "" {
 			return nil, fmt.Errorf("%s sent an empty page of tags that links to a next one", repo.RegistryStr())
 		}
-		if err := checkNextPage(repo, page.Next); err != nil {
+		if err := CheckNextPage(repo, page.Next); err != nil {
 			return nil, err
 		}
 		if len(tags)+len(page.Tags) > MaxTags {
@@ -58,10 +58,10 @@ func ListTags(ctx context.Context, repo name.Repository, o Options) ([]string, e
 	return tags, nil
 }
 
-// checkNextPage refuses a next page that is not on repo's registry (by
+// CheckNextPage refuses a next page that is not on repo's registry (by
 // scheme and host): go-containerregistry checks the one of a Link header,
 // but follows a "next" in the page's body as it is.
-func checkNextPage(repo name.Repository, next string) error {
+func CheckNextPage(repo name.Repository, next string) error {
 	if next == "" {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/windlass-dev/windlass/internal/oci"
 )
 
 // ScanResult is what a scan found, for the ImageRepository's
@@ -136,6 +138,9 @@ func (c *connection) listTags(ctx context.Context, repo name.Repository, filter 
 		}
 		if len(page.Tags) == 0 && page.Next != "" {
 			return errors.New(what + ": the registry sent an empty page that links to a next one")
+		}
+		if err := oci.CheckNextPage(repo, page.Next); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		for _, tag := range page.Tags {
 			keep, err := filter.keep(tag)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -431,6 +432,38 @@ func TestRedirectCarriesNoCredentials(t *testing.T) {
 	g.Expect(reg.authHeaders()).To(ContainElement(HavePrefix("Basic ")), "the registry got the credentials")
 	g.Expect(other.lists.Load()).To(BeEquivalentTo(1))
 	g.Expect(other.authHeaders()).To(HaveEach(BeEmpty()), "the other host got none")
+}
+
+// TestNextPageOffTheRegistryIsRefused: a page of tags whose body links
+// its next page to another host (go-containerregistry follows a body's
+// "next" wherever it points, with the registry's credentials) fails the
+// scan; the other host gets no request, and the stored tags stay.
+func TestNextPageOffTheRegistryIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	other := startRegistry(t, "", "", nil)
+	push(t, other.image("app"), []string{"elsewhere"})
+	var hostile atomic.Bool
+	reg := startRegistry(t, "", "", func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hostile.Load() && strings.HasSuffix(r.URL.Path, "/tags/list") {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"name":"app","tags":["1.0.0"],"next":"http://%s/v2/app/tags/list?n=1"}`, other.host)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	push(t, reg.image("app"), []string{"1.0.0", "1.1.0"})
+	s := newStore(t)
+	opts := Options{Image: reg.image("app")}
+	_, err := s.Scan(context.Background(), "apps", "app", opts)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	hostile.Store(true)
+	_, err = s.Scan(context.Background(), "apps", "app", opts)
+	g.Expect(err).To(MatchError(ContainSubstring("links to a next one off the registry")))
+	g.Expect(other.lists.Load()).To(BeZero(), "the other host got no request")
+	g.Expect(storedTags(t, s, "apps", "app")).To(Equal([]string{"1.0.0", "1.1.0"}), "the last good tags stay")
 }
 
 func TestScanChecksNames(t *testing.T) {
