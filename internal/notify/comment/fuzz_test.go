@@ -5,11 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/windlass-dev/windlass/internal/notify/notifytest"
 
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
 	"github.com/windlass-dev/windlass/internal/notify"
@@ -30,7 +28,7 @@ func FuzzRender(f *testing.F) {
 	f.Add("Kustomization", "preview", "apps", "Progressing", "Applying", "", eventv1.MetaChangeRequest, "0", false, false, uint8(0))
 	n := &notifier{forge: forges["githubpullrequestcomment"]}
 	f.Fuzz(func(t *testing.T, kind, name, namespace, reason, text, revision, key, value string, failed, resolves bool, folded uint8) {
-		m := fuzzMessage(kind, name, namespace, reason, text, revision, key, value, failed, resolves, folded)
+		m := notifytest.Message(kind, name, namespace, reason, text, revision, key, value, failed, resolves, folded)
 		out := render(m)
 		mark := marker(m)
 		if len(mark) < maxBody && !strings.HasPrefix(out, mark+"\n") {
@@ -39,7 +37,7 @@ func FuzzRender(f *testing.F) {
 		if len(out) > maxBody+len("\n…") {
 			t.Fatalf("the comment is %d bytes, over %d", len(out), maxBody)
 		}
-		if fuzzValidUTF8(kind, name, namespace, reason, text, revision, key, value) && !utf8.ValidString(out) {
+		if notifytest.ValidUTF8(kind, name, namespace, reason, text, revision, key, value) && !utf8.ValidString(out) {
 			t.Fatal("the comment is not valid UTF-8")
 		}
 		quoted := quote(notify.Text(m))
@@ -84,40 +82,4 @@ func fuzzSeeds(f *testing.F) {
 		"é\xffü", "a/revision", "second `revision`", true, false, uint8(255))
 	f.Add("Kind", strings.Repeat("n", 300), "ns", strings.Repeat("Ré", 200), strings.Repeat("ü", 30000),
 		strings.Repeat("β", 300), strings.Repeat("k", 300), strings.Repeat("ü", 2000), true, false, uint8(3))
-}
-
-// fuzzMessage builds the message of the fuzz targets: an event about
-// Kind/name.namespace at a fixed time, reported by kustomize-controller,
-// whose metadata holds the revision (under a /revision key) and key:
-// value, when they are not empty.
-func fuzzMessage(kind, name, namespace, reason, text, revision, key, value string, failed, resolves bool, folded uint8) notify.Message {
-	m := notify.Message{Event: eventv1.Event{
-		InvolvedObject:      corev1.ObjectReference{Kind: kind, Name: name, Namespace: namespace},
-		Severity:            eventv1.SeverityInfo,
-		Timestamp:           metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
-		Message:             text,
-		Reason:              reason,
-		Metadata:            map[string]string{},
-		ReportingController: "kustomize-controller",
-	}, Folded: int(folded), Resolves: resolves}
-	if failed {
-		m.Severity = eventv1.SeverityError
-	}
-	if revision != "" {
-		m.Metadata["kustomize.toolkit.fluxcd.io/"+eventv1.MetaRevision] = revision
-	}
-	if key != "" {
-		m.Metadata[key] = value
-	}
-	return m
-}
-
-// fuzzValidUTF8 tells whether every string is valid UTF-8.
-func fuzzValidUTF8(ss ...string) bool {
-	for _, s := range ss {
-		if !utf8.ValidString(s) {
-			return false
-		}
-	}
-	return true
 }
