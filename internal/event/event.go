@@ -11,8 +11,10 @@ package event
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,9 +63,13 @@ type Recorder struct {
 const Action = "Reconcile"
 
 // Record records e about obj. An event with an empty message is dropped:
-// it would tell users nothing.
+// it would tell users nothing; so is one that repeats the type and reason
+// of an event about obj recorded earlier in the same run (see WithRun).
 func (r *Recorder) Record(ctx context.Context, obj client.Object, e Event) {
 	if r == nil || e.Message == "" {
+		return
+	}
+	if run, ok := ctx.Value(runKey{}).(*runEvents); ok && !run.first(obj, e) {
 		return
 	}
 	e.Message = redact.String(e.Message)
@@ -90,4 +96,45 @@ func (r *Recorder) Normal(ctx context.Context, obj client.Object, reason, revisi
 // Warning records a Warning event about obj for revision.
 func (r *Recorder) Warning(ctx context.Context, obj client.Object, reason, revision, message string) {
 	r.Record(ctx, obj, Event{Type: TypeWarning, Reason: reason, Revision: revision, Message: message})
+}
+
+// WithRun returns a context for one run of a reconciler, under which the
+// Recorder records one event per object, type and reason. Kubernetes keys
+// events by object version, type and reason, not by message: a second such
+// event in one run would only count in a series of the first, its message
+// lost, written by a request that races the first and, when it loses,
+// retries seconds later, long after the run.
+func WithRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runKey{}, &runEvents{})
+}
+
+type runKey struct{}
+
+// runEvents is what one run recorded, by object, type and reason.
+type runEvents struct {
+	mu   sync.Mutex
+	seen map[runEvent]bool
+}
+
+type runEvent struct {
+	uid                    types.UID
+	namespace, name        string
+	eventType, eventReason string
+}
+
+// first reports whether e is the first event of its type and reason about
+// obj in the run, and notes it.
+func (r *runEvents) first(obj client.Object, e Event) bool {
+	key := runEvent{uid: obj.GetUID(), namespace: obj.GetNamespace(), name: obj.GetName(),
+		eventType: e.Type, eventReason: e.Reason}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[key] {
+		return false
+	}
+	if r.seen == nil {
+		r.seen = map[runEvent]bool{}
+	}
+	r.seen[key] = true
+	return true
 }

@@ -45,3 +45,34 @@ func TestRecorder(t *testing.T) {
 	var nilRecorder *Recorder
 	nilRecorder.Normal(ctx, obj, "R", "", "a nil recorder records nothing and does not panic")
 }
+
+// TestRecorderOncePerRun: under WithRun, a second event about the same
+// object with the type and reason of one recorded earlier in the run is
+// dropped (Kubernetes would fold it into a series of the first, its
+// message lost); another object, type or reason, or another run, records.
+func TestRecorderOncePerRun(t *testing.T) {
+	g := NewWithT(t)
+	k8s := events.NewFakeRecorder(10)
+	fwd := &sink{}
+	r := &Recorder{Kubernetes: k8s, Sink: fwd}
+	app := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "1"}}
+	db := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "2"}}
+
+	run := WithRun(context.Background())
+	r.Normal(run, app, "Succeeded", "", "resolved to 1.0.0")
+	r.Normal(run, app, "Succeeded", "", "Ready: resolved to 1.0.0")
+	r.Normal(run, db, "Succeeded", "", "resolved to 2.0.0")
+	r.Warning(run, app, "Succeeded", "", "a warning is another type")
+	r.Normal(run, app, "Progressing", "", "another reason")
+	r.Normal(WithRun(context.Background()), app, "Succeeded", "", "the next run")
+	r.Normal(context.Background(), app, "Succeeded", "", "outside a run")
+	r.Normal(context.Background(), app, "Succeeded", "", "outside a run")
+
+	g.Expect(k8s.Events).To(HaveLen(7))
+	var got []string
+	for _, e := range fwd.events {
+		got = append(got, e.Message)
+	}
+	g.Expect(got).To(Equal([]string{"resolved to 1.0.0", "resolved to 2.0.0", "a warning is another type",
+		"another reason", "the next run", "outside a run", "outside a run"}))
+}

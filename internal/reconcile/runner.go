@@ -133,6 +133,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		}
 	}()
 	start := time.Now()
+	ctx = event.WithRun(ctx)
 	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,11 @@ type ImagePolicyReconciler struct {
 	// DependencyRequeue is how long to wait for a repository that has not
 	// been scanned yet; zero means DefaultDependencyRequeue.
 	DependencyRequeue time.Duration
+
+	// announced holds, per policy, the image the last event announced, so
+	// that a run that reads a stale copy of the policy (the cache has not
+	// seen the status the run before wrote) does not announce it again.
+	announced sync.Map
 }
 
 // DefaultDependencyRequeue is ImagePolicyReconciler.DependencyRequeue by
@@ -90,6 +96,7 @@ func (r *ImagePolicyReconciler) policyKind() reconcile.Kind[*imagev1.ImagePolicy
 		},
 		// A held policy keeps the image it elected (Approved=False).
 		GateRequeue: func(*imagev1.ImagePolicy) time.Duration { return r.dependencyRequeue() },
+		Forget:      func(key types.NamespacedName) { r.announced.Delete(key) },
 		Run: func(ctx context.Context, obj *imagev1.ImagePolicy, _ *patch.Helper) (outcome.Result, error) {
 			return reconcile.RunSteps(ctx, obj, &policyScope{}, r.compile, r.getRepository, r.elect, r.reflectDigest, r.record)
 		},
@@ -314,7 +321,8 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, obj *imagev1.
 }
 
 // record writes the elected image to the status, keeping the one it
-// replaces in observedPreviousRef, and records an event when it changed.
+// replaces in observedPreviousRef, and records an event when it changed,
+// once: a rerun from a stale copy of the policy announces nothing new.
 func (r *ImagePolicyReconciler) record(ctx context.Context, obj *imagev1.ImagePolicy, scope *policyScope) (outcome.Result, error) {
 	prev := obj.Status.LatestRef
 	if prev != nil && *prev == scope.latest {
@@ -323,6 +331,9 @@ func (r *ImagePolicyReconciler) record(ctx context.Context, obj *imagev1.ImagePo
 	latest := scope.latest
 	obj.Status.ObservedPreviousRef = prev
 	obj.Status.LatestRef = &latest
+	if last, ok := r.announced.Swap(client.ObjectKeyFromObject(obj), latest); ok && last == latest {
+		return outcome.ResultSuccess, nil
+	}
 	msg := fmt.Sprintf("Latest image tag for %s resolved to %s", latest.Name, latest.Tag)
 	if prev != nil {
 		msg = fmt.Sprintf("Latest image tag for %s updated from %s to %s", latest.Name, prev.Tag, latest.Tag)
