@@ -68,6 +68,7 @@ type HelmReleaseReconciler struct {
 
 	charts  loadedCharts
 	runners releaseRunners
+	actions actionsUnderWay
 }
 
 // helmReleaseKind is the HelmRelease kind for the runner.
@@ -104,7 +105,8 @@ func successMessage(obj *helmv2.HelmRelease) string {
 
 // SetupWithManager registers the reconciler with mgr: the runner watches
 // HelmReleases, their chart sources (a new artifact reconciles them at
-// once), their dependencies of either kind, and their gates.
+// once), their dependencies of either kind, and their gates; a new spec or
+// chart artifact also cancels the action that waits for the old one.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	r.charts.init(r.chartCacheMaxMemory())
 	if r.Sandbox == nil {
@@ -119,6 +121,10 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	b, err := runner.Setup(ctx, mgr, opts)
 	if err != nil {
 		return err
+	}
+	b = b.Watches(&helmv2.HelmRelease{}, r.actions.onReleaseUpdate())
+	for _, src := range kinds.SourcesFor(kinds.ChartRef) {
+		b = b.Watches(src.New(), r.actions.onArtifactUpdate(src.Kind))
 	}
 	return b.Complete(runner)
 }

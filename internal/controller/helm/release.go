@@ -141,11 +141,16 @@ func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, obj *helmv
 			return err
 		}
 	}
-	action, err := r.act(ctx, obj, sc, last)
-	if err != nil {
-		return r.failed(ctx, obj, sc, action, err)
+	actCtx, done := r.actions.start(ctx, obj, sc)
+	defer done()
+	action, err := r.act(actCtx, obj, sc, last)
+	if err == nil {
+		err = r.test(actCtx, obj, sc)
 	}
-	if err := r.test(ctx, obj, sc); err != nil {
+	if s := supersededBy(actCtx); err != nil && s != nil {
+		return r.superseded(ctx, obj, sc, action, s)
+	}
+	if err != nil {
 		return r.failed(ctx, obj, sc, action, err)
 	}
 	resetFailures(obj)
