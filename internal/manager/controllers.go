@@ -73,6 +73,10 @@ type SourceOptions struct {
 	// of the parsed Helm repository indexes kept; zero keeps the source
 	// controller's default.
 	HelmIndexCacheMaxMemory int64
+	// HelmIndexParseMaxMemory, when positive, bounds the estimated memory
+	// of the Helm repository indexes being parsed; zero keeps the
+	// repository package's default.
+	HelmIndexParseMaxMemory int64
 }
 
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
@@ -88,6 +92,8 @@ func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultMaxFileSize, "bytes each file of a chart that a HelmChart builds may hold, uncompressed")
 	fs.Int64Var(&o.HelmIndexCacheMaxMemory, "helm-index-cache-max-memory", sourcectrl.DefaultHelmIndexCacheMaxMemory,
 		"estimated bytes of memory the parsed Helm repository indexes kept for the next HelmCharts may hold together (0: the default)")
+	fs.Int64Var(&o.HelmIndexParseMaxMemory, "helm-index-parse-max-memory", repository.DefaultParseMaxMemory,
+		"estimated bytes of memory the Helm repository indexes being parsed may use together (a YAML index takes about 10 times its size); parses past it wait for their turn, and an index that alone needs more fails (0: the default)")
 }
 
 // KustomizeOptions are the options of the kustomize controller.
@@ -212,6 +218,7 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		return err
 	}
 	git.SetMaxMemoryBytes(opts.Source.GitClonesMaxMemory)
+	repository.SetParseMaxMemory(opts.Source.HelmIndexParseMaxMemory)
 	r := &sourcectrl.GitRepositoryReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),

@@ -159,6 +159,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--fetch-max-size must not be negative")
 	case o.Source.HelmIndexCacheMaxMemory < 0:
 		return fmt.Errorf("--helm-index-cache-max-memory must not be negative")
+	case o.Source.HelmIndexParseMaxMemory < 0:
+		return fmt.Errorf("--helm-index-parse-max-memory must not be negative")
 	case o.Helm.ChartCacheMaxMemory < 0:
 		return fmt.Errorf("--helm-chart-cache-max-memory must not be negative")
 	case o.Source.ArtifactRetentionRecords < 1:

@@ -161,11 +161,11 @@ func (r *HelmChartReconciler) fetchHTTPDependency(ctx context.Context, repo *sou
 	var idx *repository.Index
 	var err error
 	if a := artifactOf(repo); a != nil {
-		idx, err = r.IndexCache.GetOrLoad(a.Digest, func() (*repository.Index, error) { return r.loadIndex(*a) })
+		idx, err = r.IndexCache.GetOrLoad(a.Digest, func() (*repository.Index, error) { return r.loadIndex(ctx, *a) })
 	} else {
 		var data []byte
 		if data, err = repository.FetchIndex(ctx, repoURL, opts); err == nil {
-			idx, err = repository.ParseIndex(data)
+			idx, err = repository.ParseIndexBounded(ctx, data)
 		}
 	}
 	if err != nil {

@@ -46,7 +46,7 @@ func (r *HelmChartReconciler) pullHTTPChart(ctx context.Context, obj *sourcev1.H
 	if a == nil {
 		return r.noArtifactYet(obj)
 	}
-	idx, err := r.IndexCache.GetOrLoad(a.Digest, func() (*repository.Index, error) { return r.loadIndex(*a) })
+	idx, err := r.IndexCache.GetOrLoad(a.Digest, func() (*repository.Index, error) { return r.loadIndex(ctx, *a) })
 	if err != nil {
 		return chartPullFailed(obj, nil, fmt.Errorf("reading the index of HelmRepository '%s': %w", repo.Name, err))
 	}
@@ -75,7 +75,7 @@ func (r *HelmChartReconciler) pullHTTPChart(ctx context.Context, obj *sourcev1.H
 
 // loadIndex reads and parses the index artifact a from storage, checking
 // that it is the content its digest names.
-func (r *HelmChartReconciler) loadIndex(a meta.Artifact) (*repository.Index, error) {
+func (r *HelmChartReconciler) loadIndex(ctx context.Context, a meta.Artifact) (*repository.Index, error) {
 	f, err := r.Storage.Open(a)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (r *HelmChartReconciler) loadIndex(a meta.Artifact) (*repository.Index, err
 	if got := repository.Revision(buf.Bytes()); got != a.Digest {
 		return nil, fmt.Errorf("%s does not match its digest", a.Path)
 	}
-	return repository.ParseIndex(buf.Bytes())
+	return repository.ParseIndexBounded(ctx, buf.Bytes())
 }
 
 // pullOCIChart pulls the highest version of spec.version of the chart from

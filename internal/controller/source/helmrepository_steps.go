@@ -43,7 +43,7 @@ func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sou
 	if err != nil {
 		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
-	if sc.index, err = repository.ParseIndex(data); err != nil {
+	if sc.index, err = repository.ParseIndexBounded(ctx, data); err != nil {
 		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj,
 			fmt.Errorf("parsing the index of '%s': %w", redact.URL(obj.Spec.URL), err))
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // Sentinel errors of ParseIndex and Index.Get.
@@ -30,26 +30,26 @@ var (
 // change it.
 type Index struct {
 	// APIVersion is the index's apiVersion ("v1").
-	APIVersion string `json:"apiVersion"`
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
 	// Entries are the versions of each chart, highest semver first.
-	Entries map[string][]*ChartVersion `json:"entries"`
+	Entries map[string][]*ChartVersion `json:"entries" yaml:"entries"`
 }
 
 // ChartVersion is one version of a chart in an index: the fields that
 // selection and download need.
 type ChartVersion struct {
 	// Name is the chart's name.
-	Name string `json:"name"`
+	Name string `json:"name" yaml:"name"`
 	// Version is the chart's version, a semantic version.
-	Version string `json:"version"`
+	Version string `json:"version" yaml:"version"`
 	// AppVersion is the version of the application the chart installs.
-	AppVersion string `json:"appVersion,omitempty"`
+	AppVersion string `json:"appVersion,omitempty" yaml:"appVersion,omitempty"`
 	// Deprecated says the chart is no longer maintained.
-	Deprecated bool `json:"deprecated,omitempty"`
+	Deprecated bool `json:"deprecated,omitempty" yaml:"deprecated,omitempty"`
 	// URLs are where the .tgz is, absolute or relative to the repository.
-	URLs []string `json:"urls"`
+	URLs []string `json:"urls" yaml:"urls"`
 	// Digest is the sha256 (hex) of the .tgz, as the index states it.
-	Digest string `json:"digest,omitempty"`
+	Digest string `json:"digest,omitempty" yaml:"digest,omitempty"`
 
 	semver *semver.Version
 }
