@@ -273,3 +273,37 @@ func joinLines(out string) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// helmCrashScene is a namespace with a controller of its own (its own
+// shard and storage), and a chart repository of charts, for a HelmRelease
+// whose controller is killed mid-action.
+type helmCrashScene struct {
+	ns, shard, storage string
+	proc               *controller
+	repo               *helmtest.Repo
+	key                client.ObjectKey
+}
+
+// newHelmCrashScene starts the scene's controller, and its HelmRepository
+// "charts" serving charts.
+func newHelmCrashScene(t *testing.T, g *WithT, charts ...*chart.Chart) *helmCrashScene {
+	ns := env.CreateNamespace(t)
+	sc := &helmCrashScene{ns: ns, shard: "helm-crash-" + ns, storage: t.TempDir(), repo: helmtest.NewRepo(t),
+		key: client.ObjectKey{Namespace: ns, Name: releaseName}}
+	sc.proc = startShardController(t, g, sc.shard, sc.storage)
+	for _, c := range charts {
+		sc.repo.Add(t, c)
+	}
+	mustRunCLI(g, "create", "source", "helm", "charts", "--url", sc.repo.URL(), "--label", shardLabel+"="+sc.shard,
+		"-n", ns, "--timeout", cliTimeout)
+	return sc
+}
+
+// release returns the scene's HelmRelease of the chart "app", with a
+// timeout of ten minutes, for the scene's controller.
+func (sc *helmCrashScene) release(g *WithT) *helmv2.HelmRelease {
+	hr := exportHelmRelease(g, sc.ns, "--source", "HelmRepository/charts", "--chart", "app", "--label", shardLabel+"="+sc.shard,
+		"--release-timeout", "10m")
+	hr.Spec.Chart.ObjectMeta = &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{shardLabel: sc.shard}}
+	return hr
+}

@@ -284,20 +284,10 @@ func createChartSource(g *WithT, reg *testservers.Registry, ns, tag string) {
 func TestHelm_KilledMidInstallRecovers(t *testing.T) {
 	g := NewWithT(t)
 	start := time.Now()
-	ns := env.CreateNamespace(t)
-	shard := "helm-crash-" + ns
-	storage := t.TempDir()
-	proc := startShardController(t, g, shard, storage)
-	repo := helmtest.NewRepo(t)
-	repo.Add(t, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
-	key := client.ObjectKey{Namespace: ns, Name: releaseName}
-
-	label := shardLabel + "=" + shard
-	mustRunCLI(g, "create", "source", "helm", "charts", "--url", repo.URL(), "--label", label, "-n", ns, "--timeout", cliTimeout)
-	hr := exportHelmRelease(g, ns, "--source", "HelmRepository/charts", "--chart", "app", "--label", label, "--release-timeout", "10m")
-	hr.Spec.Chart.ObjectMeta = &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{shardLabel: shard}}
+	sc := newHelmCrashScene(t, g, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
+	ns, proc, key := sc.ns, sc.proc, sc.key
 	w := watchReleaseRecords(g, ns)
-	g.Expect(env.Client.Create(context.Background(), hr)).To(Succeed())
+	g.Expect(env.Client.Create(context.Background(), sc.release(g))).To(Succeed())
 	killOn(t, w, proc, "pending-install release record", func(ev watch.Event) bool {
 		s, ok := ev.Object.(*corev1.Secret)
 		return ok && s.Labels["status"] == "pending-install"
@@ -314,7 +304,7 @@ func TestHelm_KilledMidInstallRecovers(t *testing.T) {
 	// The user turns the wait off, as kubectl edit does.
 	got.Spec.Install = &helmv2.Install{DisableWait: true}
 	g.Expect(env.Client.Update(context.Background(), got, client.FieldOwner("kubectl-edit"))).To(Succeed())
-	restarted := startShardController(t, g, shard, storage)
+	restarted := startShardController(t, g, sc.shard, sc.storage)
 	got = waitHelmRelease(g, key, deployedAt("1.0.0"))
 	t.Logf("deployed %.1fs after the restart", time.Since(killed).Seconds())
 	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "deployed"}),
@@ -338,4 +328,51 @@ func historyOf(hr *helmv2.HelmRelease) []string {
 		out = append(out, strings.TrimSpace(s.ChartVersion+" "+s.Status))
 	}
 	return out
+}
+
+// The controller is killed (SIGKILL) while it upgrades a deployed release
+// to a chart version whose Deployment never becomes ready, with wait on
+// and a long timeout: Helm's record of the upgrade says pending-upgrade.
+// The user turns the upgrade's wait off and a new controller starts: it
+// marks the interrupted upgrade failed and upgrades again, and the release
+// ends deployed at the new version, the old records kept as Helm keeps
+// them.
+func TestHelm_KilledMidUpgradeRecovers(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Now()
+	sc := newHelmCrashScene(t, g, appChart(t, "1.0.0", "hello"))
+	ns, proc, key := sc.ns, sc.proc, sc.key
+	g.Expect(env.Client.Create(context.Background(), sc.release(g))).To(Succeed())
+	waitHelmRelease(g, key, deployedAt("1.0.0"))
+
+	w := watchReleaseRecords(g, ns)
+	sc.repo.Add(t, appChart(t, "2.0.0", "bonjour", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
+	mustRunCLI(g, "reconcile", "source", "helm", "charts", "-n", ns, "--timeout", cliTimeout)
+	killOn(t, w, proc, "pending-upgrade release record", func(ev watch.Event) bool {
+		s, ok := ev.Object.(*corev1.Secret)
+		return ok && s.Labels["status"] == "pending-upgrade"
+	})
+	g.Expect(proc.Exited()).To(BeTrue(), "the controller was killed")
+	killed := time.Now()
+	t.Logf("killed %.1fs after the start, with the upgrade pending", killed.Sub(start).Seconds())
+	g.Consistently(func(g Gomega) map[string]string { return releaseRecords(g, ns) }, time.Second, interval).
+		Should(Equal(map[string]string{"sh.helm.release.v1.app.v1": "deployed", "sh.helm.release.v1.app.v2": "pending-upgrade"}),
+			"nothing finishes the upgrade")
+
+	got := helmRelease(g, key)
+	got.Spec.Upgrade = &helmv2.Upgrade{DisableWait: true}
+	g.Expect(env.Client.Update(context.Background(), got, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	restarted := startShardController(t, g, sc.shard, sc.storage)
+	got = waitHelmRelease(g, key, deployedAt("2.0.0"))
+	t.Logf("upgraded %.1fs after the restart", time.Since(killed).Seconds())
+	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "superseded",
+		"sh.helm.release.v1.app.v2": "failed", "sh.helm.release.v1.app.v3": "deployed"}))
+	g.Expect(historyOf(got)).To(Equal([]string{"2.0.0 deployed", "2.0.0 failed", "1.0.0 superseded"}))
+	g.Expect(conditions.Reason(got, helmv2.ReleasedCondition)).To(Equal(helmv2.UpgradeSucceededReason))
+	g.Expect(got.Status.UpgradeFailures).To(BeZero(), "the interrupted upgrade is no failure of the HelmRelease")
+	g.Expect(settings(g, ns)).To(Equal(map[string]string{"greeting": "bonjour", "chartVersion": "2.0.0"}))
+	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).
+		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
+	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	logStory(t, "upgrade crash story", time.Since(start).Seconds())
 }
