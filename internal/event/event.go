@@ -63,15 +63,15 @@ type Recorder struct {
 const Action = "Reconcile"
 
 // Record records e about obj. An event with an empty message is dropped:
-// it would tell users nothing; so is one that repeats the type and reason
-// of an event about obj recorded earlier in the same run (see WithRun).
+// it would tell users nothing. One that repeats the type and reason of an
+// event about obj recorded earlier in the same run (see WithRun) goes to
+// the Sink only.
 func (r *Recorder) Record(ctx context.Context, obj client.Object, e Event) {
 	if r == nil || e.Message == "" {
 		return
 	}
-	if run, ok := ctx.Value(runKey{}).(*runEvents); ok && !run.first(obj, e) {
-		return
-	}
+	run, inRun := ctx.Value(runKey{}).(*runEvents)
+	toKubernetes := r.Kubernetes != nil && (!inRun || run.first(obj, e))
 	e.Message = redact.String(e.Message)
 	if e.Metadata != nil {
 		redacted := make(map[string]string, len(e.Metadata))
@@ -80,7 +80,7 @@ func (r *Recorder) Record(ctx context.Context, obj client.Object, e Event) {
 		}
 		e.Metadata = redacted
 	}
-	if r.Kubernetes != nil {
+	if toKubernetes {
 		r.Kubernetes.Eventf(obj, nil, e.Type, e.Reason, Action, "%s", e.Message)
 	}
 	if r.Sink != nil {
@@ -99,11 +99,13 @@ func (r *Recorder) Warning(ctx context.Context, obj client.Object, reason, revis
 }
 
 // WithRun returns a context for one run of a reconciler, under which the
-// Recorder records one event per object, type and reason. Kubernetes keys
-// events by object version, type and reason, not by message: a second such
-// event in one run would only count in a series of the first, its message
-// lost, written by a request that races the first and, when it loses,
-// retries seconds later, long after the run.
+// Recorder records one Kubernetes event per object, type and reason; the
+// Sink still gets every event (a recovery's event, after an applied
+// revision's of the same reason, resolves an alert). Kubernetes keys events
+// by object version, type and reason, not by message: a second such event
+// in one run would only count in a series of the first, its message lost,
+// written by a request that races the first and, when it loses, retries
+// seconds later, long after the run.
 func WithRun(ctx context.Context) context.Context {
 	return context.WithValue(ctx, runKey{}, &runEvents{})
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -375,4 +376,57 @@ func TestHelm_KilledMidUpgradeRecovers(t *testing.T) {
 		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
 	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
 	logStory(t, "upgrade crash story", time.Since(start).Seconds())
+}
+
+// The controller is killed (SIGKILL) while it rolls back a failed upgrade
+// and waits for the rolled-back Deployment, which never becomes ready:
+// Helm's record of the rollback says pending-rollback. The user turns the
+// rollback's wait off and a new controller starts: it marks the
+// interrupted rollback failed, tries the upgrade again, and rolls it back
+// to the last good chart, as the remediation says, with nothing left
+// pending.
+func TestHelm_KilledMidRollbackRecovers(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Now()
+	sc := newHelmCrashScene(t, g, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
+	ns, proc, key := sc.ns, sc.proc, sc.key
+	hr := sc.release(g)
+	hr.Spec.Install = &helmv2.Install{DisableWait: true}
+	hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{RemediateLastFailure: ptr.To(true)}}
+	g.Expect(env.Client.Create(context.Background(), hr)).To(Succeed())
+	waitHelmRelease(g, key, deployedAt("1.0.0"))
+
+	w := watchReleaseRecords(g, ns)
+	sc.repo.Add(t, appChart(t, "2.0.0", "bonjour", helmtest.WithTemplate("broken.yaml", brokenTemplate)))
+	mustRunCLI(g, "reconcile", "source", "helm", "charts", "-n", ns, "--timeout", cliTimeout)
+	killOn(t, w, proc, "pending-rollback release record", func(ev watch.Event) bool {
+		s, ok := ev.Object.(*corev1.Secret)
+		return ok && s.Labels["status"] == "pending-rollback"
+	})
+	g.Expect(proc.Exited()).To(BeTrue(), "the controller was killed")
+	killed := time.Now()
+	t.Logf("killed %.1fs after the start, with the rollback pending", killed.Sub(start).Seconds())
+	g.Consistently(func(g Gomega) map[string]string { return releaseRecords(g, ns) }, time.Second, interval).
+		Should(HaveKeyWithValue("sh.helm.release.v1.app.v3", "pending-rollback"), "nothing finishes the rollback")
+
+	got := helmRelease(g, key)
+	got.Spec.Rollback = &helmv2.Rollback{DisableWait: true}
+	g.Expect(env.Client.Update(context.Background(), got, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	restarted := startShardController(t, g, sc.shard, sc.storage)
+	got = waitHelmRelease(g, key, func(g Gomega, hr *helmv2.HelmRelease) {
+		g.Expect(hr.Status.ObservedGeneration).To(Equal(hr.Generation))
+		g.Expect(conditions.Reason(hr, meta.ReadyCondition)).To(Equal(helmv2.RetriesExceededReason))
+		g.Expect(conditions.Reason(hr, helmv2.RemediatedCondition)).To(Equal(helmv2.RollbackSucceededReason))
+	})
+	t.Logf("rolled back %.1fs after the restart", time.Since(killed).Seconds())
+	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "superseded",
+		"sh.helm.release.v1.app.v2": "failed", "sh.helm.release.v1.app.v3": "failed",
+		"sh.helm.release.v1.app.v4": "failed", "sh.helm.release.v1.app.v5": "deployed"}),
+		"the interrupted rollback is marked failed; the upgrade tried again is rolled back")
+	g.Expect(historyOf(got)[0]).To(Equal("1.0.0 deployed"))
+	g.Expect(settings(g, ns)).To(Equal(map[string]string{"greeting": "hello", "chartVersion": "1.0.0"}))
+	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).
+		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
+	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	logStory(t, "rollback crash story", time.Since(start).Seconds())
 }
