@@ -80,6 +80,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	ctrl.SetLogger(logger)
+	applyMemoryLimit(logger, controllers, f.opts.Helm.Render)
 	// The work folders that killed processes left in $TMPDIR go first; the
 	// sweep logs what it removed, or why it could not (which stops nothing).
 	_, _ = workdir.Sweep(logger)

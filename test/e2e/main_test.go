@@ -125,6 +125,12 @@ const shardLabel = "sharding.fluxcd.io/key"
 // loopback port, and reconciling the objects that match selector; extra
 // flags are appended.
 func startController(kubeconfig, storagePath, selector string, extra ...string) (*controller, error) {
+	return startControllerWithEnv(kubeconfig, storagePath, selector, nil, extra...)
+}
+
+// startControllerWithEnv is startController with env added to the
+// controller's environment.
+func startControllerWithEnv(kubeconfig, storagePath, selector string, env []string, extra ...string) (*controller, error) {
 	ports, err := childproc.FreeAddrs(5)
 	if err != nil {
 		return nil, err
@@ -142,7 +148,9 @@ func startController(kubeconfig, storagePath, selector string, extra ...string) 
 		"--log-encoding", "console",
 		"--allow-loopback-addresses", // the test servers listen on loopback
 	}
-	c.Process, err = childproc.Start(windlassCommand(context.Background(), append(args, extra...)...))
+	cmd := windlassCommand(context.Background(), append(args, extra...)...)
+	cmd.Env = append(cmd.Env, env...)
+	c.Process, err = childproc.Start(cmd)
 	return c, err
 }
 

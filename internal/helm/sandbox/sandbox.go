@@ -63,6 +63,13 @@ type Limits struct {
 	Time time.Duration
 }
 
+// MemoryAtOnce returns the most memory the render processes use together:
+// Memory times Concurrency, the defaults standing for zero fields.
+func (l Limits) MemoryAtOnce() int64 {
+	l = l.withDefaults()
+	return l.Memory * int64(l.Concurrency)
+}
+
 // withDefaults returns l with its zero fields set to the defaults.
 func (l Limits) withDefaults() Limits {
 	if l.Memory <= 0 {

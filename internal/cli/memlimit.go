@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+
+	"github.com/go-logr/logr"
+
+	"github.com/windlass-dev/windlass/internal/helm/sandbox"
+	"github.com/windlass-dev/windlass/internal/kinds"
+)
+
+// MemoryLimitEnv names the memory limit of the controller's container, in
+// bytes: the install sets it from the container's limits.memory.
+const MemoryLimitEnv = "WINDLASS_MEMORY_LIMIT"
+
+// goMemoryLimit returns the Go runtime's soft memory limit in a container
+// whose memory limit is container: what is left once the chart renders,
+// which run in child processes of their own, have their share (renders),
+// less a tenth for what Go does not manage (the binary's mapped pages,
+// thread stacks); at least a quarter of the container's limit.
+func goMemoryLimit(container, renders int64) int64 {
+	limit := container - renders - container/10
+	return max(limit, container/4)
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from the
+// container's (MemoryLimitEnv), unless GOMEMLIMIT sets it already, and
+// logs what it set. controllers are the controllers that run; when the
+// helm controller is one, renders bounds its chart renders.
+func applyMemoryLimit(logger logr.Logger, controllers []string, renders sandbox.Limits) {
+	value := os.Getenv(MemoryLimitEnv)
+	if value == "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	container, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || container <= 0 {
+		logger.Info("Ignoring a memory limit that is not a number of bytes", "env", MemoryLimitEnv, "value", value)
+		return
+	}
+	var share int64
+	if slices.Contains(controllers, kinds.HelmController) {
+		share = renders.MemoryAtOnce()
+	}
+	limit := goMemoryLimit(container, share)
+	debug.SetMemoryLimit(limit)
+	logger.Info("Set the Go memory limit from the container's", "container", container, "renders", share, "goMemoryLimit", limit)
+}
