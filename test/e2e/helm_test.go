@@ -430,3 +430,36 @@ func TestHelm_KilledMidRollbackRecovers(t *testing.T) {
 	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
 	logStory(t, "rollback crash story", time.Since(start).Seconds())
 }
+
+// The controller is stopped (SIGTERM, as Kubernetes stops a pod) while an
+// install waits for a Deployment that never becomes ready: it ends the
+// wait and exits at once, within the grace period, and Helm's record says
+// failed, not pending, so that no later action finds an operation in
+// progress. A new controller, the wait turned off, installs the release.
+func TestHelm_TerminatedMidInstallLeavesNothingPending(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Now()
+	sc := newHelmCrashScene(t, g, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
+	ns, proc, key := sc.ns, sc.proc, sc.key
+	w := watchReleaseRecords(g, ns)
+	g.Expect(env.Client.Create(context.Background(), sc.release(g))).To(Succeed())
+	waitOn(t, w, proc, "pending-install release record", func(ev watch.Event) bool {
+		s, ok := ev.Object.(*corev1.Secret)
+		return ok && s.Labels["status"] == "pending-install"
+	})
+	g.Expect(proc.Terminate(30*time.Second)).To(Succeed(), "the controller stops within the grace period")
+	stopped := time.Now()
+	t.Logf("stopped %.1fs after the start", stopped.Sub(start).Seconds())
+	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "failed"}),
+		"the install that was stopped is failed, not pending")
+
+	got := helmRelease(g, key)
+	got.Spec.Install = &helmv2.Install{DisableWait: true}
+	g.Expect(env.Client.Update(context.Background(), got, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	restarted := startShardController(t, g, sc.shard, sc.storage)
+	waitHelmRelease(g, key, deployedAt("1.0.0"))
+	t.Logf("deployed %.1fs after the restart", time.Since(stopped).Seconds())
+	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "deployed"}))
+	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	logStory(t, "terminate story", time.Since(start).Seconds())
+}

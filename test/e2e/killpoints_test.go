@@ -314,6 +314,15 @@ func (sc *killScene) artifactDir() string {
 // returns that event; it fails t when none comes within timeout.
 func killOn(t *testing.T, w watch.Interface, proc *controller, what string, match func(watch.Event) bool) watch.Event {
 	t.Helper()
+	ev := waitOn(t, w, proc, what, match)
+	proc.Kill()
+	return ev
+}
+
+// waitOn returns the first event of w that match passes, and stops w; the
+// test fails if none comes in time (with proc's output) or w ends first.
+func waitOn(t *testing.T, w watch.Interface, proc *controller, what string, match func(watch.Event) bool) watch.Event {
+	t.Helper()
 	defer w.Stop()
 	deadline := time.After(timeout)
 	for {
@@ -323,7 +332,6 @@ func killOn(t *testing.T, w watch.Interface, proc *controller, what string, matc
 				t.Fatalf("the watch ended before the %s: %v", what, ev.Object)
 			}
 			if match(ev) {
-				proc.Kill()
 				return ev
 			}
 		case <-deadline:
