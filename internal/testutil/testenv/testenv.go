@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,10 @@ type Environment struct {
 	Client client.Client
 }
 
+// controlPlaneDeadline bounds each start and stop of a control plane
+// component, and the wait for the CRDs to be served.
+const controlPlaneDeadline = 2 * time.Minute
+
 // Start starts a control plane with the Windlass CRDs installed.
 func Start() (*Environment, error) {
 	assets, err := AssetsDir()
@@ -47,6 +52,13 @@ func Start() (*Environment, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// Deadlines, not delays: a control plane that starts while the
+		// machine runs a second test suite beside this one (as CI does)
+		// can take far longer than envtest's 20s, and each retry starts
+		// from scratch.
+		ControlPlaneStartTimeout: controlPlaneDeadline,
+		ControlPlaneStopTimeout:  controlPlaneDeadline,
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: controlPlaneDeadline},
 	}
 	env.ControlPlane.GetAPIServer().Configure().
 		Set("service-cluster-ip-range", "10.96.0.0/12").
