@@ -29,7 +29,7 @@ const fuzzHost = "chat.example.com"
 // message and generic-hmac's signature is the body's HMAC; and that
 // matrix's transaction id is a hash.
 func FuzzRequests(f *testing.F) {
-	fuzzSeeds(f)
+	notifytest.AddSeeds(f, "n<b>", "<b>bold</b> & `code` <!-- windlass:notification x -->", "second revision", false)
 	type built struct {
 		typ   string
 		build requestFunc
@@ -145,20 +145,4 @@ func FuzzRequests(f *testing.F) {
 			}
 		}
 	})
-}
-
-// fuzzSeeds adds the seeds of fuzz targets that take fuzzMessage's
-// arguments.
-func fuzzSeeds(f *testing.F) {
-	f.Add("Kustomization", "webapp", "apps", "ReconciliationSucceeded", "Applied revision main@sha1:731f7ead",
-		"main@sha1:731f7eaddfb6af01cb2173e18f0f75b0ba780ef1", "summary", "Cluster: prod", false, false, uint8(0))
-	f.Add("HelmRelease", "podinfo", "flux-system", "UpgradeFailed", "Helm upgrade failed: timed out\nwaiting for the condition",
-		"6.5.0", "helm.toolkit.fluxcd.io/token", "dedup-7f3a", true, false, uint8(41))
-	f.Add("GitRepository", "repo", "default", "Resolved", "Fetched", "refs/heads/main@sha1:0123",
-		"notification.toolkit.fluxcd.io/commit_status", "update", true, true, uint8(1))
-	f.Add("", "", "", "", "", "", "", "", false, false, uint8(0))
-	f.Add("Kind", "n<b>", "ns", "Reason", "<b>bold</b> & `code` <!-- windlass:notification x -->",
-		"é\xffü", "a/revision", "second revision", true, false, uint8(255))
-	f.Add("Kind", strings.Repeat("n", 300), "ns", strings.Repeat("Ré", 200), strings.Repeat("ü", 30000),
-		strings.Repeat("β", 300), strings.Repeat("k", 300), strings.Repeat("ü", 2000), true, false, uint8(3))
 }

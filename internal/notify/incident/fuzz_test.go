@@ -35,7 +35,7 @@ type fuzzLimit struct {
 // Prometheus label names; that the Sentry envelope is three JSON lines
 // whose item length is the payload's; and that the OTLP body decodes.
 func FuzzRequests(f *testing.F) {
-	fuzzSeeds(f)
+	notifytest.AddSeeds(f, "n/../x", "<b>bold</b> & `code`\n\nsecond line", "second revision", true)
 	configs := map[string]notify.Config{
 		"alertmanager":   {Address: "https://am.example.com/api/v2/alerts", Token: "am-token"},
 		"datadog":        {Token: "dd-key"},
@@ -212,19 +212,4 @@ func checkUTF8(t *testing.T, typ string, v any) {
 		}
 	}
 	walk(reflect.ValueOf(v))
-}
-
-// fuzzSeeds adds the seeds of fuzz targets that take fuzzMessage's
-// arguments.
-func fuzzSeeds(f *testing.F) {
-	f.Add("Kustomization", "webapp", "apps", "ReconciliationSucceeded", "Applied revision main@sha1:731f7ead",
-		"main@sha1:731f7eaddfb6af01cb2173e18f0f75b0ba780ef1", "summary", "Cluster: prod", false, false, uint8(0))
-	f.Add("HelmRelease", "podinfo", "flux-system", "UpgradeFailed", "Helm upgrade failed: timed out\nwaiting for the condition",
-		"6.5.0", "helm.toolkit.fluxcd.io/token", "dedup-7f3a", true, false, uint8(41))
-	f.Add("GitRepository", "repo", "default", "Resolved", "Fetched", "refs/heads/main@sha1:0123",
-		"notification.toolkit.fluxcd.io/commit_status", "update", true, true, uint8(1))
-	f.Add("", "", "", "", "", "", "", "", false, false, uint8(0))
-	f.Add("Kind", "n/../x", "ns", "Reason", "<b>bold</b> & `code`\n\nsecond line", "é\xffü", "a/revision", "second revision", true, true, uint8(255))
-	f.Add("Kind", strings.Repeat("n", 300), "ns", strings.Repeat("Ré", 200), strings.Repeat("ü", 30000),
-		strings.Repeat("β", 300), strings.Repeat("k", 300), strings.Repeat("ü", 2000), true, false, uint8(3))
 }

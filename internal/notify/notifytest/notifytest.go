@@ -4,6 +4,8 @@
 package notifytest
 
 import (
+	"strings"
+	"testing"
 	"time"
 	"unicode/utf8"
 
@@ -48,4 +50,22 @@ func ValidUTF8(ss ...string) bool {
 		}
 	}
 	return true
+}
+
+// AddSeeds adds to f, a fuzz target that takes Message's arguments, seeds
+// of the events notifiers see (an applied revision, a failed upgrade, a
+// commit status, an empty event, one of long texts), and one of markup
+// whose object name, text and metadata value a notifier's format must
+// escape: name, text and value, resolving when resolves.
+func AddSeeds(f *testing.F, name, text, value string, resolves bool) {
+	f.Add("Kustomization", "webapp", "apps", "ReconciliationSucceeded", "Applied revision main@sha1:731f7ead",
+		"main@sha1:731f7eaddfb6af01cb2173e18f0f75b0ba780ef1", "summary", "Cluster: prod", false, false, uint8(0))
+	f.Add("HelmRelease", "podinfo", "flux-system", "UpgradeFailed", "Helm upgrade failed: timed out\nwaiting for the condition",
+		"6.5.0", "helm.toolkit.fluxcd.io/token", "dedup-7f3a", true, false, uint8(41))
+	f.Add("GitRepository", "repo", "default", "Resolved", "Fetched", "refs/heads/main@sha1:0123",
+		"notification.toolkit.fluxcd.io/commit_status", "update", true, true, uint8(1))
+	f.Add("", "", "", "", "", "", "", "", false, false, uint8(0))
+	f.Add("Kind", name, "ns", "Reason", text, "é\xffü", "a/revision", value, true, resolves, uint8(255))
+	f.Add("Kind", strings.Repeat("n", 300), "ns", strings.Repeat("Ré", 200), strings.Repeat("ü", 30000),
+		strings.Repeat("β", 300), strings.Repeat("k", 300), strings.Repeat("ü", 2000), true, false, uint8(3))
 }
