@@ -2,8 +2,6 @@ package chart
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"strings"
 	"testing"
 
@@ -16,10 +14,10 @@ import (
 // and its subcharts at most MaxFiles and MaxTotalSize, no file over
 // MaxFileSize, the package at most MaxChartSize.
 func FuzzLoadArchive(f *testing.F) {
-	valid := fuzzTarGz(f, chartEntries("app", "1.2.3")...)
-	nested := fuzzTarGz(f, withEntries(chartEntries("app", "1.0.0"),
-		tarEntry{name: "app/charts/sub-0.1.0.tgz", body: string(fuzzTarGz(f, chartEntries("sub", "0.1.0")...))})...)
-	folderSub := fuzzTarGz(f, withEntries(chartEntries("app", "1.0.0"),
+	valid := tarGz(f, chartEntries("app", "1.2.3")...)
+	nested := tarGz(f, withEntries(chartEntries("app", "1.0.0"),
+		tarEntry{name: "app/charts/sub-0.1.0.tgz", body: string(tarGz(f, chartEntries("sub", "0.1.0")...))})...)
+	folderSub := tarGz(f, withEntries(chartEntries("app", "1.0.0"),
 		tarEntry{name: "app/charts/sub/Chart.yaml", body: chartYAML("sub", "0.1.0")},
 		tarEntry{name: "app/charts/sub/values.yaml", body: bom + "a: b\n"},
 		tarEntry{name: "app/charts/_skip/x", body: "x"})...)
@@ -30,8 +28,8 @@ func FuzzLoadArchive(f *testing.F) {
 	f.Add(nested, uint16(0), uint8(0), uint16(0))
 	f.Add(nested, uint16(300), uint8(5), uint16(200))
 	f.Add(folderSub, uint16(0), uint8(0), uint16(0))
-	f.Add(fuzzTarGz(f, tarEntry{name: "app/Chart.yaml", body: "name: [\n"}), uint16(0), uint8(0), uint16(0))
-	f.Add(fuzzTarGz(f, withEntries(chartEntries("app", "1.0.0"),
+	f.Add(tarGz(f, tarEntry{name: "app/Chart.yaml", body: "name: [\n"}), uint16(0), uint8(0), uint16(0))
+	f.Add(tarGz(f, withEntries(chartEntries("app", "1.0.0"),
 		tarEntry{name: "app/templates/s.yaml", typeflag: tar.TypeSymlink, linkname: "../../etc/passwd"})...), uint16(0), uint8(0), uint16(0))
 	f.Add([]byte("kind: ConfigMap\n"), uint16(0), uint8(0), uint16(0))
 	f.Add([]byte{0x1f, 0x8b, 0x08}, uint16(0), uint8(0), uint16(0))
@@ -75,9 +73,9 @@ func FuzzLoadArchiveFiles(f *testing.F) {
 		}
 		entries := files("app")
 		if withSub {
-			entries = append(entries, tarEntry{name: "app/charts/sub-0.1.0.tgz", body: string(fuzzTarGz(t, files("sub")...))})
+			entries = append(entries, tarEntry{name: "app/charts/sub-0.1.0.tgz", body: string(tarGz(t, files("sub")...))})
 		}
-		data := fuzzTarGz(t, entries...)
+		data := tarGz(t, entries...)
 		l := Limits{MaxTotalSize: int64(maxTotal)}
 		ch, err := LoadArchive(data, l)
 		if err != nil {
@@ -142,34 +140,4 @@ func checkBudget(t *testing.T, ch *chart.Chart, l Limits, size int) {
 	if m := MemorySize(ch); m < s.bytes {
 		t.Fatalf("MemorySize %d is less than the %d bytes of files", m, s.bytes)
 	}
-}
-
-// fuzzTarGz is tarGz for fuzz targets and their seeds.
-func fuzzTarGz(tb testing.TB, entries ...tarEntry) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		hd := &tar.Header{Name: e.name, Mode: 0o644, Typeflag: e.typeflag, Linkname: e.linkname}
-		if hd.Typeflag == 0 {
-			hd.Typeflag = tar.TypeReg
-		}
-		if hd.Typeflag == tar.TypeReg {
-			hd.Size = int64(len(e.body))
-		}
-		if err := tw.WriteHeader(hd); err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
 }

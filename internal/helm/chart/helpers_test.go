@@ -74,7 +74,7 @@ type tarEntry struct {
 
 // tarGz builds a gzip-compressed tarball from entries, as a hostile packager
 // could.
-func tarGz(t *testing.T, entries ...tarEntry) []byte {
+func tarGz(t testing.TB, entries ...tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
