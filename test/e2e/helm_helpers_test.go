@@ -28,6 +28,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
 
@@ -306,4 +307,21 @@ func (sc *helmCrashScene) release(g *WithT) *helmv2.HelmRelease {
 		"--release-timeout", "10m")
 	hr.Spec.Chart.ObjectMeta = &helmv2.HelmChartTemplateObjectMeta{Labels: map[string]string{shardLabel: sc.shard}}
 	return hr
+}
+
+// expectPendingRecovered checks that restarted, a controller started after
+// one was killed mid-action, told of the release left pending (an event on
+// hr) and never found an operation in progress.
+func expectPendingRecovered(g *WithT, hr *helmv2.HelmRelease, restarted *controller) {
+	g.THelper()
+	g.Expect(testutil.EventMessages(g, env.Client, hr, helmv2.HelmReleaseKind)).
+		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
+	expectNoOperationInProgress(g, restarted)
+}
+
+// expectNoOperationInProgress checks that proc never found a release with
+// an operation in progress, as one left pending would be.
+func expectNoOperationInProgress(g *WithT, proc *controller) {
+	g.THelper()
+	g.Expect(proc.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
 }

@@ -314,9 +314,7 @@ func TestHelm_KilledMidInstallRecovers(t *testing.T) {
 	g.Expect(settings(g, ns)).To(Equal(map[string]string{"greeting": "hello", "chartVersion": "1.0.0"}))
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: releaseName + "-web"}, &appsv1.Deployment{})).
 		To(Succeed(), "the Deployment is part of the release")
-	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).
-		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
-	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	expectPendingRecovered(g, got, restarted)
 	g.Expect(tableRow(g, mustRunCLI(g, "get", "helmreleases", "-n", ns), releaseName)).To(ContainElements("1.0.0", "True"))
 	logStory(t, "crash story", time.Since(start).Seconds())
 }
@@ -372,9 +370,7 @@ func TestHelm_KilledMidUpgradeRecovers(t *testing.T) {
 	g.Expect(conditions.Reason(got, helmv2.ReleasedCondition)).To(Equal(helmv2.UpgradeSucceededReason))
 	g.Expect(got.Status.UpgradeFailures).To(BeZero(), "the interrupted upgrade is no failure of the HelmRelease")
 	g.Expect(settings(g, ns)).To(Equal(map[string]string{"greeting": "bonjour", "chartVersion": "2.0.0"}))
-	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).
-		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
-	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	expectPendingRecovered(g, got, restarted)
 	logStory(t, "upgrade crash story", time.Since(start).Seconds())
 }
 
@@ -425,9 +421,7 @@ func TestHelm_KilledMidRollbackRecovers(t *testing.T) {
 		"the interrupted rollback is marked failed; the upgrade tried again is rolled back")
 	g.Expect(historyOf(got)[0]).To(Equal("1.0.0 deployed"))
 	g.Expect(settings(g, ns)).To(Equal(map[string]string{"greeting": "hello", "chartVersion": "1.0.0"}))
-	g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).
-		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
-	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	expectPendingRecovered(g, got, restarted)
 	logStory(t, "rollback crash story", time.Since(start).Seconds())
 }
 
@@ -460,6 +454,6 @@ func TestHelm_TerminatedMidInstallLeavesNothingPending(t *testing.T) {
 	waitHelmRelease(g, key, deployedAt("1.0.0"))
 	t.Logf("deployed %.1fs after the restart", time.Since(stopped).Seconds())
 	g.Expect(releaseRecords(g, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "deployed"}))
-	g.Expect(restarted.Output()).NotTo(ContainSubstring("another operation (install/upgrade/rollback) is in progress"))
+	expectNoOperationInProgress(g, restarted)
 	logStory(t, "terminate story", time.Since(start).Seconds())
 }
