@@ -131,7 +131,12 @@ func TestActionsUnderWay(t *testing.T) {
 			}
 			done()
 			g.Expect(a.running).To(BeEmpty())
-			g.Expect(supersededBy(ctx)).To(Or(BeNil(), MatchError(tc.want)), "ending it is no supersession")
+			g.Expect(ctx.Err()).To(HaveOccurred(), "ending it cancels its context")
+			if tc.want == "" {
+				g.Expect(supersededBy(ctx)).To(BeNil(), "ending it is no supersession")
+			} else {
+				g.Expect(supersededBy(ctx)).To(MatchError(tc.want), "the supersession stays the cause")
+			}
 		})
 	}
 }
