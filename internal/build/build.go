@@ -49,6 +49,27 @@ func Build(root, path string, opts Options) ([]*unstructured.Unstructured, error
 // substitution works on these documents, because whether "${x}" was quoted
 // decides whether its value stays a string.
 func BuildYAML(root, path string, opts Options) ([][]byte, error) {
+	p, err := prepare(root, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.build()
+}
+
+// prepared is a build whose references are checked, ready to run.
+type prepared struct {
+	fsys *ConfinedFS
+	path string
+	dir  string
+	ov   string
+	opts Options
+	// input is what the build reads, in bytes: the kustomization files
+	// and the files they reach, a base counted each time it is included.
+	input int64
+}
+
+// prepare checks a build and serves its overlay, without running it.
+func prepare(root, path string, opts Options) (*prepared, error) {
 	fsys, err := NewConfinedFS(root)
 	if err != nil {
 		return nil, err
@@ -70,16 +91,22 @@ func BuildYAML(root, path string, opts Options) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
 	}
-	if err := checkReferences(fsys, ov, opts.NoRemoteBases); err != nil {
+	input, err := checkReferences(fsys, ov, opts.NoRemoteBases)
+	if err != nil {
 		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
 	}
-	m, err := run(fsys, ov)
+	return &prepared{fsys: fsys, path: path, dir: dir, ov: ov, opts: opts, input: input}, nil
+}
+
+// build runs kustomize on the prepared build, in this process.
+func (p *prepared) build() ([][]byte, error) {
+	m, err := run(p.fsys, p.ov)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build of %q: %w", path, tidyError(err, fsys.Root(), ov, dir))
+		return nil, fmt.Errorf("kustomize build of %q: %w", p.path, tidyError(err, p.fsys.Root(), p.ov, p.dir))
 	}
-	if len(opts.BuildMetadata) > 0 {
-		if err := relocateBuildMetadata(m, ov, dir); err != nil {
-			return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
+	if len(p.opts.BuildMetadata) > 0 {
+		if err := relocateBuildMetadata(m, p.ov, p.dir); err != nil {
+			return nil, fmt.Errorf("kustomize build of %q: %w", p.path, err)
 		}
 	}
 	return documents(m)

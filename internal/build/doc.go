@@ -66,6 +66,18 @@
 // to themselves or form a cycle fail with kustomize's cycle error; the scan
 // visits each directory at most once, so it cannot loop either.
 //
+// # Large builds
+//
+// kustomize's time grows with the square of the objects built, and one
+// mutex means one build at a time: a tenant's build of many thousands of
+// objects would hold every other for minutes, with nothing to end it. A
+// Builder measures a build's input first (the kustomization files and the
+// files they reach, a base counted each time it is included): a small
+// build runs in this process, a large one in a child process of the
+// running binary (see internal/childproc), bounded in memory, output and
+// time and ended by its context. The child builds with BuildYAML and sends
+// the documents back.
+//
 // # Output
 //
 // BuildYAML returns one YAML document per object, in kustomize's legacy

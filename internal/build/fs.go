@@ -300,6 +300,19 @@ func (c *ConfinedFS) stat(p string) (isDir, ok bool) {
 	return fi.IsDir(), true
 }
 
+// size returns the bytes of real, a resolved path: an in-memory file's,
+// a regular file's on disk, or 0 for anything else.
+func (c *ConfinedFS) size(real string) int64 {
+	if data, ok := c.virtual[real]; ok {
+		return int64(len(data))
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	return fi.Size()
+}
+
 // IsDir reports whether p is a directory inside root.
 func (c *ConfinedFS) IsDir(p string) bool {
 	isDir, ok := c.stat(p)

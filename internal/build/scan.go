@@ -75,43 +75,60 @@ type scanner struct {
 	// includes lists, for each directory, the directories its
 	// kustomization includes, once per inclusion.
 	includes map[string][]string
+	// own holds, for each directory, the bytes its kustomization reads
+	// itself: the kustomization file and the files it names.
+	own map[string]int64
+	// current is the directory whose kustomization is being scanned.
+	current string
 }
 
-// checkReferences scans every kustomization reachable from dir, and
-// refuses a build that would build more than maxBuiltKustomizations.
-func checkReferences(fsys *ConfinedFS, dir string, noRemoteBases bool) error {
-	s := &scanner{fs: fsys, noRemote: noRemoteBases, seen: map[string]bool{}, includes: map[string][]string{}}
+// cost is what building a directory costs: the kustomizations it builds
+// and the bytes they read, an included directory counted each time.
+type cost struct {
+	kustomizations int64
+	bytes          int64
+}
+
+// checkReferences scans every kustomization reachable from dir, refuses
+// a build that would build more than maxBuiltKustomizations, and returns
+// the bytes the build reads (see cost).
+func checkReferences(fsys *ConfinedFS, dir string, noRemoteBases bool) (int64, error) {
+	s := &scanner{fs: fsys, noRemote: noRemoteBases, seen: map[string]bool{}, includes: map[string][]string{}, own: map[string]int64{}}
 	if err := s.visit(dir, false); err != nil {
-		return err
+		return 0, err
 	}
-	if n := s.built(dir, map[string]int64{}, map[string]bool{}); n > maxBuiltKustomizations {
-		return fmt.Errorf("the build would build more than %d kustomizations (a base counts each time it is included)", maxBuiltKustomizations)
+	c := s.built(dir, map[string]cost{}, map[string]bool{})
+	if c.kustomizations > maxBuiltKustomizations {
+		return 0, fmt.Errorf("the build would build more than %d kustomizations (a base counts each time it is included)", maxBuiltKustomizations)
 	}
-	return nil
+	return c.bytes, nil
 }
 
-// built returns how many kustomizations building dir builds, at most
+// built returns what building dir costs, its kustomizations counted up to
 // maxBuiltKustomizations+1: dir's own and, for every inclusion, those of
 // the directory included. A directory on the path to itself counts once
 // (kustomize refuses the cycle).
-func (s *scanner) built(dir string, memo map[string]int64, onPath map[string]bool) int64 {
-	if n, ok := memo[dir]; ok {
-		return n
+func (s *scanner) built(dir string, memo map[string]cost, onPath map[string]bool) cost {
+	if c, ok := memo[dir]; ok {
+		return c
 	}
 	if onPath[dir] {
-		return 1
+		return cost{kustomizations: 1, bytes: s.own[dir]}
 	}
 	onPath[dir] = true
-	n := int64(1)
+	c := cost{kustomizations: 1, bytes: s.own[dir]}
 	for _, child := range s.includes[dir] {
-		if n += s.built(child, memo, onPath); n > maxBuiltKustomizations {
-			n = maxBuiltKustomizations + 1
+		included := s.built(child, memo, onPath)
+		c.kustomizations += included.kustomizations
+		c.bytes += included.bytes
+		if c.kustomizations > maxBuiltKustomizations {
+			c.kustomizations = maxBuiltKustomizations + 1
 			break
 		}
 	}
 	delete(onPath, dir)
-	memo[dir] = n
-	return n
+	memo[dir] = c
+	return c
 }
 
 // visit scans the kustomization in dir once. In plugin context the files it
@@ -129,6 +146,9 @@ func (s *scanner) visit(dir string, plugin bool) error {
 	if !ok {
 		return nil // kustomize reports the missing file
 	}
+	defer func(previous string) { s.current = previous }(s.current)
+	s.current = dir
+	s.own[dir] += int64(len(data))
 	doc, err := parseKustomization(data)
 	if err != nil {
 		return fmt.Errorf("kustomization file %q: %w", s.fs.rel(name), err)
@@ -223,12 +243,14 @@ func (s *scanner) follow(file, dir, ref string, plugin bool) error {
 		return s.visit(real, plugin)
 	}
 	if !plugin {
+		s.own[dir] += s.fs.size(real)
 		return nil
 	}
 	data, err := s.fs.ReadFile(real)
 	if err != nil {
 		return nil //nolint:nilerr // kustomize reports unreadable entries
 	}
+	s.own[dir] += int64(len(data))
 	return s.scanDocuments(real, data)
 }
 
@@ -299,6 +321,9 @@ func (s *scanner) checkFileField(file, key string, val any) error {
 		}
 		if err := s.checkRef(file, ref); err != nil {
 			return err
+		}
+		if real, err := s.fs.Resolve(filepath.Join(filepath.Dir(file), ref)); err == nil {
+			s.own[s.current] += s.fs.size(real)
 		}
 	}
 	return nil

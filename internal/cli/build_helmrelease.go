@@ -235,10 +235,7 @@ func (b *helmReleaseBuild) objects(ctx context.Context, cl *helmCluster, hr *hel
 	if cl != nil {
 		getter = cl.getter
 	}
-	renderer, err := sandbox.New(sandbox.Limits{})
-	if err != nil {
-		return nil, err
-	}
+	renderer := sandbox.New(sandbox.Limits{}, nil)
 	runner, err := release.New(getter, hr.GetStorageNamespace(), release.WithSandbox(renderer))
 	if err != nil {
 		return nil, err

@@ -63,6 +63,8 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
+	fs.Int64Var(&o.ChildProcessesMaxMemory, "child-processes-max-memory", o.ChildProcessesMaxMemory,
+		"bytes of memory the processes that render charts and run large kustomize builds use together; the Go memory limit leaves them this much of the container's")
 	fs.BoolVar(&o.AllowLoopback, "allow-loopback-addresses", false, "let Provider addresses, and chart dependencies from repositories no HelmRepository declares, reach the controller's own host (127.0.0.0/8, ::1)")
 	manager.BindControllerFlags(fs, o)
 	fs.StringVar(&f.logLevel, "log-level", "info", "log verbosity: error, info, debug or trace")
@@ -80,7 +82,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	ctrl.SetLogger(logger)
-	applyMemoryLimit(logger, controllers, f.opts.Helm.Render)
+	applyMemoryLimit(logger, controllers, f.opts.ChildProcessesMaxMemory)
 	// The work folders that killed processes left in $TMPDIR go first; the
 	// sweep logs what it removed, or why it could not (which stops nothing).
 	_, _ = workdir.Sweep(logger)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
@@ -17,20 +16,21 @@ import (
 const MemoryLimitEnv = "WINDLASS_MEMORY_LIMIT"
 
 // goMemoryLimit returns the Go runtime's soft memory limit in a container
-// whose memory limit is container: what is left once the chart renders,
-// which run in child processes of their own, have their share (renders),
+// whose memory limit is container: what is left once the child processes
+// (chart renders, large kustomize builds) have their share (children),
 // less a tenth for what Go does not manage (the binary's mapped pages,
 // thread stacks); at least a quarter of the container's limit.
-func goMemoryLimit(container, renders int64) int64 {
-	limit := container - renders - container/10
+func goMemoryLimit(container, children int64) int64 {
+	limit := container - children - container/10
 	return max(limit, container/4)
 }
 
 // applyMemoryLimit sets the Go runtime's soft memory limit from the
 // container's (MemoryLimitEnv), unless GOMEMLIMIT sets it already, and
 // logs what it set. controllers are the controllers that run; when the
-// helm controller is one, renders bounds its chart renders.
-func applyMemoryLimit(logger logr.Logger, controllers []string, renders sandbox.Limits) {
+// helm or the kustomize controller is one, children is what their child
+// processes may use together.
+func applyMemoryLimit(logger logr.Logger, controllers []string, children int64) {
 	value := os.Getenv(MemoryLimitEnv)
 	if value == "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -41,10 +41,10 @@ func applyMemoryLimit(logger logr.Logger, controllers []string, renders sandbox.
 		return
 	}
 	var share int64
-	if slices.Contains(controllers, kinds.HelmController) {
-		share = renders.MemoryAtOnce()
+	if slices.Contains(controllers, kinds.HelmController) || slices.Contains(controllers, kinds.KustomizeController) {
+		share = children
 	}
 	limit := goMemoryLimit(container, share)
 	debug.SetMemoryLimit(limit)
-	logger.Info("Set the Go memory limit from the container's", "container", container, "renders", share, "goMemoryLimit", limit)
+	logger.Info("Set the Go memory limit from the container's", "container", container, "childProcesses", share, "goMemoryLimit", limit)
 }

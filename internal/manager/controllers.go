@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/windlass-dev/windlass/internal/build"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
@@ -110,6 +111,9 @@ type KustomizeOptions struct {
 	// InsecureKubeconfigTLS lets remote-cluster kubeconfigs skip TLS
 	// verification or use plain HTTP (refused by default).
 	InsecureKubeconfigTLS bool
+	// Build bounds the kustomize builds: which run in a child process,
+	// and the limits of those.
+	Build build.Limits
 }
 
 func (o *KustomizeOptions) bindFlags(fs *pflag.FlagSet) {
@@ -117,6 +121,12 @@ func (o *KustomizeOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "service account impersonated by Kustomizations and HelmReleases that name none")
 	fs.BoolVar(&o.InsecureKubeconfigExec, "insecure-kubeconfig-exec", false, "allow remote-cluster kubeconfigs to run exec and auth-provider plugins in the controller")
 	fs.BoolVar(&o.InsecureKubeconfigTLS, "insecure-kubeconfig-tls", false, "allow remote-cluster kubeconfigs with insecure-skip-tls-verify or plain-HTTP servers")
+	fs.Int64Var(&o.Build.InProcess, "kustomize-build-in-process-max-input", build.DefaultInProcess,
+		"bytes of input (kustomization files and the files they reach) up to which a kustomize build runs in the controller's process; larger builds run in a process of their own (-1: every build)")
+	fs.Int64Var(&o.Build.Memory, "kustomize-build-max-memory", build.DefaultMemory, "bytes of memory the process of one kustomize build may use")
+	fs.Int64Var(&o.Build.Output, "kustomize-build-max-output", build.DefaultOutput, "bytes the manifests built by one kustomize build in a process of its own may hold")
+	fs.IntVar(&o.Build.Concurrency, "kustomize-build-concurrency", build.DefaultConcurrency, "how many kustomize builds run at once in processes of their own")
+	fs.DurationVar(&o.Build.Time, "kustomize-build-timeout", build.DefaultTime, "the most time one kustomize build in a process of its own may take (within the Kustomization's spec.timeout)")
 }
 
 // HelmOptions are the options of the helm controller.
@@ -310,6 +320,7 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 		NoRemoteBases:        opts.Kustomize.NoRemoteBases,
+		Builder:              build.NewBuilder(opts.Kustomize.Build, m.children),
 	}
 	if m.Storage != nil {
 		r.Changes = m.Storage
@@ -337,10 +348,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 	if m.Storage != nil {
 		reader = &fetch.Local{Storage: m.Storage}
 	}
-	renderer, err := sandbox.New(opts.Helm.Render)
-	if err != nil {
-		return err
-	}
+	renderer := sandbox.New(opts.Helm.Render, m.children)
 	r := &helmctrl.HelmReleaseReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(HelmController),

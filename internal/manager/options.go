@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/windlass-dev/windlass/internal/childproc"
 )
 
 // Options configure the manager; each has a command-line flag of the same
@@ -61,6 +63,10 @@ type Options struct {
 
 	// Source holds the options of the source controller.
 	Source SourceOptions
+	// ChildProcessesMaxMemory bounds the memory of the child processes
+	// that render charts and run large kustomize builds, together.
+	ChildProcessesMaxMemory int64
+
 	// Kustomize holds the options of the kustomize controller.
 	Kustomize KustomizeOptions
 	// Helm holds the options of the helm controller.
@@ -96,6 +102,7 @@ func DefaultOptions() Options {
 		WatchAllNamespaces:       true,
 		InsecureAllowHTTP:        true,
 		Namespace:                runtimeNamespace(),
+		ChildProcessesMaxMemory:  childproc.DefaultPoolMemory,
 		Source: SourceOptions{
 			StorageAddr:              ":9090",
 			ArtifactRetentionTTL:     time.Minute,
@@ -161,6 +168,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("--helm-index-cache-max-memory must not be negative")
 	case o.Source.HelmIndexParseMaxMemory < 0:
 		return fmt.Errorf("--helm-index-parse-max-memory must not be negative")
+	case o.Helm.Render.Memory > o.childProcessesMaxMemory():
+		return fmt.Errorf("--helm-render-max-memory must be at most --child-processes-max-memory")
+	case o.Kustomize.Build.Memory > o.childProcessesMaxMemory():
+		return fmt.Errorf("--kustomize-build-max-memory must be at most --child-processes-max-memory")
 	case o.Helm.ChartCacheMaxMemory < 0:
 		return fmt.Errorf("--helm-chart-cache-max-memory must not be negative")
 	case o.Source.ArtifactRetentionRecords < 1:
@@ -244,4 +255,13 @@ func (o Options) checkProxyEnvironment(lookup func(string) (string, bool)) error
 		}
 	}
 	return nil
+}
+
+// childProcessesMaxMemory returns --child-processes-max-memory, or its
+// default when not set.
+func (o Options) childProcessesMaxMemory() int64 {
+	if o.ChildProcessesMaxMemory <= 0 {
+		return childproc.DefaultPoolMemory
+	}
+	return o.ChildProcessesMaxMemory
 }

@@ -110,11 +110,7 @@ func successMessage(obj *helmv2.HelmRelease) string {
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	r.charts.init(r.chartCacheMaxMemory())
 	if r.Sandbox == nil {
-		s, err := sandbox.New(sandbox.Limits{})
-		if err != nil {
-			return err
-		}
-		r.Sandbox = s
+		r.Sandbox = sandbox.New(sandbox.Limits{}, nil)
 	}
 	r.runners.sandbox = r.Sandbox
 	runner := r.runner()

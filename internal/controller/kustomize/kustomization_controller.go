@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
@@ -51,6 +52,9 @@ type KustomizationReconciler struct {
 	// artifact changed: the Kustomizations of those folders are reconciled
 	// first. The artifact storage of an in-process source controller can.
 	Changes ChangedPaths
+	// Builder runs the kustomize builds: large ones in child processes
+	// that spec.timeout ends. Nil stands for one with the default limits.
+	Builder *build.Builder
 
 	waits   healthWaits
 	applied appliedStates

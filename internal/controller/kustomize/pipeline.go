@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -220,7 +221,12 @@ func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomi
 	opts := kspec.BuildOptions(&obj.Spec)
 	opts.NoRemoteBases = r.NoRemoteBases
 	opts.Files = files
-	docs, err := build.BuildYAML(dir, path, opts)
+	buildCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
+	defer cancel()
+	docs, err := r.builder().BuildYAML(buildCtx, dir, path, opts)
+	if errors.Is(err, build.ErrTimeout) && buildCtx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w (spec.timeout is %s)", err, obj.GetTimeout())
+	}
 	if err != nil {
 		return nil, buildFailed(err)
 	}
@@ -324,4 +330,15 @@ func compileIgnoreRules(rules []kustomizev1.IgnoreRule) (ssa.IgnoreRules, error)
 		return nil, outcome.Stall(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return compiled, nil
+}
+
+// defaultBuilder runs the builds of reconcilers made without a Builder.
+var defaultBuilder = sync.OnceValue(func() *build.Builder { return build.NewBuilder(build.Limits{}, nil) })
+
+// builder returns the Builder that runs r's builds.
+func (r *KustomizationReconciler) builder() *build.Builder {
+	if r.Builder != nil {
+		return r.Builder
+	}
+	return defaultBuilder()
 }

@@ -40,11 +40,7 @@ var (
 func testSandbox(t *testing.T) *sandbox.Renderer {
 	t.Helper()
 	sharedSandboxOnce.Do(func() {
-		s, err := sandbox.New(sandbox.Limits{})
-		if err != nil {
-			t.Fatalf("sandbox.New: %v", err)
-		}
-		sharedSandbox = s
+		sharedSandbox = sandbox.New(sandbox.Limits{}, nil)
 	})
 	if sharedSandbox == nil {
 		t.Fatal("no shared sandbox")

@@ -6,30 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
-	"runtime/metrics"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
 	apijson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/windlass-dev/windlass/internal/childproc"
 )
 
-// The environment of a child: envChild marks it, envMemory holds its
-// memory limit in bytes, envParent the pid of the process it answers.
-const (
-	envChild  = "WINDLASS_HELM_SANDBOX"
-	envMemory = "WINDLASS_HELM_SANDBOX_MEMORY"
-	envParent = "WINDLASS_HELM_SANDBOX_PARENT"
-)
-
-// exitMemory is the exit code of a child that went past its memory limit.
-const exitMemory = 3
+// childRole names the render process for childproc.
+const childRole = "helm-render"
 
 // request is what the parent sends a child.
 type request struct {
@@ -66,24 +54,12 @@ type lookupReply struct {
 }
 
 func init() {
-	if os.Getenv(envChild) != "1" {
-		return
-	}
-	os.Exit(runChild(os.Stdin, os.Stdout))
+	childproc.Serve(childRole, runChild)
 }
 
-// runChild is the whole life of a child: it bounds its memory, then
-// renders what it reads from in and writes the outcome to out.
+// runChild is the whole life of a child: it renders what it reads from in
+// and writes the outcome to out.
 func runChild(in io.Reader, out io.Writer) int {
-	limit, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64)
-	if err != nil || limit <= 0 {
-		fmt.Fprintln(os.Stderr, "no memory limit given")
-		return 1
-	}
-	boundMemory(limit)
-	if parent, err := strconv.Atoi(os.Getenv(envParent)); err == nil {
-		go watchParent(parent)
-	}
 	enc, dec := json.NewEncoder(out), json.NewDecoder(in)
 	var req request
 	if err := dec.Decode(&req); err != nil {
@@ -162,64 +138,4 @@ func lookupThroughParent(enc *json.Encoder, dec *json.Decoder) func(apiVersion, 
 		}
 		return obj, nil
 	}
-}
-
-// boundMemory keeps the child within limit bytes: the collector works
-// harder as it nears it, the child exits when it is passed, and the
-// address space is capped a little above it so that one huge allocation
-// fails at once. The kernel's OOM killer, if the container runs short
-// anyway, takes the child first.
-func boundMemory(limit int64) {
-	debug.SetMemoryLimit(limit * 3 / 4)
-	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
-	if size := addressSpace(); capAddressSpace && size > 0 {
-		capped := uint64(size + limit + 64<<20)
-		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: capped, Max: capped})
-	}
-	go watchMemory(uint64(limit))
-}
-
-// watchMemory ends the child once the memory it holds passes limit.
-func watchMemory(limit uint64) {
-	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	for range time.Tick(2 * time.Millisecond) {
-		metrics.Read(samples)
-		if samples[0].Value.Uint64()-samples[1].Value.Uint64() > limit {
-			fmt.Fprintln(os.Stderr, "the render went past its memory limit")
-			os.Exit(exitMemory)
-		}
-	}
-}
-
-// watchParent ends the child once its parent is no longer ppid (it was
-// killed before it could end the child, or was gone before the child
-// looked): a render must not outlive the process that waits for it.
-func watchParent(ppid int) {
-	if os.Getppid() != ppid {
-		os.Exit(1)
-	}
-	for range time.Tick(100 * time.Millisecond) {
-		if os.Getppid() != ppid {
-			os.Exit(1)
-		}
-	}
-}
-
-// addressSpace returns the size of the child's address space now, in
-// bytes, or 0 when it cannot be read.
-func addressSpace() int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }

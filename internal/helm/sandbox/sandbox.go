@@ -1,20 +1,16 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/windlass-dev/windlass/internal/childproc"
 )
 
 // Defaults of a Renderer's limits.
@@ -31,10 +27,6 @@ const (
 	DefaultTime = time.Minute
 )
 
-// startupTimeout bounds the start of a child, until it has the chart: the
-// time of this binary starting on a loaded machine, not of the chart.
-const startupTimeout = time.Minute
-
 // Errors of a render that went past its limits.
 var (
 	// ErrMemory is returned when a render needed more memory than its
@@ -48,44 +40,14 @@ var (
 	ErrTimeout = errors.New("rendering the chart did not end in time")
 )
 
-// Limits bound each render of a Renderer.
-type Limits struct {
-	// Memory is the most memory a render process may use, in bytes.
-	Memory int64
-	// Output is the most bytes the rendered files may hold together.
-	Output int64
-	// Concurrency is how many render processes may run at once; others
-	// wait for a turn.
-	Concurrency int
-	// Time is the most time a render may take once its process has the
-	// chart, whatever the Request's Timeout, so that no chart holds a turn
-	// for long.
-	Time time.Duration
-}
+// Limits bound each render of a Renderer: Memory and Output each render
+// process, Concurrency the processes at once, Time each render once its
+// process has the chart, whatever the Request's Timeout. Zero fields take
+// the defaults.
+type Limits = childproc.Limits
 
-// MemoryAtOnce returns the most memory the render processes use together:
-// Memory times Concurrency, the defaults standing for zero fields.
-func (l Limits) MemoryAtOnce() int64 {
-	l = l.withDefaults()
-	return l.Memory * int64(l.Concurrency)
-}
-
-// withDefaults returns l with its zero fields set to the defaults.
-func (l Limits) withDefaults() Limits {
-	if l.Memory <= 0 {
-		l.Memory = DefaultMemory
-	}
-	if l.Output <= 0 {
-		l.Output = DefaultOutput
-	}
-	if l.Concurrency <= 0 {
-		l.Concurrency = DefaultConcurrency
-	}
-	if l.Time <= 0 {
-		l.Time = DefaultTime
-	}
-	return l
-}
+// defaults are the limits of renders that set none.
+var defaults = Limits{Memory: DefaultMemory, Output: DefaultOutput, Concurrency: DefaultConcurrency, Time: DefaultTime}
 
 // LookupFunc answers a template's lookup call as Helm's lookup function
 // does: the object or list found, or an empty map when there is none.
@@ -114,25 +76,20 @@ type Request struct {
 
 // Renderer renders charts in child processes.
 type Renderer struct {
-	limits     Limits
-	slots      chan struct{}
-	executable string
+	turns *childproc.Turns
 }
 
 // New returns a Renderer whose renders keep within limits (their zero
-// fields take the defaults).
-func New(limits Limits) (*Renderer, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the executable to render charts with: %w", err)
-	}
-	limits = limits.withDefaults()
-	return &Renderer{limits: limits, slots: make(chan struct{}, limits.Concurrency), executable: exe}, nil
+// fields take the defaults) and start their processes from pool, which
+// they may share with other work; nil stands for a pool of their own.
+func New(limits Limits, pool *childproc.Pool) *Renderer {
+	errs := childproc.Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTimeout}
+	return &Renderer{turns: childproc.NewTurns(childRole, limits.Or(defaults), errs, pool)}
 }
 
 // Limits returns the limits of r's renders.
 func (r *Renderer) Limits() Limits {
-	return r.limits
+	return r.turns.Limits()
 }
 
 // Render renders req's chart as Helm's engine does, in a child process
@@ -149,21 +106,7 @@ func (r *Renderer) Render(ctx context.Context, req Request) (map[string]string, 
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
-	}
-	return r.run(ctx, msg, req.Lookup, r.budget(req.Timeout))
-}
-
-// budget returns the time a render asked to end within timeout may take.
-func (r *Renderer) budget(timeout time.Duration) time.Duration {
-	if timeout <= 0 || timeout > r.limits.Time {
-		return r.limits.Time
-	}
-	return timeout
+	return r.run(ctx, msg, req.Lookup, req.Timeout)
 }
 
 // request returns what the child is sent for req.
@@ -180,76 +123,33 @@ func (r *Renderer) request(req Request) (*request, error) {
 	if caps == nil {
 		caps = common.DefaultCapabilities
 	}
-	return &request{Chart: wc, Values: values, Release: req.Release, Capabilities: caps, Lookup: req.Lookup != nil, Output: r.limits.Output}, nil
+	return &request{Chart: wc, Values: values, Release: req.Release, Capabilities: caps, Lookup: req.Lookup != nil, Output: r.Limits().Output}, nil
 }
 
 // run starts a child, serves its lookups and reads what it rendered, in
-// budget from when the child has the chart.
-func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc, budget time.Duration) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, r.executable)
-	cmd.Env = append(os.Environ(), envChild+"=1", envMemory+"="+strconv.FormatInt(r.limits.Memory, 10),
-		envParent+"="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
-	cmd.WaitDelay = 5 * time.Second
-	stderr := &headBuffer{max: 4096}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
+// timeout from when the child has the chart.
+func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc, timeout time.Duration) (map[string]string, error) {
+	proc, err := r.turns.Start(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the render process: %w", err)
-	}
-	clock := startClock(cmd.Process, budget)
-	defer clock.stop()
-	out := &countingReader{r: io.LimitReader(stdout, r.limits.Output+replySlack)}
-	rendered, serveErr := serve(msg, json.NewEncoder(stdin), json.NewDecoder(out), lookup, r.limits.Output, clock.started)
-	_ = stdin.Close()
-	if serveErr != nil {
-		_ = cmd.Process.Kill()
-	}
-	waitErr := cmd.Wait()
+	rendered, serveErr := serve(msg, json.NewEncoder(proc.In), json.NewDecoder(proc.Out), lookup, r.Limits().Output, proc.Started)
+	endErr := proc.End(serveErr != nil)
+	var rendering *renderError
 	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
-	case clock.expired() == clockStartup:
-		return nil, fmt.Errorf("the render process did not start within %s", startupTimeout)
-	case clock.expired() == clockRender:
-		return nil, fmt.Errorf("%w: the templates took longer than %s", ErrTimeout, budget)
-	case exitCode(waitErr) == exitMemory || strings.Contains(stderr.String(), "out of memory"):
-		return nil, fmt.Errorf("%w (%d MiB)", ErrMemory, r.limits.Memory>>20)
-	case out.n >= r.limits.Output+replySlack:
-		return nil, fmt.Errorf("%w (%d MiB)", ErrOutput, r.limits.Output>>20)
+	case endErr != nil && !errors.As(endErr, new(*childproc.ExitError)):
+		return nil, endErr
+	case errors.As(serveErr, &rendering) && rendering.output:
+		return nil, fmt.Errorf("%w (%d MiB)", ErrOutput, r.Limits().Output>>20)
+	case rendering != nil:
+		return nil, rendering
+	case endErr != nil:
+		return nil, fmt.Errorf("the render process failed: %w", errors.Unwrap(endErr))
 	case serveErr != nil:
-		return nil, r.childFailed(serveErr, waitErr, stderr)
+		return nil, fmt.Errorf("reading from the render process: %w", serveErr)
 	}
 	return rendered, nil
 }
-
-// childFailed describes a child that ended without an answer.
-func (r *Renderer) childFailed(serveErr, waitErr error, stderr *headBuffer) error {
-	var rendering *renderError
-	if errors.As(serveErr, &rendering) {
-		if rendering.output {
-			return fmt.Errorf("%w (%d MiB)", ErrOutput, r.limits.Output>>20)
-		}
-		return rendering
-	}
-	if waitErr != nil {
-		if tail := strings.TrimSpace(stderr.String()); tail != "" {
-			return fmt.Errorf("the render process failed: %w: %s", waitErr, firstLine(tail))
-		}
-		return fmt.Errorf("the render process failed: %w", waitErr)
-	}
-	return fmt.Errorf("reading from the render process: %w", serveErr)
-}
-
-// replySlack is what the child's messages may add to the files they
-// carry.
-const replySlack = 1 << 20
 
 // serve sends msg to the child, answers its lookups and returns what it
 // rendered; started is called when the child says it has the chart.
@@ -303,46 +203,3 @@ type renderError struct {
 }
 
 func (e *renderError) Error() string { return e.msg }
-
-// exitCode returns the exit code in err, or -1.
-func exitCode(err error) int {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode()
-	}
-	return -1
-}
-
-// firstLine returns the first line of s.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// countingReader counts what it reads.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// headBuffer keeps the first max bytes written to it: where the Go
-// runtime says why it stopped.
-type headBuffer struct {
-	max int
-	buf bytes.Buffer
-}
-
-func (h *headBuffer) Write(p []byte) (int, error) {
-	if room := h.max - h.buf.Len(); room > 0 {
-		h.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (h *headBuffer) String() string { return h.buf.String() }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,6 +15,8 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
+
+	"github.com/windlass-dev/windlass/internal/childproc"
 )
 
 // testChart returns a chart named name whose templates are given by file
@@ -120,11 +120,18 @@ func copyTree(ch *chart.Chart) *chart.Chart {
 
 func newRenderer(t *testing.T, limits Limits) *Renderer {
 	t.Helper()
-	r, err := New(limits)
+	return New(limits, nil)
+}
+
+// takeTurn takes a turn of r with a render process that waits for its
+// chart until it is ended.
+func takeTurn(t *testing.T, r *Renderer) *childproc.Process {
+	t.Helper()
+	held, err := r.turns.Start(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return held
 }
 
 func TestRenderIsWhatHelmRenders(t *testing.T) {
@@ -249,12 +256,12 @@ func TestLookupIsAnsweredByTheParent(t *testing.T) {
 func TestRenderWaitsForATurnUntilItsContextEnds(t *testing.T) {
 	g := NewWithT(t)
 	r := newRenderer(t, Limits{Concurrency: 1})
-	r.slots <- struct{}{} // the one turn is taken
+	held := takeTurn(t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := r.Render(ctx, Request{Chart: testChart("app", nil, nil)})
 	g.Expect(err).To(MatchError(ErrTimeout))
-	<-r.slots
+	g.Expect(held.End(true)).To(Succeed())
 	_, err = r.Render(context.Background(), Request{Chart: testChart("app", nil, nil)})
 	g.Expect(err).NotTo(HaveOccurred())
 }
@@ -319,35 +326,6 @@ func TestRestoreGivesTheProcessedLiteralChartItsTemplatesBack(t *testing.T) {
 	g.Expect(templates(lit.Dependencies()[0])).To(And(ContainSubstring(`.Template.Name "app/charts/replica/templates/db.yaml"`), ContainSubstring("size: 2 of")))
 }
 
-func TestChildEndsWhenItsParentIsGone(t *testing.T) {
-	g := NewWithT(t)
-	exe, err := os.Executable()
-	g.Expect(err).NotTo(HaveOccurred())
-	// The child waits for its request on a pipe that stays open, started by
-	// a shell that exits at once: the child outlives its parent.
-	r, w, err := os.Pipe()
-	g.Expect(err).NotTo(HaveOccurred())
-	defer w.Close()
-	sh := exec.Command("sh", "-c", `WINDLASS_HELM_SANDBOX_PARENT=$$ "$0" <&3 >/dev/null 2>&1 & echo $!`, exe)
-	sh.Env = append(os.Environ(), envChild+"=1", envMemory+"=67108864")
-	sh.ExtraFiles = []*os.File{r}
-	out, err := sh.Output()
-	r.Close()
-	g.Expect(err).NotTo(HaveOccurred())
-	pid := strings.TrimSpace(string(out))
-	g.Expect(pid).NotTo(BeEmpty())
-
-	// Gone, or a zombie that nobody reaps, once it saw its parent go.
-	g.Eventually(func() string {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return "gone"
-		}
-		fields := strings.Fields(string(stat))
-		return fields[2]
-	}, 10*time.Second, 20*time.Millisecond).Should(BeElementOf("gone", "Z", "X"))
-}
-
 // A render's time is its own: req.Timeout (capped by Limits.Time) ends a
 // render that never finishes, with a message naming it, and is counted
 // from when the process has the chart, so that the wait for a turn is not
@@ -373,13 +351,13 @@ func TestRenderTimeIsCountedFromWhenTheProcessHasTheChart(t *testing.T) {
 
 	g := NewWithT(t)
 	r := newRenderer(t, Limits{Concurrency: 1})
-	r.slots <- struct{}{} // the one turn is taken for longer than the render may take
+	held := takeTurn(t, r) // for longer than the render may take
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Render(context.Background(), Request{Chart: testChart("app", nil, nil), Timeout: 5 * time.Second})
 		done <- err
 	}()
 	g.Consistently(done, 6*time.Second).ShouldNot(Receive(), "waiting for a turn, longer than the render may take")
-	<-r.slots
+	g.Expect(held.End(true)).To(Succeed())
 	g.Eventually(done, time.Minute).Should(Receive(BeNil()))
 }

@@ -1,6 +1,6 @@
 //go:build !race
 
-package sandbox
+package childproc
 
 // capAddressSpace says whether a child caps its address space a little
 // above its memory limit.

@@ -1,4 +1,4 @@
-package sandbox
+package childproc
 
 import (
 	"os"
@@ -10,11 +10,11 @@ import (
 const (
 	clockRunning = iota
 	clockStartup
-	clockRender
+	clockWork
 )
 
 // clock kills a child that takes longer than startupTimeout to have its
-// chart, or longer than its budget to render it once it has.
+// input, or longer than its budget to do its work once it has.
 type clock struct {
 	budget time.Duration
 	kill   func() error
@@ -32,14 +32,14 @@ func startClock(process *os.Process, budget time.Duration) *clock {
 	return c
 }
 
-// started stops the startup clock and starts the render's.
+// started stops the startup clock and starts the work's.
 func (c *clock) started() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.ended != clockRunning || !c.timer.Stop() {
 		return
 	}
-	c.timer = time.AfterFunc(c.budget, func() { c.expire(clockRender) })
+	c.timer = time.AfterFunc(c.budget, func() { c.expire(clockWork) })
 }
 
 // expire kills the child, noting which clock ran out.
