@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // Defaults of a Builder's limits.
@@ -28,7 +28,7 @@ const (
 	DefaultTime = 5 * time.Minute
 )
 
-// childRole names the build process for childproc.
+// childRole names the build process to isolate.Serve.
 const childRole = "kustomize-build"
 
 // Limits bound the builds of a Builder.
@@ -43,11 +43,11 @@ type Limits struct {
 	// Limits bound the build processes: Memory and Output each, Time each
 	// build whatever its context allows, Concurrency how many run at once.
 	// Zero fields take the defaults.
-	childproc.Limits
+	isolate.Limits
 }
 
 // defaults are the limits of the build processes that set none.
-var defaults = childproc.Limits{Memory: DefaultMemory, Output: DefaultOutput, Concurrency: DefaultConcurrency, Time: DefaultTime}
+var defaults = isolate.Limits{Memory: DefaultMemory, Output: DefaultOutput, Concurrency: DefaultConcurrency, Time: DefaultTime}
 
 // Errors of a build that went past its limits.
 var (
@@ -66,19 +66,19 @@ var (
 // the process's one kustomize run for long.
 type Builder struct {
 	inProcess int64
-	turns     *childproc.Turns
+	turns     *isolate.Turns
 }
 
 // NewBuilder returns a Builder whose builds keep within limits (their
 // zero fields take the defaults) and start their processes from pool,
 // which they may share with other work; nil stands for a pool of their
 // own.
-func NewBuilder(limits Limits, pool *childproc.Pool) *Builder {
+func NewBuilder(limits Limits, pool *isolate.Pool) *Builder {
 	if limits.InProcess == 0 {
 		limits.InProcess = DefaultInProcess
 	}
-	errs := childproc.Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTimeout}
-	return &Builder{inProcess: limits.InProcess, turns: childproc.NewTurns(childRole, limits.Limits.Or(defaults), errs, pool)}
+	errs := isolate.Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTimeout}
+	return &Builder{inProcess: limits.InProcess, turns: isolate.NewTurns(childRole, limits.Limits.Or(defaults), errs, pool)}
 }
 
 // BuildYAML is the package's BuildYAML, in this process when the build's
@@ -131,7 +131,7 @@ func (b *Builder) inChild(ctx context.Context, req buildRequest) ([][]byte, erro
 	reply, talkErr := talk(req, proc)
 	endErr := proc.End(talkErr != nil)
 	switch {
-	case endErr != nil && !errors.As(endErr, new(*childproc.ExitError)):
+	case endErr != nil && !errors.As(endErr, new(*isolate.ExitError)):
 		return nil, endErr
 	case talkErr == nil && reply.Error != "":
 		return nil, &childError{msg: reply.Error}
@@ -144,7 +144,7 @@ func (b *Builder) inChild(ctx context.Context, req buildRequest) ([][]byte, erro
 }
 
 // talk sends req to the build process and reads its reply.
-func talk(req buildRequest, proc *childproc.Process) (buildReply, error) {
+func talk(req buildRequest, proc *isolate.Process) (buildReply, error) {
 	if err := json.NewEncoder(proc.In).Encode(req); err != nil {
 		return buildReply{}, fmt.Errorf("sending the build: %w", err)
 	}
@@ -160,7 +160,7 @@ func talk(req buildRequest, proc *childproc.Process) (buildReply, error) {
 }
 
 func init() {
-	childproc.Serve(childRole, serveBuild)
+	isolate.Serve(childRole, serveBuild)
 }
 
 // serveBuild is the whole life of a build process: it builds what it

@@ -10,7 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // manyConfigMaps returns a kustomization of n ConfigMaps in one file,
@@ -93,19 +93,19 @@ func TestBuilderLargeBuildHoldsNoOtherAndEndsWithItsContext(t *testing.T) {
 }
 
 // buildProcesses returns the pids of this process's build processes.
-func buildProcesses() []int { return childproc.Running(childRole) }
+func buildProcesses() []int { return isolate.Running(childRole) }
 
 func TestBuilderKeepsBuildsWithinTheirLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		files  map[string]string
-		limits childproc.Limits
+		limits isolate.Limits
 		want   error
 		says   string
 	}{
-		{"longer than its time", manyConfigMaps(8000, 8), childproc.Limits{Time: time.Second}, ErrTimeout, "it took longer than 1s"},
-		{"more memory than its limit", manyConfigMaps(32, 1<<20), childproc.Limits{Memory: 48 << 20}, ErrMemory, "(48 MiB)"},
-		{"more output than its limit", manyConfigMaps(40, 64<<10), childproc.Limits{Output: 64 << 10}, ErrOutput, "(0 MiB)"},
+		{"longer than its time", manyConfigMaps(8000, 8), isolate.Limits{Time: time.Second}, ErrTimeout, "it took longer than 1s"},
+		{"more memory than its limit", manyConfigMaps(32, 1<<20), isolate.Limits{Memory: 48 << 20}, ErrMemory, "(48 MiB)"},
+		{"more output than its limit", manyConfigMaps(40, 64<<10), isolate.Limits{Output: 64 << 10}, ErrOutput, "(0 MiB)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

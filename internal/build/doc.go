@@ -74,7 +74,7 @@
 // Builder measures a build's input first (the kustomization files and the
 // files they reach, a base counted each time it is included): a small
 // build runs in this process, a large one in a child process of the
-// running binary (see internal/childproc), bounded in memory, output and
+// running binary (see internal/isolate), bounded in memory, output and
 // time and ended by its context. The child builds with BuildYAML and sends
 // the documents back.
 //

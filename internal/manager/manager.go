@@ -17,8 +17,8 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/internal/artifact"
-	"github.com/windlass-dev/windlass/internal/childproc"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/isolate"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -44,7 +44,7 @@ type Manager struct {
 	eventsAddr string
 	// children bounds the memory of the child processes that render
 	// charts and run large kustomize builds, together.
-	children *childproc.Pool
+	children *isolate.Pool
 }
 
 // New builds a manager for the cluster behind cfg.
@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	m := &Manager{Manager: mgr, eventsAddr: opts.EventsAddr, children: childproc.NewPool(opts.childProcessesMaxMemory())}
+	m := &Manager{Manager: mgr, eventsAddr: opts.EventsAddr, children: isolate.NewPool(opts.childProcessesMaxMemory())}
 	if err := m.startEvents(controllers, opts); err != nil {
 		return nil, err
 	}

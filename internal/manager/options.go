@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // Options configure the manager; each has a command-line flag of the same
@@ -102,7 +102,7 @@ func DefaultOptions() Options {
 		WatchAllNamespaces:       true,
 		InsecureAllowHTTP:        true,
 		Namespace:                runtimeNamespace(),
-		ChildProcessesMaxMemory:  childproc.DefaultPoolMemory,
+		ChildProcessesMaxMemory:  isolate.DefaultPoolMemory,
 		Source: SourceOptions{
 			StorageAddr:              ":9090",
 			ArtifactRetentionTTL:     time.Minute,
@@ -261,7 +261,7 @@ func (o Options) checkProxyEnvironment(lookup func(string) (string, bool)) error
 // default when not set.
 func (o Options) childProcessesMaxMemory() int64 {
 	if o.ChildProcessesMaxMemory <= 0 {
-		return childproc.DefaultPoolMemory
+		return isolate.DefaultPoolMemory
 	}
 	return o.ChildProcessesMaxMemory
 }

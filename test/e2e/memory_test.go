@@ -18,9 +18,9 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/childproc"
 	"github.com/windlass-dev/windlass/internal/cli"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // memoryLimit is the memory limit of the install's Deployment, which it
@@ -108,7 +108,7 @@ spec:
 		}, timeout, interval).Should(Succeed(), "HelmRepository %s", key)
 	}
 	peak := peakRSS(g, proc.Pid())
-	bound := int64(memoryLimit) - childproc.DefaultPoolMemory
+	bound := int64(memoryLimit) - isolate.DefaultPoolMemory
 	t.Logf("%d indexes of %d MiB stored %.1fs after the start; peak resident memory %d MiB (bound %d MiB, limit %d MiB)",
 		largeIndexTenants, len(index)>>20, time.Since(start).Seconds(), peak>>20, bound>>20, memoryLimit>>20)
 	g.Expect(proc.Exited()).To(BeFalse())

@@ -11,8 +11,8 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
-	"github.com/windlass-dev/windlass/internal/childproc"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/isolate"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -43,13 +43,13 @@ func TestLargeBuildRunsApartAndEndsAtItsTimeout(t *testing.T) {
 
 	sha := repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": manyConfigMaps(20000)}, "twenty thousand")
 	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(big, "app")}, "large")
-	g.Eventually(func() []int { return childproc.Running("kustomize-build") }, testutil.WaitTimeout).ShouldNot(BeEmpty())
+	g.Eventually(func() []int { return isolate.Running("kustomize-build") }, testutil.WaitTimeout).ShouldNot(BeEmpty())
 
 	_, otherSrc := appRepo(t, "other", map[string]string{"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n"})
 	applyManifests(g, small, otherSrc)
 	applyManifests(g, small, kustomization("other", "other", "  path: ./deploy\n  targetNamespace: "+small+"\n"))
 	waitForKs(g, client.ObjectKey{Namespace: small, Name: "other"}, ksReady(""))
-	g.Expect(childproc.Running("kustomize-build")).NotTo(BeEmpty(), "the large build still runs")
+	g.Expect(isolate.Running("kustomize-build")).NotTo(BeEmpty(), "the large build still runs")
 
 	got := waitForKs(g, key, func(k *kustomizev1.Kustomization) bool {
 		return k.Status.LastAttemptedRevision == "main@sha1:"+sha && conditions.IsFalse(k, meta.ReadyCondition)
@@ -58,5 +58,5 @@ func TestLargeBuildRunsApartAndEndsAtItsTimeout(t *testing.T) {
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(Equal(
 		`kustomize build of "deploy": the kustomize build did not end in time: context deadline exceeded (spec.timeout is 20s)`))
 	g.Expect(got.Status.LastAppliedRevision).To(Equal(good.Status.LastAppliedRevision), "the last good revision stays applied")
-	g.Eventually(func() []int { return childproc.Running("kustomize-build") }, testutil.WaitTimeout).Should(BeEmpty(), "no retry before retryInterval")
+	g.Eventually(func() []int { return isolate.Running("kustomize-build") }, testutil.WaitTimeout).Should(BeEmpty(), "no retry before retryInterval")
 }

@@ -13,10 +13,10 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	apijson "k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
-// childRole names the render process for childproc.
+// childRole names the render process to isolate.Serve.
 const childRole = "helm-render"
 
 // request is what the parent sends a child.
@@ -54,7 +54,7 @@ type lookupReply struct {
 }
 
 func init() {
-	childproc.Serve(childRole, runChild)
+	isolate.Serve(childRole, runChild)
 }
 
 // runChild is the whole life of a child: it renders what it reads from in

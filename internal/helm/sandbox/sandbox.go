@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // Defaults of a Renderer's limits.
@@ -44,7 +44,7 @@ var (
 // process, Concurrency the processes at once, Time each render once its
 // process has the chart, whatever the Request's Timeout. Zero fields take
 // the defaults.
-type Limits = childproc.Limits
+type Limits = isolate.Limits
 
 // defaults are the limits of renders that set none.
 var defaults = Limits{Memory: DefaultMemory, Output: DefaultOutput, Concurrency: DefaultConcurrency, Time: DefaultTime}
@@ -76,15 +76,15 @@ type Request struct {
 
 // Renderer renders charts in child processes.
 type Renderer struct {
-	turns *childproc.Turns
+	turns *isolate.Turns
 }
 
 // New returns a Renderer whose renders keep within limits (their zero
 // fields take the defaults) and start their processes from pool, which
 // they may share with other work; nil stands for a pool of their own.
-func New(limits Limits, pool *childproc.Pool) *Renderer {
-	errs := childproc.Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTimeout}
-	return &Renderer{turns: childproc.NewTurns(childRole, limits.Or(defaults), errs, pool)}
+func New(limits Limits, pool *isolate.Pool) *Renderer {
+	errs := isolate.Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTimeout}
+	return &Renderer{turns: isolate.NewTurns(childRole, limits.Or(defaults), errs, pool)}
 }
 
 // Limits returns the limits of r's renders.
@@ -137,7 +137,7 @@ func (r *Renderer) run(ctx context.Context, msg *request, lookup LookupFunc, tim
 	endErr := proc.End(serveErr != nil)
 	var rendering *renderError
 	switch {
-	case endErr != nil && !errors.As(endErr, new(*childproc.ExitError)):
+	case endErr != nil && !errors.As(endErr, new(*isolate.ExitError)):
 		return nil, endErr
 	case errors.As(serveErr, &rendering) && rendering.output:
 		return nil, fmt.Errorf("%w (%d MiB)", ErrOutput, r.Limits().Output>>20)

@@ -16,7 +16,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
 
-	"github.com/windlass-dev/windlass/internal/childproc"
+	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
 // testChart returns a chart named name whose templates are given by file
@@ -125,7 +125,7 @@ func newRenderer(t *testing.T, limits Limits) *Renderer {
 
 // takeTurn takes a turn of r with a render process that waits for its
 // chart until it is ended.
-func takeTurn(t *testing.T, r *Renderer) *childproc.Process {
+func takeTurn(t *testing.T, r *Renderer) *isolate.Process {
 	t.Helper()
 	held, err := r.turns.Start(context.Background(), 0)
 	if err != nil {

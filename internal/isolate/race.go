@@ -1,6 +1,6 @@
 //go:build race
 
-package childproc
+package isolate
 
 // capAddressSpace is false under the race detector, whose shadow memory
 // needs address space far beyond the limit; the memory watchdog still

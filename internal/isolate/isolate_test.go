@@ -1,4 +1,4 @@
-package childproc
+package isolate
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 // testRole is a child that reads one command line, says "started", and
 // does what the command asks: "echo <text>", "alloc <bytes>", "loop",
 // "write <bytes>", "fail".
-const testRole = "childproc-test"
+const testRole = "isolate-test"
 
 func init() {
 	Serve(testRole, func(in io.Reader, out io.Writer) int {

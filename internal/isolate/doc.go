@@ -1,4 +1,4 @@
-// Package childproc runs work that a tenant's input could make exhaust the
+// Package isolate runs work that a tenant's input could make exhaust the
 // process (a chart's templates, a kustomize build) in a child process of
 // the running binary, bounded in memory, output and time, so that the work
 // ends with a clear error instead of the process that serves every tenant.
@@ -13,4 +13,4 @@
 // A Pool bounds the memory of all children together: a child starts only
 // once the pool has its memory limit free, and the rest of the process's
 // memory can be planned around the pool's total.
-package childproc
+package isolate

@@ -1,6 +1,6 @@
 //go:build !race
 
-package childproc
+package isolate
 
 // capAddressSpace says whether a child caps its address space a little
 // above its memory limit.
