@@ -196,12 +196,17 @@ func atFirstBulkObject(t *testing.T, w watch.Interface, proc *controller, stop f
 
 // waitApplied waits until the Kustomization is Ready with revision applied.
 func waitApplied(g *WithT, key client.ObjectKey, revision string) *kustomizev1.Kustomization {
+	return waitAppliedIn(g, env.Client, key, revision)
+}
+
+// waitAppliedIn is waitApplied in the cluster of c.
+func waitAppliedIn(g *WithT, c client.Client, key client.ObjectKey, revision string) *kustomizev1.Kustomization {
 	got := &kustomizev1.Kustomization{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(c.Get(context.Background(), key, got)).To(Succeed())
 		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), conditions.Message(got, meta.ReadyCondition))
 		g.Expect(got.Status.LastAppliedRevision).To(Equal(revision))
-	}, timeout, interval).Should(Succeed())
+	}, timeout, interval).Should(Succeed(), "Kustomization %s applied %s", key, revision)
 	return got
 }
 
