@@ -7,16 +7,22 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
 
 // outageBulk is how many ConfigMaps the prune of the outage story deletes.
@@ -93,4 +99,88 @@ spec:
 	}, timeout, interval).Should(ConsistOf("keep"))
 	t.Logf("pruned the rest %.1fs after the API server came back", time.Since(back).Seconds())
 	g.Expect(proc.Exited()).To(BeFalse(), "the controller exited")
+}
+
+// Security row 37, the API server gone during a Helm install: the install
+// of a chart whose Deployment is not ready yet waits, Helm's record says
+// pending-install, and the API server stops and comes back. Once the
+// Deployment is ready (as a kubelet would make it), the HelmRelease is
+// Ready with the release deployed: no record is left pending, and the
+// controller never exited.
+func TestHelm_APIServerGoneDuringInstallConverges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, kc := privateControlPlane(t, g)
+	ns := cp.CreateNamespace(t)
+	proc := startPrivateController(t, g, kc)
+	charts := helmtest.NewRepo(t)
+	charts.Add(t, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
+	createIn(g, cp, &sourcev1.HelmRepository{}, fmt.Sprintf(`
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: %s}
+spec: {interval: 10m, url: %q}
+`, ns, charts.URL()))
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := cs.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + releaseName})
+	g.Expect(err).NotTo(HaveOccurred())
+	hr := createIn(g, cp, &helmv2.HelmRelease{}, fmt.Sprintf(`
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: 10m
+  timeout: 10m
+  chart:
+    spec: {chart: app, version: 1.0.0, sourceRef: {kind: HelmRepository, name: charts}}
+  install: {remediation: {retries: 3}}
+`, releaseName, ns))
+	waitOn(t, w, proc, "pending-install release record", func(ev watch.Event) bool {
+		s, ok := ev.Object.(*corev1.Secret)
+		return ok && s.Labels["status"] == "pending-install"
+	})
+	g.Expect(cp.StopAPIServer()).To(Succeed())
+	stopped := time.Now()
+	g.Consistently(proc.Exited, 3*time.Second, interval).Should(BeFalse(), proc.Output)
+	g.Expect(cp.StartAPIServer()).To(Succeed())
+	back := time.Now()
+	t.Logf("the API server was gone for %.1fs", back.Sub(stopped).Seconds())
+
+	key := client.ObjectKeyFromObject(hr)
+	g.Eventually(func(g Gomega) {
+		markDeploymentReady(g, cp.Client, client.ObjectKey{Namespace: ns, Name: releaseName + "-web"})
+		got := &helmv2.HelmRelease{}
+		g.Expect(cp.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), conditions.Message(got, meta.ReadyCondition))
+		g.Expect(got.Status.History).NotTo(BeEmpty())
+		g.Expect(got.Status.History[0].Status).To(Equal("deployed"))
+	}, timeout, interval).Should(Succeed())
+	t.Logf("deployed %.1fs after the API server came back", time.Since(back).Seconds())
+
+	var records corev1.SecretList
+	g.Expect(cp.Client.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": releaseName})).To(Succeed())
+	statuses := map[string]string{}
+	for _, s := range records.Items {
+		statuses[s.Name] = s.Labels["status"]
+	}
+	t.Logf("release records: %v", statuses)
+	g.Expect(statuses).NotTo(ContainElement(HavePrefix("pending")), "no record is left pending")
+	g.Expect(statuses).To(ContainElement("deployed"))
+	g.Expect(proc.Exited()).To(BeFalse(), "the controller exited")
+	expectNoOperationInProgress(g, proc)
+}
+
+// markDeploymentReady writes the status a kube-controller-manager and a
+// kubelet would give the Deployment key once its one replica runs.
+func markDeploymentReady(g Gomega, c client.Client, key client.ObjectKey) {
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(context.Background(), key, d)).To(Succeed())
+	if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1 {
+		return
+	}
+	status := fmt.Sprintf(`{"status":{"observedGeneration":%d,"replicas":1,"updatedReplicas":1,"readyReplicas":1,"availableReplicas":1,`+
+		`"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable"},`+
+		`{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable"}]}}`, d.Generation)
+	g.Expect(c.Status().Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(status)))).To(Succeed())
 }
