@@ -131,6 +131,12 @@ func startController(kubeconfig, storagePath, selector string, extra ...string) 
 // startControllerWithEnv is startController with env added to the
 // controller's environment.
 func startControllerWithEnv(kubeconfig, storagePath, selector string, env []string, extra ...string) (*controller, error) {
+	return startControllerWith(kubeconfig, storagePath, selector, env, nil, extra...)
+}
+
+// startControllerWith is startControllerWithEnv whose command wrap (when
+// not nil) changes before it starts.
+func startControllerWith(kubeconfig, storagePath, selector string, env []string, wrap func(*exec.Cmd), extra ...string) (*controller, error) {
 	ports, err := childproc.FreeAddrs(5)
 	if err != nil {
 		return nil, err
@@ -150,6 +156,9 @@ func startControllerWithEnv(kubeconfig, storagePath, selector string, env []stri
 	}
 	cmd := windlassCommand(context.Background(), append(args, extra...)...)
 	cmd.Env = append(cmd.Env, env...)
+	if wrap != nil {
+		wrap(cmd)
+	}
 	c.Process, err = childproc.Start(cmd)
 	return c, err
 }
