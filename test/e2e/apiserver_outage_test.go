@@ -23,6 +23,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 // outageBulk is how many ConfigMaps the prune of the outage story deletes.
@@ -109,10 +110,57 @@ spec:
 // controller never exited.
 func TestHelm_APIServerGoneDuringInstallConverges(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	cp, kc := privateControlPlane(t, g)
 	ns := cp.CreateNamespace(t)
 	proc := startPrivateController(t, g, kc)
+	hr := startPendingInstall(t, g, cp, ns, proc)
+	g.Expect(cp.StopAPIServer()).To(Succeed())
+	stopped := time.Now()
+	g.Consistently(proc.Exited, 3*time.Second, interval).Should(BeFalse(), proc.Output)
+	g.Expect(cp.StartAPIServer()).To(Succeed())
+	back := time.Now()
+	t.Logf("the API server was gone for %.1fs", back.Sub(stopped).Seconds())
+
+	expectDeployedIn(t, g, cp, hr)
+	t.Logf("deployed %.1fs after the API server came back", time.Since(back).Seconds())
+	g.Expect(proc.Exited()).To(BeFalse(), "the controller exited")
+	expectNoOperationInProgress(g, proc)
+}
+
+// Lease loss while the Helm SDK runs: the leader installs a chart that
+// waits (pending-install) when the API server goes, and exits once it
+// cannot renew its lease, leaving the install pending as a kill would. The
+// next leader, once the API server is back, recovers the pending release
+// (and says so in an event) and finishes the install.
+func TestHelm_LeaseLostDuringInstallIsRecovered(t *testing.T) {
+	g := NewWithT(t)
+	cp, kc := privateControlPlane(t, g)
+	ns := cp.CreateNamespace(t)
+	flags := []string{"--enable-leader-election", "--leader-election-namespace", ns,
+		"--leader-election-lease-duration", leaseDuration.String(),
+		"--leader-election-renew-deadline", leaseRenewDeadline.String(),
+		"--leader-election-retry-period", leaseRetryPeriod.String()}
+	first := startPrivateController(t, g, kc, flags...)
+	hr := startPendingInstall(t, g, cp, ns, first)
+	g.Expect(cp.StopAPIServer()).To(Succeed())
+	g.Eventually(first.Done(), leaseRenewDeadline+leaseRetryPeriod+leaseExitMargin, interval).Should(BeClosed(), first.Output)
+	g.Expect(first.Output()).To(ContainSubstring("leader election lost"))
+	g.Expect(cp.StartAPIServer()).To(Succeed())
+	g.Expect(releaseRecordsIn(g, cp, ns)).To(Equal(map[string]string{"sh.helm.release.v1.app.v1": "pending-install"}),
+		"the lost leader left the install pending")
+
+	next := startPrivateController(t, g, kc, flags...)
+	got := expectDeployedIn(t, g, cp, hr)
+	g.Expect(testutil.EventMessages(g, cp.Client, got, helmv2.HelmReleaseKind)).
+		To(ContainElement(ContainSubstring("was left pending by an interrupted action")))
+	expectNoOperationInProgress(g, next)
+}
+
+// startPendingInstall creates in ns of cp a HelmRepository and the
+// HelmRelease "app" of a chart whose Deployment never becomes ready by
+// itself, to install with wait (a 10m timeout, three retries), and returns
+// the HelmRelease once Helm's record says pending-install.
+func startPendingInstall(t *testing.T, g *WithT, cp *testenv.Environment, ns string, proc *controller) *helmv2.HelmRelease {
 	charts := helmtest.NewRepo(t)
 	charts.Add(t, appChart(t, "1.0.0", "hello", helmtest.WithTemplate("web.yaml", neverReadyTemplate)))
 	createIn(g, cp, &sourcev1.HelmRepository{}, fmt.Sprintf(`
@@ -123,7 +171,7 @@ spec: {interval: 10m, url: %q}
 `, ns, charts.URL()))
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := cs.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + releaseName})
+	w, err := cs.CoreV1().Secrets(ns).Watch(context.Background(), metav1.ListOptions{LabelSelector: "owner=helm,name=" + releaseName})
 	g.Expect(err).NotTo(HaveOccurred())
 	hr := createIn(g, cp, &helmv2.HelmRelease{}, fmt.Sprintf(`
 apiVersion: helm.toolkit.fluxcd.io/v2
@@ -140,35 +188,26 @@ spec:
 		s, ok := ev.Object.(*corev1.Secret)
 		return ok && s.Labels["status"] == "pending-install"
 	})
-	g.Expect(cp.StopAPIServer()).To(Succeed())
-	stopped := time.Now()
-	g.Consistently(proc.Exited, 3*time.Second, interval).Should(BeFalse(), proc.Output)
-	g.Expect(cp.StartAPIServer()).To(Succeed())
-	back := time.Now()
-	t.Logf("the API server was gone for %.1fs", back.Sub(stopped).Seconds())
+	return hr
+}
 
-	key := client.ObjectKeyFromObject(hr)
+// expectDeployedIn makes the Deployment of hr ready (as a kubelet would)
+// until hr is Ready with its release deployed, checks that no release
+// record is left pending, and returns hr as last read.
+func expectDeployedIn(t *testing.T, g *WithT, cp *testenv.Environment, hr *helmv2.HelmRelease) *helmv2.HelmRelease {
+	got := &helmv2.HelmRelease{}
 	g.Eventually(func(g Gomega) {
-		markDeploymentReady(g, cp.Client, client.ObjectKey{Namespace: ns, Name: releaseName + "-web"})
-		got := &helmv2.HelmRelease{}
-		g.Expect(cp.Client.Get(ctx, key, got)).To(Succeed())
+		markDeploymentReady(g, cp.Client, client.ObjectKey{Namespace: hr.Namespace, Name: releaseName + "-web"})
+		g.Expect(cp.Client.Get(context.Background(), client.ObjectKeyFromObject(hr), got)).To(Succeed())
 		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue(), conditions.Message(got, meta.ReadyCondition))
 		g.Expect(got.Status.History).NotTo(BeEmpty())
 		g.Expect(got.Status.History[0].Status).To(Equal("deployed"))
 	}, timeout, interval).Should(Succeed())
-	t.Logf("deployed %.1fs after the API server came back", time.Since(back).Seconds())
-
-	var records corev1.SecretList
-	g.Expect(cp.Client.List(ctx, &records, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": releaseName})).To(Succeed())
-	statuses := map[string]string{}
-	for _, s := range records.Items {
-		statuses[s.Name] = s.Labels["status"]
-	}
-	t.Logf("release records: %v", statuses)
-	g.Expect(statuses).NotTo(ContainElement(HavePrefix("pending")), "no record is left pending")
-	g.Expect(statuses).To(ContainElement("deployed"))
-	g.Expect(proc.Exited()).To(BeFalse(), "the controller exited")
-	expectNoOperationInProgress(g, proc)
+	records := releaseRecordsIn(g, cp, hr.Namespace)
+	t.Logf("release records: %v", records)
+	g.Expect(records).NotTo(ContainElement(HavePrefix("pending")), "no record is left pending")
+	g.Expect(records).To(ContainElement("deployed"))
+	return got
 }
 
 // markDeploymentReady writes the status a kube-controller-manager and a

@@ -30,6 +30,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 const (
@@ -160,8 +161,13 @@ func settings(g Gomega, ns string) map[string]string {
 // releaseRecords returns the status label of each of Helm's release
 // records (Secrets) of the release in ns, by Secret name.
 func releaseRecords(g Gomega, ns string) map[string]string {
+	return releaseRecordsIn(g, env, ns)
+}
+
+// releaseRecordsIn is releaseRecords in the cluster of cp.
+func releaseRecordsIn(g Gomega, cp *testenv.Environment, ns string) map[string]string {
 	var list corev1.SecretList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns),
+	g.Expect(cp.Client.List(context.Background(), &list, client.InNamespace(ns),
 		client.MatchingLabels{"owner": "helm", "name": releaseName})).To(Succeed())
 	out := map[string]string{}
 	for _, s := range list.Items {
