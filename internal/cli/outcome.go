@@ -36,7 +36,7 @@ func readyDecided(obj reconcilable) bool {
 // Progressing (a run under way) and ProgressingWithRetry (a failure) are
 // not waits.
 func waitingFor(obj conditions.Getter, generation int64) string {
-	if held := gateHold(obj, generation); held != "" {
+	if held := conditions.HeldByGate(obj, generation); held != "" {
 		return "held back: " + held
 	}
 	r := conditions.Get(obj, meta.ReconcilingCondition)
@@ -48,19 +48,4 @@ func waitingFor(obj conditions.Getter, generation int64) string {
 		return ""
 	}
 	return firstLine(r.Message)
-}
-
-// gateHold says which gate holds obj, at generation, back (the message of
-// Approved=False or Blocked=True with the reason GateClosed), or "".
-func gateHold(obj conditions.Getter, generation int64) string {
-	for _, c := range []struct {
-		condition string
-		held      metav1.ConditionStatus
-	}{{meta.ApprovedCondition, metav1.ConditionFalse}, {meta.BlockedCondition, metav1.ConditionTrue}} {
-		if got := conditions.Get(obj, c.condition); got != nil && got.Status == c.held &&
-			got.Reason == meta.GateClosedReason && got.ObservedGeneration == generation {
-			return firstLine(got.Message)
-		}
-	}
-	return ""
 }

@@ -38,7 +38,7 @@ func rowOf(kind string, obj statusObject, revision string, suspended bool, now t
 		r.Ready, r.Message = string(c.Status), firstLine(c.Message)
 		r.Reason, r.Detail = c.Reason, oneLine(c.Message)
 	}
-	if held := gateHold(obj, obj.GetGeneration()); held != "" && conditions.Reason(obj, meta.ReadyCondition) != meta.GateClosedReason {
+	if held := conditions.HeldByGate(obj, obj.GetGeneration()); held != "" && conditions.Reason(obj, meta.ReadyCondition) != meta.GateClosedReason {
 		// Ready describes the last reconciliation; what comes next waits.
 		r.Message = "held back: " + held + " Last: " + r.Message
 	}

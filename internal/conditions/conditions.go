@@ -10,11 +10,13 @@ package conditions
 
 import (
 	"fmt"
+	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -116,4 +118,21 @@ func message(format string, args []any) string {
 		m = m[:maxMessageLength-3] + "..."
 	}
 	return m
+}
+
+// HeldByGate says which gate holds obj, at generation, back: the first
+// line of the message of Approved=False or Blocked=True with the reason
+// GateClosed, or "".
+func HeldByGate(obj Getter, generation int64) string {
+	for _, c := range []struct {
+		condition string
+		held      metav1.ConditionStatus
+	}{{meta.ApprovedCondition, metav1.ConditionFalse}, {meta.BlockedCondition, metav1.ConditionTrue}} {
+		if got := Get(obj, c.condition); got != nil && got.Status == c.held &&
+			got.Reason == meta.GateClosedReason && got.ObservedGeneration == generation {
+			line, _, _ := strings.Cut(got.Message, "\n")
+			return line
+		}
+	}
+	return ""
 }

@@ -1,0 +1,120 @@
+package ui
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/kinds"
+)
+
+// objectPage is what the page of one object shows.
+type objectPage struct {
+	Row        row
+	Generation int64
+	Created    time.Time
+	Now        time.Time
+	Conditions []metav1.Condition
+	// Inventory lists the objects a Kustomization applied, by their
+	// inventory ID.
+	Inventory []string
+	// History lists a HelmRelease's releases, newest first.
+	History []release
+}
+
+// release is one entry of a HelmRelease's history.
+type release struct {
+	Version, ChartName, ChartVersion, Status, Deployed string
+}
+
+// object serves the page of one object.
+func (s *Server) object(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.kind(r.PathValue("kind"))
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no kind "+r.PathValue("kind"))
+		return
+	}
+	got := k.New()
+	key := client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if err := s.Reader.Get(r.Context(), key, got); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.fail(w, http.StatusNotFound, fmt.Sprintf("no %s %s", k.Kind, key))
+			return
+		}
+		s.Log.Error(err, "Reading an object", "kind", k.Kind, "object", key)
+		s.fail(w, http.StatusInternalServerError, "reading the object failed")
+		return
+	}
+	obj, ok := got.(object)
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no status for "+k.Kind)
+		return
+	}
+	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
+		Now: s.now(), Conditions: obj.GetConditions()}
+	if status, err := statusOf(obj); err == nil {
+		page.Inventory = inventoryOf(status)
+		page.History = historyOf(status)
+	}
+	s.render(w, "object", page)
+}
+
+// kind returns the kind of the pages called name.
+func (s *Server) kind(name string) (kinds.Kind, bool) {
+	for _, k := range s.Kinds {
+		if k.Kind == name {
+			return k, true
+		}
+	}
+	return kinds.Kind{}, false
+}
+
+// statusOf returns obj's status as a generic tree.
+func statusOf(obj client.Object) (map[string]any, error) {
+	tree, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	status, _, err := unstructured.NestedMap(tree, "status")
+	return status, err
+}
+
+// inventoryOf returns the IDs of status.inventory.entries.
+func inventoryOf(status map[string]any) []string {
+	entries, _, _ := unstructured.NestedSlice(status, "inventory", "entries")
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			if id, ok := m["id"].(string); ok {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// historyOf returns the entries of status.history of a HelmRelease.
+func historyOf(status map[string]any) []release {
+	entries, _, _ := unstructured.NestedSlice(status, "history")
+	out := make([]release, 0, len(entries))
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(key string) string { v, _ := m[key].(string); return v }
+		version := ""
+		if v, ok := m["version"].(int64); ok {
+			version = fmt.Sprint(v)
+		}
+		out = append(out, release{Version: version, ChartName: str("chartName"), ChartVersion: str("chartVersion"),
+			Status: str("status"), Deployed: str("lastDeployed")})
+	}
+	return out
+}

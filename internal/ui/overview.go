@@ -1,0 +1,127 @@
+package ui
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/kinds"
+)
+
+// maxRows bounds the objects the overview lists: the counts above it
+// always cover every object.
+const maxRows = 500
+
+// row is one object as the overview lists it.
+type row struct {
+	Kind, Namespace, Name string
+	State                 State
+	// Reason and Message are those of the Ready condition, or of what
+	// holds the object back.
+	Reason, Message string
+}
+
+// kindCount is how many objects of a kind stand in each state.
+type kindCount struct {
+	Kind   string
+	Total  int
+	Counts map[State]int
+}
+
+// filter selects the objects the overview lists.
+type filter struct {
+	Namespace, Kind, Query string
+	State                  State
+}
+
+// matches reports whether r passes f.
+func (f filter) matches(r row) bool {
+	return (f.Namespace == "" || r.Namespace == f.Namespace) && (f.Kind == "" || r.Kind == f.Kind) &&
+		(f.State == "" || r.State == f.State) && (f.Query == "" || strings.Contains(r.Name, f.Query))
+}
+
+// overviewPage is what the overview shows.
+type overviewPage struct {
+	States     []State
+	Counts     []kindCount
+	Attention  []row
+	Held       []row
+	Rows       []row
+	More       int
+	Filter     filter
+	Kinds      []string
+	Namespaces []string
+}
+
+// overview serves the overview.
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page := overviewPage{States: states, Filter: filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"),
+		State: State(q.Get("state")), Query: strings.TrimSpace(q.Get("q"))}}
+	namespaces := map[string]bool{}
+	for _, k := range s.Kinds {
+		rows, err := s.rows(r, k)
+		if err != nil {
+			s.Log.Error(err, "Listing objects for the overview", "kind", k.Kind)
+			s.fail(w, http.StatusInternalServerError, "listing "+k.Kind+" failed")
+			return
+		}
+		page.Kinds = append(page.Kinds, k.Kind)
+		count := kindCount{Kind: k.Kind, Total: len(rows), Counts: map[State]int{}}
+		for _, row := range rows {
+			count.Counts[row.State]++
+			namespaces[row.Namespace] = true
+			switch row.State {
+			case Failing, Stalled:
+				page.Attention = append(page.Attention, row)
+			case Held:
+				page.Held = append(page.Held, row)
+			}
+			if page.Filter.matches(row) {
+				if len(page.Rows) < maxRows {
+					page.Rows = append(page.Rows, row)
+				} else {
+					page.More++
+				}
+			}
+		}
+		page.Counts = append(page.Counts, count)
+	}
+	for ns := range namespaces {
+		page.Namespaces = append(page.Namespaces, ns)
+	}
+	slices.Sort(page.Namespaces)
+	s.render(w, "overview", page)
+}
+
+// rows lists the objects of kind k as rows.
+func (s *Server) rows(r *http.Request, k kinds.Kind) ([]row, error) {
+	list := k.NewList()
+	if err := s.Reader.List(r.Context(), list); err != nil {
+		return nil, err
+	}
+	items := k.Items(list)
+	out := make([]row, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(object)
+		if !ok {
+			continue
+		}
+		out = append(out, rowOf(k, obj))
+	}
+	return out, nil
+}
+
+// rowOf returns the row of obj, of kind k.
+func rowOf(k kinds.Kind, obj object) row {
+	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: stateOf(obj, k.Static)}
+	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
+		r.Reason, r.Message = c.Reason, c.Message
+	}
+	if r.State == Held {
+		r.Reason, r.Message = meta.GateClosedReason, conditions.HeldByGate(obj, obj.GetGeneration())
+	}
+	return r
+}

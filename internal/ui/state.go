@@ -1,0 +1,79 @@
+package ui
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
+)
+
+// State is where an object stands, in words a user reads.
+type State string
+
+// The states, in the order the overview shows them.
+const (
+	// Ready: the last reconciliation succeeded.
+	Ready State = "Ready"
+	// Progressing: a reconciliation is under way, or waits for something
+	// else (a source, a dependency).
+	Progressing State = "Progressing"
+	// Failing: the last reconciliation failed; it is retried.
+	Failing State = "Failing"
+	// Stalled: the spec cannot work until it changes.
+	Stalled State = "Stalled"
+	// Held: a closed gate holds the object back.
+	Held State = "Held"
+	// Suspended: spec.suspend stops its reconciliations.
+	Suspended State = "Suspended"
+	// Static: the kind has no status (Alerts, Providers).
+	Static State = "Static"
+)
+
+// states are every State, in the order the overview shows them.
+var states = []State{Ready, Progressing, Failing, Stalled, Held, Suspended, Static}
+
+// object is an object of a Windlass kind.
+type object interface {
+	client.Object
+	conditions.Getter
+	IsSuspended() bool
+}
+
+// stateOf returns where obj stands; static says its kind has no status.
+func stateOf(obj object, static bool) State {
+	switch {
+	case static:
+		return Static
+	case obj.IsSuspended():
+		return Suspended
+	case isTrue(obj, meta.StalledCondition):
+		return Stalled
+	case conditions.HeldByGate(obj, obj.GetGeneration()) != "":
+		return Held
+	}
+	ready := conditions.Get(obj, meta.ReadyCondition)
+	switch {
+	case ready == nil || ready.Status == metav1.ConditionUnknown:
+		return Progressing
+	case ready.Status == metav1.ConditionTrue:
+		return Ready
+	case waiting(obj):
+		return Progressing
+	}
+	return Failing
+}
+
+// waiting reports whether obj, not Ready, is in progress rather than
+// failed: Reconciling=True for another reason than a retry (it waits for
+// a source or a dependency, or works).
+func waiting(obj conditions.Getter) bool {
+	r := conditions.Get(obj, meta.ReconcilingCondition)
+	return r != nil && r.Status == metav1.ConditionTrue && r.Reason != meta.ProgressingWithRetryReason
+}
+
+// isTrue reports whether obj's condition of type t is True.
+func isTrue(obj conditions.Getter, t string) bool {
+	c := conditions.Get(obj, t)
+	return c != nil && c.Status == metav1.ConditionTrue
+}

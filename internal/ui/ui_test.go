@@ -1,0 +1,153 @@
+package ui
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/scheme"
+)
+
+// cond returns a condition of obj's generation.
+func cond(t string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}
+}
+
+func TestStateOf(t *testing.T) {
+	ks := func(suspend bool, cs ...metav1.Condition) *kustomizev1.Kustomization {
+		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+		k.Spec.Suspend, k.Status.Conditions = suspend, cs
+		return k
+	}
+	for _, tc := range []struct {
+		name   string
+		obj    object
+		static bool
+		want   State
+	}{
+		{"no conditions yet", ks(false), false, Progressing},
+		{"ready", ks(false, cond(meta.ReadyCondition, "True", "Succeeded", "")), false, Ready},
+		{"failed, retried", ks(false, cond(meta.ReadyCondition, "False", "BuildFailed", "x"),
+			cond(meta.ReconcilingCondition, "True", meta.ProgressingWithRetryReason, "")), false, Failing},
+		{"failed", ks(false, cond(meta.ReadyCondition, "False", "BuildFailed", "x")), false, Failing},
+		{"waiting for its source", ks(false, cond(meta.ReadyCondition, "False", "ArtifactFailed", "x"),
+			cond(meta.ReconcilingCondition, "True", "ArtifactFailed", "")), false, Progressing},
+		{"stalled", ks(false, cond(meta.ReadyCondition, "False", "InvalidCEL", "x"), cond(meta.StalledCondition, "True", "InvalidCEL", "")), false, Stalled},
+		{"held", ks(false, cond(meta.ReadyCondition, "True", "Succeeded", ""),
+			cond(meta.ApprovedCondition, "False", meta.GateClosedReason, "gate ops/freeze is closed")), false, Held},
+		{"suspended", ks(true, cond(meta.ReadyCondition, "False", "BuildFailed", "x")), false, Suspended},
+		{"a kind without status", ks(false), true, Static},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(stateOf(tc.obj, tc.static)).To(Equal(tc.want))
+		})
+	}
+}
+
+// testServer serves the pages of objs.
+func testServer(objs ...client.Object) http.Handler {
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
+	return (&Server{Reader: c, Kinds: kinds.All, Log: logr.Discard()}).Handler()
+}
+
+// get returns the status and body of GET path.
+func get(g Gomega, h http.Handler, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, err := io.ReadAll(rec.Result().Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return rec.Code, string(body)
+}
+
+// section returns the part of body from the element with id to the end of
+// its table.
+func section(body, id string) string {
+	_, rest, found := strings.Cut(body, `id="`+id+`"`)
+	if !found {
+		return ""
+	}
+	part, _, _ := strings.Cut(rest, "</table>")
+	return part
+}
+
+func testObjects() []client.Object {
+	failing := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 1}}
+	failing.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "False", kustomizev1.BuildFailedReason,
+		`kustomize build failed: <script>alert("x")</script>`)}
+	failing.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: "team-a_web__ConfigMap", Version: "v1"}}}
+	held := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db", Generation: 1}}
+	held.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", "ReconciliationSucceeded", "Applied"),
+		cond(meta.ApprovedCondition, "False", meta.GateClosedReason, "gate team-b/freeze is closed")}
+	ready := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 1}}
+	ready.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", "Succeeded", "stored artifact")}
+	release := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "cache", Generation: 1}}
+	release.Spec.Suspend = true
+	release.Status.History = helmv2.Snapshots{{Name: "cache", Version: 2, ChartName: "redis", ChartVersion: "1.2.0", Status: "deployed"}}
+	return []client.Object{failing, held, ready, release}
+}
+
+func TestOverviewShowsWhatNeedsAttention(t *testing.T) {
+	g := NewWithT(t)
+	h := testServer(testObjects()...)
+	code, body := get(g, h, "/")
+	g.Expect(code).To(Equal(http.StatusOK))
+
+	attention := section(body, "attention")
+	g.Expect(attention).To(ContainSubstring("Kustomization team-a/app"))
+	g.Expect(attention).To(ContainSubstring(kustomizev1.BuildFailedReason))
+	g.Expect(attention).To(ContainSubstring("&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;"), "escaped")
+	g.Expect(body).NotTo(ContainSubstring("<script>"))
+	g.Expect(section(body, "held")).To(And(ContainSubstring("Kustomization team-b/db"), ContainSubstring("gate team-b/freeze is closed")))
+	counts := section(body, "counts")
+	g.Expect(counts).To(MatchRegexp(`<td><a href="/\?kind=Kustomization">Kustomization</a></td><td>2</td>`))
+	g.Expect(counts).To(ContainSubstring(`href="/?kind=HelmRelease&amp;state=Suspended">1</a>`))
+	g.Expect(section(body, "objects")).To(ContainSubstring("GitRepository team-a/app"))
+
+	_, body = get(g, h, "/?state=Ready")
+	objects := section(body, "objects")
+	g.Expect(objects).To(ContainSubstring("GitRepository team-a/app"))
+	g.Expect(objects).NotTo(ContainSubstring("Kustomization"))
+	_, body = get(g, h, "/?namespace=team-b&q=ca")
+	objects = section(body, "objects")
+	g.Expect(objects).To(ContainSubstring("HelmRelease team-b/cache"))
+	g.Expect(objects).NotTo(Or(ContainSubstring("team-a"), ContainSubstring("team-b/db")))
+}
+
+func TestObjectPage(t *testing.T) {
+	g := NewWithT(t)
+	h := testServer(testObjects()...)
+	code, body := get(g, h, "/object/Kustomization/team-a/app")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(body).To(ContainSubstring(`<span id="state" class="state state-Failing">Failing</span>`))
+	g.Expect(section(body, "conditions")).To(ContainSubstring(kustomizev1.BuildFailedReason))
+	g.Expect(section(body, "inventory")).To(ContainSubstring("team-a_web__ConfigMap"))
+	g.Expect(body).NotTo(ContainSubstring("<script>"))
+
+	_, body = get(g, h, "/object/HelmRelease/team-b/cache")
+	g.Expect(section(body, "history")).To(And(ContainSubstring("redis 1.2.0"), ContainSubstring("deployed")))
+
+	for path, want := range map[string]int{
+		"/object/Kustomization/team-a/nope": http.StatusNotFound,
+		"/object/Nothing/team-a/app":        http.StatusNotFound,
+		"/static/style.css":                 http.StatusOK,
+	} {
+		code, _ := get(g, h, path)
+		g.Expect(code).To(Equal(want), path)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	g.Expect(rec.Header().Get("Content-Security-Policy")).To(ContainSubstring("frame-ancestors 'none'"))
+}
