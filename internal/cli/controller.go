@@ -63,6 +63,7 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
+	fs.StringVar(&o.UIAddr, "ui-addr", "", "address the web UI is served on, on loopback only for now (127.0.0.1:9880, say); empty turns it off")
 	fs.Int64Var(&o.ChildProcessesMaxMemory, "child-processes-max-memory", o.ChildProcessesMaxMemory,
 		"bytes of memory the processes that render charts and run large kustomize builds use together; the Go memory limit leaves them this much of the container's")
 	fs.BoolVar(&o.AllowLoopback, "allow-loopback-addresses", false, "let Provider addresses, and chart dependencies from repositories no HelmRepository declares, reach the controller's own host (127.0.0.0/8, ::1)")

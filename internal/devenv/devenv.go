@@ -138,7 +138,9 @@ type session struct {
 	webhookAddr string
 	// tagsAddr is where the ImageRepositories' tags are served,
 	// http://127.0.0.1:port.
-	tagsAddr   string
+	tagsAddr string
+	// uiURL is the web UI's overview, http://127.0.0.1:port/.
+	uiURL      string
 	gitServer  *gitserver.Server
 	repo       *gitserver.Repo
 	mirror     *folderMirror

@@ -57,7 +57,7 @@ func (s *session) startControllers(ctx context.Context) error {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return done(fmt.Errorf("the controllers' cache did not sync (see %s)", filepath.Join(s.dir, "windlass.log")))
 	}
-	s.webhookAddr, s.tagsAddr = "http://"+addrs.webhooks, "http://"+addrs.tags
+	s.webhookAddr, s.tagsAddr, s.uiURL = "http://"+addrs.webhooks, "http://"+addrs.tags, "http://"+addrs.ui+"/"
 	return done(nil, "artifacts served at http://%s, Receivers' webhooks at %s, image tags at %s; logs in %s",
 		addrs.artifacts, s.webhookAddr, s.tagsAddr, filepath.Join(s.dir, "windlass.log"))
 }
@@ -70,12 +70,14 @@ type loopbackAddrs struct {
 	webhooks string
 	// tags serves the scanned tags of the ImageRepositories.
 	tags string
+	// ui serves the web UI.
+	ui string
 }
 
 // newLoopbackAddrs picks a free loopback port for each address.
 func newLoopbackAddrs() (loopbackAddrs, error) {
 	var a loopbackAddrs
-	for _, addr := range []*string{&a.artifacts, &a.webhooks, &a.tags} {
+	for _, addr := range []*string{&a.artifacts, &a.webhooks, &a.tags, &a.ui} {
 		var err error
 		if *addr, err = freeLoopbackAddr(); err != nil {
 			return a, err
@@ -104,6 +106,7 @@ func (s *session) managerOptions(addrs loopbackAddrs) manager.Options {
 	opts.Image.TagsAddr = addrs.tags
 	// On loopback, to its one user, without a token (the banner's curl).
 	opts.Image.InsecureTags = true
+	opts.UIAddr = addrs.ui
 	return opts
 }
 
@@ -230,7 +233,8 @@ func (s *session) readyMessage(obj client.Object) string {
 func (s *session) printHowToLook() {
 	cmd := s.opts.Command
 	s.p.line("")
-	s.p.line("Windlass dev is running. In another terminal:")
+	s.p.line("Windlass dev is running. Open the web UI: %s", s.uiURL)
+	s.p.line("In another terminal:")
 	s.p.line("  export KUBECONFIG=%s", s.opts.KubeconfigOut)
 	s.p.line("  %s get all                # the sources and Kustomizations", cmd)
 	if s.mirror == nil {

@@ -85,6 +85,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := m.startEvents(controllers, opts); err != nil {
 		return nil, err
 	}
+	if err := m.startUI(opts); err != nil {
+		return nil, err
+	}
 	for _, name := range controllers {
 		if err := m.setup(ctx, name, opts); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

@@ -63,6 +63,9 @@ type Options struct {
 
 	// Source holds the options of the source controller.
 	Source SourceOptions
+	// UIAddr, when set, is where the web UI is served (loopback only).
+	UIAddr string
+
 	// ChildProcessesMaxMemory bounds the memory of the child processes
 	// that render charts and run large kustomize builds, together.
 	ChildProcessesMaxMemory int64
@@ -168,6 +171,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--helm-index-cache-max-memory must not be negative")
 	case o.Source.HelmIndexParseMaxMemory < 0:
 		return fmt.Errorf("--helm-index-parse-max-memory must not be negative")
+	case checkUIAddr(o.UIAddr) != nil:
+		return checkUIAddr(o.UIAddr)
 	case o.Helm.Render.Memory > o.childProcessesMaxMemory():
 		return fmt.Errorf("--helm-render-max-memory must be at most --child-processes-max-memory")
 	case o.Kustomize.Build.Memory > o.childProcessesMaxMemory():

@@ -201,3 +201,26 @@ func TestLeaderElectionID(t *testing.T) {
 	g.Expect(Options{Controllers: []string{"kustomize", "gating"}}.leaderElectionID([]string{"kustomize", "gating"})).
 		To(Equal("windlass-kustomize-gating-leader-election"))
 }
+
+func TestUIAddrIsOnLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"":               true,
+		"127.0.0.1:9880": true,
+		"[::1]:9880":     true,
+		"localhost:9880": true,
+		":9880":          false,
+		"0.0.0.0:9880":   false,
+		"10.0.0.1:9880":  false,
+		"127.0.0.1":      false,
+	} {
+		err := checkUIAddr(addr)
+		if ok != (err == nil) {
+			t.Errorf("checkUIAddr(%q) = %v, want ok %t", addr, err, ok)
+		}
+	}
+	o := DefaultOptions()
+	o.UIAddr = ":9880"
+	if _, err := o.Validate(); err == nil {
+		t.Error("Validate accepts a UI on every address")
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +27,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/testutil/browser"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -76,7 +79,8 @@ func (d *devRun) run(g *WithT, args ...string) *childproc.Process {
 
 // TestDev_Demo: `windlass dev` brings up the demo, Ready: two
 // Kustomizations chained by dependsOn, a substituted ConfigMap and a
-// Deployment that kube-controller-manager rolled out; SIGTERM stops it.
+// Deployment that kube-controller-manager rolled out; the web UI it
+// prints shows them Ready, in Chromium; SIGTERM stops it.
 func TestDev_Demo(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -96,6 +100,22 @@ func TestDev_Demo(t *testing.T) {
 	var web appsv1.Deployment
 	g.Expect(d.client.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "web"}, &web)).To(Succeed())
 	g.Expect(web.Status.ObservedGeneration).To(Equal(web.Generation), "kube-controller-manager rolled it out")
+
+	// A newcomer opens the web UI's address that windlass dev printed.
+	found := regexp.MustCompile(`Open the web UI: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(out)
+	g.Expect(found).To(HaveLen(2), out)
+	tab := browser.New(t)
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(found[1]))).To(Succeed())
+	counts, err := browser.Text(tab, browserTimeout, "#counts")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(counts).To(MatchRegexp(`Kustomization\s+2\s+2\s`), "two Kustomizations, both Ready")
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(found[1]+"object/Kustomization/flux-system/demo-app"))).To(Succeed())
+	state, err := browser.Text(tab, browserTimeout, "#state")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).To(Equal("Ready"))
+	inventory, err := browser.Text(tab, browserTimeout, "#inventory")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(inventory).To(ContainSubstring("demo_web_apps_Deployment"))
 	g.Expect(d.Terminate(shutdownGrace)).To(Succeed(), d.Output())
 }
 
