@@ -34,6 +34,7 @@ and prints what to try next.`,
 	// them by commandGroups.
 	for _, verb := range []*cobra.Command{
 		newDevCommand(),
+		newUICommand(),
 		newControllerCommand(),
 		newVersionCommand(),
 		newInstallCommand(),
@@ -80,7 +81,7 @@ var commandGroups = []struct {
 	group *cobra.Group
 	verbs []string
 }{
-	{&cobra.Group{ID: "start", Title: "Getting started:"}, []string{"dev", "version", "completion", "help"}},
+	{&cobra.Group{ID: "start", Title: "Getting started:"}, []string{"dev", "ui", "version", "completion", "help"}},
 	{&cobra.Group{ID: "look", Title: "Looking at objects:"}, []string{"get", "events", "logs", "tree", "trace", "build", "diff", "export", "list"}},
 	{&cobra.Group{ID: "act", Title: "Acting on objects:"}, []string{"create", "reconcile", "suspend", "resume", "gate", "image", "trigger", "delete", "push", "pull", "tag"}},
 	{&cobra.Group{ID: "install", Title: "Installing into a cluster:"}, []string{"install", "check", "bootstrap", "uninstall", "controller"}},

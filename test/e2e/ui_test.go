@@ -3,17 +3,23 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/browser"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
@@ -62,4 +68,55 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 	conds, err := browser.Text(tab, browserTimeout, "#conditions")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(conds).To(ContainSubstring("missing.yaml"))
+}
+
+// `windlass ui` serves the UI on this machine from a kubeconfig, as its
+// user: a service account that may list and watch Kustomizations of one
+// namespace alone sees, with -n, that namespace's Kustomizations and no
+// other object, and is told which kinds are left out; a Kustomization
+// whose source does not exist yet is Progressing (it waits), not Failing.
+func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
+	g := NewWithT(t)
+	ns, other := env.CreateNamespace(t), env.CreateNamespace(t)
+	for _, namespace := range []string{ns, other} {
+		g.Expect(env.Client.Create(context.Background(), &kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "waits"},
+			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour}, Path: "./",
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "not-yet"}},
+		})).To(Succeed())
+	}
+	addrs, err := childproc.FreeAddrs(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	token := testutil.ServiceAccountToken(g, env.Config, ns, "viewer")
+	testutil.GrantRole(g, env.Client, ns, "view-kustomizations", ns, "viewer", rbacv1.PolicyRule{
+		APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}})
+	viewer := clientcmdapi.NewConfig()
+	viewer.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	viewer.AuthInfos["viewer"] = &clientcmdapi.AuthInfo{Token: token}
+	viewer.Contexts["viewer"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "viewer", Namespace: ns}
+	viewer.CurrentContext = "viewer"
+	viewerConfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(clientcmd.WriteToFile(*viewer, viewerConfig)).To(Succeed())
+	proc, err := childproc.Start(windlassCommand(context.Background(), "ui", "--kubeconfig", viewerConfig, "-n", ns,
+		"--addr", addrs[0], "--open=false"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		proc.Kill()
+		if t.Failed() {
+			t.Logf("windlass ui output:\n%s", proc.Output())
+		}
+	})
+	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI at http://" + addrs[0] + "/"))
+	g.Expect(proc.Output()).To(MatchRegexp(`Left out, as you may not list and watch them here: GitRepository, .*HelmRelease`))
+	g.Expect(proc.Output()).NotTo(MatchRegexp(`Left out.*Kustomization`))
+
+	tab := browser.New(t)
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/?kind=Kustomization"))).To(Succeed())
+	g.Eventually(func() (string, error) {
+		g.Expect(browser.Do(tab, browserTimeout, chromedp.Reload())).To(Succeed())
+		return browser.Text(tab, browserTimeout, "#objects")
+	}, timeout, interval).Should(And(ContainSubstring("Kustomization "+ns+"/waits"), ContainSubstring("Progressing")))
+	objects, err := browser.Text(tab, browserTimeout, "#objects")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objects).NotTo(ContainSubstring(other), "only the namespace of -n")
 }
