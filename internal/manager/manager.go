@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := m.startEvents(controllers, opts); err != nil {
 		return nil, err
 	}
-	if err := m.startUI(opts); err != nil {
+	if err := m.startUI(ctx, opts); err != nil {
 		return nil, err
 	}
 	for _, name := range controllers {

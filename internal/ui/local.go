@@ -56,10 +56,9 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range shown {
-		if _, err := objects.GetInformer(ctx, k.New()); err != nil {
-			return fmt.Errorf("watching %s: %w", k.Kind, err)
-		}
+	changes, err := NewChanges(ctx, objects, shown)
+	if err != nil {
+		return err
 	}
 	go func() { _ = objects.Start(ctx) }()
 	if !objects.WaitForCacheSync(ctx) {
@@ -69,7 +68,8 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -53,6 +53,8 @@ type Server struct {
 	Log logr.Logger
 	// Now returns the time; nil stands for time.Now.
 	Now func() time.Time
+	// Changes, when set, tells the open pages to update (/events).
+	Changes *Changes
 }
 
 // Handler returns the handler of every page.
@@ -60,6 +62,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
+	mux.HandleFunc("GET /events", s.events)
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return securityHeaders(mux)

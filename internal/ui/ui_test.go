@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
@@ -150,4 +151,40 @@ func TestObjectPage(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	g.Expect(rec.Header().Get("Content-Security-Policy")).To(ContainSubstring("frame-ancestors 'none'"))
+}
+
+func TestEventsTellOpenPagesOfChanges(t *testing.T) {
+	g := NewWithT(t)
+	changes := &Changes{waiting: map[chan struct{}]bool{}}
+	srv := httptest.NewServer((&Server{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).Build(), Kinds: kinds.All,
+		Log: logr.Discard(), Changes: changes}).Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/events")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.Header.Get("Content-Type")).To(Equal("text/event-stream"))
+	lines := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				lines <- string(buf[:n])
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	g.Eventually(lines).Should(Receive(ContainSubstring(": live")))
+	g.Eventually(func() int { changes.mu.Lock(); defer changes.mu.Unlock(); return len(changes.waiting) }).Should(Equal(1))
+	for range 5 { // a burst: one notice
+		changes.notify()
+	}
+	g.Eventually(lines, 5*time.Second).Should(Receive(Equal("event: changed\ndata: \n\n")))
+	g.Consistently(lines, 2*settle).ShouldNot(Receive())
+
+	code, _ := get(g, testServer(), "/events")
+	g.Expect(code).To(Equal(http.StatusNotFound), "no live updates without Changes")
 }

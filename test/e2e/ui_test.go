@@ -120,3 +120,43 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objects).NotTo(ContainSubstring(other), "only the namespace of -n")
 }
+
+// An open page follows its object live: a Kustomization's status changes
+// (written here, for a shard no controller runs) and the page, not
+// reloaded, shows the new state.
+func TestUI_OpenPageFollowsItsObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app",
+		Labels: map[string]string{shardLabel: "nobody-" + ns}},
+		Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour}, Path: "./",
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app"}}}
+	g.Expect(env.Client.Create(ctx, ks)).To(Succeed())
+	setReady := func(status metav1.ConditionStatus, reason, msg string) {
+		ks.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: ks.Generation, LastTransitionTime: metav1.Now()}}
+		g.Expect(env.Client.Status().Update(ctx, ks)).To(Succeed())
+	}
+	setReady(metav1.ConditionFalse, kustomizev1.BuildFailedReason, "the first build failed")
+	addrs, err := childproc.FreeAddrs(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	proc, err := childproc.Start(windlassCommand(ctx, "ui", "--kubeconfig", kubeconfig, "-n", ns, "--addr", addrs[0], "--open=false"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
+
+	tab := browser.New(t)
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
+	state, err := browser.Text(tab, browserTimeout, "#state")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state).To(Equal("Failing"))
+
+	changed := time.Now()
+	setReady(metav1.ConditionTrue, kustomizev1.ReconciliationSucceededReason, "Applied revision: main@sha1:1234")
+	g.Eventually(func() (string, error) { return browser.Text(tab, browserTimeout, "#state") }, timeout, 50*time.Millisecond).Should(Equal("Ready"))
+	t.Logf("the open page showed the change %dms after it was written", time.Since(changed).Milliseconds())
+	message, err := browser.Text(tab, browserTimeout, "#message")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(message).To(Equal("Applied revision: main@sha1:1234"))
+}
