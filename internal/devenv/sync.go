@@ -107,6 +107,7 @@ func (s *session) managerOptions(addrs loopbackAddrs) manager.Options {
 	// On loopback, to its one user, without a token (the banner's curl).
 	opts.Image.InsecureTags = true
 	opts.UIAddr = addrs.ui
+	opts.UIActions = true // its one user is the cluster's administrator
 	return opts
 }
 

@@ -65,6 +65,10 @@ type Options struct {
 	Source SourceOptions
 	// UIAddr, when set, is where the web UI is served (loopback only).
 	UIAddr string
+	// UIActions lets the UI act (reconcile, suspend, resume) with the
+	// manager's own client: only for windlass dev, whose one user is the
+	// administrator of its cluster. No flag sets it.
+	UIActions bool
 
 	// ChildProcessesMaxMemory bounds the memory of the child processes
 	// that render charts and run large kustomize builds, together.

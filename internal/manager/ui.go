@@ -25,6 +25,9 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 		return err
 	}
 	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes}
+	if opts.UIActions {
+		server.Actions = m.GetClient()
+	}
 	return m.Add(&httpserver.Runnable{Addr: opts.UIAddr, Grace: 5 * time.Second, Server: &http.Server{Handler: server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}})
 }

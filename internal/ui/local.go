@@ -34,7 +34,8 @@ type LocalOptions struct {
 
 // Local serves the UI of the cluster of cfg as its user until ctx ends:
 // from a cache of its own that watches the kinds the user may list and
-// watch, on a loopback address only.
+// watch, on a loopback address only; its actions are the user's, and the
+// API server allows or refuses them.
 func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err := CheckLoopback(o.Addr); err != nil {
 		return err
@@ -68,7 +69,7 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes}).Handler(),
+	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes, Actions: c}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -26,6 +26,12 @@ type objectPage struct {
 	Inventory []string
 	// History lists a HelmRelease's releases, newest first.
 	History []release
+	// Actions are the actions the page offers, with the token they carry;
+	// none when the UI is read-only.
+	Actions []string
+	CSRF    string
+	// Done is the action just performed.
+	Done string
 }
 
 // release is one entry of a HelmRelease's history.
@@ -58,6 +64,9 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
+	if s.Actions != nil && !k.Static {
+		page.Actions, page.CSRF, page.Done = actionsFor(obj), s.csrf, r.URL.Query().Get("done")
+	}
 	if status, err := statusOf(obj); err == nil {
 		page.Inventory = inventoryOf(status)
 		page.History = historyOf(status)
@@ -117,4 +126,12 @@ func historyOf(status map[string]any) []release {
 			Status: str("status"), Deployed: str("lastDeployed")})
 	}
 	return out
+}
+
+// actionsFor returns the actions the page of obj offers.
+func actionsFor(obj object) []string {
+	if obj.IsSuspended() {
+		return []string{"reconcile", "resume"}
+	}
+	return []string{"reconcile", "suspend"}
 }

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,13 @@ type Server struct {
 	Now func() time.Time
 	// Changes, when set, tells the open pages to update (/events).
 	Changes *Changes
+	// Actions, when set, performs the pages' actions (reconcile, suspend,
+	// resume) as its user; nil makes the UI read-only. Only a UI that
+	// serves one user, with that user's credentials, sets it.
+	Actions client.Client
+
+	csrfOnce sync.Once
+	csrf     string
 }
 
 // Handler returns the handler of every page.
@@ -63,6 +71,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("POST /object/{kind}/{namespace}/{name}/{action}", s.act)
+	s.csrfOnce.Do(func() { s.csrf = newCSRFToken() })
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return securityHeaders(mux)
@@ -95,7 +105,7 @@ func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Referrer-Policy", "same-origin") // "no-referrer" would make Origin "null"
 		h.ServeHTTP(w, r)
 	})
 }

@@ -188,3 +188,51 @@ func TestEventsTellOpenPagesOfChanges(t *testing.T) {
 	code, _ := get(g, testServer(), "/events")
 	g.Expect(code).To(Equal(http.StatusNotFound), "no live updates without Changes")
 }
+
+func TestActionsAreTheUsersAndNeedTheirPage(t *testing.T) {
+	g := NewWithT(t)
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(testObjects()...).Build()
+	s := &Server{Reader: c, Kinds: kinds.All, Log: logr.Discard(), Actions: c}
+	h := s.Handler()
+	_, body := get(g, h, "/object/Kustomization/team-a/app")
+	g.Expect(body).To(ContainSubstring(`id="action-suspend"`))
+	g.Expect(body).To(ContainSubstring(`name="csrf" value="` + s.csrf + `"`))
+
+	post := func(path, csrf string, headers map[string]string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader("csrf="+csrf))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	suspended := func() bool {
+		k := &kustomizev1.Kustomization{}
+		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "app"}, k)).To(Succeed())
+		return k.Spec.Suspend
+	}
+	path := "/object/Kustomization/team-a/app/suspend"
+	g.Expect(post(path, "", nil).Code).To(Equal(http.StatusForbidden), "without the page's token")
+	g.Expect(post(path, "forged", nil).Code).To(Equal(http.StatusForbidden))
+	g.Expect(post(path, s.csrf, map[string]string{"Sec-Fetch-Site": "cross-site"}).Code).To(Equal(http.StatusForbidden))
+	g.Expect(post(path, s.csrf, map[string]string{"Origin": "http://evil.example"}).Code).To(Equal(http.StatusForbidden))
+	g.Expect(suspended()).To(BeFalse())
+
+	rec := post(path, s.csrf, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://example.com"})
+	g.Expect(rec.Code).To(Equal(http.StatusSeeOther))
+	g.Expect(rec.Header().Get("Location")).To(Equal("/object/Kustomization/team-a/app?done=suspend"))
+	g.Expect(suspended()).To(BeTrue())
+	g.Expect(post("/object/Kustomization/team-a/app/resume", s.csrf, nil).Code).To(Equal(http.StatusSeeOther))
+	g.Expect(suspended()).To(BeFalse())
+	g.Expect(post("/object/Kustomization/team-a/app/delete", s.csrf, nil).Code).To(Equal(http.StatusNotFound))
+
+	readOnly := testServer(testObjects()...)
+	_, body = get(g, readOnly, "/object/Kustomization/team-a/app")
+	g.Expect(body).NotTo(ContainSubstring("action-"))
+	req := httptest.NewRequest(http.MethodPost, path, nil)
+	rec = httptest.NewRecorder()
+	readOnly.ServeHTTP(rec, req)
+	g.Expect(rec.Code).To(Equal(http.StatusForbidden))
+}

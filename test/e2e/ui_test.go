@@ -74,7 +74,8 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 // user: a service account that may list and watch Kustomizations of one
 // namespace alone sees, with -n, that namespace's Kustomizations and no
 // other object, and is told which kinds are left out; a Kustomization
-// whose source does not exist yet is Progressing (it waits), not Failing.
+// whose source does not exist yet is Progressing (it waits), not Failing;
+// suspending it from the page is refused, as kubectl would refuse it.
 func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	g := NewWithT(t)
 	ns, other := env.CreateNamespace(t), env.CreateNamespace(t)
@@ -119,11 +120,22 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	objects, err := browser.Text(tab, browserTimeout, "#objects")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objects).NotTo(ContainSubstring(other), "only the namespace of -n")
+
+	// The viewer may not patch: suspending is refused, as kubectl would be.
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/waits"),
+		chromedp.Click("#action-suspend"))).To(Succeed())
+	refused, err := browser.Text(tab, browserTimeout, "body")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refused).To(And(ContainSubstring("The API server refused you"), ContainSubstring("cannot patch")))
+	got := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waits"}, got)).To(Succeed())
+	g.Expect(got.Spec.Suspend).To(BeFalse())
 }
 
 // An open page follows its object live: a Kustomization's status changes
 // (written here, for a shard no controller runs) and the page, not
-// reloaded, shows the new state.
+// reloaded, shows the new state. Its user (an administrator) suspends it
+// from the page.
 func TestUI_OpenPageFollowsItsObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -159,4 +171,13 @@ func TestUI_OpenPageFollowsItsObject(t *testing.T) {
 	message, err := browser.Text(tab, browserTimeout, "#message")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(message).To(Equal("Applied revision: main@sha1:1234"))
+
+	// The user may: suspending from the page suspends it.
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-suspend"))).To(Succeed())
+	g.Eventually(func() (string, error) { return browser.Text(tab, browserTimeout, "#state") }, timeout, 50*time.Millisecond).Should(Equal("Suspended"))
+	done, err := browser.Text(tab, browserTimeout, "#done")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(done).To(Equal("suspend: done"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), ks)).To(Succeed())
+	g.Expect(ks.Spec.Suspend).To(BeTrue())
 }
