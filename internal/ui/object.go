@@ -65,7 +65,10 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
 	if s.Actions != nil && !k.Static {
-		page.Actions, page.CSRF, page.Done = actionsFor(obj), s.csrf, r.URL.Query().Get("done")
+		page.Actions, page.CSRF = actionsFor(obj), s.csrf
+		if done := r.URL.Query().Get("done"); actions[done] != nil {
+			page.Done = done
+		}
 	}
 	if status, err := statusOf(obj); err == nil {
 		page.Inventory = inventoryOf(status)

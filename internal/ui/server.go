@@ -4,7 +4,9 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,12 +102,32 @@ func (s *Server) fail(w http.ResponseWriter, status int, msg string) {
 }
 
 // securityHeaders sets the headers that keep the pages from being framed
-// or running scripts from elsewhere.
+// or running scripts from elsewhere, and refuses a request for another
+// host than a loopback one: a site whose name an attacker points at
+// 127.0.0.1 (DNS rebinding) must not read the pages or their token.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "this UI answers only on a loopback address (127.0.0.1, ::1, localhost)", http.StatusMisdirectedRequest)
+			return
+		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "same-origin") // "no-referrer" would make Origin "null"
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether host (a Host header) names a loopback
+// address or localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

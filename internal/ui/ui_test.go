@@ -67,10 +67,17 @@ func testServer(objs ...client.Object) http.Handler {
 // get returns the status and body of GET path.
 func get(g Gomega, h http.Handler, path string) (int, string) {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, localRequest(http.MethodGet, path, nil))
 	body, err := io.ReadAll(rec.Result().Body)
 	g.Expect(err).NotTo(HaveOccurred())
 	return rec.Code, string(body)
+}
+
+// localRequest is a request to the UI on 127.0.0.1:9880.
+func localRequest(method, path string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, path, body)
+	req.Host = "127.0.0.1:9880"
+	return req
 }
 
 // section returns the part of body from the element with id to the end of
@@ -149,8 +156,18 @@ func TestObjectPage(t *testing.T) {
 		g.Expect(code).To(Equal(want), path)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	h.ServeHTTP(rec, localRequest(http.MethodGet, "/", nil))
 	g.Expect(rec.Header().Get("Content-Security-Policy")).To(ContainSubstring("frame-ancestors 'none'"))
+
+	// DNS rebinding: a name an attacker points at 127.0.0.1 gets nothing.
+	for host, want := range map[string]int{"evil.example:9880": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest,
+		"localhost:9880": http.StatusOK, "[::1]:9880": http.StatusOK, "127.0.0.1": http.StatusOK} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		g.Expect(rec.Code).To(Equal(want), host)
+	}
 }
 
 func TestEventsTellOpenPagesOfChanges(t *testing.T) {
@@ -199,7 +216,7 @@ func TestActionsAreTheUsersAndNeedTheirPage(t *testing.T) {
 	g.Expect(body).To(ContainSubstring(`name="csrf" value="` + s.csrf + `"`))
 
 	post := func(path, csrf string, headers map[string]string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader("csrf="+csrf))
+		req := localRequest(http.MethodPost, path, strings.NewReader("csrf="+csrf))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for k, v := range headers {
 			req.Header.Set(k, v)
@@ -220,7 +237,7 @@ func TestActionsAreTheUsersAndNeedTheirPage(t *testing.T) {
 	g.Expect(post(path, s.csrf, map[string]string{"Origin": "http://evil.example"}).Code).To(Equal(http.StatusForbidden))
 	g.Expect(suspended()).To(BeFalse())
 
-	rec := post(path, s.csrf, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://example.com"})
+	rec := post(path, s.csrf, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:9880"})
 	g.Expect(rec.Code).To(Equal(http.StatusSeeOther))
 	g.Expect(rec.Header().Get("Location")).To(Equal("/object/Kustomization/team-a/app?done=suspend"))
 	g.Expect(suspended()).To(BeTrue())
@@ -231,7 +248,7 @@ func TestActionsAreTheUsersAndNeedTheirPage(t *testing.T) {
 	readOnly := testServer(testObjects()...)
 	_, body = get(g, readOnly, "/object/Kustomization/team-a/app")
 	g.Expect(body).NotTo(ContainSubstring("action-"))
-	req := httptest.NewRequest(http.MethodPost, path, nil)
+	req := localRequest(http.MethodPost, path, nil)
 	rec = httptest.NewRecorder()
 	readOnly.ServeHTTP(rec, req)
 	g.Expect(rec.Code).To(Equal(http.StatusForbidden))
