@@ -21,6 +21,9 @@ type objectPage struct {
 	Created    time.Time
 	Now        time.Time
 	Conditions []metav1.Condition
+	// Revisions are what the status says of revisions: the artifact's,
+	// the last applied and the last attempted, the last handled request.
+	Revisions []field
 	// Inventory lists the objects a Kustomization applied, by their
 	// inventory ID.
 	Inventory []string
@@ -71,6 +74,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if status, err := statusOf(obj); err == nil {
+		page.Revisions = revisionsOf(status)
 		page.Inventory = inventoryOf(status)
 		page.History = historyOf(status)
 	}
@@ -137,4 +141,34 @@ func actionsFor(obj object) []string {
 		return []string{"reconcile", "resume"}
 	}
 	return []string{"reconcile", "suspend"}
+}
+
+// field is a named value of a status.
+type field struct {
+	Name, Value string
+}
+
+// revisionFields are the status fields that say which revision an object
+// is at, by their path, with the name the page gives them.
+var revisionFields = []struct {
+	name string
+	path []string
+}{
+	{"Artifact", []string{"artifact", "revision"}},
+	{"Artifact digest", []string{"artifact", "digest"}},
+	{"Applied", []string{"lastAppliedRevision"}},
+	{"Attempted", []string{"lastAttemptedRevision"}},
+	{"Last pushed commit", []string{"lastPushCommit"}},
+	{"Last handled request", []string{"lastHandledReconcileAt"}},
+}
+
+// revisionsOf returns the revision fields status has.
+func revisionsOf(status map[string]any) []field {
+	var out []field
+	for _, f := range revisionFields {
+		if v, found, _ := unstructured.NestedString(status, f.path...); found && v != "" {
+			out = append(out, field{Name: f.name, Value: v})
+		}
+	}
+	return out
 }

@@ -95,6 +95,7 @@ func testObjects() []client.Object {
 	failing := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", Generation: 1}}
 	failing.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "False", kustomizev1.BuildFailedReason,
 		`kustomize build failed: <script>alert("x")</script>`)}
+	failing.Status.LastAppliedRevision, failing.Status.LastAttemptedRevision = "main@sha1:1111", "main@sha1:2222"
 	failing.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: "team-a_web__ConfigMap", Version: "v1"}}}
 	held := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db", Generation: 1}}
 	held.Status.Conditions = []metav1.Condition{cond(meta.ReadyCondition, "True", "ReconciliationSucceeded", "Applied"),
@@ -142,6 +143,7 @@ func TestObjectPage(t *testing.T) {
 	g.Expect(body).To(ContainSubstring(`<span id="state" class="state state-Failing">Failing</span>`))
 	g.Expect(section(body, "conditions")).To(ContainSubstring(kustomizev1.BuildFailedReason))
 	g.Expect(section(body, "inventory")).To(ContainSubstring("team-a_web__ConfigMap"))
+	g.Expect(section(body, "revisions")).To(MatchRegexp(`<th>Applied</th><td>main@sha1:1111</td>.*\n?.*<th>Attempted</th><td>main@sha1:2222</td>`))
 	g.Expect(body).NotTo(ContainSubstring("<script>"))
 
 	_, body = get(g, h, "/object/HelmRelease/team-b/cache")
