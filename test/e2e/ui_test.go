@@ -124,9 +124,9 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	// The viewer may not patch: suspending is refused, as kubectl would be.
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/waits"),
 		chromedp.Click("#action-suspend"))).To(Succeed())
-	refused, err := browser.Text(tab, browserTimeout, "body")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(refused).To(And(ContainSubstring("The API server refused you"), ContainSubstring("cannot patch")))
+	// The answer replaces the page once it comes.
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "body") }, timeout, interval).
+		Should(And(ContainSubstring("The API server refused you"), ContainSubstring("cannot patch")))
 	got := &kustomizev1.Kustomization{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waits"}, got)).To(Succeed())
 	g.Expect(got.Spec.Suspend).To(BeFalse())
@@ -175,9 +175,10 @@ func TestUI_OpenPageFollowsItsObject(t *testing.T) {
 	// The user may: suspending from the page suspends it.
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-suspend"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, browserTimeout, "#state") }, timeout, 50*time.Millisecond).Should(Equal("Suspended"))
-	done, err := browser.Text(tab, browserTimeout, "#done")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(done).To(Equal("suspend: done"))
+	// The page the action returns to says so (a live update of the page
+	// it left may show Suspended first).
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#done") }, timeout, interval).
+		Should(Equal("suspend: done"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), ks)).To(Succeed())
 	g.Expect(ks.Spec.Suspend).To(BeTrue())
 }
