@@ -160,6 +160,9 @@ func (o Options) selectedControllers() ([]string, error) {
 }
 
 func (o Options) validate() error {
+	if err := checkUIAddr(o.UIAddr); err != nil {
+		return err
+	}
 	switch {
 	case o.Concurrent < 1:
 		return fmt.Errorf("--concurrent must be at least 1")
@@ -175,8 +178,6 @@ func (o Options) validate() error {
 		return fmt.Errorf("--helm-index-cache-max-memory must not be negative")
 	case o.Source.HelmIndexParseMaxMemory < 0:
 		return fmt.Errorf("--helm-index-parse-max-memory must not be negative")
-	case checkUIAddr(o.UIAddr) != nil:
-		return checkUIAddr(o.UIAddr)
 	case o.Helm.Render.Memory > o.childProcessesMaxMemory():
 		return fmt.Errorf("--helm-render-max-memory must be at most --child-processes-max-memory")
 	case o.Kustomize.Build.Memory > o.childProcessesMaxMemory():

@@ -16,18 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
-	"github.com/windlass-dev/windlass/internal/testutil/testservers"
 )
 
 // bigContent is the size of the content a source downloads when it is
@@ -105,12 +100,7 @@ func TestController_KilledMidDownloadConverges(t *testing.T) {
 
 // killedBucket is a Bucket of an S3 server behind serve.
 func killedBucket(t *testing.T, g *WithT, shard, ns string, serve func(string) string) killedSource {
-	s3 := testservers.StartS3(t, testservers.S3Options{})
-	mc, err := minio.New(s3.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3.AccessKey, s3.SecretKey, ""), Region: s3.Region})
-	g.Expect(err).NotTo(HaveOccurred())
-	putObject(g, mc, s3.Bucket, "settings.yaml", settingsManifest("hello"))
-	g.Expect(env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-		Data: map[string][]byte{"accesskey": []byte(s3.AccessKey), "secretkey": []byte(s3.SecretKey)}})).To(Succeed())
+	s3, mc := s3WithSettings(t, g, ns)
 	endpoint := strings.TrimPrefix(serve("http://"+s3.Endpoint), "http://")
 	bucket := createSharded(g, shard, &sourcev1.Bucket{}, fmt.Sprintf(`
 apiVersion: source.toolkit.fluxcd.io/v1

@@ -59,7 +59,6 @@ func TestController_WipedStorageIsStoredAgain(t *testing.T) {
 // each with a server of its own, and returns them (to read as
 // unstructured).
 func createEverySourceKind(t *testing.T, g *WithT, shard, ns string) []*unstructured.Unstructured {
-	ctx := context.Background()
 	gitURL, _ := servedRepo(t, "wiped.git", map[string]string{"deploy/a.yaml": configMapYAML(ns, "a")})
 	createSharded(g, shard, &sourcev1.GitRepository{}, gitRepositoryYAML(ns, "git", gitURL))
 
@@ -77,12 +76,7 @@ metadata: {name: oci, namespace: %s}
 spec: {interval: 10m, url: "oci://%s/wiped", insecure: true, ref: {tag: v1}}
 `, ns, registry))
 
-	s3 := testservers.StartS3(t, testservers.S3Options{})
-	mc, err := minio.New(s3.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3.AccessKey, s3.SecretKey, ""), Region: s3.Region})
-	g.Expect(err).NotTo(HaveOccurred())
-	putObject(g, mc, s3.Bucket, "settings.yaml", settingsManifest("hello"))
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-		Data: map[string][]byte{"accesskey": []byte(s3.AccessKey), "secretkey": []byte(s3.SecretKey)}})).To(Succeed())
+	s3, _ := s3WithSettings(t, g, ns)
 	createSharded(g, shard, &sourcev1.Bucket{}, fmt.Sprintf(`
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: Bucket
@@ -105,18 +99,22 @@ metadata: {name: app, namespace: %s}
 spec: {interval: 10m, chart: app, version: 1.0.0, sourceRef: {kind: HelmRepository, name: charts}}
 `, ns))
 
-	var objects []*unstructured.Unstructured
-	for _, kind := range []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind,
-		sourcev1.HelmRepositoryKind, sourcev1.HelmChartKind} {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(kind))
-		objects = append(objects, u)
-	}
-	for i, name := range []string{"git", "oci", "bucket", "charts", "app"} {
-		objects[i].SetNamespace(ns)
-		objects[i].SetName(name)
-	}
-	return objects
+	return []*unstructured.Unstructured{sourceObject(sourcev1.GitRepositoryKind, ns, "git"),
+		sourceObject(sourcev1.OCIRepositoryKind, ns, "oci"), sourceObject(sourcev1.BucketKind, ns, "bucket"),
+		sourceObject(sourcev1.HelmRepositoryKind, ns, "charts"), sourceObject(sourcev1.HelmChartKind, ns, "app")}
+}
+
+// s3WithSettings starts an S3 server whose bucket holds settings.yaml,
+// creates in ns the Secret "s3" of its keys, and returns the server and a
+// client of it.
+func s3WithSettings(t *testing.T, g *WithT, ns string) (*testservers.S3, *minio.Client) {
+	s3 := testservers.StartS3(t, testservers.S3Options{})
+	mc, err := minio.New(s3.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3.AccessKey, s3.SecretKey, ""), Region: s3.Region})
+	g.Expect(err).NotTo(HaveOccurred())
+	putObject(g, mc, s3.Bucket, "settings.yaml", settingsManifest("hello"))
+	g.Expect(env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
+		Data: map[string][]byte{"accesskey": []byte(s3.AccessKey), "secretkey": []byte(s3.SecretKey)}})).To(Succeed())
+	return s3, mc
 }
 
 // waitStored waits until obj is Ready for its generation with an artifact
@@ -145,17 +143,27 @@ func waitStored(g *WithT, obj *unstructured.Unstructured, storage, revision stri
 // readyStatus returns the status of the Ready condition of u when it is
 // for u's generation, else "".
 func readyStatus(u *unstructured.Unstructured) string {
+	c := readyCondition(u)
+	if gen, _ := c["observedGeneration"].(int64); gen != u.GetGeneration() {
+		return ""
+	}
+	status, _ := c["status"].(string)
+	return status
+}
+
+// readyMessage returns the message of the Ready condition of u.
+func readyMessage(u *unstructured.Unstructured) string {
+	msg, _ := readyCondition(u)["message"].(string)
+	return msg
+}
+
+// readyCondition returns the Ready condition of u, nil when it has none.
+func readyCondition(u *unstructured.Unstructured) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != meta.ReadyCondition {
-			continue
+		if m, ok := c.(map[string]any); ok && m["type"] == meta.ReadyCondition {
+			return m
 		}
-		if gen, _ := m["observedGeneration"].(int64); gen != u.GetGeneration() {
-			return ""
-		}
-		status, _ := m["status"].(string)
-		return status
 	}
-	return ""
+	return nil
 }
