@@ -47,7 +47,7 @@ func stateOf(obj object, static bool) State {
 		return Static
 	case obj.IsSuspended():
 		return Suspended
-	case isTrue(obj, meta.StalledCondition):
+	case conditions.IsTrue(obj, meta.StalledCondition):
 		return Stalled
 	case conditions.HeldByGate(obj, obj.GetGeneration()) != "":
 		return Held
@@ -70,10 +70,4 @@ func stateOf(obj object, static bool) State {
 func waiting(obj conditions.Getter) bool {
 	r := conditions.Get(obj, meta.ReconcilingCondition)
 	return r != nil && r.Status == metav1.ConditionTrue && r.Reason != meta.ProgressingWithRetryReason
-}
-
-// isTrue reports whether obj's condition of type t is True.
-func isTrue(obj conditions.Getter, t string) bool {
-	c := conditions.Get(obj, t)
-	return c != nil && c.Status == metav1.ConditionTrue
 }
