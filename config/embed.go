@@ -12,5 +12,5 @@ import "embed"
 // Manifests holds every kustomization of this folder, with the paths they
 // have in it ("crd/kustomization.yaml", "manager/deployment.yaml", ...).
 //
-//go:embed crd/kustomization.yaml crd/bases/*.yaml rbac/*.yaml namespace/*.yaml manager/*.yaml service/*.yaml receiver/*.yaml events/*.yaml image-tags/*.yaml networkpolicy/*.yaml
+//go:embed crd/kustomization.yaml crd/bases/*.yaml rbac/*.yaml namespace/*.yaml manager/*.yaml service/*.yaml receiver/*.yaml events/*.yaml image-tags/*.yaml networkpolicy/*.yaml ui/*.yaml
 var Manifests embed.FS

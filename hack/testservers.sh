@@ -28,6 +28,7 @@ servers=(
 # that adding or bumping one builds it alone.
 versioned=(
 	"helm helm.sh/helm/v4/cmd/helm helm.sh/helm/v4"
+	"oidc-provider github.com/zitadel/oidc/v3/example/server github.com/zitadel/oidc/v3"
 )
 
 # version MODULE prints the version hack/testservers/go.mod requires.

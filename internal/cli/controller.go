@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -63,7 +65,8 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
-	fs.StringVar(&o.UIAddr, "ui-addr", "", "address the web UI is served on, on loopback only for now (127.0.0.1:9880, say); empty turns it off")
+	fs.StringVar(&o.UIAddr, "ui-addr", "", "address the web UI is served on (127.0.0.1:9880, say): on loopback only and read-only without --ui-signin; empty turns it off")
+	bindUISignInFlags(fs, &o.UISignIn)
 	fs.Int64Var(&o.ChildProcessesMaxMemory, "child-processes-max-memory", o.ChildProcessesMaxMemory,
 		"bytes of memory the processes that render charts and run large kustomize builds use together; the Go memory limit leaves them this much of the container's")
 	fs.BoolVar(&o.AllowLoopback, "allow-loopback-addresses", false, "let Provider addresses, and chart dependencies from repositories no HelmRepository declares, reach the controller's own host (127.0.0.0/8, ::1)")
@@ -137,4 +140,21 @@ func newLogger(cmd *cobra.Command, level, encoding string) (logr.Logger, error) 
 		return logr.Logger{}, fmt.Errorf("invalid --log-encoding %q: choose json or console", encoding)
 	}
 	return zap.New(opts...), nil
+}
+
+// bindUISignInFlags binds the flags of the UI's sign-in.
+func bindUISignInFlags(fs *pflag.FlagSet, o *manager.UISignInOptions) {
+	fs.StringSliceVar(&o.Methods, "ui-signin", nil, "how users sign in to the web UI: token (a Kubernetes token), oidc (an OpenID provider), or both; "+
+		"each then sees and does what the API server lets them (the controller needs RBAC to impersonate and to create TokenReviews and SubjectAccessReviews)")
+	fs.StringVar(&o.OIDCIssuerURL, "ui-oidc-issuer-url", "", "the OpenID provider's issuer URL")
+	fs.StringVar(&o.OIDCClientID, "ui-oidc-client-id", "", "the UI's client ID at the OpenID provider")
+	fs.StringVar(&o.OIDCClientSecretFile, "ui-oidc-client-secret-file", "", "file that holds the UI's client secret at the OpenID provider")
+	fs.StringVar(&o.OIDCRedirectURL, "ui-oidc-redirect-url", "", "the UI's /auth/callback URL as browsers reach it (https://windlass.example.com/auth/callback)")
+	fs.StringVar(&o.OIDCUsernameClaim, "ui-oidc-username-claim", "email", "the claim that holds the username, as the API server's --oidc-username-claim")
+	fs.StringVar(&o.OIDCUsernamePrefix, "ui-oidc-username-prefix", "", "prefix of the usernames, as the API server's --oidc-username-prefix")
+	fs.StringVar(&o.OIDCGroupsClaim, "ui-oidc-groups-claim", "groups", "the claim that holds the groups, as the API server's --oidc-groups-claim")
+	fs.StringVar(&o.OIDCGroupsPrefix, "ui-oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
+	fs.StringVar(&o.SessionKeyFile, "ui-session-key-file", "", "file of at least 32 bytes that signs the sessions' cookies (default a random key: sessions end when the controller restarts)")
+	fs.DurationVar(&o.SessionTTL, "ui-session-ttl", 8*time.Hour, "how long a sign-in lasts")
+	fs.BoolVar(&o.ReadOnly, "ui-read-only", false, "offer signed-in users no actions (reconcile, suspend, resume, gate open and close)")
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +31,8 @@ type gateFlags struct {
 	at string
 	// window is --for: the gate's window, set with the request.
 	window time.Duration
+	// reason is --reason: why the request is made.
+	reason string
 }
 
 func newGateCommand() *cobra.Command {
@@ -100,64 +101,36 @@ it. When an open and a close request are both present, the later wins.`, title, 
 	fs := cmd.Flags()
 	fs.StringVar(&f.at, "at", "", "when the request takes effect, an RFC 3339 time such as 2026-03-27T08:00:00Z (default now)")
 	fs.DurationVar(&f.window, "for", 0, "how long the gate stays "+state+": sets the gate's window (spec.window), which every request of the gate lasts")
+	fs.StringVar(&f.reason, "reason", "", "why: shown in the gate's state and in the event of the transition it causes")
 	return cmd
 }
 
-// gateRequest is an open or close request about to be made.
-type gateRequest struct {
-	open bool
-	// at is when it takes effect, to the second, in UTC.
-	at time.Time
-	// planned is true when at is in the future.
-	planned bool
-	// window is the window to set with it; 0 keeps the gate's.
-	window time.Duration
-	// token is the reconcile request sent with it, which the controller
-	// echoes once it has evaluated the gate.
-	token string
-}
-
-// action names the request.
-func (r gateRequest) action() string {
-	if r.open {
-		return "open"
-	}
-	return "close"
-}
-
-// annotation is the annotation that makes the request.
-func (r gateRequest) annotation() string {
-	if r.open {
-		return gatingv1alpha1.OpenRequestAnnotation
-	}
-	return gatingv1alpha1.CloseRequestAnnotation
-}
-
 // newRequest reads --at and --for.
-func (f *gateFlags) newRequest(cmd *cobra.Command, open bool) (gateRequest, error) {
+func (f *gateFlags) newRequest(cmd *cobra.Command, open bool) (gate.Request, error) {
 	current := time.Now().UTC()
-	req := gateRequest{open: open, at: current.Truncate(time.Second), token: current.Format(time.RFC3339Nano)}
+	req := gate.NewRequest(open, current)
+	req.Reason = f.reason
 	if f.at != "" {
 		at, err := time.Parse(time.RFC3339, strings.TrimSpace(f.at))
 		if err != nil {
 			return req, fmt.Errorf("invalid --at %q: write an RFC 3339 time such as 2026-03-27T08:00:00Z", f.at)
 		}
-		req.at = at.UTC().Truncate(time.Second)
-		req.planned = req.at.After(current)
+		req.At = at.UTC().Truncate(time.Second)
+		req.Planned = req.At.After(current)
 	}
 	if cmd.Flags().Changed("for") {
 		d, err := positiveDuration("--for", f.window)
 		if err != nil {
 			return req, err
 		}
-		req.window = d.Duration
+		req.Window = d.Duration
 	}
 	return req, nil
 }
 
 // request makes req on the gate name and waits until the controller has
 // taken it.
-func (f *gateFlags) request(ctx context.Context, c client.Client, w io.Writer, name string, req gateRequest) error {
+func (f *gateFlags) request(ctx context.Context, c client.Client, w io.Writer, name string, req gate.Request) error {
 	k := gateKind()
 	obj, err := f.get(ctx, c, k, name)
 	if err != nil {
@@ -168,92 +141,55 @@ func (f *gateFlags) request(ctx context.Context, c client.Client, w io.Writer, n
 	if g.Spec.Suspend {
 		return fmt.Errorf("%s is suspended, so it takes no request: resume it with `windlass resume gate %s -n %s`", desc, name, g.Namespace)
 	}
-	if err := req.check(g, time.Now()); err != nil {
+	if err := checkRequest(req, g, time.Now()); err != nil {
 		return fmt.Errorf("%s: %w", desc, err)
 	}
-	patch, err := req.patch()
+	patch, err := req.Patch()
 	if err != nil {
 		return err
 	}
 	if err := c.Patch(ctx, g, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("requesting that %s %s: %w", desc, req.action(), err)
+		return fmt.Errorf("requesting that %s %s: %w", desc, req.Action(), err)
 	}
 	planned := ""
-	if req.planned {
+	if req.Planned {
 		planned = " (planned)"
 	}
-	fmt.Fprintf(w, "✚ %s: %s requested at %s%s, for %s\n", desc, req.action(), stampOf(req.at), planned, shortDuration(g.GetWindow()))
+	fmt.Fprintf(w, "✚ %s: %s requested at %s%s, for %s\n", desc, req.Action(), stampOf(req.At), planned, shortDuration(g.GetWindow()))
 	if !term.IsTerminal(w) {
 		fmt.Fprintf(w, "◎ waiting for %s to take the request\n", desc)
 	}
 	generation := g.Generation
 	return f.waitGate(ctx, c, w, g, func(latest *gatingv1alpha1.Gate) bool {
-		return latest.Status.ObservedGeneration >= generation && req.takenBy(latest)
-	}, fmt.Sprintf("did not take the %s request of %s", req.action(), stampOf(req.at)))
+		return latest.Status.ObservedGeneration >= generation && req.TakenBy(latest)
+	}, fmt.Sprintf("did not take the %s request of %s", req.Action(), stampOf(req.At)))
 }
 
-// check refuses a request that could not be in force: one whose window
+// checkRequest refuses a request that could not be in force: one whose window
 // has lapsed already, or one that a later request overrides. It decides
 // the gate as the controller will, with the request made.
-func (r gateRequest) check(g *gatingv1alpha1.Gate, current time.Time) error {
+func checkRequest(r gate.Request, g *gatingv1alpha1.Gate, current time.Time) error {
 	want := g.DeepCopy()
-	r.applyTo(want)
+	r.ApplyTo(want)
 	d, _, err := gate.Evaluate(want, current)
 	var specErr *gate.SpecError
 	if errors.As(err, &specErr) {
 		return fmt.Errorf("its spec is invalid, so it stays closed: %w; fix the spec first", specErr)
 	}
-	if r.planned || (d.RequestedAt != nil && d.RequestedAt.Equal(r.at)) {
+	if r.Planned || (d.RequestedAt != nil && d.RequestedAt.Equal(r.At)) {
 		return nil
 	}
 	window := want.GetWindow()
-	if !r.at.Add(window).After(current) {
+	if !r.At.Add(window).After(current) {
 		return fmt.Errorf("--at %s is more than the gate's window (%s) ago, so the request would have lapsed already: pass a later --at or a longer --for",
-			stampOf(r.at), shortDuration(window))
+			stampOf(r.At), shortDuration(window))
 	}
 	other := gatingv1alpha1.OpenRequestAnnotation
-	if r.open {
+	if r.Open {
 		other = gatingv1alpha1.CloseRequestAnnotation
 	}
 	return fmt.Errorf("its request %s=%s wins over this one (the later request wins, and closing at the same time): pass a later --at",
 		other, want.Annotations[other])
-}
-
-// applyTo sets the request on g, as the patch does.
-func (r gateRequest) applyTo(g *gatingv1alpha1.Gate) {
-	if g.Annotations == nil {
-		g.Annotations = map[string]string{}
-	}
-	g.Annotations[r.annotation()] = stampOf(r.at)
-	g.Annotations[meta.ReconcileRequestAnnotation] = r.token
-	if r.window > 0 {
-		g.Spec.Window = &metav1.Duration{Duration: r.window}
-	}
-}
-
-// patch returns the merge patch that makes the request: the annotation, a
-// reconcile request, and the window of --for.
-func (r gateRequest) patch() ([]byte, error) {
-	body := map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		r.annotation(): stampOf(r.at), meta.ReconcileRequestAnnotation: r.token,
-	}}}
-	if r.window > 0 {
-		body["spec"] = map[string]any{"window": metav1.Duration{Duration: r.window}}
-	}
-	return json.Marshal(body)
-}
-
-// takenBy reports whether the status of g shows the request: in force
-// (status.requestedAt), or for a planned one its next transition, or the
-// reconcile request sent with it handled.
-func (r gateRequest) takenBy(g *gatingv1alpha1.Gate) bool {
-	if !conditions.Has(g, gatingv1alpha1.OpenedCondition) {
-		return false
-	}
-	if !r.planned {
-		return g.Status.RequestedAt != nil && g.Status.RequestedAt.Time.Equal(r.at)
-	}
-	return (g.Status.NextTransition != nil && g.Status.NextTransition.Time.Equal(r.at)) || g.Status.LastHandledReconcileAt == r.token
 }
 
 // waitGate waits until done holds for the gate g, then prints its Opened

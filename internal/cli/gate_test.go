@@ -289,7 +289,7 @@ func TestGateRequest(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(env.Client.Create(ctx, newGate(ns, "manual", gatingv1alpha1.GateClosed))).To(Succeed())
 		before := time.Now().Truncate(time.Second)
-		out, _, err := run(t, "gate", "open", "manual", "--for", "2h", "-n", ns, "--timeout", "1s")
+		out, _, err := run(t, "gate", "open", "manual", "--for", "2h", "--reason", "hotfix 1.2.1", "-n", ns, "--timeout", "1s")
 		after := time.Now()
 		g.Expect(err).To(MatchError(MatchRegexp(`^Gate ` + ns + `/manual did not take the open request of \S+Z within 1s: is the gating controller running\?`)))
 		g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
@@ -301,6 +301,7 @@ func TestGateRequest(t *testing.T) {
 		g.Expect(requested).To(BeTemporally("<=", after))
 		g.Expect(manual.Annotations[gatingv1alpha1.OpenRequestAnnotation]).To(HaveSuffix("Z"), "in UTC")
 		g.Expect(manual.Annotations).NotTo(HaveKey(gatingv1alpha1.CloseRequestAnnotation))
+		g.Expect(manual.Annotations).To(HaveKeyWithValue(gatingv1alpha1.OpenReasonAnnotation, "hotfix 1.2.1"))
 		g.Expect(manual.Spec.Window).To(Equal(&metav1.Duration{Duration: 2 * time.Hour}))
 		g.Expect(out).To(Equal("✚ Gate " + ns + "/manual: open requested at " + requested.UTC().Format(time.RFC3339) + ", for 2h\n" +
 			"◎ waiting for Gate " + ns + "/manual to take the request\n"))

@@ -21,6 +21,7 @@ type installFlags struct {
 	version       string
 	networkPolicy bool
 	split         bool
+	ui            bool
 	timeout       time.Duration
 	force         bool
 }
@@ -55,6 +56,7 @@ else. --export prints the manifests instead, and needs no cluster.`,
 	fs.StringVar(&f.version, "version", "", "the image tag (default: this client's version, or latest for a development build)")
 	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact and image tags ports")
 	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
+	fs.BoolVar(&f.ui, "ui", false, "serve the web UI behind the Service windlass-ui, signing users in with a Kubernetes token, and grant the controllers the token reviews, access reviews and impersonation that sign-in needs")
 	fs.BoolVar(&f.force, "force", false, "install even into the cluster of windlass dev, whose controllers run in windlass dev")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the CRDs and for the Deployments to be Available")
 	return cmd
@@ -68,7 +70,7 @@ func (f *installFlags) options() install.Options {
 	}
 	return install.Options{
 		Components: f.components, Registry: f.registry, Version: version, Namespace: f.kube.namespace,
-		NetworkPolicy: f.networkPolicy, Split: f.split,
+		NetworkPolicy: f.networkPolicy, Split: f.split, UI: f.ui,
 	}
 }
 

@@ -55,6 +55,12 @@ const (
 	ImageTagsPortName = "image-tags"
 	// AllInOneDeployment is the Deployment that runs every controller.
 	AllInOneDeployment = "windlass"
+	// UIServiceName is the Service of the web UI.
+	UIServiceName = "windlass-ui"
+	// UIPort is the container port of the web UI, named UIPortName.
+	UIPort = 9880
+	// UIPortName names UIPort in the pod; the UI's Service targets it.
+	UIPortName = "http-ui"
 )
 
 // Labels of every installed object.
@@ -90,6 +96,10 @@ type Options struct {
 	NetworkPolicy bool
 	// Split runs one Deployment per controller rather than one for all.
 	Split bool
+	// UI serves the web UI, with sign-in by Kubernetes token, behind the
+	// Service UIServiceName, and grants the controllers what sign-in needs
+	// (token and access reviews, impersonation).
+	UI bool
 }
 
 // DefaultVersion is the image tag that matches a client of version
@@ -307,6 +317,8 @@ func sortResources(rs []*resource.Resource) []*resource.Resource {
 type deployment struct {
 	name        string
 	controllers []string
+	// ui is true for the Deployment that serves the web UI.
+	ui bool
 }
 
 // deployments returns the Deployments of o: one for all, or one per
@@ -341,6 +353,9 @@ func (d deployment) args(split, notifications bool) []string {
 	}
 	if d.runs(manager.ImageReflectorController) {
 		args = append(args, fmt.Sprintf("--image-tags-addr=:%d", ImageTagsPort))
+	}
+	if d.ui {
+		args = append(args, fmt.Sprintf("--ui-addr=:%d", UIPort), "--ui-signin=token")
 	}
 	switch {
 	case split && d.runs(manager.NotificationController):
@@ -390,11 +405,17 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 	}
 	notifications := slices.Contains(o.Components, manager.NotificationController)
 	pods := map[string]string{} // controller: the Deployment that runs it
-	for _, d := range o.deployments() {
+	for i, d := range o.deployments() {
 		dir := "deployments/" + d.name
 		k.Resources = append(k.Resources, dir)
+		d.ui = o.UI && i == 0
 		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d, d.args(o.Split, notifications)); err != nil {
 			return err
+		}
+		if d.ui {
+			k.Resources = append(k.Resources, "../config/ui")
+			k.Patches = append(k.Patches, mustPatch("Service", UIServiceName, false,
+				jsonPatch{Op: "replace", Path: "/spec/selector/app", Value: d.name}))
 		}
 		for _, c := range d.controllers {
 			pods[c] = d.name
@@ -413,6 +434,11 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 	}
 	if o.NetworkPolicy {
 		k.Resources = append(k.Resources, "../config/networkpolicy")
+	}
+	if o.NetworkPolicy && o.UI {
+		// The UI signs its users in: browsers reach it through an ingress.
+		k.Patches = append(k.Patches, mustPatch("NetworkPolicy", "windlass", false, jsonPatch{Op: "add", Path: "/spec/ingress/-",
+			Value: map[string]any{"ports": []any{map[string]any{"protocol": "TCP", "port": UIPort}}}}))
 	}
 	files := map[string]any{
 		"kustomization.yaml": k,
@@ -440,6 +466,10 @@ func writeDeployment(fsys filesys.FileSystem, dir string, d deployment, args []s
 	if d.runs(manager.ImageReflectorController) {
 		ops = append(ops, jsonPatch{Op: "add", Path: "/spec/template/spec/containers/0/ports/-",
 			Value: map[string]any{"name": ImageTagsPortName, "containerPort": ImageTagsPort, "protocol": "TCP"}})
+	}
+	if d.ui {
+		ops = append(ops, jsonPatch{Op: "add", Path: "/spec/template/spec/containers/0/ports/-",
+			Value: map[string]any{"name": UIPortName, "containerPort": UIPort, "protocol": "TCP"}})
 	}
 	k := types.Kustomization{
 		Resources: []string{"../../../config/manager"},

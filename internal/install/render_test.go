@@ -82,6 +82,9 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(selector).To(Equal(map[string]string{"app": AllInOneDeployment}))
 	g.Expect(find(objs, "Service", EventsServiceName)).To(BeNil(), "no event endpoint in one process")
 	g.Expect(find(objs, "NetworkPolicy", "windlass")).To(BeNil(), "no NetworkPolicy unless asked")
+	g.Expect(find(objs, "Service", UIServiceName)).To(BeNil(), "no UI unless asked")
+	g.Expect(find(objs, "ClusterRole", "windlass-ui-flux-system")).To(BeNil(), "no impersonation unless asked")
+	g.Expect(strings.Join(containerArgs(g, d), " ")).NotTo(ContainSubstring("--ui"))
 
 	for _, o := range objs {
 		g.Expect(o.GetLabels()).To(HaveKeyWithValue(NamespaceLabel, DefaultNamespace), o.GetKind())
@@ -130,6 +133,34 @@ func TestRenderSplitNamespaceRegistry(t *testing.T) {
 			g.Expect(o.GetNamespace()).To(Equal("gitops"), o.GetKind())
 		}
 	}
+}
+
+// TestRenderUI installs the web UI: in the first Deployment, with sign-in,
+// behind its Service, with the RBAC sign-in needs, open to the ingress.
+func TestRenderUI(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1", Namespace: "gitops", Split: true, NetworkPolicy: true, UI: true})
+	src := find(objs, "Deployment", "source-controller")
+	g.Expect(containerArgs(g, src)).To(ContainElements("--ui-addr=:9880", "--ui-signin=token"))
+	ports, _, _ := unstructured.NestedSlice(src.Object, "spec", "template", "spec", "containers")
+	g.Expect(ports[0].(map[string]any)["ports"]).To(ContainElement(HaveKeyWithValue("name", UIPortName)))
+	g.Expect(strings.Join(containerArgs(g, find(objs, "Deployment", "kustomize-controller")), " ")).NotTo(ContainSubstring("--ui"), "one UI")
+
+	selector, _, _ := unstructured.NestedStringMap(find(objs, "Service", UIServiceName).Object, "spec", "selector")
+	g.Expect(selector).To(Equal(map[string]string{"app": "source-controller"}))
+	role := find(objs, "ClusterRole", "windlass-ui-gitops")
+	g.Expect(role).NotTo(BeNil())
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	g.Expect(rules).To(ContainElement(And(HaveKeyWithValue("verbs", ConsistOf("impersonate")),
+		HaveKeyWithValue("resources", ConsistOf("users", "groups", "serviceaccounts")))))
+	binding := find(objs, "ClusterRoleBinding", "windlass-ui-gitops")
+	subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+	g.Expect(subjects).To(ConsistOf(HaveKeyWithValue("namespace", "gitops")))
+	roleRef, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+	g.Expect(roleRef).To(Equal("windlass-ui-gitops"))
+
+	ingress, _, _ := unstructured.NestedSlice(find(objs, "NetworkPolicy", "windlass").Object, "spec", "ingress")
+	g.Expect(ingress).To(ContainElement(HaveKeyWithValue("ports", ConsistOf(HaveKeyWithValue("port", int64(UIPort))))))
 }
 
 func TestRenderComponents(t *testing.T) {

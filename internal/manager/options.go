@@ -69,6 +69,9 @@ type Options struct {
 	// manager's own client: only for windlass dev, whose one user is the
 	// administrator of its cluster. No flag sets it.
 	UIActions bool
+	// UISignIn signs the UI's users in, so that it may serve them beyond
+	// loopback, each what the API server lets them see and do.
+	UISignIn UISignInOptions
 
 	// ChildProcessesMaxMemory bounds the memory of the child processes
 	// that render charts and run large kustomize builds, together.
@@ -160,7 +163,7 @@ func (o Options) selectedControllers() ([]string, error) {
 }
 
 func (o Options) validate() error {
-	if err := checkUIAddr(o.UIAddr); err != nil {
+	if err := o.UISignIn.validate(o.UIAddr); err != nil {
 		return err
 	}
 	switch {

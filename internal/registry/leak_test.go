@@ -16,7 +16,7 @@ import (
 // TestNoLeak_ScanAndDigest (security row 44) scans repositories, and fails to,
 // many times: a scan that stores the tags, one that finds them unchanged,
 // and scans of a registry answering 500 (retried by go-containerregistry
-// until the timeout, which only then ends its backoff of a second), of a
+// until its context ends, here once the 500 is answered), of a
 // missing repository, of one with more tags than MaxTags and of one that
 // stalls past the timeout; and reads digests, of a tag and of a missing
 // one. Afterwards the process holds no more open files and goroutines than
@@ -25,12 +25,18 @@ func TestNoLeak_ScanAndDigest(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	var broken atomic.Int32
+	// stopBroken ends the scan of the broken repository once the registry
+	// has answered it 500: the scan retries until its context ends.
+	var stopBroken atomic.Pointer[context.CancelFunc]
 	reg := startRegistry(t, "", "", func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case strings.HasPrefix(r.URL.Path, "/v2/broken/"):
 				broken.Add(1)
 				http.Error(w, "the registry broke", http.StatusInternalServerError)
+				if stop := stopBroken.Load(); stop != nil {
+					(*stop)()
+				}
 			case strings.HasPrefix(r.URL.Path, "/v2/stalls/"):
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(`{"name":"stalls","tags":["`))
@@ -57,7 +63,10 @@ func TestNoLeak_ScanAndDigest(t *testing.T) {
 		g.Expect(res.TagCount).To(Equal(30))
 
 		answered := broken.Load()
-		_, err = s.Scan(ctx, "apps", "broken", Options{Image: reg.image("broken"), Timeout: 100 * time.Millisecond})
+		brokenCtx, stop := context.WithCancel(ctx)
+		stopBroken.Store(&stop)
+		_, err = s.Scan(brokenCtx, "apps", "broken", Options{Image: reg.image("broken"), Timeout: time.Minute})
+		stop()
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(broken.Load()).To(BeNumerically(">", answered), "the registry answered 500")
 		_, err = s.Scan(ctx, "apps", "missing", Options{Image: reg.image("missing")})

@@ -39,9 +39,21 @@ func TokenConfig(cfg *rest.Config, token string) *rest.Config {
 // GrantRole creates, in ns, a Role named name with rules and binds it to
 // the service account saNamespace/sa.
 func GrantRole(g Gomega, c client.Client, ns, name, saNamespace, sa string, rules ...rbacv1.PolicyRule) {
+	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: sa}, rules)
+}
+
+// GrantRoleToUser creates, in ns, a Role named name with rules and binds
+// it to the user of that name (as an OpenID provider names them).
+func GrantRoleToUser(g Gomega, c client.Client, ns, name, user string, rules ...rbacv1.PolicyRule) {
+	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, rules)
+}
+
+// grant creates, in ns, a Role named name with rules and binds it to
+// subject.
+func grant(g Gomega, c client.Client, ns, name string, subject rbacv1.Subject, rules []rbacv1.PolicyRule) {
 	ctx := context.Background()
 	g.Expect(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules})).To(Succeed())
 	g.Expect(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: sa}}})).To(Succeed())
+		Subjects: []rbacv1.Subject{subject}})).To(Succeed())
 }

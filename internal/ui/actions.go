@@ -4,16 +4,21 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 )
 
 // actions are what a page may ask of an object, and the patch each makes.
@@ -23,6 +28,33 @@ var actions = map[string]func(now time.Time) []byte{
 	},
 	"suspend": func(time.Time) []byte { return []byte(`{"spec":{"suspend":true}}`) },
 	"resume":  func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
+}
+
+// errNoSuchAction is an action the kind does not have.
+var errNoSuchAction = errors.New("no such action")
+
+// gateActions are what a page may ask of a Gate, beside actions.
+var gateActions = map[string]bool{"open": true, "close": true}
+
+// patchOf returns the patch of the action r asks of an object of kind k.
+func (s *Server) patchOf(k kinds.Kind, r *http.Request) ([]byte, error) {
+	name := r.PathValue("action")
+	if patch, ok := actions[name]; ok {
+		return patch(s.now()), nil
+	}
+	if k.Kind != gatingv1alpha1.GateKind || !gateActions[name] {
+		return nil, errNoSuchAction
+	}
+	req := gate.NewRequest(name == "open", s.now())
+	req.Reason = strings.TrimSpace(r.PostFormValue("reason"))
+	if d := strings.TrimSpace(r.PostFormValue("for")); d != "" {
+		window, err := time.ParseDuration(d)
+		if err != nil || window <= 0 {
+			return nil, fmt.Errorf("for %q: write a positive duration such as 30m or 2h", d)
+		}
+		req.Window = window
+	}
+	return req.Patch()
 }
 
 // newCSRFToken returns a random token that the pages' forms carry and
@@ -36,27 +68,37 @@ func newCSRFToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// act performs an action on an object, as the user of s.Actions, and
-// returns to the object's page.
+// act performs an action on an object, as the page's user, and returns
+// to the object's page.
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
-	if s.Actions == nil {
+	if !s.acts() {
 		s.fail(w, http.StatusForbidden, "this UI is read-only")
 		return
 	}
-	if !s.sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.csrf)) != 1 {
+	if !s.sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(s.csrfFor(r))) != 1 {
 		s.fail(w, http.StatusForbidden, "the request did not come from this UI's page")
 		return
 	}
-	patch, ok := actions[r.PathValue("action")]
 	k, known := s.kind(r.PathValue("kind"))
-	if !ok || !known || k.Static {
+	if !known || k.Static {
 		s.fail(w, http.StatusNotFound, "no such action")
+		return
+	}
+	patch, err := s.patchOf(k, r)
+	if errors.Is(err, errNoSuchAction) {
+		s.fail(w, http.StatusNotFound, err.Error())
+		return
+	} else if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	obj := k.New()
 	obj.SetNamespace(r.PathValue("namespace"))
 	obj.SetName(r.PathValue("name"))
-	err := s.Actions.Patch(r.Context(), obj, client.RawPatch(types.MergePatchType, patch(s.now())))
+	actor, err := s.actor(r, obj)
+	if err == nil {
+		err = actor.Patch(r.Context(), obj, client.RawPatch(types.MergePatchType, patch))
+	}
 	page := "/object/" + url.PathEscape(k.Kind) + "/" + url.PathEscape(obj.GetNamespace()) + "/" + url.PathEscape(obj.GetName())
 	switch {
 	case apierrors.IsForbidden(err):
@@ -66,6 +108,41 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Redirect(w, r, page+"?done="+url.QueryEscape(r.PathValue("action")), http.StatusSeeOther)
 	}
+}
+
+// acts reports whether the pages offer actions.
+func (s *Server) acts() bool {
+	if s.SignIn != nil {
+		return s.SignIn.Impersonate != nil
+	}
+	return s.Actions != nil
+}
+
+// actor returns the client that patches obj for r: with sign-in, one
+// that acts as the signed-in user, once a SubjectAccessReview says the
+// user may patch obj (a Forbidden error otherwise); else Actions.
+func (s *Server) actor(r *http.Request, obj client.Object) (client.Client, error) {
+	if s.SignIn == nil {
+		return s.Actions, nil
+	}
+	u, ok := userFrom(r.Context())
+	reader, isAccess := s.Reader.(*accessReader)
+	if !ok || !isAccess {
+		return nil, errors.New("no signed-in user")
+	}
+	resource, err := reader.resourceOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := reader.access.may(r.Context(), u, "patch", resource, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if !allowed {
+		return nil, apierrors.NewForbidden(resource, obj.GetName(),
+			fmt.Errorf("user %q cannot patch %s in the namespace %q", u.Name, resource, obj.GetNamespace()))
+	}
+	return s.SignIn.Impersonate(u)
 }
 
 // sameOrigin reports whether r comes from a page of this UI, as far as

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -48,6 +49,55 @@ func BenchmarkOverview1000(b *testing.B) {
 		h.ServeHTTP(rec, localRequest(http.MethodGet, "/", nil))
 		if rec.Code != http.StatusOK {
 			b.Fatalf("GET / answered %d", rec.Code)
+		}
+	}
+}
+
+// graphApps returns the applications of apps(n), each Kustomization with
+// its GitRepository as its source and eight applied objects; one in two
+// depends on the application before it in its namespace, one in ten
+// waits behind its namespace's gate, which is closed.
+func graphApps(n int) []client.Object {
+	objs := apps(n)
+	for i := range 50 {
+		gate := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%02d", i), Name: "freeze", Generation: 1}}
+		gate.Status.Conditions = []metav1.Condition{cond(gatingv1alpha1.OpenedCondition, "False", "Default", "closed")}
+		objs = append(objs, gate)
+	}
+	for i, o := range objs[:2*n] {
+		ks, ok := o.(*kustomizev1.Kustomization)
+		if !ok {
+			continue
+		}
+		app := i / 2
+		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: ks.Name}
+		ks.Status.Inventory = &kustomizev1.ResourceInventory{}
+		for j := range 8 {
+			ks.Status.Inventory.Entries = append(ks.Status.Inventory.Entries,
+				kustomizev1.ResourceRef{ID: fmt.Sprintf("%s_%s-%d_apps_Deployment", ks.Namespace, ks.Name, j), Version: "v1"})
+		}
+		if app >= 50 && app%2 == 0 {
+			ks.Spec.DependsOn = []meta.DependencyReference{{Name: fmt.Sprintf("app-%04d", app-50)}}
+		}
+		if app%10 == 0 {
+			ks.Spec.Gates = []meta.NamespacedObjectReference{{Name: "freeze"}}
+		}
+	}
+	return objs
+}
+
+// BenchmarkGraph1000 serves the graph of 1,000 applications, with their
+// sources, dependencies, gates and inventories (the bound: 200
+// ms): the first 300 are drawn.
+func BenchmarkGraph1000(b *testing.B) {
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(graphApps(1000)...).Build()
+	h := (&Server{Reader: c, Kinds: kinds.All, Log: logr.Discard()}).Handler()
+	b.ResetTimer()
+	for range b.N {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, localRequest(http.MethodGet, "/graph", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET /graph answered %d", rec.Code)
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -22,6 +24,12 @@ const settle = 200 * time.Millisecond
 type Changes struct {
 	mu      sync.Mutex
 	waiting map[chan struct{}]bool
+	count   atomic.Uint64
+}
+
+// Count returns how many changes there were.
+func (c *Changes) Count() uint64 {
+	return c.count.Load()
 }
 
 // NewChanges returns Changes fed by the informers of ks in informers.
@@ -46,19 +54,25 @@ func NewChanges(ctx context.Context, informers cache.Informers, ks []kinds.Kind)
 
 // notify wakes every page that waits, without blocking.
 func (c *Changes) notify() {
+	c.count.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch := range c.waiting {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		c.wake(ch)
+	}
+}
+
+// wake makes ch receive, as a change would.
+func (c *Changes) wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
 // subscribe returns a channel that receives after each change, and the
 // function that ends the subscription.
-func (c *Changes) subscribe() (<-chan struct{}, func()) {
+func (c *Changes) subscribe() (chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	c.mu.Lock()
 	c.waiting[ch] = true
@@ -71,7 +85,8 @@ func (c *Changes) subscribe() (<-chan struct{}, func()) {
 }
 
 // events serves server-sent events: "changed" after a change, at most
-// once per settle, until the page goes.
+// once per settle, until the page goes; at once when ?since (the count of
+// changes a page was rendered after) is behind.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok || s.Changes == nil {
@@ -80,6 +95,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	changed, stop := s.Changes.subscribe()
 	defer stop()
+	if since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64); err == nil && since != s.Changes.Count() {
+		s.Changes.wake(changed) // a change came after the page read its objects
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	fmt.Fprint(w, ": live\n\n")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
@@ -35,6 +36,8 @@ type objectPage struct {
 	CSRF    string
 	// Done is the action just performed.
 	Done string
+	// Gate is the state, the week ahead and the consumers of a Gate.
+	Gate *gateView
 }
 
 // release is one entry of a HelmRelease's history.
@@ -67,11 +70,14 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
-	if s.Actions != nil && !k.Static {
-		page.Actions, page.CSRF = actionsFor(obj), s.csrf
-		if done := r.URL.Query().Get("done"); actions[done] != nil {
+	if s.acts() && !k.Static {
+		page.Actions, page.CSRF = actionsFor(obj), s.csrfFor(r)
+		if done := r.URL.Query().Get("done"); actions[done] != nil || gateActions[done] {
 			page.Done = done
 		}
+	}
+	if g, isGate := obj.(*gatingv1alpha1.Gate); isGate {
+		page.Gate = s.gateView(r, k, g, page.Now)
 	}
 	if status, err := statusOf(obj); err == nil {
 		page.Revisions = revisionsOf(status)
@@ -159,6 +165,7 @@ var revisionFields = []struct {
 	{"Applied", []string{"lastAppliedRevision"}},
 	{"Attempted", []string{"lastAttemptedRevision"}},
 	{"Last pushed commit", []string{"lastPushCommit"}},
+	{"Latest image tag", []string{"latestRef", "tag"}},
 	{"Last handled request", []string{"lastHandledReconcileAt"}},
 }
 

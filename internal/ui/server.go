@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"bytes"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net"
@@ -23,14 +25,14 @@ var templateFiles embed.FS
 var staticFiles embed.FS
 
 // pages are the parsed templates, one per page, each with the layout.
-var pages = parsePages("overview", "object")
+var pages = parsePages("overview", "object", "images", "gates", "graph", "signin")
 
 // parsePages parses the layout with each page's template.
 func parsePages(names ...string) map[string]*template.Template {
 	out := make(map[string]*template.Template, len(names))
 	for _, name := range names {
 		out[name] = template.Must(template.New("layout.html").Funcs(funcs).
-			ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
+			ParseFS(templateFiles, "templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}
 	return out
 }
@@ -62,9 +64,13 @@ type Server struct {
 	// resume) as its user; nil makes the UI read-only. Only a UI that
 	// serves one user, with that user's credentials, sets it.
 	Actions client.Client
+	// SignIn, when set, serves signed-in users only, each what the API
+	// server lets them see and do; Actions is then not used.
+	SignIn *SignIn
 
-	csrfOnce sync.Once
-	csrf     string
+	setUp  sync.Once
+	csrf   string
+	signer signer
 }
 
 // Handler returns the handler of every page.
@@ -72,12 +78,25 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
+	mux.HandleFunc("GET /images", s.images)
+	mux.HandleFunc("GET /gates", s.gates)
+	mux.HandleFunc("GET /graph", s.graph)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("POST /object/{kind}/{namespace}/{name}/{action}", s.act)
-	s.csrfOnce.Do(func() { s.csrf = newCSRFToken() })
+	s.setUp.Do(s.prepare)
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	return securityHeaders(mux)
+	if s.SignIn == nil {
+		return securityHeaders(s.withPageWriter(mux), true)
+	}
+	mux.HandleFunc("GET /signin", s.signInForm)
+	mux.HandleFunc("POST /signin/token", s.signInWithToken)
+	mux.HandleFunc("GET /signin/oidc", s.signInWithOIDC)
+	mux.HandleFunc("GET /auth/callback", s.oidcCallback)
+	mux.HandleFunc("POST /signout", s.signOut)
+	// Signed-in pages need no loopback host: a site pointed at this
+	// address does not have the session's cookie.
+	return securityHeaders(s.withPageWriter(s.requireSignIn(mux)), false)
 }
 
 // now returns the time of a page.
@@ -90,10 +109,80 @@ func (s *Server) now() time.Time {
 
 // render writes the page name with data, or a server error.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages[name].Execute(w, data); err != nil {
+	var page bytes.Buffer
+	if err := pages[name].Execute(&page, data); err != nil {
 		s.Log.Error(err, "Rendering a page", "page", name)
+		s.fail(w, http.StatusInternalServerError, "rendering the page failed")
+		return
 	}
+	out := page.Bytes()
+	if pw, ok := w.(*pageWriter); ok {
+		out = pw.fill(out)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(out)
+}
+
+// Markers of the layout that a page's writer fills in (html/template drops
+// comments, so elements mark them): who is signed in, and the count of
+// changes the page has seen.
+const (
+	signedInMarker = `<span class="user" id="user"></span>`
+	changesMarker  = `<body>`
+)
+
+// pageWriter is the response writer of a page's request: what the layout
+// says beyond the page's data.
+type pageWriter struct {
+	http.ResponseWriter
+	// signedIn says who is signed in, with the form that signs out.
+	signedIn string
+	// changes is the count of changes before the page read anything: the
+	// live updates' stream, told it, says at once when more came.
+	changes uint64
+	live    bool
+}
+
+// fill writes into a rendered page what the layout leaves to its writer.
+func (w *pageWriter) fill(page []byte) []byte {
+	if w.signedIn != "" {
+		page = bytes.Replace(page, []byte(signedInMarker), []byte(`<span class="user" id="user">`+w.signedIn+`</span>`), 1)
+	}
+	if w.live {
+		page = bytes.Replace(page, []byte(changesMarker), fmt.Appendf(nil, `<body data-changes="%d">`, w.changes), 1)
+	}
+	return page
+}
+
+// Flush sends what was written (the live updates' stream).
+func (w *pageWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// withPageWriter hands every request a pageWriter, with the count of changes
+// taken before the handler reads anything.
+func (s *Server) withPageWriter(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw := &pageWriter{ResponseWriter: w}
+		if s.Changes != nil {
+			pw.changes, pw.live = s.Changes.Count(), true
+		}
+		h.ServeHTTP(pw, r)
+	})
+}
+
+// prepare makes the server's secrets and, with sign-in, its reader of
+// what each user may read.
+func (s *Server) prepare() {
+	s.csrf = newCSRFToken()
+	if s.SignIn == nil {
+		return
+	}
+	s.signer = newSigner(s.SignIn.Key)
+	c := s.SignIn.Client
+	s.Reader = &accessReader{inner: s.Reader, access: newAccess(c, s.now), scheme: c.Scheme(), mapper: c.RESTMapper()}
 }
 
 // fail writes an error page of status with msg.
@@ -102,12 +191,13 @@ func (s *Server) fail(w http.ResponseWriter, status int, msg string) {
 }
 
 // securityHeaders sets the headers that keep the pages from being framed
-// or running scripts from elsewhere, and refuses a request for another
-// host than a loopback one: a site whose name an attacker points at
-// 127.0.0.1 (DNS rebinding) must not read the pages or their token.
-func securityHeaders(h http.Handler) http.Handler {
+// or running scripts from elsewhere and, when loopbackOnly (a UI without
+// sign-in), refuses a request for another host than a loopback one: a
+// site whose name an attacker points at 127.0.0.1 (DNS rebinding) must
+// not read the pages or their token.
+func securityHeaders(h http.Handler, loopbackOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if loopbackOnly && !loopbackHost(r.Host) {
 			http.Error(w, "this UI answers only on a loopback address (127.0.0.1, ::1, localhost)", http.StatusMisdirectedRequest)
 			return
 		}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -203,6 +204,20 @@ func TestEventsTellOpenPagesOfChanges(t *testing.T) {
 	}
 	g.Eventually(lines, 5*time.Second).Should(Receive(Equal("event: changed\ndata: \n\n")))
 	g.Consistently(lines, 2*settle).ShouldNot(Receive())
+
+	// A page rendered before a change: its stream says so at once.
+	_, page := get(g, srv.Config.Handler, "/")
+	g.Expect(page).To(ContainSubstring(fmt.Sprintf(`<body data-changes="%d">`, changes.Count())))
+	late, err := (&http.Client{Timeout: 10 * time.Second}).Get(fmt.Sprintf("%s/events?since=%d", srv.URL, changes.Count()-1))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer late.Body.Close()
+	buf := make([]byte, 256)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "event: changed") {
+		n, err := late.Body.Read(buf)
+		g.Expect(err).NotTo(HaveOccurred())
+		got.Write(buf[:n])
+	}
 
 	code, _ := get(g, testServer(), "/events")
 	g.Expect(code).To(Equal(http.StatusNotFound), "no live updates without Changes")

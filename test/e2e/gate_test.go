@@ -29,36 +29,8 @@ func TestGate_SREApprovalWindow(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	configMap := func(v string) map[string]string {
-		return map[string]string{"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"" + v + "\"\n"}
-	}
-	srv := gitserver.NewForTest(t)
-	base := srv.MustStartHTTP(t)
-	repo := srv.MustInitRepo(t, "app.git", "main")
-	first := repo.MustCommit(t, "main", configMap("1"), "one")
-	for _, manifest := range []string{`
-apiVersion: gating.toolkit.fluxcd.io/v1alpha1
-kind: Gate
-metadata: {name: sre-approval, namespace: %[1]s}
-spec: {interval: 1h, default: closed, window: 1h}`, `
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: app, namespace: %[1]s}
-spec: {interval: 1h, url: %[2]s/app.git, ref: {branch: main}}`, `
-apiVersion: kustomize.toolkit.fluxcd.io/v1beta1
-kind: Kustomization
-metadata: {name: my-app, namespace: %[1]s}
-spec:
-  interval: 1h
-  path: ./deploy
-  prune: true
-  targetNamespace: %[1]s
-  sourceRef: {kind: GitRepository, name: app}
-  gates: [{name: sre-approval}]`} {
-		obj := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal([]byte(fmt.Sprintf(manifest, ns, base)), &obj.Object)).To(Succeed())
-		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	}
+	app := newGatedApp(t, g, ns, "sre-approval", "closed", "kustomize.toolkit.fluxcd.io/v1beta1", "my-app")
+	first, repo, value := app.first, app.repo, app.value
 	key := client.ObjectKey{Namespace: ns, Name: "my-app"}
 	approved := func() string {
 		var ks kustomizev1.Kustomization
@@ -70,13 +42,6 @@ spec:
 			return "none"
 		}
 		return string(c.Status) + ": " + c.Message
-	}
-	value := func() string {
-		var cm corev1.ConfigMap
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm); err != nil {
-			return "<none>"
-		}
-		return cm.Data["v"]
 	}
 	g.Eventually(approved, timeout, interval).Should(Equal(
 		"False: Reconciliation is waiting approval, gate '" + ns + "/sre-approval' is closed."))
@@ -96,7 +61,7 @@ spec:
 	out, errOut, code = runCLI(g, "gate", "close", "sre-approval", "-n", ns, "--timeout", "1m")
 	g.Expect(code).To(Equal(0), out+errOut)
 	g.Eventually(approved, timeout, interval).Should(HavePrefix("False: "))
-	repo.MustCommit(t, "main", configMap("2"), "two")
+	repo.MustCommit(t, "main", configMapFiles("2"), "two")
 	_, errOut, code = runCLI(g, "reconcile", "source", "git", "app", "-n", ns, "--timeout", "1m")
 	g.Expect(code).To(Equal(0), errOut)
 	g.Consistently(value, 3*time.Second, interval).Should(Equal("1"), "the next commit is held back")
@@ -108,4 +73,62 @@ spec:
 	g.Expect(code).To(Equal(0))
 	g.Expect(out).To(ContainSubstring("Kustomization"))
 	g.Expect(out).To(ContainSubstring("my-app"))
+}
+
+// gatedApp is a Git repository of one ConfigMap (its first commit has
+// v: "1"), a GitRepository of it and a Kustomization that applies it
+// behind a gate, in one namespace.
+type gatedApp struct {
+	ns    string
+	repo  *gitserver.Repo
+	first string
+}
+
+// newGatedApp serves the repository and creates the gate (open or closed
+// by default), the GitRepository "app" and the Kustomization name of
+// apiVersion behind the gate, in ns.
+func newGatedApp(t *testing.T, g *WithT, ns, gateName, gateDefault, apiVersion, name string) *gatedApp {
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	app := &gatedApp{ns: ns, repo: srv.MustInitRepo(t, "app.git", "main")}
+	app.first = app.repo.MustCommit(t, "main", configMapFiles("1"), "one")
+	for _, manifest := range []string{`
+apiVersion: gating.toolkit.fluxcd.io/v1alpha1
+kind: Gate
+metadata: {name: %[3]s, namespace: %[1]s}
+spec: {interval: 1h, default: %[4]s, window: 1h}`, `
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: app, namespace: %[1]s}
+spec: {interval: 1h, url: %[2]s/app.git, ref: {branch: main}}`, `
+apiVersion: %[5]s
+kind: Kustomization
+metadata: {name: %[6]s, namespace: %[1]s}
+spec:
+  interval: 1h
+  path: ./deploy
+  prune: true
+  targetNamespace: %[1]s
+  sourceRef: {kind: GitRepository, name: app}
+  gates: [{name: %[3]s}]`} {
+		obj := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(fmt.Sprintf(manifest, ns, base, gateName, gateDefault, apiVersion, name)), &obj.Object)).To(Succeed())
+		g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
+	}
+	return app
+}
+
+// configMapFiles are the files of a commit of a gatedApp: its ConfigMap
+// with v.
+func configMapFiles(v string) map[string]string {
+	return map[string]string{"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"" + v + "\"\n"}
+}
+
+// value returns the ConfigMap's v, or "<none>" while it is not there.
+func (a *gatedApp) value() string {
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: "app"}, &cm); err != nil {
+		return "<none>"
+	}
+	return cm.Data["v"]
 }

@@ -18,6 +18,14 @@ const (
 	CloseRequestAnnotation = "close.gate.fluxcd.io/requestedAt"
 )
 
+// Annotations that say why a gate was opened or closed, beside the request
+// of the same action: the reason shows in the gate's Opened condition and
+// in the event of the transition it causes (a Windlass extension).
+const (
+	OpenReasonAnnotation  = "open.gate.windlass.dev/reason"
+	CloseReasonAnnotation = "close.gate.windlass.dev/reason"
+)
+
 // GateState is whether a gate lets changes through.
 // +kubebuilder:validation:Enum=opened;closed
 type GateState string

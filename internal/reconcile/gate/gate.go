@@ -91,6 +91,8 @@ func Evaluate(g *gatingv1alpha1.Gate, now time.Time) (Decision, []Problem, error
 type request struct {
 	open bool
 	at   time.Time
+	// reason is why it was made, when its reason annotation says.
+	reason string
 }
 
 // schedule is a compiled recurring window.
@@ -118,9 +120,10 @@ func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
 	c := compiled{defaultOpen: g.Spec.Default == gatingv1alpha1.GateOpened, window: g.GetWindow()}
 	var problems []Problem
 	for _, a := range []struct {
-		key  string
-		open bool
-	}{{gatingv1alpha1.OpenRequestAnnotation, true}, {gatingv1alpha1.CloseRequestAnnotation, false}} {
+		key, reasonKey string
+		open           bool
+	}{{gatingv1alpha1.OpenRequestAnnotation, gatingv1alpha1.OpenReasonAnnotation, true},
+		{gatingv1alpha1.CloseRequestAnnotation, gatingv1alpha1.CloseReasonAnnotation, false}} {
 		value, ok := g.GetAnnotations()[a.key]
 		if !ok {
 			continue
@@ -131,7 +134,7 @@ func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
 				"annotation %s: %q is not an RFC 3339 time such as 2026-03-26T10:00:00Z; the request is ignored", a.key, value)})
 			continue
 		}
-		c.requests = append(c.requests, request{open: a.open, at: at})
+		c.requests = append(c.requests, request{open: a.open, at: at, reason: reasonOf(g.GetAnnotations()[a.reasonKey])})
 	}
 	// The later request wins; at the same time, closing wins.
 	slices.SortStableFunc(c.requests, func(a, b request) int {
@@ -350,6 +353,9 @@ func (c compiled) decide(now time.Time) Decision {
 		if scheduled != "" {
 			d.Message = "Gate " + scheduled
 		}
+		if r := s.request.reason; r != "" {
+			d.Message += "; reason: " + r
+		}
 	case CauseSchedule:
 		zone := s.schedule.spec.TimeZone
 		if zone == "" {
@@ -368,6 +374,20 @@ func (c compiled) decide(now time.Time) Decision {
 		}
 	}
 	return d
+}
+
+// MaxReasonLength bounds the reason of a request, in characters: a longer
+// one is cut, so that a condition's message stays short.
+const MaxReasonLength = 200
+
+// reasonOf returns the reason of a request as its annotation holds it: on
+// one line, at most MaxReasonLength characters.
+func reasonOf(annotation string) string {
+	r := []rune(strings.Join(strings.Fields(annotation), " "))
+	if len(r) > MaxReasonLength {
+		return string(r[:MaxReasonLength-1]) + "…"
+	}
+	return string(r)
 }
 
 // stamp formats t as RFC 3339 in UTC.

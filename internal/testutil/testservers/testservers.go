@@ -1,8 +1,9 @@
 // Package testservers runs real test servers on the loopback interface for
 // Windlass's tests: the reference OCI registry (distribution) with optional
 // basic auth and TLS, an S3 gateway over a folder that checks SigV4
-// credentials (versitygw), the cosign CLI for signing images, and the helm
-// CLI for releases made by another tool than Windlass.
+// credentials (versitygw), the cosign CLI for signing images, the helm
+// CLI for releases made by another tool than Windlass, and an OpenID provider
+// (zitadel/oidc's example server) for sign-ins.
 //
 // The servers are Go programs built once, by `make testservers`
 // (hack/testservers.sh), from the module in hack/testservers into a folder
@@ -43,6 +44,9 @@ const (
 	// HelmVersion is the helm CLI's; its binary is named after it
 	// (helm-<version>), so that a new version is built alone.
 	HelmVersion = "v4.2.4"
+	// OIDCProviderVersion is zitadel/oidc's, whose example OpenID provider
+	// serves sign-ins; its binary is named after it.
+	OIDCProviderVersion = "v3.52.0"
 )
 
 // DirEnv names the environment variable that, when set, is the folder of
@@ -55,10 +59,11 @@ const (
 	versitygwBinary = "versitygw"
 	cosignBinary    = "cosign"
 	helmBinary      = "helm-" + HelmVersion
+	oidcBinary      = "oidc-provider-" + OIDCProviderVersion
 )
 
 // binaries are the programs that Dir must hold.
-var binaries = []string{registryBinary, versitygwBinary, cosignBinary, helmBinary}
+var binaries = []string{registryBinary, versitygwBinary, cosignBinary, helmBinary, oidcBinary}
 
 // startTimeout bounds how long a server may take to answer after start.
 const startTimeout = 30 * time.Second
