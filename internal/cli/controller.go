@@ -151,7 +151,7 @@ func bindUISignInFlags(fs *pflag.FlagSet, o *manager.UISignInOptions) {
 	fs.StringVar(&o.OIDCClientSecretFile, "ui-oidc-client-secret-file", "", "file that holds the UI's client secret at the OpenID provider")
 	fs.StringVar(&o.OIDCRedirectURL, "ui-oidc-redirect-url", "", "the UI's /auth/callback URL as browsers reach it (https://windlass.example.com/auth/callback)")
 	fs.StringVar(&o.OIDCUsernameClaim, "ui-oidc-username-claim", "email", "the claim that holds the username, as the API server's --oidc-username-claim")
-	fs.StringVar(&o.OIDCUsernamePrefix, "ui-oidc-username-prefix", "", "prefix of the usernames, as the API server's --oidc-username-prefix")
+	fs.StringVar(&o.OIDCUsernamePrefix, "ui-oidc-username-prefix", "", "prefix of the usernames, as the API server's --oidc-username-prefix: - for none; by default the issuer and # unless the claim is email")
 	fs.StringVar(&o.OIDCGroupsClaim, "ui-oidc-groups-claim", "groups", "the claim that holds the groups, as the API server's --oidc-groups-claim")
 	fs.StringVar(&o.OIDCGroupsPrefix, "ui-oidc-groups-prefix", "", "prefix of the groups, as the API server's --oidc-groups-prefix")
 	fs.StringVar(&o.SessionKeyFile, "ui-session-key-file", "", "file of at least 32 bytes that signs the sessions' cookies (default a random key: sessions end when the controller restarts)")

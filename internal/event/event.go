@@ -11,6 +11,7 @@ package event
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,40 @@ type Event struct {
 // Kubernetes event is recorded whatever the sink does.
 type Sink interface {
 	Forward(ctx context.Context, obj client.Object, e Event)
+}
+
+// Tee returns a Sink that forwards to each of sinks that is not nil, or
+// nil when none is.
+func Tee(sinks ...Sink) Sink {
+	var out tee
+	for _, s := range sinks {
+		if s != nil && !isNilPointer(s) {
+			out = append(out, s)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return out
+}
+
+// tee forwards to several sinks.
+type tee []Sink
+
+// Forward forwards e to every sink.
+func (t tee) Forward(ctx context.Context, obj client.Object, e Event) {
+	for _, s := range t {
+		s.Forward(ctx, obj, e)
+	}
+}
+
+// isNilPointer reports whether s is a typed nil pointer.
+func isNilPointer(s Sink) bool {
+	v := reflect.ValueOf(s)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Recorder records events about objects of one controller.

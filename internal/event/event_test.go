@@ -84,3 +84,16 @@ func TestRecorderOncePerRun(t *testing.T) {
 	g.Expect(forwarded).To(Equal([]string{"resolved to 1.0.0", "Ready: resolved to 1.0.0", "resolved to 2.0.0",
 		"a warning is another type", "another reason", "the next run", "outside a run", "outside a run"}))
 }
+
+func TestTeeForwardsToEverySinkThatIsThere(t *testing.T) {
+	g := NewWithT(t)
+	var none *sink
+	g.Expect(Tee()).To(BeNil())
+	g.Expect(Tee(nil, none)).To(BeNil(), "a typed nil is no sink")
+	one := &sink{}
+	g.Expect(Tee(none, one)).To(BeIdenticalTo(one))
+	a, b := &sink{}, &sink{}
+	Tee(a, nil, b).Forward(context.Background(), nil, Event{Reason: "Applied"})
+	g.Expect(a.events).To(HaveLen(1))
+	g.Expect(b.events).To(HaveLen(1))
+}

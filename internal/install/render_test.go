@@ -83,7 +83,7 @@ func TestRenderDefault(t *testing.T) {
 	g.Expect(find(objs, "Service", EventsServiceName)).To(BeNil(), "no event endpoint in one process")
 	g.Expect(find(objs, "NetworkPolicy", "windlass")).To(BeNil(), "no NetworkPolicy unless asked")
 	g.Expect(find(objs, "Service", UIServiceName)).To(BeNil(), "no UI unless asked")
-	g.Expect(find(objs, "ClusterRole", "windlass-ui-flux-system")).To(BeNil(), "no impersonation unless asked")
+	g.Expect(find(objs, "ClusterRole", "windlass-ui-flux-system")).To(BeNil(), "no role of the UI unless asked")
 	g.Expect(strings.Join(containerArgs(g, d), " ")).NotTo(ContainSubstring("--ui"))
 
 	for _, o := range objs {

@@ -23,6 +23,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/ui"
 )
 
 // Manager is a controller manager with the selected controllers set up.
@@ -45,6 +46,8 @@ type Manager struct {
 	// children bounds the memory of the child processes that render
 	// charts and run large kustomize builds, together.
 	children *isolate.Pool
+	// recent keeps the latest events for the web UI, when it is served.
+	recent *ui.Recent
 }
 
 // New builds a manager for the cluster behind cfg.

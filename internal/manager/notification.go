@@ -78,6 +78,13 @@ func (m *Manager) Dispatcher() *dispatch.Dispatcher { return m.dispatcher }
 // eventSink returns the sink of the events of the controller called
 // name: the dispatcher in process, a Poster to opts.EventsAddr, or none.
 func (m *Manager) eventSink(name string) event.Sink {
+	return event.Tee(m.forwardingSink(name), m.recent)
+}
+
+// forwardingSink returns the sink that forwards the events of the
+// controller name to the notification controller, in this process or
+// another; nil when none runs.
+func (m *Manager) forwardingSink(name string) event.Sink {
 	sink := forward.Sink{Dispatcher: m.dispatcher, Scheme: m.GetScheme(), Controller: name}
 	switch {
 	case m.dispatcher != nil:

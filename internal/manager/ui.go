@@ -39,6 +39,13 @@ type UISignInOptions struct {
 	ReadOnly bool
 }
 
+// recentEvents is how many of the latest events the UI keeps (about
+// 1.5 KiB each at most).
+const recentEvents = 1000
+
+// uiReviewsQPS is the rate of the UI's token and access reviews.
+const uiReviewsQPS = 20
+
 // signInMethods are the values of --ui-signin.
 var signInMethods = []string{"token", "oidc"}
 
@@ -77,7 +84,8 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes}
+	m.recent = ui.NewRecent(m.GetScheme(), recentEvents)
+	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes, Events: m.recent}
 	if opts.UIActions {
 		server.Actions = m.GetClient()
 	}
@@ -93,7 +101,15 @@ func (m *Manager) signIn(o UISignInOptions) (*ui.SignIn, error) {
 	if len(o.Methods) == 0 {
 		return nil, nil
 	}
-	s := &ui.SignIn{Client: m.GetClient(), Tokens: slices.Contains(o.Methods, "token"), SessionTTL: o.SessionTTL}
+	// The reviews of sign-ins and access have their own client and rate
+	// limit: no one at the sign-in page can use up the reconcilers'.
+	cfg := rest.CopyConfig(m.GetConfig())
+	cfg.QPS, cfg.Burst = uiReviewsQPS, 2*uiReviewsQPS
+	reviews, err := client.New(cfg, client.Options{Scheme: m.GetScheme(), Mapper: m.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	s := &ui.SignIn{Client: reviews, Tokens: slices.Contains(o.Methods, "token"), SessionTTL: o.SessionTTL}
 	if o.SessionKeyFile != "" {
 		key, err := os.ReadFile(o.SessionKeyFile)
 		if err != nil || len(key) < 32 {

@@ -38,6 +38,10 @@ type objectPage struct {
 	Done string
 	// Gate is the state, the week ahead and the consumers of a Gate.
 	Gate *gateView
+	// Events are the object's latest events; NoEvents says this UI keeps
+	// none.
+	Events   []recentEvent
+	NoEvents bool
 }
 
 // release is one entry of a HelmRelease's history.
@@ -76,6 +80,10 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			page.Done = done
 		}
 	}
+	page.NoEvents = s.Events == nil
+	page.Events = s.recentEvents(r, objectEvents, func(e recentEvent) bool {
+		return e.Kind == k.Kind && e.Namespace == key.Namespace && e.Name == key.Name
+	})
 	if g, isGate := obj.(*gatingv1alpha1.Gate); isGate {
 		page.Gate = s.gateView(r, k, g, page.Now)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type OIDC struct {
 	RedirectURL string
 	// UsernameClaim names the claim of the username (email by default);
 	// an email is taken only when email_verified is not false.
+	// UsernamePrefix prefixes it ("-" for none; by default the issuer and
+	// "#" unless the claim is email), as the API server's flag does; a
+	// username or group in system: is refused.
 	UsernameClaim, UsernamePrefix string
 	// GroupsClaim names the claim of the groups (groups by default).
 	GroupsClaim, GroupsPrefix string
@@ -182,24 +186,47 @@ func (o *OIDC) userFromClaims(claims map[string]any) (User, error) {
 		return User{}, fmt.Errorf("the provider's claims have no %q", o.usernameClaim())
 	}
 	if o.usernameClaim() == "email" {
-		if verified, ok := claims["email_verified"].(bool); ok && !verified {
+		if verified, ok := claims["email_verified"]; ok && verified != true && verified != "true" {
 			return User{}, errors.New("the provider has not verified this email address")
 		}
 	}
-	u := User{Name: o.UsernamePrefix + name}
+	u := User{Name: o.usernamePrefix() + name}
+	if strings.HasPrefix(u.Name, systemPrefix) {
+		return User{}, fmt.Errorf("the username %q is reserved to Kubernetes: set --ui-oidc-username-prefix", u.Name)
+	}
 	groupsClaim := o.GroupsClaim
 	if groupsClaim == "" {
 		groupsClaim = "groups"
 	}
-	switch groups := claims[groupsClaim].(type) {
+	var groups []any
+	switch claimed := claims[groupsClaim].(type) {
 	case string:
-		u.Groups = []string{o.GroupsPrefix + groups}
+		groups = []any{claimed}
 	case []any:
-		for _, g := range groups {
-			if g, ok := g.(string); ok {
-				u.Groups = append(u.Groups, o.GroupsPrefix+g)
-			}
+		groups = claimed
+	}
+	for _, g := range groups {
+		// A group the provider names system:masters must not be cluster-admin.
+		if g, ok := g.(string); ok && !strings.HasPrefix(o.GroupsPrefix+g, systemPrefix) {
+			u.Groups = append(u.Groups, o.GroupsPrefix+g)
 		}
 	}
 	return u, nil
+}
+
+// systemPrefix starts the names Kubernetes keeps for itself (system:masters,
+// system:serviceaccount:...): no provider's claim may be impersonated as one.
+const systemPrefix = "system:"
+
+// usernamePrefix returns the prefix of usernames, as the API server's
+// --oidc-username-prefix: "-" for none, and by default the issuer and "#"
+// unless the username is the email.
+func (o *OIDC) usernamePrefix() string {
+	switch {
+	case o.UsernamePrefix == "-":
+		return ""
+	case o.UsernamePrefix == "" && o.usernameClaim() != "email":
+		return o.IssuerURL + "#"
+	}
+	return o.UsernamePrefix
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
@@ -13,6 +14,13 @@ import (
 // maxRows bounds the objects the overview lists: the counts above it
 // always cover every object.
 const maxRows = 500
+
+// overviewEvents and objectEvents are how many of the latest events the
+// overview and an object's page show.
+const (
+	overviewEvents = 20
+	objectEvents   = 50
+)
 
 // row is one object as the overview lists it.
 type row struct {
@@ -53,6 +61,11 @@ type overviewPage struct {
 	Filter     filter
 	Kinds      []string
 	Namespaces []string
+	// Events are the latest events; NoEvents says this UI keeps none
+	// (it runs apart from the controllers).
+	Events   []recentEvent
+	NoEvents bool
+	Now      time.Time
 }
 
 // overview serves the overview.
@@ -93,6 +106,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		page.Namespaces = append(page.Namespaces, ns)
 	}
 	slices.Sort(page.Namespaces)
+	page.Now, page.NoEvents = s.now(), s.Events == nil
+	page.Events = s.recentEvents(r, overviewEvents, func(e recentEvent) bool {
+		return page.Filter.Namespace == "" || e.Namespace == page.Filter.Namespace
+	})
 	s.render(w, "overview", page)
 }
 

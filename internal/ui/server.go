@@ -39,6 +39,9 @@ func parsePages(names ...string) map[string]*template.Template {
 
 // funcs are the templates' functions.
 var funcs = template.FuncMap{
+	"eventList": func(events []recentEvent, none, withObject bool, now time.Time) eventList {
+		return eventList{Events: events, NoEvents: none, WithObject: withObject, Now: now}
+	},
 	"ago": func(t time.Time, now time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -64,6 +67,9 @@ type Server struct {
 	// resume) as its user; nil makes the UI read-only. Only a UI that
 	// serves one user, with that user's credentials, sets it.
 	Actions client.Client
+	// Events, when set, are the latest events the controllers of this
+	// process recorded: the overview and the object pages show them.
+	Events *Recent
 	// SignIn, when set, serves signed-in users only, each what the API
 	// server lets them see and do; Actions is then not used.
 	SignIn *SignIn

@@ -54,6 +54,9 @@ type signInPage struct {
 	Error        string
 }
 
+// maxTokenLength bounds a pasted token, in bytes.
+const maxTokenLength = 16 << 10
+
 // publicPaths are served without a session.
 var publicPaths = []string{"/signin", "/signin/", "/auth/callback", "/static/"}
 
@@ -115,10 +118,14 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u User, ne
 // localPath returns next when it is a path of this UI, else "/": a
 // sign-in never sends the browser to another site.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/" // browsers drop tabs and newlines, and read a backslash as a slash
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
-	return next
+	return (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String()
 }
 
 // signInForm serves the sign-in page.
@@ -145,6 +152,10 @@ func (s *Server) signInWithToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
+	if len(token) > maxTokenLength {
+		s.renderSignIn(w, http.StatusBadRequest, next, "This is not a token: it is too long.")
+		return
+	}
 	u, err := s.reviewToken(r.Context(), token)
 	if err != nil {
 		s.Log.Info("A token sign-in failed", "error", err.Error())

@@ -45,7 +45,8 @@ func TestSignerRefusesWhatItDidNotSeal(t *testing.T) {
 
 func TestLocalPath(t *testing.T) {
 	for next, want := range map[string]string{"/object/Kustomization/a/b": "/object/Kustomization/a/b", "": "/",
-		"https://evil.example/": "/", "//evil.example/": "/", "/\\evil.example": "/", "javascript:alert(1)": "/"} {
+		"https://evil.example/": "/", "//evil.example/": "/", "/\\evil.example": "/", "javascript:alert(1)": "/",
+		"/\t/evil.example": "/", "/%09/evil.example": "/%09/evil.example", "/?kind=Gate&q=a": "/?kind=Gate&q=a"} {
 		NewWithT(t).Expect(localPath(next)).To(Equal(want), next)
 	}
 }
@@ -153,6 +154,7 @@ func TestUserFromClaims(t *testing.T) {
 			User{Name: "oidc:a@example.com", Groups: []string{"oidc:dev"}}, ""},
 		{"an unverified email", map[string]any{"email": "a@example.com", "email_verified": false}, User{}, "not verified"},
 		{"no username", map[string]any{"sub": "123"}, User{}, `no "email"`},
+		{"an email verified in words", map[string]any{"email": "a@example.com", "email_verified": "false"}, User{}, "not verified"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -165,4 +167,21 @@ func TestUserFromClaims(t *testing.T) {
 			g.Expect(got).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestUserFromClaimsRefusesKubernetesNames keeps a provider from naming a
+// user or group that Kubernetes keeps for itself.
+func TestUserFromClaimsRefusesKubernetesNames(t *testing.T) {
+	g := NewWithT(t)
+	bare := &OIDC{IssuerURL: "https://id.example.com", UsernamePrefix: "-"}
+	_, err := bare.userFromClaims(map[string]any{"email": "system:serviceaccount:flux-system:windlass"})
+	g.Expect(err).To(MatchError(ContainSubstring("reserved to Kubernetes")))
+	u, err := bare.userFromClaims(map[string]any{"email": "a@example.com", "groups": []any{"system:masters", "dev"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u.Groups).To(Equal([]string{"dev"}), "system:masters is dropped")
+
+	byName := &OIDC{IssuerURL: "https://id.example.com", UsernameClaim: "preferred_username"}
+	u, err = byName.userFromClaims(map[string]any{"preferred_username": "system:admin"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u.Name).To(Equal("https://id.example.com#system:admin"), "prefixed with the issuer, as the API server does")
 }

@@ -29,7 +29,7 @@ const browserTimeout = 30 * time.Second
 
 // The web UI, in Chromium: a Kustomization whose build fails shows its
 // reason on the overview, under "Needs attention", and on its own page,
-// which its link there opens.
+// which its link there opens, with the controller's event about it.
 func TestUI_FailingKustomizationShowsItsReason(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -68,6 +68,9 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 	conds, err := browser.Text(tab, browserTimeout, "#conditions")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(conds).To(ContainSubstring("missing.yaml"))
+	// The controller's events about it, kept in process.
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#events") }, timeout, interval).
+		Should(And(ContainSubstring("Warning"), ContainSubstring(kustomizev1.BuildFailedReason)))
 }
 
 // `windlass ui` serves the UI on this machine from a kubeconfig, as its
