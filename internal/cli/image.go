@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/cli/term"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/registry"
 )
 
@@ -349,9 +349,6 @@ the policy elects the tag (or, with --clear, its own choice again), unless
 	return cmd
 }
 
-// dockerTag is what a tag may be.
-var dockerTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
-
 // pinnedTag returns the TAG argument, "" with --clear.
 func (f *imageFlags) pinnedTag(args []string) (string, error) {
 	if f.clear {
@@ -363,7 +360,7 @@ func (f *imageFlags) pinnedTag(args []string) (string, error) {
 	if len(args) != 2 {
 		return "", errors.New("pass the POLICY and the TAG to pin it to, or --clear to remove the pin")
 	}
-	if !dockerTag.MatchString(args[1]) {
+	if !imageupdate.IsTag(args[1]) {
 		return "", fmt.Errorf("TAG %q is not an image tag: letters, digits, _, . and -, not starting with . or -, at most 128", args[1])
 	}
 	return args[1], nil

@@ -164,6 +164,13 @@ var (
 	namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:-]*$`)
 )
 
+// IsTag reports whether s is an image tag, in the OCI distribution
+// grammar: letters, digits, _, . and -, not starting with . or -, at
+// most 128.
+func IsTag(s string) bool {
+	return tagPattern.MatchString(s)
+}
+
 // maxNameLength bounds an image name (the distribution spec allows 255 for
 // the repository, plus the registry host).
 const maxNameLength = 512

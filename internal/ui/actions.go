@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/imageupdate"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 )
@@ -30,6 +33,25 @@ var actions = map[string]func(now time.Time) []byte{
 	"resume":  func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
 }
 
+// pinActions are what a page may ask of an ImagePolicy, beside actions:
+// pin it to a tag (as `windlass image set`), or unpin it.
+var pinActions = map[string]bool{"pin": true, "unpin": true}
+
+// pinPatch returns the patch of a pin action: the pin annotation (removed
+// by unpin) and a reconcile request. The automations that select the
+// policy follow its new latest tag.
+func pinPatch(action, tag string, now time.Time) ([]byte, error) {
+	var pin any // nil removes the annotation
+	if action == "pin" {
+		if !imageupdate.IsTag(tag) {
+			return nil, fmt.Errorf("tag %q: write an image tag such as 6.5.0 (letters, digits, _, . and -)", tag)
+		}
+		pin = tag
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		imagev1.PinAnnotation: pin, meta.ReconcileRequestAnnotation: now.Format(time.RFC3339Nano)}}})
+}
+
 // errNoSuchAction is an action the kind does not have.
 var errNoSuchAction = errors.New("no such action")
 
@@ -41,6 +63,9 @@ func (s *Server) patchOf(k kinds.Kind, r *http.Request) ([]byte, error) {
 	name := r.PathValue("action")
 	if patch, ok := actions[name]; ok {
 		return patch(s.now()), nil
+	}
+	if k.Kind == imagev1.ImagePolicyKind && pinActions[name] {
+		return pinPatch(name, strings.TrimSpace(r.PostFormValue("tag")), s.now())
 	}
 	if k.Kind != gatingv1alpha1.GateKind || !gateActions[name] {
 		return nil, errNoSuchAction

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
@@ -38,6 +39,10 @@ type objectPage struct {
 	Done string
 	// Gate is the state, the week ahead and the consumers of a Gate.
 	Gate *gateView
+	// Pin is an ImagePolicy's pinned tag; Pinnable says the page offers
+	// to pin it.
+	Pin      string
+	Pinnable bool
 	// Events are the object's latest events; NoEvents says this UI keeps
 	// none.
 	Events   []recentEvent
@@ -76,9 +81,12 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 		Now: s.now(), Conditions: obj.GetConditions()}
 	if s.acts() && !k.Static {
 		page.Actions, page.CSRF = actionsFor(obj), s.csrfFor(r)
-		if done := r.URL.Query().Get("done"); actions[done] != nil || gateActions[done] {
+		if done := r.URL.Query().Get("done"); actions[done] != nil || gateActions[done] || pinActions[done] {
 			page.Done = done
 		}
+	}
+	if policy, isPolicy := obj.(*imagev1.ImagePolicy); isPolicy {
+		page.Pin, page.Pinnable = policy.GetAnnotations()[imagev1.PinAnnotation], page.Actions != nil
 	}
 	page.NoEvents = s.Events == nil
 	page.Events = s.recentEvents(r, objectEvents, func(e recentEvent) bool {

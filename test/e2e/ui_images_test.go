@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
@@ -62,4 +63,19 @@ spec: {imageRepositoryRef: {name: podinfo}, policy: {semver: {range: 6.x}}}
 	revisions, err := browser.Text(tab, browserTimeout, "#revisions")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revisions).To(ContainSubstring("6.1.0"))
+
+	// Pinned from the page of `windlass ui` (its user, the administrator,
+	// may patch), the policy elects the pinned tag, as `windlass image set`.
+	local, err := childproc.FreeAddrs(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	proc, err := childproc.Start(windlassCommand(context.Background(), "ui", "--kubeconfig", kubeconfig, "-n", ns, "--addr", local[0], "--open=false"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/ImagePolicy/"+ns+"/podinfo"),
+		chromedp.SendKeys("#pin-tag", "6.0.0"), chromedp.Click("#action-pin"))).To(Succeed())
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#pin") }, timeout, interval).
+		Should(ContainSubstring("Pinned to 6.0.0"))
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#revisions") }, timeout, interval).
+		Should(ContainSubstring("6.0.0"))
 }
