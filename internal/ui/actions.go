@@ -70,6 +70,11 @@ func (s *Server) patchOf(k kinds.Kind, r *http.Request) ([]byte, error) {
 	if k.Kind != gatingv1alpha1.GateKind || !gateActions[name] {
 		return nil, errNoSuchAction
 	}
+	var current gatingv1alpha1.Gate
+	key := client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if err := s.Reader.Get(r.Context(), key, &current); err == nil && current.Spec.Suspend {
+		return nil, fmt.Errorf("the gate %s is suspended, so it takes no request: resume it first", key)
+	}
 	req := gate.NewRequest(name == "open", s.now())
 	req.Reason = strings.TrimSpace(r.PostFormValue("reason"))
 	if d := strings.TrimSpace(r.PostFormValue("for")); d != "" {

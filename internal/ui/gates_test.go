@@ -103,6 +103,16 @@ func TestGatePageShowsWhatItHoldsAndOpensIt(t *testing.T) {
 	g.Expect(got.Annotations).NotTo(HaveKey(gatingv1alpha1.CloseReasonAnnotation))
 	g.Expect(got.Spec.Window.Duration).To(Equal(2*time.Hour), "no For keeps the window")
 
+	// A suspended gate takes no request, as the command line says.
+	got.Spec.Suspend = true
+	g.Expect(c.Update(t.Context(), got)).To(Succeed())
+	_, body = get(g, h, "/object/Gate/team-b/freeze")
+	g.Expect(body).To(ContainSubstring(`id="gate-suspended"`))
+	g.Expect(body).NotTo(ContainSubstring(`id="action-open"`))
+	rec = post("open", "")
+	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
+	g.Expect(rec.Body.String()).To(ContainSubstring("suspended, so it takes no request"))
+
 	rec = httptest.NewRecorder()
 	req := localRequest(http.MethodPost, "/object/Kustomization/team-b/db/open", strings.NewReader("csrf="+s.csrf))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
