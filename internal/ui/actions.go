@@ -1,9 +1,7 @@
 package ui
 
 import (
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,17 +83,6 @@ func (s *Server) patchOf(k kinds.Kind, r *http.Request) ([]byte, error) {
 		req.Window = window
 	}
 	return req.Patch()
-}
-
-// newCSRFToken returns a random token that the pages' forms carry and
-// every action must present: another site cannot read it, so it cannot
-// make the browser act.
-func newCSRFToken() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic("ui: no randomness: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // act performs an action on an object, as the page's user, and returns

@@ -74,7 +74,9 @@ type Server struct {
 	// server lets them see and do; Actions is then not used.
 	SignIn *SignIn
 
-	setUp  sync.Once
+	setUp sync.Once
+	// csrf is the token the forms carry without sign-in (and the sign-in
+	// form): another site cannot read it, so it cannot make the browser act.
 	csrf   string
 	signer signer
 }
@@ -115,6 +117,12 @@ func (s *Server) now() time.Time {
 
 // render writes the page name with data, or a server error.
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	s.renderStatus(w, http.StatusOK, name, data)
+}
+
+// renderStatus writes the page name with data and status, or a server
+// error.
+func (s *Server) renderStatus(w http.ResponseWriter, status int, name string, data any) {
 	var page bytes.Buffer
 	if err := pages[name].Execute(&page, data); err != nil {
 		s.Log.Error(err, "Rendering a page", "page", name)
@@ -126,6 +134,7 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 		out = pw.fill(out)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	_, _ = w.Write(out)
 }
 
@@ -182,7 +191,7 @@ func (s *Server) withPageWriter(h http.Handler) http.Handler {
 // prepare makes the server's secrets and, with sign-in, its reader of
 // what each user may read.
 func (s *Server) prepare() {
-	s.csrf = newCSRFToken()
+	s.csrf = randomID()
 	if s.SignIn == nil {
 		return
 	}

@@ -54,10 +54,7 @@ type signer struct {
 // empty (sessions then end with the process).
 func newSigner(key []byte) signer {
 	if len(key) == 0 {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			panic("ui: no randomness: " + err.Error())
-		}
+		key = randomBytes(32)
 	}
 	return signer{key: key}
 }
@@ -102,11 +99,17 @@ func clearCookie(w http.ResponseWriter, name string) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 }
 
-// randomID returns a random URL-safe string.
+// randomID returns a random URL-safe string of 192 bits: session IDs,
+// OIDC states and nonces, the CSRF token of the pages without sign-in.
 func randomID() string {
-	b := make([]byte, 24)
+	return base64.RawURLEncoding.EncodeToString(randomBytes(24))
+}
+
+// randomBytes returns n random bytes.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic("ui: no randomness: " + err.Error())
 	}
-	return base64.RawURLEncoding.EncodeToString(b)
+	return b
 }

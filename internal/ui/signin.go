@@ -135,8 +135,7 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 
 // renderSignIn serves the sign-in page with an error, if any.
 func (s *Server) renderSignIn(w http.ResponseWriter, status int, next, msg string) {
-	w.WriteHeader(status)
-	s.render(w, "signin", signInPage{Tokens: s.SignIn.Tokens, OIDC: s.SignIn.OIDC != nil, CSRF: s.csrf, Next: localPath(next), Error: msg})
+	s.renderStatus(w, status, "signin", signInPage{Tokens: s.SignIn.Tokens, OIDC: s.SignIn.OIDC != nil, CSRF: s.csrf, Next: localPath(next), Error: msg})
 }
 
 // signInWithToken signs a user in with a Kubernetes token: the API server
