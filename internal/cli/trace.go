@@ -23,7 +23,7 @@ import (
 	apimeta "github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
-	"github.com/windlass-dev/windlass/internal/imageupdate"
+	"github.com/windlass-dev/windlass/internal/provenance"
 )
 
 // traceFlags are the flags of `windlass trace`.
@@ -50,7 +50,8 @@ when several groups serve it), and show the Kustomization that applied it (from 
 labels ` + ownerNameLabel + ` and /namespace that the controller sets):
 its path, the revision it applied and whether it is Ready; then that
 Kustomization's source: its URL, reference, revision and whether it is
-Ready. An object of a Helm release (the labels ` + helmv2.NameLabel + `
+Ready; for a GitRepository, the commit's author, time and subject, and the
+ImageUpdateAutomation that made the commit, if one did. An object of a Helm release (the labels ` + helmv2.NameLabel + `
 and /namespace) shows its HelmRelease instead: the release, its chart and
 the chart version installed, and whether it is Ready; then the chart's
 source, a HelmChart and the HelmRepository, GitRepository or Bucket it is
@@ -205,75 +206,18 @@ func traceSourceRef(ctx context.Context, c client.Client, r *report, ref kindRef
 	r.rule()
 	r.section(source.GetName(), ref.kind)
 	r.field("Namespace", source.GetNamespace())
-	traceSourceFields(r, source)
+	r.fields(provenance.SourceFields(source))
 	r.field("Revision", k.revision(source))
-	traceImageUpdate(r, source)
+	r.fields(provenance.CommitFields(source))
+	r.fields(provenance.ImageUpdateFields(source))
 	r.readiness(source)
 	return source, r.err
 }
 
-// traceImageUpdate writes why the source's revision changed when an
-// ImageUpdateAutomation made its commit: the git note of the commit, which
-// the GitRepository keeps in its artifact's metadata.
-func traceImageUpdate(r *report, source reconcilable) {
-	repo, ok := source.(*sourcev1.GitRepository)
-	if !ok || repo.Status.Artifact == nil {
-		return
-	}
-	note, ok := imageupdate.ParseNote(repo.Status.Artifact.Metadata[imageupdate.NoteMetadataKey])
-	if !ok {
-		return
-	}
-	r.field("Updated by", "ImageUpdateAutomation/"+note.Automation)
-	for _, p := range note.Policies {
-		image := p.Image
-		if p.Previous != "" {
-			image = p.Previous + " -> " + p.Image
-		}
-		r.field("Policy", fmt.Sprintf("%s: %s (%s)", p.Name, image, p.Reason))
-	}
-	for _, c := range note.Changes {
-		where := c.File
-		if c.Object != "" {
-			where += " " + c.Object
-		}
-		r.field("Changed", fmt.Sprintf("%s: %s -> %s", where, c.OldValue, c.NewValue))
-	}
-}
-
-// traceSourceFields prints what a source fetches, by its kind.
-func traceSourceFields(r *report, source reconcilable) {
-	switch src := source.(type) {
-	case *sourcev1.GitRepository:
-		r.field("URL", src.Spec.URL)
-		if gr := src.Spec.Reference; gr != nil {
-			r.field("Branch", gr.Branch)
-			r.field("Tag", gr.Tag)
-			r.field("SemVer", gr.SemVer)
-			r.field("Commit", gr.Commit)
-			r.field("Ref", gr.Name)
-		}
-	case *sourcev1.OCIRepository:
-		r.field("URL", src.Spec.URL)
-		if or := src.Spec.Reference; or != nil {
-			r.field("Tag", or.Tag)
-			r.field("SemVer", or.SemVer)
-			r.field("Digest", or.Digest)
-		}
-		r.field("Origin", src.Status.Artifact.OriginRevision())
-	case *sourcev1.Bucket:
-		r.field("Endpoint", src.Spec.Endpoint)
-		r.field("Bucket", src.Spec.BucketName)
-		r.field("Prefix", src.Spec.Prefix)
-	case *sourcev1.HelmRepository:
-		r.field("URL", src.Spec.URL)
-		r.field("Type", src.GetType())
-	case *sourcev1.HelmChart:
-		r.field("Chart", src.Spec.Chart)
-		if src.Spec.SourceRef.Kind == sourcev1.HelmRepositoryKind {
-			r.field("Version", src.GetVersion())
-		}
-		r.field("Source", src.Spec.SourceRef.Kind+"/"+src.Spec.SourceRef.Name)
+// fields writes fields, those with a value.
+func (r *report) fields(fields []provenance.Field) {
+	for _, f := range fields {
+		r.field(f.Label, f.Value)
 	}
 }
 

@@ -168,3 +168,53 @@ func readAll(o *plumbing.MemoryObject) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// The keys of an artifact's metadata (status.artifact.metadata) that say
+// which commit it was made from: who wrote it, when, and its subject. They
+// are a Windlass extension, shown by the web UI and `windlass trace`.
+const (
+	AuthorMetadataKey  = "windlass.dev/commit-author"
+	TimeMetadataKey    = "windlass.dev/commit-time"
+	SubjectMetadataKey = "windlass.dev/commit-subject"
+)
+
+// maxSubjectMetadataRunes bounds the subject kept in an artifact's
+// metadata.
+const maxSubjectMetadataRunes = 200
+
+// Metadata returns the artifact metadata of a commit read from a checkout:
+// its author ("Name <email>"), author time (RFC 3339) and subject; nil
+// for a partial commit.
+func (c *Commit) Metadata() map[string]string {
+	if c == nil || c.Author == nil {
+		return nil
+	}
+	subject, _, _ := strings.Cut(c.Message, "\n")
+	subject = strings.TrimSpace(subject)
+	if runes := []rune(subject); len(runes) > maxSubjectMetadataRunes {
+		subject = string(runes[:maxSubjectMetadataRunes]) + "..."
+	}
+	return map[string]string{
+		AuthorMetadataKey:  fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email),
+		TimeMetadataKey:    c.Author.When.UTC().Format(time.RFC3339),
+		SubjectMetadataKey: strings.ToValidUTF8(subject, ""),
+	}
+}
+
+// CommitInfo is what an artifact's metadata says of the commit it was made
+// from.
+type CommitInfo struct {
+	Author, Subject string
+	When            time.Time
+}
+
+// CommitInfoOf reads the commit keys of an artifact's metadata; false when
+// it has none.
+func CommitInfoOf(metadata map[string]string) (CommitInfo, bool) {
+	author := metadata[AuthorMetadataKey]
+	if author == "" {
+		return CommitInfo{}, false
+	}
+	when, _ := time.Parse(time.RFC3339, metadata[TimeMetadataKey])
+	return CommitInfo{Author: author, Subject: metadata[SubjectMetadataKey], When: when}, true
+}

@@ -146,6 +146,11 @@ func TestStep_ReconcileInclude(t *testing.T) {
 func TestStep_ReconcileArtifact(t *testing.T) {
 	const hash = "0123456789abcdef0123456789abcdef01234567"
 	commit := &git.Commit{Hash: hash, Reference: "refs/heads/main", Message: "Add the app\n\nbody"}
+	ada := &git.Signature{Name: "Ada", Email: "ada@example.com", When: time.Date(2026, 11, 2, 9, 30, 0, 0, time.UTC)}
+	concrete := &git.Commit{Hash: hash, Reference: "refs/heads/main", Message: "Add the app\n\nbody", Author: ada, Committer: ada,
+		Encoded: []byte("tree ...")}
+	aboutAda := map[string]string{git.AuthorMetadataKey: "Ada <ada@example.com>", git.TimeMetadataKey: "2026-11-02T09:30:00Z",
+		git.SubjectMetadataKey: "Add the app"}
 	checkout := map[string]string{"app.yaml": "kind: App\n", "README.md": "docs\n"}
 	ignore := "*.md\n"
 	note := imageupdate.NoteHeader + "automation: fleet\n"
@@ -154,6 +159,8 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 		upToDate bool
 		held     string
 		note     string
+		// commit replaces the partial commit of the checkout.
+		commit *git.Commit
 		// before prepares the object, its storage and the checkout.
 		before func(t *testing.T, g *WithT, obj *sourcev1.GitRepository, store *artifact.Storage, workDir string)
 		mutate func(obj *sourcev1.GitRepository)
@@ -203,6 +210,18 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout, wantMetadata: map[string]string{imageupdate.NoteMetadataKey: note},
 			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
+		{name: "the commit's author, time and subject are kept in the metadata", commit: concrete,
+			wantRevision: "main@sha1:" + hash, wantFiles: checkout, wantMetadata: aboutAda,
+			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
+		{name: "a partial commit of the same revision keeps what the artifact said of it",
+			before: func(t *testing.T, g *WithT, obj *sourcev1.GitRepository, store *artifact.Storage, _ string) {
+				obj.Status.Artifact = storeTree(t, g, store, "app", "main@sha1:"+hash, map[string]string{"old.yaml": "old\n"})
+				obj.Status.Artifact.Metadata = aboutAda
+			},
+			wantRevision: "main@sha1:" + hash, wantFiles: checkout, wantMetadata: aboutAda,
+			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "another note is not", note: "reviewed-by: someone\n",
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout,
 			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
@@ -240,6 +259,9 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			previous := obj.Status.Artifact.DeepCopy()
 			lib := storeTree(t, g, store, "lib", "main@sha1:2", map[string]string{"lib.yaml": "kind: Lib\n"})
 			c := *commit
+			if tt.commit != nil {
+				c = *tt.commit
+			}
 			c.Note = tt.note
 			sc := &gitScope{workDir: workDir, commit: &c, upToDate: tt.upToDate, heldRevision: tt.held, includes: []*meta.Artifact{lib}}
 			recorder := events.NewFakeRecorder(10)

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
 )
@@ -14,7 +15,8 @@ import (
 // TestGitRepository_ImageUpdateNote: the artifact of a commit made by
 // image update automation carries the commit's note in its metadata, so
 // that what applies it can say why it changed; other notes, and commits
-// without one, leave the metadata empty.
+// without one, keep none (only what the commit is: its author, time and
+// subject).
 func TestGitRepository_ImageUpdateNote(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -34,7 +36,9 @@ func TestGitRepository_ImageUpdateNote(t *testing.T) {
 	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	got := waitFor(g, obj, readyAt("main@sha1:"+first))
-	g.Expect(got.Status.Artifact.Metadata).To(BeEmpty())
+	g.Expect(got.Status.Artifact.Metadata).NotTo(HaveKey(imageupdate.NoteMetadataKey))
+	g.Expect(got.Status.Artifact.Metadata).To(HaveKeyWithValue(git.SubjectMetadataKey, "first"),
+		"the artifact says which commit it was made from")
 
 	second := repo.MustCommit(t, "main", map[string]string{"app.yaml": "image: app:1.1.0\n"}, "update")
 	addNote(second, note)

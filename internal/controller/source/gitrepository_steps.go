@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -300,7 +301,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		revision = sc.heldRevision
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
-	a.Metadata = noteMetadata(sc.commit.Note)
+	a.Metadata = artifactMetadata(sc.commit, obj.GetArtifact(), revision)
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the checkout"); err != nil {
 		return outcome.ResultEmpty, err
 	}
@@ -317,6 +318,22 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
 	return outcome.ResultSuccess, nil
+}
+
+// artifactMetadata returns the metadata of the artifact of commit at
+// revision: the commit's author, time and subject, and its note. A partial
+// commit (the remote was unchanged, or the revision is held) keeps what the
+// previous artifact of the same revision said of its commit.
+func artifactMetadata(commit *git.Commit, previous *meta.Artifact, revision string) map[string]string {
+	if !git.IsConcreteCommit(*commit) && previous.HasRevision(revision) {
+		return maps.Clone(previous.Metadata)
+	}
+	out := commit.Metadata()
+	if out == nil {
+		return noteMetadata(commit.Note)
+	}
+	maps.Copy(out, noteMetadata(commit.Note))
+	return out
 }
 
 // noteMetadata returns the artifact metadata of a commit's note: an
