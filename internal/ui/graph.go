@@ -233,7 +233,7 @@ func (b *graphBuilder) node(r graphRef, group int) int {
 	if !ok {
 		return i
 	}
-	for _, src := range sourcesOf(o.obj, b.objs) {
+	for _, src := range sourcesOf(o.obj, b.has) {
 		if src.Kind == "" || src.Name == "" {
 			continue // not valid: the API server refuses it
 		}
@@ -301,6 +301,12 @@ func (b *graphBuilder) closed(r graphRef) bool {
 	return !ok || !gate.IsOpened()
 }
 
+// has reports whether the graph's objects hold r.
+func (b *graphBuilder) has(r graphRef) bool {
+	_, ok := b.objs[r]
+	return ok
+}
+
 // inventories adds what the appliers shown applied: one node per applied
 // object when expand is set and they are not too many, otherwise one
 // node per applier that counts them.
@@ -356,8 +362,8 @@ func objectCount(n int) string {
 // sourcesOf returns the sources obj is made from: a Kustomization's
 // spec.sourceRef; a HelmRelease's spec.chartRef, or the HelmChart made
 // from its spec.chart (that chart's source when there is none yet); a
-// HelmChart's spec.sourceRef.
-func sourcesOf(obj client.Object, objs map[graphRef]graphObject) []graphRef {
+// HelmChart's spec.sourceRef. exists says whether an object is there.
+func sourcesOf(obj client.Object, exists func(graphRef) bool) []graphRef {
 	ns := obj.GetNamespace()
 	switch o := obj.(type) {
 	case *kustomizev1.Kustomization:
@@ -376,7 +382,7 @@ func sourcesOf(obj client.Object, objs map[graphRef]graphObject) []graphRef {
 		if made, name, ok := strings.Cut(o.Status.HelmChart, "/"); ok {
 			chart.Namespace, chart.Name = made, name
 		}
-		if _, ok := objs[chart]; ok {
+		if exists(chart) {
 			return []graphRef{chart}
 		}
 		return []graphRef{{src.Kind, orDefault(src.Namespace, ns), src.Name}}

@@ -31,6 +31,11 @@ type objectPage struct {
 	Inventory []string
 	// History lists a HelmRelease's releases, newest first.
 	History []release
+	// Applied lists the revisions a Kustomization applied, newest first.
+	Applied []appliedRevision
+	// Trace is the way back to the commit: the sources the object is made
+	// of.
+	Trace []traceStep
 	// Actions are the actions the page offers, with the token they carry;
 	// none when the UI is read-only.
 	Actions []string
@@ -47,11 +52,6 @@ type objectPage struct {
 	// none.
 	Events   []recentEvent
 	NoEvents bool
-}
-
-// release is one entry of a HelmRelease's history.
-type release struct {
-	Version, ChartName, ChartVersion, Status, Deployed string
 }
 
 // object serves the page of one object.
@@ -98,8 +98,9 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	if status, err := statusOf(obj); err == nil {
 		page.Revisions = revisionsOf(status)
 		page.Inventory = inventoryOf(status)
-		page.History = historyOf(status)
 	}
+	page.History, page.Applied = releasesOf(obj), appliedRevisionsOf(obj)
+	page.Trace = s.trace(r, obj, k.Kind)
 	s.render(w, "object", page)
 }
 
@@ -133,26 +134,6 @@ func inventoryOf(status map[string]any) []string {
 				out = append(out, id)
 			}
 		}
-	}
-	return out
-}
-
-// historyOf returns the entries of status.history of a HelmRelease.
-func historyOf(status map[string]any) []release {
-	entries, _, _ := unstructured.NestedSlice(status, "history")
-	out := make([]release, 0, len(entries))
-	for _, e := range entries {
-		m, ok := e.(map[string]any)
-		if !ok {
-			continue
-		}
-		str := func(key string) string { v, _ := m[key].(string); return v }
-		version := ""
-		if v, ok := m["version"].(int64); ok {
-			version = fmt.Sprint(v)
-		}
-		out = append(out, release{Version: version, ChartName: str("chartName"), ChartVersion: str("chartVersion"),
-			Status: str("status"), Deployed: str("lastDeployed")})
 	}
 	return out
 }
