@@ -22,12 +22,9 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/kustomization"
+	"github.com/windlass-dev/windlass/internal/plan"
 	"github.com/windlass-dev/windlass/internal/sops"
 )
-
-// secretMask replaces every value of a Secret in what build and diff
-// print.
-const secretMask = "***"
 
 // localBuild are the flags that say how to build a Kustomization from a
 // local folder, shared by build and diff.
@@ -333,16 +330,10 @@ func substituteVars(ctx context.Context, c client.Client, ks *kustomizev1.Kustom
 	return kustomization.SubstituteVars(ctx, c, ks)
 }
 
-// isSecret reports whether obj is a core Secret.
-func isSecret(obj *unstructured.Unstructured) bool {
-	gvk := obj.GroupVersionKind()
-	return gvk.Group == "" && gvk.Kind == "Secret"
-}
-
 // maskSecret replaces, in place, every value of a Secret's data and
 // stringData with secretMask, unless the Secret is SOPS-encrypted.
 func maskSecret(obj *unstructured.Unstructured) {
-	if !isSecret(obj) || sops.IsEncryptedSecret(obj) {
+	if !plan.IsSecret(obj) || sops.IsEncryptedSecret(obj) {
 		return
 	}
 	for _, field := range []string{"data", "stringData"} {
@@ -351,7 +342,7 @@ func maskSecret(obj *unstructured.Unstructured) {
 			continue
 		}
 		for k := range values {
-			values[k] = secretMask
+			values[k] = plan.SecretMask
 		}
 	}
 }

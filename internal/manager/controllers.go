@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
 	helmctrl "github.com/windlass-dev/windlass/internal/controller/helm"
@@ -324,6 +325,9 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	}
 	if m.Storage != nil {
 		r.Changes = m.Storage
+	}
+	if m.ui != nil {
+		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
 }

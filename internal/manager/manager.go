@@ -48,6 +48,9 @@ type Manager struct {
 	children *isolate.Pool
 	// recent keeps the latest events for the web UI, when it is served.
 	recent *ui.Recent
+	// ui is the web UI's server, when it is served: the controllers set
+	// up after it hand it what only they can do (previews).
+	ui *ui.Server
 }
 
 // New builds a manager for the cluster behind cfg.

@@ -85,7 +85,9 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 		return err
 	}
 	m.recent = ui.NewRecent(m.GetScheme(), recentEvents)
-	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes, Events: m.recent}
+	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes, Events: m.recent,
+		Previews: map[string]ui.Previewer{}}
+	m.ui = server
 	if opts.UIActions {
 		server.Actions = m.GetClient()
 	}

@@ -48,6 +48,9 @@ type objectPage struct {
 	// to pin it.
 	Pin      string
 	Pinnable bool
+	// Previewable says the page links to the preview of the next
+	// revision.
+	Previewable bool
 	// Events are the object's latest events; NoEvents says this UI keeps
 	// none.
 	Events   []recentEvent
@@ -88,6 +91,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	if policy, isPolicy := obj.(*imagev1.ImagePolicy); isPolicy {
 		page.Pin, page.Pinnable = policy.GetAnnotations()[imagev1.PinAnnotation], page.Actions != nil
 	}
+	page.Previewable = s.Previews[k.Kind] != nil
 	page.NoEvents = s.Events == nil
 	page.Events = s.recentEvents(r, objectEvents, func(e recentEvent) bool {
 		return e.Kind == k.Kind && e.Namespace == key.Namespace && e.Name == key.Name

@@ -25,7 +25,7 @@ var templateFiles embed.FS
 var staticFiles embed.FS
 
 // pages are the parsed templates, one per page, each with the layout.
-var pages = parsePages("overview", "object", "images", "gates", "graph", "signin")
+var pages = parsePages("overview", "object", "images", "gates", "graph", "signin", "preview")
 
 // parsePages parses the layout with each page's template.
 func parsePages(names ...string) map[string]*template.Template {
@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"eventList": func(events []recentEvent, none, withObject bool, now time.Time) eventList {
 		return eventList{Events: events, NoEvents: none, WithObject: withObject, Now: now}
 	},
+	"diffLines": diffLines,
 	"ago": func(t time.Time, now time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -73,8 +74,13 @@ type Server struct {
 	// SignIn, when set, serves signed-in users only, each what the API
 	// server lets them see and do; Actions is then not used.
 	SignIn *SignIn
+	// Previews, by kind, tell what applying an object's next revision
+	// would change; the object pages of the kinds without one offer none.
+	Previews map[string]Previewer
 
 	setUp sync.Once
+	// previews holds a token per preview running.
+	previews chan struct{}
 	// csrf is the token the forms carry without sign-in (and the sign-in
 	// form): another site cannot read it, so it cannot make the browser act.
 	csrf   string
@@ -86,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
+	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/preview", s.preview)
 	mux.HandleFunc("GET /images", s.images)
 	mux.HandleFunc("GET /gates", s.gates)
 	mux.HandleFunc("GET /graph", s.graph)
@@ -192,6 +199,7 @@ func (s *Server) withPageWriter(h http.Handler) http.Handler {
 // what each user may read.
 func (s *Server) prepare() {
 	s.csrf = randomID()
+	s.previews = make(chan struct{}, maxPreviews)
 	if s.SignIn == nil {
 		return
 	}

@@ -55,7 +55,7 @@ func TestLocalPath(t *testing.T) {
 // verb in the namespaces of allowed, counting the reviews.
 func reviewingClient(reviews *atomic.Int32, allowed map[string]bool) client.WithWatch {
 	sch := scheme.New()
-	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper := apimeta.NewDefaultRESTMapper(sch.PrioritizedVersionsAllGroups())
 	for gvk := range sch.AllKnownTypes() {
 		mapper.Add(gvk, apimeta.RESTScopeNamespace)
 	}

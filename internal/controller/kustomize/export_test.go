@@ -2,11 +2,13 @@ package kustomize
 
 import "net/http"
 
-// Env and Logs are where the suite's TestMain stores the control plane and
+// Env, Logs and UIAddr are where the suite's TestMain stores the control plane and
 // the controllers' logs.
 var (
 	Env  = &env
 	Logs = &logs
+	// UIAddr is where the suite's manager serves the web UI.
+	UIAddr = &uiAddr
 )
 
 // CountDryRuns wraps the transport of the controllers' API requests, to

@@ -1,21 +1,33 @@
 package kustomize_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/windlass-dev/windlass/internal/controller/kustomize"
 	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testmanager"
 )
 
 // TestMain runs the source and kustomize controllers of the real manager
 // in one process, as `windlass controller` does, with artifacts handed
 // over in process and the dry runs they send counted.
+//
+// The manager serves the web UI too, for the previews of the next
+// revision, which only the controller can make.
 func TestMain(m *testing.M) {
+	addrs, err := childproc.FreeAddrs(1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*kustomize.UIAddr = addrs[0]
 	os.Exit(testmanager.Suite{
 		Env: kustomize.Env, Logs: kustomize.Logs, KubeControllerManager: true,
 		Controllers: []string{manager.SourceController, manager.KustomizeController},
 		Wrap:        kustomize.CountDryRuns,
+		Options:     func(o *manager.Options) { o.UIAddr = addrs[0] },
 	}.Run(m))
 }
