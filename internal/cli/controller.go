@@ -85,6 +85,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	logger = manager.WithUILogs(logger, &f.opts)
 	ctrl.SetLogger(logger)
 	applyMemoryLimit(logger, controllers, f.opts.ChildProcessesMaxMemory)
 	// The work folders that killed processes left in $TMPDIR go first; the

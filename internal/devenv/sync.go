@@ -31,12 +31,12 @@ func (s *session) startControllers(ctx context.Context) error {
 	if err != nil {
 		return done(err)
 	}
-	setLogger(logger)
 	addrs, err := newLoopbackAddrs()
 	if err != nil {
 		return done(err)
 	}
 	opts := s.managerOptions(addrs)
+	setLogger(manager.WithUILogs(logger, &opts))
 	// The manager gets its own context, so that stop ends it before the
 	// control plane rather than at the same time.
 	mgrCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

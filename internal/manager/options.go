@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/isolate"
+	"github.com/windlass-dev/windlass/internal/ui"
 )
 
 // Options configure the manager; each has a command-line flag of the same
@@ -69,6 +70,9 @@ type Options struct {
 	// manager's own client: only for windlass dev, whose one user is the
 	// administrator of its cluster. No flag sets it.
 	UIActions bool
+	// UILogs, when set, keeps the controllers' lines about objects for the
+	// UI's pages (see WithUILogs).
+	UILogs *ui.Logs
 	// UISignIn signs the UI's users in, so that it may serve them beyond
 	// loopback, each what the API server lets them see and do.
 	UISignIn UISignInOptions

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,21 @@ func (o UISignInOptions) validate(addr string) error {
 	return nil
 }
 
+// uiLogLines is how many lines about objects the web UI keeps of the
+// controllers' logs.
+const uiLogLines = 2000
+
+// WithUILogs returns logger, which also keeps, when opts serve the web UI,
+// the lines about objects for the UI's pages (opts.UILogs): call it before
+// setting the process's logger.
+func WithUILogs(logger logr.Logger, opts *Options) logr.Logger {
+	if opts.UIAddr == "" {
+		return logger
+	}
+	opts.UILogs = ui.NewLogs(uiLogLines)
+	return logr.New(opts.UILogs.Tee(logger.GetSink()))
+}
+
 // startUI serves the web UI on opts.UIAddr, when set, from the shared
 // informer cache, with live updates from its informers. Its server has no
 // write timeout: the live updates' stream stays open.
@@ -86,7 +102,7 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 	}
 	m.recent = ui.NewRecent(m.GetScheme(), recentEvents)
 	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes, Events: m.recent,
-		Previews: map[string]ui.Previewer{}}
+		Previews: map[string]ui.Previewer{}, Logs: opts.UILogs}
 	m.ui = server
 	if opts.UIActions {
 		server.Actions = m.GetClient()

@@ -55,6 +55,8 @@ type objectPage struct {
 	// none.
 	Events   []recentEvent
 	NoEvents bool
+	// Logs are the latest lines the controllers logged about the object.
+	Logs logList
 }
 
 // object serves the page of one object.
@@ -93,6 +95,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	page.Previewable = s.Previews[k.Kind] != nil
 	page.NoEvents = s.Events == nil
+	page.Logs = s.logsAbout(k.Kind, key.Namespace, key.Name)
 	page.Events = s.recentEvents(r, objectEvents, func(e recentEvent) bool {
 		return e.Kind == k.Kind && e.Namespace == key.Namespace && e.Name == key.Name
 	})

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,10 +21,7 @@ const maxEventMessage = 1024
 type Recent struct {
 	scheme *runtime.Scheme
 	now    func() time.Time
-
-	mu   sync.Mutex
-	ring []recentEvent
-	next int
+	events *ring[recentEvent]
 }
 
 // recentEvent is one event kept.
@@ -46,7 +42,7 @@ type eventList struct {
 // NewRecent returns a Recent that keeps the latest size events of the
 // objects of scheme's kinds.
 func NewRecent(scheme *runtime.Scheme, size int) *Recent {
-	return &Recent{scheme: scheme, now: time.Now, ring: make([]recentEvent, 0, size)}
+	return &Recent{scheme: scheme, now: time.Now, events: newRing[recentEvent](size)}
 }
 
 // Forward keeps e, about obj, in place of the oldest event when full.
@@ -55,20 +51,10 @@ func (r *Recent) Forward(_ context.Context, obj client.Object, e event.Event) {
 	if err != nil {
 		return
 	}
-	msg := e.Message
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage] + "…"
-	}
+	msg := cut(e.Message, maxEventMessage)
 	kept := recentEvent{Time: r.now(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		Type: e.Type, Reason: e.Reason, Message: msg}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.ring) < cap(r.ring) {
-		r.ring = append(r.ring, kept)
-		return
-	}
-	r.ring[r.next] = kept
-	r.next = (r.next + 1) % len(r.ring)
+	r.events.add(kept)
 }
 
 // newest returns at most max of the kept events that pass keep, newest
@@ -77,19 +63,7 @@ func (r *Recent) newest(max int, keep func(recentEvent) bool) []recentEvent {
 	if r == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []recentEvent
-	for i := range r.ring {
-		e := r.ring[(r.next+len(r.ring)-1-i)%len(r.ring)]
-		if keep(e) {
-			out = append(out, e)
-			if len(out) == max {
-				break
-			}
-		}
-	}
-	return out
+	return r.events.newest(max, keep)
 }
 
 // recentEvents returns the newest max events of r's objects that pass

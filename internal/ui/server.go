@@ -71,6 +71,9 @@ type Server struct {
 	// Events, when set, are the latest events the controllers of this
 	// process recorded: the overview and the object pages show them.
 	Events *Recent
+	// Logs, when set, are the latest lines the controllers of this process
+	// logged about objects: the object pages show them.
+	Logs *Logs
 	// SignIn, when set, serves signed-in users only, each what the API
 	// server lets them see and do; Actions is then not used.
 	SignIn *SignIn
