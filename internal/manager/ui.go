@@ -110,6 +110,13 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 	if server.SignIn, err = m.signIn(opts.UISignIn); err != nil {
 		return err
 	}
+	if server.SignIn == nil {
+		// Without sign-in, the UI's one user on loopback reads the objects
+		// the cache does not hold as the controller.
+		if server.Live, err = client.New(m.GetConfig(), client.Options{Scheme: m.GetScheme(), Mapper: m.GetRESTMapper()}); err != nil {
+			return err
+		}
+	}
 	return m.Add(&httpserver.Runnable{Addr: opts.UIAddr, Grace: 5 * time.Second, Server: &http.Server{Handler: server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}})
 }
@@ -146,9 +153,7 @@ func (m *Manager) signIn(o UISignInOptions) (*ui.SignIn, error) {
 			s.OIDC.ClientSecret = strings.TrimSpace(string(secret))
 		}
 	}
-	if !o.ReadOnly {
-		s.Impersonate = m.impersonating
-	}
+	s.Impersonate, s.ReadOnly = m.impersonating, o.ReadOnly
 	return s, nil
 }
 

@@ -130,7 +130,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 // acts reports whether the pages offer actions.
 func (s *Server) acts() bool {
 	if s.SignIn != nil {
-		return s.SignIn.Impersonate != nil
+		return s.SignIn.Impersonate != nil && !s.SignIn.ReadOnly
 	}
 	return s.Actions != nil
 }

@@ -421,18 +421,9 @@ func gatesOf(obj client.Object) []graphRef {
 // inventoryIDs returns the IDs of the objects obj applied
 // (status.inventory); none for other kinds or without an inventory.
 func inventoryIDs(obj client.Object) []string {
-	var inv *kustomizev1.ResourceInventory
-	switch o := obj.(type) {
-	case *kustomizev1.Kustomization:
-		inv = o.Status.Inventory
-	case *helmv2.HelmRelease:
-		inv = o.Status.Inventory
-	}
-	if inv == nil {
-		return nil
-	}
-	ids := make([]string, 0, len(inv.Entries))
-	for _, e := range inv.Entries {
+	entries := inventoryEntries(obj)
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
 		ids = append(ids, e.ID)
 	}
 	return ids

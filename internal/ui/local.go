@@ -69,7 +69,7 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes, Actions: c}).Handler(),
+	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes, Actions: c, Live: c}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -26,8 +26,8 @@ type objectPage struct {
 	// Revisions are what the status says of revisions: the artifact's,
 	// the last applied and the last attempted, the last handled request.
 	Revisions []field
-	// Inventory lists the objects a Kustomization applied, by their
-	// inventory ID.
+	// Inventory lists the objects a Kustomization or a HelmRelease
+	// applied, by their inventory ID.
 	Inventory []string
 	// History lists a HelmRelease's releases, newest first.
 	History []release
@@ -51,6 +51,8 @@ type objectPage struct {
 	// Previewable says the page links to the preview of the next
 	// revision.
 	Previewable bool
+	// LiveReads says the page links to the health of the inventory.
+	LiveReads bool
 	// Events are the object's latest events; NoEvents says this UI keeps
 	// none.
 	Events   []recentEvent
@@ -94,6 +96,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 		page.Pin, page.Pinnable = policy.GetAnnotations()[imagev1.PinAnnotation], page.Actions != nil
 	}
 	page.Previewable = s.Previews[k.Kind] != nil
+	page.LiveReads = s.Live != nil || (s.SignIn != nil && s.SignIn.Impersonate != nil)
 	page.NoEvents = s.Events == nil
 	page.Logs = s.logsAbout(k.Kind, key.Namespace, key.Name)
 	page.Events = s.recentEvents(r, objectEvents, func(e recentEvent) bool {
@@ -104,9 +107,8 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	if status, err := statusOf(obj); err == nil {
 		page.Revisions = revisionsOf(status)
-		page.Inventory = inventoryOf(status)
 	}
-	page.History, page.Applied = releasesOf(obj), appliedRevisionsOf(obj)
+	page.History, page.Applied, page.Inventory = releasesOf(obj), appliedRevisionsOf(obj), inventoryIDs(obj)
 	page.Trace = s.trace(r, obj, k.Kind)
 	s.render(w, "object", page)
 }
@@ -129,20 +131,6 @@ func statusOf(obj client.Object) (map[string]any, error) {
 	}
 	status, _, err := unstructured.NestedMap(tree, "status")
 	return status, err
-}
-
-// inventoryOf returns the IDs of status.inventory.entries.
-func inventoryOf(status map[string]any) []string {
-	entries, _, _ := unstructured.NestedSlice(status, "inventory", "entries")
-	out := make([]string, 0, len(entries))
-	for _, e := range entries {
-		if m, ok := e.(map[string]any); ok {
-			if id, ok := m["id"].(string); ok {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
 }
 
 // actionsFor returns the actions the page of obj offers.

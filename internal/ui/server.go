@@ -25,7 +25,7 @@ var templateFiles embed.FS
 var staticFiles embed.FS
 
 // pages are the parsed templates, one per page, each with the layout.
-var pages = parsePages("overview", "object", "images", "gates", "graph", "signin", "preview")
+var pages = parsePages("overview", "object", "images", "gates", "graph", "signin", "preview", "inventory")
 
 // parsePages parses the layout with each page's template.
 func parsePages(names ...string) map[string]*template.Template {
@@ -80,6 +80,10 @@ type Server struct {
 	// Previews, by kind, tell what applying an object's next revision
 	// would change; the object pages of the kinds without one offer none.
 	Previews map[string]Previewer
+	// Live, when set, reads what the cache does not hold (the objects a
+	// Kustomization applied), uncached, as the UI's one user; with sign-in,
+	// the user's own impersonating client reads them instead.
+	Live client.Client
 
 	setUp sync.Once
 	// previews holds a token per preview running.
@@ -96,6 +100,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/preview", s.preview)
+	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/inventory", s.inventory)
 	mux.HandleFunc("GET /images", s.images)
 	mux.HandleFunc("GET /gates", s.gates)
 	mux.HandleFunc("GET /graph", s.graph)

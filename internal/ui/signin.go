@@ -21,9 +21,12 @@ type SignIn struct {
 	// Client reviews tokens and access (TokenReview, SubjectAccessReview)
 	// as the controller.
 	Client client.Client
-	// Impersonate returns a client that acts as a user, or nil when
-	// the UI is read-only.
+	// Impersonate returns an uncached client that acts as a user: it
+	// performs the user's actions and reads what the cache does not hold
+	// (the objects a Kustomization applied). Nil offers neither.
 	Impersonate func(User) (client.Client, error)
+	// ReadOnly offers no actions.
+	ReadOnly bool
 	// Tokens lets users sign in with a Kubernetes token, which a
 	// TokenReview checks; the token itself is not kept.
 	Tokens bool

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -51,15 +52,20 @@ func TestLocalPath(t *testing.T) {
 	}
 }
 
-// reviewingClient is a fake cluster whose SubjectAccessReviews allow
-// verb in the namespaces of allowed, counting the reviews.
-func reviewingClient(reviews *atomic.Int32, allowed map[string]bool) client.WithWatch {
-	sch := scheme.New()
+// schemeMapper maps every kind of sch, each namespaced.
+func schemeMapper(sch *runtime.Scheme) apimeta.RESTMapper {
 	mapper := apimeta.NewDefaultRESTMapper(sch.PrioritizedVersionsAllGroups())
 	for gvk := range sch.AllKnownTypes() {
 		mapper.Add(gvk, apimeta.RESTScopeNamespace)
 	}
-	return fake.NewClientBuilder().WithScheme(sch).WithRESTMapper(mapper).WithObjects(testObjects()...).WithInterceptorFuncs(interceptor.Funcs{
+	return mapper
+}
+
+// reviewingClient is a fake cluster whose SubjectAccessReviews allow
+// verb in the namespaces of allowed, counting the reviews.
+func reviewingClient(reviews *atomic.Int32, allowed map[string]bool) client.WithWatch {
+	sch := scheme.New()
+	return fake.NewClientBuilder().WithScheme(sch).WithRESTMapper(schemeMapper(sch)).WithObjects(testObjects()...).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
 				reviews.Add(1)

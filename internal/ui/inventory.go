@@ -1,0 +1,154 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/inventory"
+)
+
+// Bounds of a check of an inventory's health: how many objects it reads,
+// and for how long.
+const (
+	maxHealthChecked = 500
+	healthTimeout    = 15 * time.Second
+)
+
+// inventoryPage is what the health of an object's inventory shows.
+type inventoryPage struct {
+	Row     row
+	Took    time.Duration
+	Objects []inventoryObject
+	// Unchecked counts the objects past maxHealthChecked.
+	Unchecked int
+	// Counts are how many objects are in each health.
+	Counts map[health.Status]int
+	Err    string
+}
+
+// inventoryObject is one object of an inventory with its health.
+type inventoryObject struct {
+	Subject string
+	Status  health.Status
+	Message string
+	// Hidden says the user may not read the object.
+	Hidden bool
+}
+
+// inventory serves the health of every object a Kustomization or a
+// HelmRelease applied, read from the cluster as the page's user when it
+// is asked for: the cache holds none of them, and it is no live page.
+func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.kind(r.PathValue("kind"))
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no kind "+r.PathValue("kind"))
+		return
+	}
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	obj := k.New()
+	if err := s.Reader.Get(r.Context(), key, obj); err != nil {
+		s.fail(w, http.StatusNotFound, "no "+k.Kind+" "+key.String())
+		return
+	}
+	o, isObject := obj.(object)
+	live, err := s.liveClient(r)
+	if !isObject || err != nil {
+		s.fail(w, http.StatusNotFound, "this UI cannot read the objects "+k.Kind+" applied")
+		return
+	}
+	start := s.now()
+	page := inventoryPage{Row: rowOf(k, o)}
+	if page.Objects, page.Unchecked, err = s.checkInventory(r, live, inventoryEntries(obj)); err != nil {
+		page.Err = err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			page.Err = "reading the objects took too long"
+		}
+	}
+	page.Counts = map[health.Status]int{}
+	for _, o := range page.Objects {
+		page.Counts[o.Status]++
+	}
+	page.Took = s.now().Sub(start).Round(time.Millisecond)
+	s.render(w, "inventory", page)
+}
+
+// checkInventory returns the health of the entries, the first
+// maxHealthChecked of them, with those the user may not read hidden, and
+// how many it did not check.
+func (s *Server) checkInventory(r *http.Request, live client.Client, entries []inventory.Entry) ([]inventoryObject, int, error) {
+	unchecked := max(len(entries)-maxHealthChecked, 0)
+	entries = entries[:len(entries)-unchecked]
+	out := make([]inventoryObject, len(entries))
+	var refs []health.ObjectRef
+	var at []int
+	for i, e := range entries {
+		id, err := e.ObjMetadata()
+		gvk, gvkErr := e.GroupVersionKind()
+		out[i] = inventoryObject{Subject: e.ID}
+		if err != nil || gvkErr != nil {
+			out[i].Message = "not an inventory entry"
+			continue
+		}
+		out[i].Subject = id.Subject()
+		if !s.mayRead(r, e.ID) {
+			out[i].Hidden = true
+			continue
+		}
+		refs = append(refs, health.ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: id.Namespace, Name: id.Name})
+		at = append(at, i)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	result, err := health.NewChecker(live, live.RESTMapper()).Check(ctx, refs)
+	if err != nil {
+		return out, unchecked, err
+	}
+	for j, st := range result {
+		out[at[j]].Status, out[at[j]].Message = st.Status, st.Message
+	}
+	return out, unchecked, nil
+}
+
+// liveClient returns the uncached client that reads as r's user: with
+// sign-in, one that impersonates the user; without, the UI's one user's.
+func (s *Server) liveClient(r *http.Request) (client.Client, error) {
+	if s.SignIn == nil {
+		if s.Live == nil {
+			return nil, errors.New("no live reads")
+		}
+		return s.Live, nil
+	}
+	u, ok := userFrom(r.Context())
+	if !ok || s.SignIn.Impersonate == nil {
+		return nil, errors.New("no live reads")
+	}
+	return s.SignIn.Impersonate(u)
+}
+
+// inventoryEntries returns the entries of the status.inventory of a
+// Kustomization or a HelmRelease; none for other kinds.
+func inventoryEntries(obj client.Object) []inventory.Entry {
+	var inv *kustomizev1.ResourceInventory
+	switch o := obj.(type) {
+	case *kustomizev1.Kustomization:
+		inv = o.Status.Inventory
+	case *helmv2.HelmRelease:
+		inv = o.Status.Inventory
+	}
+	if inv == nil {
+		return nil
+	}
+	out := make([]inventory.Entry, 0, len(inv.Entries))
+	for _, e := range inv.Entries {
+		out = append(out, inventory.Entry{ID: e.ID, Version: e.Version})
+	}
+	return out
+}
