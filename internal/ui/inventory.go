@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -47,25 +46,17 @@ type inventoryObject struct {
 // HelmRelease applied, read from the cluster as the page's user when it
 // is asked for: the cache holds none of them, and it is no live page.
 func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
-	k, ok := s.kind(r.PathValue("kind"))
+	k, obj, ok := s.pageObject(w, r)
 	if !ok {
-		s.fail(w, http.StatusNotFound, "no kind "+r.PathValue("kind"))
 		return
 	}
-	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	obj := k.New()
-	if err := s.Reader.Get(r.Context(), key, obj); err != nil {
-		s.fail(w, http.StatusNotFound, "no "+k.Kind+" "+key.String())
-		return
-	}
-	o, isObject := obj.(object)
 	live, err := s.liveClient(r)
-	if !isObject || err != nil {
+	if err != nil {
 		s.fail(w, http.StatusNotFound, "this UI cannot read the objects "+k.Kind+" applied")
 		return
 	}
 	start := s.now()
-	page := inventoryPage{Row: rowOf(k, o)}
+	page := inventoryPage{Row: rowOf(k, obj)}
 	if page.Objects, page.Unchecked, err = s.checkInventory(r, live, inventoryEntries(obj)); err != nil {
 		page.Err = err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {

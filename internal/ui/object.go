@@ -63,27 +63,11 @@ type objectPage struct {
 
 // object serves the page of one object.
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
-	k, ok := s.kind(r.PathValue("kind"))
+	k, obj, ok := s.pageObject(w, r)
 	if !ok {
-		s.fail(w, http.StatusNotFound, "no kind "+r.PathValue("kind"))
 		return
 	}
-	got := k.New()
-	key := client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	if err := s.Reader.Get(r.Context(), key, got); err != nil {
-		if apierrors.IsNotFound(err) {
-			s.fail(w, http.StatusNotFound, fmt.Sprintf("no %s %s", k.Kind, key))
-			return
-		}
-		s.Log.Error(err, "Reading an object", "kind", k.Kind, "object", key)
-		s.fail(w, http.StatusInternalServerError, "reading the object failed")
-		return
-	}
-	obj, ok := got.(object)
-	if !ok {
-		s.fail(w, http.StatusNotFound, "no status for "+k.Kind)
-		return
-	}
+	key := client.ObjectKeyFromObject(obj)
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
 	if s.acts() && !k.Static {
@@ -111,6 +95,32 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	page.History, page.Applied, page.Inventory = releasesOf(obj), appliedRevisionsOf(obj), inventoryIDs(obj)
 	page.Trace = s.trace(r, obj, k.Kind)
 	s.render(w, "object", page)
+}
+
+// pageObject reads the object a page is about, by the kind, namespace and
+// name of its path; false when there is none, which it has answered.
+func (s *Server) pageObject(w http.ResponseWriter, r *http.Request) (kinds.Kind, object, bool) {
+	k, ok := s.kind(r.PathValue("kind"))
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no kind "+r.PathValue("kind"))
+		return k, nil, false
+	}
+	got := k.New()
+	key := client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if err := s.Reader.Get(r.Context(), key, got); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.fail(w, http.StatusNotFound, fmt.Sprintf("no %s %s", k.Kind, key))
+			return k, nil, false
+		}
+		s.Log.Error(err, "Reading an object", "kind", k.Kind, "object", key)
+		s.fail(w, http.StatusInternalServerError, "reading the object failed")
+		return k, nil, false
+	}
+	obj, ok := got.(object)
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no status for "+k.Kind)
+	}
+	return k, obj, ok
 }
 
 // kind returns the kind of the pages called name.

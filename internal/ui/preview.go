@@ -48,20 +48,16 @@ type previewChange struct {
 // revision would change: a server-side dry-run, on request only (it is no
 // live page: an update would run it again).
 func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
-	k, ok := s.kind(r.PathValue("kind"))
-	previewer := s.Previews[k.Kind]
-	if !ok || previewer == nil {
+	previewer := s.Previews[r.PathValue("kind")]
+	if previewer == nil {
 		s.fail(w, http.StatusNotFound, "no preview of "+r.PathValue("kind")+" here")
 		return
 	}
-	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	obj := k.New()
-	if err := s.Reader.Get(r.Context(), key, obj); err != nil {
-		s.fail(w, http.StatusNotFound, "no "+k.Kind+" "+key.String())
+	k, obj, ok := s.pageObject(w, r)
+	if !ok {
 		return
 	}
-	o, _ := obj.(object)
-	page := previewPage{Row: rowOf(k, o), Now: s.now()}
+	page := previewPage{Row: rowOf(k, obj), Now: s.now()}
 	select {
 	case s.previews <- struct{}{}:
 		defer func() { <-s.previews }()
@@ -69,7 +65,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusServiceUnavailable, "other previews are running: try again in a moment")
 		return
 	}
-	p, err := previewer(r.Context(), key)
+	p, err := previewer(r.Context(), types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	page.Took = s.now().Sub(page.Now).Round(time.Millisecond)
 	if err != nil {
 		page.Err = previewError(err)

@@ -29,7 +29,8 @@ const browserTimeout = 30 * time.Second
 
 // The web UI, in Chromium: a Kustomization whose build fails shows its
 // reason on the overview, under "Needs attention", and on its own page,
-// which its link there opens, with the controller's event about it.
+// which its link there opens, with the controller's event and log lines
+// about it.
 func TestUI_FailingKustomizationShowsItsReason(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -71,6 +72,9 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 	// The controller's events about it, kept in process.
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#events") }, timeout, interval).
 		Should(And(ContainSubstring("Warning"), ContainSubstring(kustomizev1.BuildFailedReason)))
+	// And the controller's log lines about it, with the error.
+	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#logs") }, timeout, interval).
+		Should(And(ContainSubstring("error"), ContainSubstring("Reconciliation failed"), ContainSubstring("missing.yaml")))
 }
 
 // `windlass ui` serves the UI on this machine from a kubeconfig, as its

@@ -142,14 +142,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	r.forget(key)
 	artifact := source.GetArtifact()
 	revision := artifact.Revision
-	dir, release, err := r.trees.Acquire(ctx, fetch.TreeKey(artifact), func(dir string) error {
-		return r.fetchArtifact(ctx, source, dir)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	objs, err := r.buildObjects(ctx, obj, dir, in)
+	objs, err := r.buildRevision(ctx, obj, source, in)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +172,20 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	}
 	r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: changes.Applied()})
 	return changes.Live(), nil
+}
+
+// buildRevision builds obj from the artifact of source, fetched into a
+// tree shared with the other Kustomizations of the same artifact.
+func (r *KustomizationReconciler) buildRevision(ctx context.Context, obj *kustomizev1.Kustomization, source sourceref.Source,
+	in *buildInputs) ([]*unstructured.Unstructured, error) {
+	dir, release, err := r.trees.Acquire(ctx, fetch.TreeKey(source.GetArtifact()), func(dir string) error {
+		return r.fetchArtifact(ctx, source, dir)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return r.buildObjects(ctx, obj, dir, in)
 }
 
 // refuseEmptyRevision fails a revision that builds to no objects while

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
-	"github.com/windlass-dev/windlass/internal/fetch"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/plan"
 	"github.com/windlass-dev/windlass/internal/ssa"
@@ -40,14 +39,7 @@ func (r *KustomizationReconciler) Preview(ctx context.Context, key types.Namespa
 	if err != nil {
 		return nil, err
 	}
-	dir, release, err := r.trees.Acquire(ctx, fetch.TreeKey(artifact), func(dir string) error {
-		return r.fetchArtifact(ctx, source, dir)
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	objs, err := r.buildObjects(ctx, obj, dir, in)
+	objs, err := r.buildRevision(ctx, obj, source, in)
 	if err != nil {
 		return nil, err
 	}
