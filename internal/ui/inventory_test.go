@@ -43,4 +43,3 @@ func TestInventoryPage(t *testing.T) {
 	code, _ = get(g, testServer(testObjects()...), "/object/Kustomization/team-a/app/inventory")
 	g.Expect(code).To(Equal(http.StatusNotFound))
 }
-

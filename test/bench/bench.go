@@ -116,6 +116,14 @@ type Config struct {
 	// zero), and the no-op window is 1.2 of it; ImageAutomationInterval
 	// is the automations' (ImageInterval when zero).
 	ImageInterval, ImageAutomationInterval time.Duration
+	// UI serves the controller's web UI on a loopback port (--ui-addr)
+	// and, once every application is Ready, measures it: the overview
+	// and the graph, a change reaching an open page, and what open pages
+	// cost (see UIResult).
+	UI bool
+	// UIQuiet is the length of each of the -ui run's two quiet windows,
+	// with no page open and with the pages open; 5s when zero.
+	UIQuiet time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -132,6 +140,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	if cfg, err = cfg.withKind(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.checkUI(); err != nil {
 		return cfg, err
 	}
 	if cfg.GitServer == "" {
@@ -159,6 +170,26 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.AlertWindow = defaultAlertWindow
 	}
 	return cfg, nil
+}
+
+// checkUI refuses -ui where it does not measure: it suspends a
+// Kustomization, and its change must not count among the figures of
+// -alert or -image.
+func (cfg Config) checkUI() error {
+	if !cfg.UI {
+		return nil
+	}
+	switch {
+	case cfg.Kind != KindKustomization:
+		return fmt.Errorf("-ui measures the pages of Kustomizations: not with -kind %s", cfg.Kind)
+	case cfg.Image:
+		return errors.New("-ui does not run with -image")
+	case cfg.Alert:
+		return errors.New("-ui does not run with -alert: its change would count among the alerts' messages")
+	case cfg.UIQuiet < 0:
+		return errors.New("-ui-quiet must not be negative")
+	}
+	return nil
 }
 
 // withKind checks the kind, source and layout of cfg and fills in their
@@ -278,6 +309,8 @@ type Result struct {
 	Alert *AlertResult `json:"alert,omitempty"`
 	// Image holds the figures of an -image run, nil otherwise.
 	Image *ImageResult `json:"image,omitempty"`
+	// UI holds the figures of a -ui run, nil otherwise.
+	UI *UIResult `json:"ui,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -411,6 +444,8 @@ type run struct {
 	apps appKind
 	// alerts is the Provider's service of an -alert run, nil otherwise.
 	alerts *alertKit
+	// uiAddr is the address of the controller's web UI in a -ui run.
+	uiAddr string
 }
 
 // logf writes a progress line.
@@ -447,7 +482,9 @@ func (r *run) setUp(ctx context.Context, cl *Cluster, tmp string) error {
 // startController starts `windlass controller` with its storage in tmp
 // and waits until it is ready.
 func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) error {
-	if r.cfg.ProfileDir != "" && r.cfg.PprofAddr == "" {
+	// -ui collects the controller's garbage through pprof before reading
+	// its heap.
+	if (r.cfg.ProfileDir != "" || r.cfg.UI) && r.cfg.PprofAddr == "" {
 		addrs, err := childproc.FreeAddrs(1)
 		if err != nil {
 			return err
@@ -458,6 +495,14 @@ func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) erro
 	var extra []string
 	if r.cfg.Alert {
 		extra = append(extra, "--rate-limit-interval", r.cfg.AlertWindow.String())
+	}
+	if r.cfg.UI {
+		addrs, err := childproc.FreeAddrs(1)
+		if err != nil {
+			return err
+		}
+		r.uiAddr = addrs[0]
+		extra = append(extra, "--ui-addr", r.uiAddr)
 	}
 	r.ctrl, err = startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage"), r.cfg.Concurrent, r.cfg.PprofAddr, r.cfg.KubeconfigViaEnv, extra...)
 	if err != nil {

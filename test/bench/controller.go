@@ -206,16 +206,56 @@ func (c *controller) sampleAnon(ctx context.Context, interval time.Duration) fun
 // apiRequests scrapes the controller's /metrics and returns the sum of
 // every rest_client_requests_total series, in total and by HTTP method.
 func (c *controller) apiRequests() (int64, map[string]int64, error) {
+	body, err := c.metrics()
+	if err != nil {
+		return 0, nil, err
+	}
+	return sumRESTRequests(bytes.NewReader(body))
+}
+
+// metrics returns the controller's /metrics, the Prometheus text
+// exposition.
+func (c *controller) metrics() ([]byte, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get("http://" + c.MetricsAddr + "/metrics")
 	if err != nil {
-		return 0, nil, fmt.Errorf("scraping metrics: %w", err)
+		return nil, fmt.Errorf("scraping metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, nil, fmt.Errorf("scraping metrics: %s", resp.Status)
+		return nil, fmt.Errorf("scraping metrics: %s", resp.Status)
 	}
-	return sumRESTRequests(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scraping metrics: %w", err)
+	}
+	return body, nil
+}
+
+// waitRequestsStill waits until the controller's API request count has
+// stood still for a second, at most bound, and returns how long it
+// waited: the requests that follow a phase (status updates, events) are
+// then done.
+func (c *controller) waitRequestsStill(ctx context.Context, bound time.Duration) (time.Duration, error) {
+	start := time.Now()
+	prev, _, err := c.apiRequests()
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(start) < bound {
+		if err := sleep(ctx, time.Second); err != nil {
+			return 0, err
+		}
+		cur, _, err := c.apiRequests()
+		if err != nil {
+			return 0, err
+		}
+		if cur == prev {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(start), nil
 }
 
 // sumRESTRequests sums the rest_client_requests_total samples of a

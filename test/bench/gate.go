@@ -254,25 +254,11 @@ func (g *gatedRun) checkNothingApplied(ctx context.Context, res *GateResult, whe
 // measureQuiet waits until the controller's request count stands still,
 // then counts its requests over the quiet window.
 func (g *gatedRun) measureQuiet(ctx context.Context, res *GateResult) error {
-	settled := time.Now()
-	prev, _, err := g.ctrl.apiRequests()
+	settled, err := g.ctrl.waitRequestsStill(ctx, settleBound)
 	if err != nil {
 		return err
 	}
-	for time.Since(settled) < settleBound {
-		if err := sleep(ctx, time.Second); err != nil {
-			return err
-		}
-		cur, _, err := g.ctrl.apiRequests()
-		if err != nil {
-			return err
-		}
-		if cur == prev {
-			break
-		}
-		prev = cur
-	}
-	res.SettleSeconds = time.Since(settled).Seconds()
+	res.SettleSeconds = settled.Seconds()
 	quiet := g.quiet
 	if quiet <= 0 {
 		quiet = defaultGateQuiet

@@ -15,6 +15,7 @@
 //	go run ./test/bench -n 1000 -kind helmrelease -namespaces one -out helm-one.json
 //	go run ./test/bench -n 1000 -layout monorepo -alert -out alert.json
 //	go run ./test/bench -n 100 -image -image-tags 1000 -out image.json
+//	go run ./test/bench -n 1000 -ui -out ui.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -229,6 +230,46 @@
 //     ready_seconds and the table's applied and ready timelines count
 //     from the opening too; the later phases run with the gate open.
 //
+// With -ui, the controller also serves its web UI (--ui-addr on a free
+// loopback port, without sign-in: read-only, loopback hosts only) and its
+// pprof profiles, and a phase follows the ready phase (the change phase
+// and the no-op tick come after it); the figures are under "ui" in the
+// JSON. It runs with Kustomizations, without -alert and -image. First it
+// waits until the controller's request count has stood still for a second
+// (at most 15s), then:
+//
+//   - overview_p50_seconds, overview_max_seconds, overview_bytes: GET /
+//     once, then 20 times one after the other on a kept-alive
+//     connection, each timed until its body is read; the median (the
+//     10th of the 20) and the largest, and the page's size.
+//   - graph_*: the same for GET /graph, unfiltered, and what it drew:
+//     graph_nodes (the rows of its table of nodes), graph_edges (its
+//     arrows), graph_appliers_shown (the Kustomizations drawn: 300 at
+//     most) and graph_appliers_matched (those the page says match).
+//   - change_to_page_seconds: the page of app 0's Kustomization is
+//     fetched and its live stream opened with ?since= the count of
+//     changes the page was rendered after, as the page's script does
+//     (again, up to 20 times, while that count moves before the stream
+//     starts); from just before a merge patch spec.suspend=true until the
+//     stream delivers the "changed" event after which the page, fetched
+//     again, shows the Kustomization Suspended;
+//     change_to_page_rendered_seconds until that fetch ended. The
+//     Kustomization is then resumed, and the run waits until it is Ready
+//     for its new generation.
+//   - open_pages_*: once the request count stands still again, a quiet
+//     window of -ui-quiet (5s) with no page open, then 20 pages open
+//     (each fetched the overview once, and follows its stream, fetching
+//     the overview again at each "changed" event, as the script does) and
+//     a second window of the same length. no_pages_api_requests and
+//     open_pages_api_requests are the increases of the controller's
+//     rest_client_requests_total over the two windows: 0 when nothing
+//     changes. open_pages_added_bytes is RssAnon at the end of the second
+//     window less at the end of the first; open_pages_added_heap_bytes
+//     the same for go_memstats_heap_inuse_bytes read after a GET of
+//     /debug/pprof/heap?gc=1 (a collection first): the live heap the
+//     pages hold. open_pages_refreshes counts the "changed" events the
+//     pages got in their window.
+//
 // Everything shares the machine's cores: the control plane, the source
 // server, the benchmark and the controller. The table shows the CPU time
 // of each process and the requests the API server served, by kind, so that
@@ -282,6 +323,8 @@ func main() {
 	flag.IntVar(&cfg.ImageTags, "image-tags", defaultImageTags, "with -image, the number of tags of every registry repository")
 	flag.DurationVar(&cfg.ImageInterval, "image-interval", defaultImageInterval, "with -image, the ImageRepositories' interval; the no-op window is 1.2 of it")
 	flag.DurationVar(&cfg.ImageAutomationInterval, "image-automation-interval", 0, "with -image, the ImageUpdateAutomations' interval (default: -image-interval)")
+	flag.BoolVar(&cfg.UI, "ui", false, "serve the controller's web UI on loopback (--ui-addr) and measure it once every application is Ready: the overview and the graph, a change reaching an open page, and the API requests and memory of 20 open pages")
+	flag.DurationVar(&cfg.UIQuiet, "ui-quiet", defaultUIQuiet, "with -ui, the length of each quiet window (no page open, then 20 open)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
@@ -368,6 +411,11 @@ func printTable(w io.Writer, res *Result) {
 	}
 	if res.Alert != nil {
 		for _, r := range alertRows(res.Alert) {
+			row(r[0], r[1])
+		}
+	}
+	if res.UI != nil {
+		for _, r := range uiRows(res.UI) {
 			row(r[0], r[1])
 		}
 	}

@@ -23,8 +23,9 @@ import (
 // workers is how many objects the benchmark creates or annotates at once.
 const workers = 16
 
-// measure runs the three phases into res; a -kind helmrelease run and an
-// -image run have phases of their own (see measureHelm, measureImage).
+// measure runs the three phases into res, with the web UI's after the
+// first in a -ui run (see uiPhase); a -kind helmrelease run and an -image
+// run have phases of their own (see measureHelm, measureImage).
 func (r *run) measure(ctx context.Context, res *Result) error {
 	if r.cfg.Image {
 		return r.measureImage(ctx, res)
@@ -46,6 +47,11 @@ func (r *run) measure(ctx context.Context, res *Result) error {
 	r.alerts.mark(phaseReady)
 	if err := r.readyPhase(ctx, res, sources, kss); err != nil {
 		return err
+	}
+	if r.cfg.UI {
+		if err := r.uiPhase(ctx, res); err != nil {
+			return err
+		}
 	}
 	r.alerts.mark(phaseChange)
 	if err := r.changePhase(ctx, res); err != nil {

@@ -62,7 +62,9 @@ func (r *KustomizationReconciler) Preview(ctx context.Context, key types.Namespa
 	if obj.Spec.Prune {
 		owner := kspec.Owner(obj).Labels()
 		deleted, err := plan.Deletions(ctx, tgt.Client, kspec.Inventory(obj), planned, kustomizev1.KustomizationKind,
-			func(live *unstructured.Unstructured) bool { return plan.OwnedBy(live, owner) && !ssa.PruneDisabled(live) })
+			func(live *unstructured.Unstructured) bool {
+				return plan.OwnedBy(live, owner) && !ssa.PruneDisabled(live)
+			})
 		if err != nil {
 			return nil, err
 		}
