@@ -163,10 +163,8 @@ func printPrunes(ctx context.Context, w io.Writer, c client.Client, ks *kustomiz
 	if !ks.Spec.Prune || ks.Status.Inventory == nil {
 		return false, nil
 	}
-	owner := kustomization.Owner(ks).Labels()
-	return printDeleted(ctx, w, c, kustomization.Inventory(ks), planned, kustomizev1.KustomizationKind, func(live *unstructured.Unstructured) bool {
-		return plan.OwnedBy(live, owner) && !ssa.PruneDisabled(live)
-	})
+	return printDeleted(ctx, w, c, kustomization.Inventory(ks), planned, kustomizev1.KustomizationKind,
+		plan.Prunable(kustomization.Owner(ks).Labels()))
 }
 
 // printDeleted prints the entries of inv, the inventory of an object of

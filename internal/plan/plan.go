@@ -116,8 +116,8 @@ func readEntry(ctx context.Context, c client.Reader, e inventory.Entry) (*unstru
 	return live, id, err
 }
 
-// OwnedBy reports whether obj carries the owner labels.
-func OwnedBy(obj *unstructured.Unstructured, owner map[string]string) bool {
+// ownedBy reports whether obj carries the owner labels.
+func ownedBy(obj *unstructured.Unstructured, owner map[string]string) bool {
 	labels := obj.GetLabels()
 	for k, v := range owner {
 		if labels[k] != v {
@@ -125,6 +125,13 @@ func OwnedBy(obj *unstructured.Unstructured, owner map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Prunable returns what a prune of the objects of an owner (its labels)
+// deletes: a live object with the owner's labels that does not disable
+// pruning.
+func Prunable(owner map[string]string) func(live *unstructured.Unstructured) bool {
+	return func(live *unstructured.Unstructured) bool { return ownedBy(live, owner) && !ssa.PruneDisabled(live) }
 }
 
 // IsSecret reports whether obj is a core Secret.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
@@ -60,11 +59,8 @@ func (r *KustomizationReconciler) Preview(ctx context.Context, key types.Namespa
 		return nil, err
 	}
 	if obj.Spec.Prune {
-		owner := kspec.Owner(obj).Labels()
 		deleted, err := plan.Deletions(ctx, tgt.Client, kspec.Inventory(obj), planned, kustomizev1.KustomizationKind,
-			func(live *unstructured.Unstructured) bool {
-				return plan.OwnedBy(live, owner) && !ssa.PruneDisabled(live)
-			})
+			plan.Prunable(kspec.Owner(obj).Labels()))
 		if err != nil {
 			return nil, err
 		}
