@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,6 +117,9 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 		if server.Live, err = client.New(m.GetConfig(), client.Options{Scheme: m.GetScheme(), Mapper: m.GetRESTMapper()}); err != nil {
 			return err
 		}
+		if server.Pods, err = corev1client.NewForConfig(m.GetConfig()); err != nil {
+			return err
+		}
 	}
 	return m.Add(&httpserver.Runnable{Addr: opts.UIAddr, Grace: 5 * time.Second, Server: &http.Server{Handler: server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}})
@@ -153,16 +157,26 @@ func (m *Manager) signIn(o UISignInOptions) (*ui.SignIn, error) {
 			s.OIDC.ClientSecret = strings.TrimSpace(string(secret))
 		}
 	}
-	s.Impersonate, s.ReadOnly = m.impersonating, o.ReadOnly
+	s.Impersonate, s.ImpersonatePods, s.ReadOnly = m.impersonating, m.impersonatingPods, o.ReadOnly
 	return s, nil
 }
 
 // impersonating returns a client that acts as u: the API server decides
 // what u may do, as it would for kubectl.
 func (m *Manager) impersonating(u ui.User) (client.Client, error) {
+	return client.New(m.configAs(u), client.Options{Scheme: m.GetScheme(), Mapper: m.GetRESTMapper()})
+}
+
+// impersonatingPods returns the pods' API as u, for their logs.
+func (m *Manager) impersonatingPods(u ui.User) (corev1client.PodsGetter, error) {
+	return corev1client.NewForConfig(m.configAs(u))
+}
+
+// configAs returns the manager's config, impersonating u.
+func (m *Manager) configAs(u ui.User) *rest.Config {
 	cfg := rest.CopyConfig(m.GetConfig())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.Name, Groups: u.Groups}
-	return client.New(cfg, client.Options{Scheme: m.GetScheme(), Mapper: m.GetRESTMapper()})
+	return cfg
 }
 
 // checkUIAddr refuses a UI address that is not on loopback.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -35,11 +36,13 @@ type inventoryPage struct {
 
 // inventoryObject is one object of an inventory with its health.
 type inventoryObject struct {
-	Subject string
+	ID, Subject string
 	Status  health.Status
 	Message string
 	// Hidden says the user may not read the object.
 	Hidden bool
+	// Workload says the object runs pods, whose page the row links to.
+	Workload bool
 }
 
 // inventory serves the health of every object a Kustomization or a
@@ -83,7 +86,7 @@ func (s *Server) checkInventory(r *http.Request, live client.Client, entries []i
 	for i, e := range entries {
 		id, err := e.ObjMetadata()
 		gvk, gvkErr := e.GroupVersionKind()
-		out[i] = inventoryObject{Subject: e.ID}
+		out[i] = inventoryObject{ID: e.ID, Subject: e.ID}
 		if err != nil || gvkErr != nil {
 			out[i].Message = "not an inventory entry"
 			continue
@@ -93,6 +96,7 @@ func (s *Server) checkInventory(r *http.Request, live client.Client, entries []i
 			out[i].Hidden = true
 			continue
 		}
+		out[i].Workload = isWorkload(e.ID)
 		refs = append(refs, health.ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: id.Namespace, Name: id.Name})
 		at = append(at, i)
 	}
@@ -111,17 +115,31 @@ func (s *Server) checkInventory(r *http.Request, live client.Client, entries []i
 // liveClient returns the uncached client that reads as r's user: with
 // sign-in, one that impersonates the user; without, the UI's one user's.
 func (s *Server) liveClient(r *http.Request) (client.Client, error) {
+	c, _, err := s.liveAs(r)
+	return c, err
+}
+
+// liveAs returns what reads as r's user what the cache does not hold: an
+// uncached client, and the pods' API (for their logs; nil when the UI has
+// none). With sign-in, both impersonate the user; without, they are the
+// UI's one user's.
+func (s *Server) liveAs(r *http.Request) (client.Client, corev1client.PodsGetter, error) {
 	if s.SignIn == nil {
 		if s.Live == nil {
-			return nil, errors.New("no live reads")
+			return nil, nil, errors.New("no live reads")
 		}
-		return s.Live, nil
+		return s.Live, s.Pods, nil
 	}
 	u, ok := userFrom(r.Context())
 	if !ok || s.SignIn.Impersonate == nil {
-		return nil, errors.New("no live reads")
+		return nil, nil, errors.New("no live reads")
 	}
-	return s.SignIn.Impersonate(u)
+	c, err := s.SignIn.Impersonate(u)
+	if err != nil || s.SignIn.ImpersonatePods == nil {
+		return c, nil, err
+	}
+	pods, err := s.SignIn.ImpersonatePods(u)
+	return c, pods, err
 }
 
 // inventoryEntries returns the entries of the status.inventory of a

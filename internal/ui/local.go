@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,10 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
+	pods, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	shown, hidden, err := watchable(ctx, c, o.Namespace)
 	if err != nil {
 		return err
@@ -69,7 +74,7 @@ func Local(ctx context.Context, cfg *rest.Config, o LocalOptions) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes, Actions: c, Live: c}).Handler(),
+	srv := &http.Server{Handler: (&Server{Reader: objects, Kinds: shown, Log: o.Log, Changes: changes, Actions: c, Live: c, Pods: pods}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

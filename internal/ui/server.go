@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/kinds"
@@ -25,7 +26,7 @@ var templateFiles embed.FS
 var staticFiles embed.FS
 
 // pages are the parsed templates, one per page, each with the layout.
-var pages = parsePages("overview", "object", "images", "gates", "graph", "signin", "preview", "inventory")
+var pages = parsePages("overview", "object", "images", "gates", "graph", "signin", "preview", "inventory", "pods")
 
 // parsePages parses the layout with each page's template.
 func parsePages(names ...string) map[string]*template.Template {
@@ -84,6 +85,8 @@ type Server struct {
 	// Kustomization applied), uncached, as the UI's one user; with sign-in,
 	// the user's own impersonating client reads them instead.
 	Live client.Client
+	// Pods, with Live, reads the pods' logs as the UI's one user.
+	Pods corev1client.PodsGetter
 
 	setUp sync.Once
 	// previews holds a token per preview running.
@@ -101,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}", s.object)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/preview", s.preview)
 	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/inventory", s.inventory)
+	mux.HandleFunc("GET /object/{kind}/{namespace}/{name}/pods", s.pods)
 	mux.HandleFunc("GET /images", s.images)
 	mux.HandleFunc("GET /gates", s.gates)
 	mux.HandleFunc("GET /graph", s.graph)

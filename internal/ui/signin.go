@@ -11,6 +11,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -25,6 +26,8 @@ type SignIn struct {
 	// performs the user's actions and reads what the cache does not hold
 	// (the objects a Kustomization applied). Nil offers neither.
 	Impersonate func(User) (client.Client, error)
+	// ImpersonatePods returns the pods' API as a user, for their logs.
+	ImpersonatePods func(User) (corev1client.PodsGetter, error)
 	// ReadOnly offers no actions.
 	ReadOnly bool
 	// Tokens lets users sign in with a Kubernetes token, which a
