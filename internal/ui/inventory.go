@@ -37,8 +37,8 @@ type inventoryPage struct {
 // inventoryObject is one object of an inventory with its health.
 type inventoryObject struct {
 	ID, Subject string
-	Status  health.Status
-	Message string
+	Status      health.Status
+	Message     string
 	// Hidden says the user may not read the object.
 	Hidden bool
 	// Workload says the object runs pods, whose page the row links to.
