@@ -21,7 +21,8 @@ import (
 // subject) and lists the revision it applied; while it is suspended and
 // its source moves on, "What would the next revision change?" shows the
 // ConfigMap's new value in a diff and the removed object as deleted, and
-// writes nothing; the health of what it applied is read from the cluster.
+// writes nothing; the health of what it applied is read from the cluster,
+// and a Deployment's page of pods says none runs.
 func TestUI_ObjectPagePreviewsTheNextRevision(t *testing.T) {
 	logControllerOnFailure(t)
 	g := NewWithT(t)
@@ -34,7 +35,8 @@ func TestUI_ObjectPagePreviewsTheNextRevision(t *testing.T) {
 	srv := gitserver.NewForTest(t)
 	base := srv.MustStartHTTP(t)
 	repo := srv.MustInitRepo(t, "app.git", "main")
-	first := repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": uiConfigMap("app", "1"), "deploy/old.yaml": uiConfigMap("old", "1")}, "First")
+	first := repo.MustCommit(t, "main", map[string]string{"deploy/cm.yaml": uiConfigMap("app", "1"), "deploy/old.yaml": uiConfigMap("old", "1"),
+		"deploy/web.yaml": uiDeployment}, "First")
 	createSharded(g, shard, &sourcev1.GitRepository{}, gitRepositoryYAML(ns, "app", base+"/app.git"))
 	ks := createSharded(g, shard, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
@@ -75,8 +77,26 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#inventory-link"))).To(Succeed())
 	g.Eventually(text("#inventory-health"), timeout, interval).Should(And(
-		MatchRegexp(`ConfigMap/`+ns+`/app\s+Current`), MatchRegexp(`ConfigMap/`+ns+`/old\s+Current`)))
+		MatchRegexp(`ConfigMap/`+ns+`/app\s+Current`), MatchRegexp(`ConfigMap/`+ns+`/old\s+Current`), ContainSubstring("Deployment/"+ns+"/web")))
+
+	// The Deployment's pods: none runs, as no kube-controller-manager
+	// makes them here.
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#inventory-health a[href*="_web_apps_Deployment"]`))).To(Succeed())
+	g.Eventually(text("#pods"), timeout, interval).Should(ContainSubstring("No pod runs for it."))
 }
+
+// uiDeployment is a Deployment of no replica.
+const uiDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: web:1}]}
+`
 
 // uiConfigMap is a ConfigMap name whose v is value.
 func uiConfigMap(name, value string) string {
