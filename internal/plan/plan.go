@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -177,7 +178,8 @@ func ObjectDiff(live, desired *unstructured.Unstructured) (string, error) {
 	return UnifiedDiff(string(ya), string(yb), 3), nil
 }
 
-// maskSecretPair masks the values of two versions of a Secret: a value
+// maskSecretPair masks the values of two versions of a Secret, and the
+// last-applied-configuration of a client-side apply, which holds them too: a value
 // that is the same in both is SecretMask in both; one that changed is
 // SecretMask before and SecretMask " (changed)" after.
 func maskSecretPair(before, after *unstructured.Unstructured) {
@@ -193,6 +195,12 @@ func maskSecretPair(before, after *unstructured.Unstructured) {
 		}
 		for k := range a {
 			a[k] = SecretMask
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{before, after} {
+		if annotations := o.GetAnnotations(); annotations[corev1.LastAppliedConfigAnnotation] != "" {
+			annotations[corev1.LastAppliedConfigAnnotation] = SecretMask
+			o.SetAnnotations(annotations)
 		}
 	}
 }

@@ -8,11 +8,16 @@ import (
 )
 
 // TestObjectDiff: a drifted object's diff leaves out what changes by
-// itself, and never shows a Secret's values: a changed one is marked.
+// itself, and never shows a Secret's values, not even in the annotation
+// of a client-side apply: a changed one is marked.
 func TestObjectDiff(t *testing.T) {
 	obj := func(kind string, data map[string]any, rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 			"metadata": map[string]any{"name": "app", "namespace": "demo", "resourceVersion": rv}, "data": data}}
+		return u
+	}
+	withLastApplied := func(u *unstructured.Unstructured, password string) *unstructured.Unstructured {
+		u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"password":"` + password + `"}}`})
 		return u
 	}
 	tests := []struct {
@@ -28,6 +33,10 @@ func TestObjectDiff(t *testing.T) {
 			result: obj("Secret", map[string]any{"password": "c3dvcmRmaXNo", "user": "YWRh"}, "2"),
 			want:   []string{"-  password: '***'\n", "+  password: '*** (changed)'\n"},
 			never:  []string{"aHVudGVyMg==", "c3dvcmRmaXNo", "YWRh"}},
+		{name: "a Secret's last applied configuration", live: withLastApplied(obj("Secret", map[string]any{"password": "aHVudGVyMg=="}, "1"), "hunter2"),
+			result: withLastApplied(obj("Secret", map[string]any{"password": "c3dvcmRmaXNo"}, "2"), "swordfish"),
+			want:   []string{"+  password: '*** (changed)'\n"},
+			never:  []string{"hunter2", "swordfish", "aHVudGVyMg==", "c3dvcmRmaXNo"}},
 		{name: "nothing but the resource version", live: obj("ConfigMap", map[string]any{"a": "b"}, "1"),
 			result: obj("ConfigMap", map[string]any{"a": "b"}, "2")},
 	}
