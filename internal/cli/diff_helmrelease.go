@@ -5,20 +5,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/helm/drift"
 	"github.com/windlass-dev/windlass/internal/helm/release"
-	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/ssa"
-)
-
-// Helm keeps an object it would otherwise delete when the object carries
-// this annotation with this value.
-const (
-	helmResourcePolicyAnnotation = "helm.sh/resource-policy"
-	helmKeepPolicy               = "keep"
 )
 
 // diffHelmReleaseFlags are the flags of `windlass diff helmrelease`.
@@ -95,25 +86,6 @@ func (f *diffHelmReleaseFlags) run(cmd *cobra.Command, name string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	deleted, err := printDeleted(ctx, w, cl.c, releaseInventory(hr), plan, helmv2.HelmReleaseKind, deletedByHelm)
+	deleted, err := printDeleted(ctx, w, cl.c, drift.Inventory(hr), plan, helmv2.HelmReleaseKind, drift.DeletedByUpgrade)
 	return differs || deleted, err
-}
-
-// releaseInventory returns the entries of hr's status.inventory: the
-// objects of its last release.
-func releaseInventory(hr *helmv2.HelmRelease) []inventory.Entry {
-	if hr.Status.Inventory == nil {
-		return nil
-	}
-	entries := make([]inventory.Entry, 0, len(hr.Status.Inventory.Entries))
-	for _, e := range hr.Status.Inventory.Entries {
-		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
-	}
-	return entries
-}
-
-// deletedByHelm reports whether an upgrade that no longer renders live
-// deletes it: unless its helm.sh/resource-policy annotation keeps it.
-func deletedByHelm(live *unstructured.Unstructured) bool {
-	return live.GetAnnotations()[helmResourcePolicyAnnotation] != helmKeepPolicy
 }

@@ -270,7 +270,7 @@ func TestDiffHelmRelease(t *testing.T) {
 		g := NewWithT(t)
 		secret := &corev1.Secret{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "site-secret"}, secret)).To(Succeed())
-		secret.Annotations[helmResourcePolicyAnnotation] = helmKeepPolicy
+		secret.Annotations["helm.sh/resource-policy"] = "keep"
 		g.Expect(env.Client.Update(context.Background(), secret)).To(Succeed())
 		dir := helmtest.WriteDir(t, hrChart(t, "1.0.0", helmtest.WithTemplate("secret.yaml", hrExtraTemplate)), t.TempDir())
 		out, _, err := run(t, "diff", "hr", "web", "-n", ns, "--path", dir, "--helmrelease-file", hrFile(t, ns))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
 	gatingctrl "github.com/windlass-dev/windlass/internal/controller/gating"
@@ -364,6 +365,9 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		MaxChartSize:         opts.Helm.MaxChartSize,
 		ChartCacheMaxMemory:  opts.Helm.ChartCacheMaxMemory,
 		Sandbox:              renderer,
+	}
+	if m.ui != nil {
+		m.ui.Previews[helmv2.HelmReleaseKind] = r.Preview
 	}
 	copts := opts.controllerOptions()
 	copts.MaxConcurrentReconciles = max(opts.Helm.Concurrent, 1)

@@ -1,8 +1,10 @@
 package helm
 
-// Env and Logs are where the suite's TestMain stores the control plane and
+// Env, Logs and UIAddr are where the suite's TestMain stores the control plane and
 // the controllers' logs.
 var (
 	Env  = &env
 	Logs = &logs
+	// UIAddr is where the suite's manager serves the web UI.
+	UIAddr = &uiAddr
 )

@@ -152,17 +152,27 @@ func (r *HelmReleaseReconciler) recordRelease(ctx context.Context, obj *helmv2.H
 // releaseObjects returns the objects of the last release's manifest, each
 // in its namespace.
 func releaseObjects(sc *releaseScope) ([]*unstructured.Unstructured, error) {
-	objs, err := helmaction.ObjectsOf(sc.last.Manifest)
+	objs, err := manifestObjects(sc.last.Manifest, sc.last.Namespace, sc.target.Mapper)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the release manifest: %w", err)
+	}
+	return objs, nil
+}
+
+// manifestObjects returns the objects of a release's manifest, each
+// namespaced one that names no namespace in namespace, as Helm applies it.
+func manifestObjects(manifest, namespace string, mapper apimeta.RESTMapper) ([]*unstructured.Unstructured, error) {
+	objs, err := helmaction.ObjectsOf(manifest)
+	if err != nil {
+		return nil, err
 	}
 	for _, o := range objs {
 		if o.GetNamespace() != "" {
 			continue
 		}
-		mapping, err := sc.target.Mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		mapping, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
 		if err == nil && mapping.Scope.Name() == apimeta.RESTScopeNameNamespace {
-			o.SetNamespace(sc.last.Namespace)
+			o.SetNamespace(namespace)
 		}
 	}
 	return objs, nil

@@ -121,6 +121,33 @@ func SetReleaseMetadata(objs []*unstructured.Unstructured, releaseName, releaseN
 	}
 }
 
+// Helm keeps an object it would otherwise delete when the object carries
+// this annotation with this value.
+const (
+	resourcePolicyAnnotation = "helm.sh/resource-policy"
+	keepPolicy               = "keep"
+)
+
+// DeletedByUpgrade reports whether an upgrade whose manifest no longer
+// holds live deletes it: unless its helm.sh/resource-policy annotation
+// keeps it.
+func DeletedByUpgrade(live *unstructured.Unstructured) bool {
+	return live.GetAnnotations()[resourcePolicyAnnotation] != keepPolicy
+}
+
+// Inventory returns the entries of hr's status.inventory: the objects of
+// its last release.
+func Inventory(hr *helmv2.HelmRelease) []inventory.Entry {
+	if hr.Status.Inventory == nil {
+		return nil
+	}
+	entries := make([]inventory.Entry, 0, len(hr.Status.Inventory.Entries))
+	for _, e := range hr.Status.Inventory.Entries {
+		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
+	}
+	return entries
+}
+
 // Disabled reports whether obj asks to be left out of drift detection.
 func Disabled(obj *unstructured.Unstructured) bool {
 	v, ok := obj.GetAnnotations()[helmv2.DriftDetectionAnnotation]
