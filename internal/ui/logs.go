@@ -103,28 +103,32 @@ var identityKeys = map[string]bool{"controller": true, "controllerGroup": true, 
 
 // keep adds the line to the logs when its values name an object.
 func (t *teeSink) keep(level, msg string, kv []any) {
-	e := logEntry{Level: level, Message: cut(msg, maxLogMessage)}
-	var fields strings.Builder
-	for _, pairs := range [][]any{t.values, kv} {
-		for i := 0; i+1 < len(pairs); i += 2 {
-			key, _ := pairs[i].(string)
-			value := fmt.Sprint(pairs[i+1])
-			switch {
-			case key == "controllerKind":
-				e.Kind = value
-			case key == "namespace":
-				e.Namespace = value
-			case key == "name":
-				e.Name = value
-			case !identityKeys[key] && key != e.Kind && fields.Len() < maxLogFields:
-				fmt.Fprintf(&fields, "%s=%s ", key, value)
+	e := logEntry{Level: level}
+	pairs := [][]any{t.values, kv}
+	for _, p := range pairs {
+		for i := 0; i+1 < len(p); i += 2 {
+			switch key, _ := p[i].(string); key {
+			case "controllerKind":
+				e.Kind = fmt.Sprint(p[i+1])
+			case "namespace":
+				e.Namespace = fmt.Sprint(p[i+1])
+			case "name":
+				e.Name = fmt.Sprint(p[i+1])
 			}
 		}
 	}
 	if e.Kind == "" || e.Name == "" {
 		return
 	}
-	e.Fields = cut(strings.TrimSpace(fields.String()), maxLogFields)
+	var fields strings.Builder
+	for _, p := range pairs {
+		for i := 0; i+1 < len(p) && fields.Len() < maxLogFields; i += 2 {
+			if key, _ := p[i].(string); !identityKeys[key] && key != e.Kind {
+				fmt.Fprintf(&fields, "%s=%v ", key, p[i+1])
+			}
+		}
+	}
+	e.Message, e.Fields = cut(msg, maxLogMessage), cut(strings.TrimSpace(fields.String()), maxLogFields)
 	e.Time = t.logs.now()
 	t.logs.entries.add(e)
 }
