@@ -161,3 +161,13 @@ func inventoryEntries(obj client.Object) []inventory.Entry {
 	}
 	return out
 }
+
+// subjectOf names the object of an inventory ID as Kind/namespace/name;
+// an ID that does not parse is shown as it is.
+func subjectOf(id string) string {
+	m, err := inventory.Entry{ID: id}.ObjMetadata()
+	if err != nil {
+		return id
+	}
+	return m.Subject()
+}

@@ -44,6 +44,7 @@ var funcs = template.FuncMap{
 		return eventList{Events: events, NoEvents: none, WithObject: withObject, Now: now}
 	},
 	"diffLines": diffLines,
+	"subject":   subjectOf,
 	"ago": func(t time.Time, now time.Time) string {
 		if t.IsZero() {
 			return ""

@@ -143,7 +143,7 @@ func TestObjectPage(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK))
 	g.Expect(body).To(ContainSubstring(`<span id="state" class="state state-Failing">Failing</span>`))
 	g.Expect(section(body, "conditions")).To(ContainSubstring(kustomizev1.BuildFailedReason))
-	g.Expect(section(body, "inventory")).To(ContainSubstring("team-a_web__ConfigMap"))
+	g.Expect(section(body, "inventory")).To(ContainSubstring("<td>ConfigMap/team-a/web</td>"))
 	g.Expect(section(body, "revisions")).To(MatchRegexp(`<th>Applied</th><td>main@sha1:1111</td>.*\n?.*<th>Attempted</th><td>main@sha1:2222</td>`))
 	g.Expect(body).NotTo(ContainSubstring("<script>"))
 

@@ -115,7 +115,7 @@ func TestDev_Demo(t *testing.T) {
 	g.Expect(state).To(Equal("Ready"))
 	inventory, err := browser.Text(tab, browserTimeout, "#inventory")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(inventory).To(ContainSubstring("demo_web_apps_Deployment"))
+	g.Expect(inventory).To(ContainSubstring("Deployment/demo/web"))
 	g.Expect(d.Terminate(shutdownGrace)).To(Succeed(), d.Output())
 }
 

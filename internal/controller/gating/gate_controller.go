@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,7 +175,11 @@ func (r *GateReconciler) recordTransition(ctx context.Context, obj *gatingv1alph
 	if d.Open {
 		reason, verb = GateOpenedReason, "opened"
 	}
-	r.Events.Normal(ctx, obj, reason, "", fmt.Sprintf("Gate %s by %s: %s", verb, d.Because, d.Message))
+	msg := d.Message
+	if !strings.HasPrefix(msg, "Gate "+verb+" by ") { // a request's message does not say it
+		msg = fmt.Sprintf("Gate %s by %s: %s", verb, d.Because, d.Message)
+	}
+	r.Events.Normal(ctx, obj, reason, "", msg)
 }
 
 // untilNextTransition brings the next run forward to the gate's next

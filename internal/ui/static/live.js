@@ -34,6 +34,15 @@
   // The stream is told how many changes the page was rendered after, and
   // says at once when more came before it started (or while it was down).
   var since = document.body.dataset.changes;
-  var source = new EventSource("/events" + (since ? "?since=" + since : ""));
-  source.addEventListener("changed", refresh);
+  var source = null;
+  function listen(after) {
+    source = new EventSource("/events" + (after ? "?since=" + after : ""));
+    source.addEventListener("changed", refresh);
+  }
+  listen(since);
+  // A page the browser keeps for going back (the back/forward cache)
+  // closes its stream, or the streams of such pages would use up the
+  // browser's few connections to this host; back again, it catches up.
+  window.addEventListener("pagehide", function () { if (source) { source.close(); source = null; } });
+  window.addEventListener("pageshow", function (e) { if (e.persisted && !source) { listen(null); refresh(); } });
 })();
