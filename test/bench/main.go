@@ -241,7 +241,10 @@
 //   - overview_p50_seconds, overview_max_seconds, overview_bytes: GET /
 //     once, then 20 times one after the other on a kept-alive
 //     connection, each timed until its body is read; the median (the
-//     10th of the 20) and the largest, and the page's size.
+//     10th of the 20) and the largest, the page's size, and
+//     overview_cpu_seconds, the controller's utime+stime over the 20
+//     requests divided by 20: what a request costs, however busy the
+//     machine.
 //   - graph_*: the same for GET /graph, unfiltered, and what it drew:
 //     graph_nodes (the rows of its table of nodes), graph_edges (its
 //     arrows), graph_appliers_shown (the Kustomizations drawn: 300 at
@@ -260,15 +263,20 @@
 //     window of -ui-quiet (5s) with no page open, then 20 pages open
 //     (each fetched the overview once, and follows its stream, fetching
 //     the overview again at each "changed" event, as the script does) and
-//     a second window of the same length. no_pages_api_requests and
+//     a second window of the same length; each window starts with a GET
+//     of the controller's /debug/pprof/heap?gc=1, a collection (the run
+//     gives the controller a -pprof-addr). no_pages_api_requests and
 //     open_pages_api_requests are the increases of the controller's
 //     rest_client_requests_total over the two windows: 0 when nothing
 //     changes. open_pages_added_bytes is RssAnon at the end of the second
 //     window less at the end of the first; open_pages_added_heap_bytes
-//     the same for go_memstats_heap_inuse_bytes read after a GET of
-//     /debug/pprof/heap?gc=1 (a collection first): the live heap the
-//     pages hold. open_pages_refreshes counts the "changed" events the
-//     pages got in their window.
+//     the same for go_memstats_heap_inuse_bytes read after another
+//     collection: the live heap the pages hold. open_pages_refreshes
+//     counts the "changed" events the pages got in their window.
+//
+// With -profile, the -ui phase also writes windlass-ui.pprof: a CPU
+// profile of the controller over -profile-seconds, taken after the timed
+// requests, while the run fetches the overview and the graph in turn.
 //
 // Everything shares the machine's cores: the control plane, the source
 // server, the benchmark and the controller. The table shows the CPU time
