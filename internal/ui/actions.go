@@ -24,11 +24,15 @@ import (
 
 // actions are what a page may ask of an object, and the patch each makes.
 var actions = map[string]func(now time.Time) []byte{
-	"reconcile": func(now time.Time) []byte {
-		return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano))
-	},
+	"reconcile":         reconcilePatch,
+	reconcileWithSource: reconcilePatch,
 	"suspend": func(time.Time) []byte { return []byte(`{"spec":{"suspend":true}}`) },
 	"resume":  func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
+}
+
+// reconcilePatch is a reconcile request made at now.
+func reconcilePatch(now time.Time) []byte {
+	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano))
 }
 
 // pinActions are what a page may ask of an ImagePolicy, beside actions:
@@ -112,9 +116,12 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	obj := k.New()
 	obj.SetNamespace(r.PathValue("namespace"))
 	obj.SetName(r.PathValue("name"))
-	actor, err := s.actor(r, obj)
+	err = nil
+	if r.PathValue("action") == reconcileWithSource {
+		err = s.reconcileSource(r, k, obj, patch)
+	}
 	if err == nil {
-		err = actor.Patch(r.Context(), obj, client.RawPatch(types.MergePatchType, patch))
+		err = s.patchAs(r, obj, patch)
 	}
 	page := "/object/" + url.PathEscape(k.Kind) + "/" + url.PathEscape(obj.GetNamespace()) + "/" + url.PathEscape(obj.GetName())
 	switch {
@@ -125,6 +132,40 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Redirect(w, r, page+"?done="+url.QueryEscape(r.PathValue("action")), http.StatusSeeOther)
 	}
+}
+
+// reconcileWithSource asks the object's source to reconcile, then the
+// object: what the source fetches is then applied at once.
+const reconcileWithSource = "reconcile-with-source"
+
+// reconcileSource patches, as r's user, the source of the object of kind
+// k named by obj (read from the cache) with a reconcile request.
+func (s *Server) reconcileSource(r *http.Request, k kinds.Kind, obj client.Object, patch []byte) error {
+	current := k.New()
+	if err := s.Reader.Get(r.Context(), client.ObjectKeyFromObject(obj), current); err != nil {
+		return err
+	}
+	ref := s.sourceOf(r, current)
+	if ref == nil {
+		return fmt.Errorf("%s %s/%s has no source to reconcile", k.Kind, obj.GetNamespace(), obj.GetName())
+	}
+	sk, known := s.kind(ref.Kind)
+	if !known {
+		return fmt.Errorf("the source kind %s is not served", ref.Kind)
+	}
+	source := sk.New()
+	source.SetNamespace(ref.Namespace)
+	source.SetName(ref.Name)
+	return s.patchAs(r, source, patch)
+}
+
+// patchAs patches obj with a merge patch as r's user.
+func (s *Server) patchAs(r *http.Request, obj client.Object, patch []byte) error {
+	actor, err := s.actor(r, obj)
+	if err != nil {
+		return err
+	}
+	return actor.Patch(r.Context(), obj, client.RawPatch(types.MergePatchType, patch))
 }
 
 // acts reports whether the pages offer actions.

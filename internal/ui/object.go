@@ -71,7 +71,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
 	if s.acts() && !k.Static {
-		page.Actions, page.CSRF = actionsFor(obj), s.csrfFor(r)
+		page.Actions, page.CSRF = s.actionsFor(r, obj), s.csrfFor(r)
 		if done := r.URL.Query().Get("done"); actions[done] != nil || gateActions[done] || pinActions[done] {
 			page.Done = done
 		}
@@ -143,12 +143,17 @@ func statusOf(obj client.Object) (map[string]any, error) {
 	return status, err
 }
 
-// actionsFor returns the actions the page of obj offers.
-func actionsFor(obj object) []string {
-	if obj.IsSuspended() {
-		return []string{"reconcile", "resume"}
+// actionsFor returns the actions the page of obj offers: reconcile, with
+// its source too when it has one, and suspend or resume.
+func (s *Server) actionsFor(r *http.Request, obj object) []string {
+	out := []string{"reconcile"}
+	if s.sourceOf(r, obj) != nil {
+		out = append(out, reconcileWithSource)
 	}
-	return []string{"reconcile", "suspend"}
+	if obj.IsSuspended() {
+		return append(out, "resume")
+	}
+	return append(out, "suspend")
 }
 
 // field is a named value of a status.

@@ -54,13 +54,17 @@ func (s *Server) trace(r *http.Request, obj client.Object, kind string) []traceS
 	return steps
 }
 
-// sourceOf returns the first source obj is made from, or nil.
+// sourceOf returns the first source obj is made from, or nil when it
+// names none of a kind the UI serves.
 func (s *Server) sourceOf(r *http.Request, obj client.Object) *graphRef {
 	refs := sourcesOf(obj, func(ref graphRef) bool {
 		k, ok := s.kind(ref.Kind)
 		return ok && s.Reader.Get(r.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, k.New()) == nil
 	})
 	if len(refs) == 0 {
+		return nil
+	}
+	if _, served := s.kind(refs[0].Kind); !served {
 		return nil
 	}
 	return &refs[0]

@@ -45,6 +45,7 @@ var funcs = template.FuncMap{
 	},
 	"diffLines": diffLines,
 	"subject":   subjectOf,
+	"words":     func(s string) string { return strings.ReplaceAll(s, "-", " ") },
 	"ago": func(t time.Time, now time.Time) string {
 		if t.IsZero() {
 			return ""
