@@ -22,7 +22,8 @@ import (
 // its source moves on, "What would the next revision change?" shows the
 // ConfigMap's new value in a diff and the removed object as deleted, and
 // writes nothing; the health of what it applied is read from the cluster,
-// and a Deployment's page of pods says none runs.
+// and a Deployment's page of pods says none runs; resumed and reconciled
+// with its source from the page, it applies what the preview showed.
 func TestUI_ObjectPagePreviewsTheNextRevision(t *testing.T) {
 	logControllerOnFailure(t)
 	g := NewWithT(t)
@@ -83,6 +84,19 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	// makes them here.
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#inventory-health a[href*="_web_apps_Deployment"]`))).To(Succeed())
 	g.Eventually(text("#pods"), timeout, interval).Should(ContainSubstring("No pod runs for it."))
+
+	// Resume it, and reconcile it with its source: what the preview showed
+	// is applied.
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-resume"))).To(Succeed())
+	g.Eventually(text("#done"), timeout, interval).Should(Equal("resume: done"))
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-reconcile-with-source"))).To(Succeed())
+	g.Eventually(text("#done"), timeout, interval).Should(Equal("reconcile with source: done"))
+	waitApplied(g, key, "main@sha1:"+next)
+	g.Eventually(func() string { return configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "app"}) }, timeout, interval).
+		Should(Equal("2"))
+	g.Eventually(func() string { return configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "old"}) }, timeout, interval).
+		Should(Equal("<gone>"))
 }
 
 // uiDeployment is a Deployment of no replica.
