@@ -13,6 +13,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // Bounds of a check of an inventory's health: how many objects it reads,
@@ -61,7 +62,7 @@ func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	page := inventoryPage{Row: rowOf(k, obj)}
 	if page.Objects, page.Unchecked, err = s.checkInventory(r, live, inventoryEntries(obj)); err != nil {
-		page.Err = err.Error()
+		page.Err = redact.String(err.Error())
 		if errors.Is(err, context.DeadlineExceeded) {
 			page.Err = "reading the objects took too long"
 		}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // Bounds of a workload's pods page: how many pods and containers it
@@ -85,7 +86,7 @@ func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	pods, err := workloadPods(ctx, live, meta)
 	if err != nil {
-		page.Err = err.Error()
+		page.Err = redact.String(err.Error())
 	}
 	page.More = max(len(pods)-maxPodsShown, 0)
 	for _, p := range pods[:len(pods)-page.More] {
@@ -154,12 +155,12 @@ func containerLogOf(ctx context.Context, podsAPI corev1client.PodsGetter, pod co
 		TailLines: ptr.To[int64](podLogLines), LimitBytes: ptr.To[int64](podLogBytes)})
 	stream, err := req.Stream(ctx)
 	if err != nil {
-		return "", "the log could not be read: " + err.Error()
+		return "", "the log could not be read: " + redact.String(err.Error())
 	}
 	defer stream.Close()
 	data, err := io.ReadAll(io.LimitReader(stream, podLogBytes))
 	if err != nil && !errors.Is(err, io.EOF) {
-		return string(data), "the log was cut: " + err.Error()
+		return string(data), "the log was cut: " + redact.String(err.Error())
 	}
 	if len(data) == 0 {
 		return "", "the log is empty"

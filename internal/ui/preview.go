@@ -13,6 +13,7 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/plan"
+	"github.com/windlass-dev/windlass/internal/redact"
 )
 
 // Previewer tells what applying the next revision of an object would
@@ -75,13 +76,13 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "preview", page)
 }
 
-// previewError says why a preview failed, without what the controller's
-// logs alone should hold.
+// previewError says why a preview failed, with the credentials of any URL
+// in it removed, as a condition would say it.
 func previewError(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "the preview took too long"
 	}
-	return err.Error()
+	return redact.String(err.Error())
 }
 
 // readableChanges returns changes with the diffs of the objects the

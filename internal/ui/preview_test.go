@@ -68,9 +68,10 @@ func TestPreviewPage(t *testing.T) {
 	code, _ = get(g, h, "/object/Kustomization/team-a/nope/preview")
 	g.Expect(code).To(Equal(http.StatusNotFound))
 
-	failing := testUIServer(previewOf(&calls, nil, errors.New("kustomize build failed: missing.yaml")))
+	failing := testUIServer(previewOf(&calls, nil, errors.New("kustomize build failed: missing.yaml, from https://bob:hunter2@git.example/app?token=t0ps3cret")))
 	_, body = get(g, failing.Handler(), "/object/Kustomization/team-a/app/preview")
-	g.Expect(body).To(ContainSubstring(`<p id="preview-error" class="message">The preview failed: kustomize build failed: missing.yaml</p>`))
+	g.Expect(body).To(ContainSubstring(`<p id="preview-error" class="message">The preview failed: kustomize build failed: missing.yaml, from https://git.example/app</p>`))
+	g.Expect(body).NotTo(Or(ContainSubstring("hunter2"), ContainSubstring("t0ps3cret")), "no credential of a URL is shown")
 }
 
 // TestPreviewHidesWhatTheUserMayNotRead: the dry-run runs as the
