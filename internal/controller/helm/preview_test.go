@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
 
@@ -33,8 +34,13 @@ func TestPreviewShowsWhatTheNextReleaseWouldChange(t *testing.T) {
 	hr.Spec.Values = valuesJSON(`{"greeting": "bonjour"}`)
 	g.Expect(env.Client.Update(ctx, hr)).To(Succeed())
 
-	code, page := getPreview(g, ns, "app")
-	g.Expect(code).To(Equal(http.StatusOK), page)
+	// The controller's cache sees the new values a moment later.
+	g.Eventually(func(g Gomega) string {
+		code, page := getPreview(g, ns, "app")
+		g.Expect(code).To(Equal(http.StatusOK), page)
+		return page
+	}, testutil.WaitTimeout, testutil.WaitInterval).Should(ContainSubstring("greeting: bonjour"))
+	_, page := getPreview(g, ns, "app")
 	g.Expect(page).To(ContainSubstring("Revision <strong>app 1.0.0</strong>"))
 	g.Expect(page).To(MatchRegexp(`(?s)drifted</span> ConfigMap/` + ns + `/app-cm</h2>.*<span class="diff-remove">-  greeting: hello</span>\s*<span class="diff-add">&#43;  greeting: bonjour</span>`))
 	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "hello"), "the preview wrote nothing")

@@ -65,9 +65,13 @@ func TestPreviewShowsWhatTheNextRevisionWouldChange(t *testing.T) {
 		return gitRepo.Status.Artifact.Revision
 	}, timeout, interval).Should(Equal("main@sha1:" + sha))
 
-	code, page := getPreview(g, ns, "app")
-	g.Expect(code).To(Equal(http.StatusOK), page)
-	g.Expect(page).To(ContainSubstring("Revision <strong>main@sha1:" + sha + "</strong>: 3 objects built"))
+	// The controller's cache sees the new artifact a moment later.
+	g.Eventually(func(g Gomega) string {
+		code, page := getPreview(g, ns, "app")
+		g.Expect(code).To(Equal(http.StatusOK), page)
+		return page
+	}, timeout, interval).Should(ContainSubstring("Revision <strong>main@sha1:" + sha + "</strong>: 3 objects built"))
+	_, page := getPreview(g, ns, "app")
 	g.Expect(page).To(MatchRegexp(`(?s)drifted</span> ConfigMap/` + ns + `/settings</h2>.*<span class="diff-remove">-  value: &#34;1&#34;</span>\s*<span class="diff-add">&#43;  value: &#34;2&#34;</span>`))
 	g.Expect(page).To(MatchRegexp(`created</span> ConfigMap/` + ns + `/new</h2>`))
 	g.Expect(page).To(MatchRegexp(`deleted</span> ConfigMap/` + ns + `/old</h2>`))
