@@ -23,7 +23,8 @@ import (
 // ConfigMap's new value in a diff and the removed object as deleted, and
 // writes nothing; the health of what it applied is read from the cluster,
 // and a Deployment's page of pods says none runs; resumed and reconciled
-// with its source from the page, it applies what the preview showed.
+// with its source from its page in `windlass ui`, it applies what the
+// preview showed.
 func TestUI_ObjectPagePreviewsTheNextRevision(t *testing.T) {
 	logControllerOnFailure(t)
 	g := NewWithT(t)
@@ -85,9 +86,16 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#inventory-health a[href*="_web_apps_Deployment"]`))).To(Succeed())
 	g.Eventually(text("#pods"), timeout, interval).Should(ContainSubstring("No pod runs for it."))
 
-	// Resume it, and reconcile it with its source: what the preview showed
-	// is applied.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
+	// The controller's UI, without sign-in, is read-only: `windlass ui`
+	// acts as its user. Resume it there, and reconcile it with its source:
+	// what the preview showed is applied.
+	local, err := childproc.FreeAddrs(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	proc, err := childproc.Start(windlassCommand(ctx, "ui", "--kubeconfig", kubeconfig, "-n", ns, "--addr", local[0], "--open=false"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(proc.Kill)
+	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-resume"))).To(Succeed())
 	g.Eventually(text("#done"), timeout, interval).Should(Equal("resume: done"))
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-reconcile-with-source"))).To(Succeed())
