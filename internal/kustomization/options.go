@@ -96,11 +96,17 @@ func ResourceInventory(entries []inventory.Entry) *kustomizev1.ResourceInventory
 // Inventory returns the entries of obj's status inventory; nil when the
 // status has no inventory.
 func Inventory(obj *kustomizev1.Kustomization) []inventory.Entry {
-	if obj.Status.Inventory == nil {
+	return Entries(obj.Status.Inventory)
+}
+
+// Entries returns the entries of a status inventory (a Kustomization's or
+// a HelmRelease's); nil for none.
+func Entries(inv *kustomizev1.ResourceInventory) []inventory.Entry {
+	if inv == nil {
 		return nil
 	}
-	entries := make([]inventory.Entry, 0, len(obj.Status.Inventory.Entries))
-	for _, e := range obj.Status.Inventory.Entries {
+	entries := make([]inventory.Entry, 0, len(inv.Entries))
+	for _, e := range inv.Entries {
 		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
 	}
 	return entries

@@ -13,6 +13,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -146,21 +147,13 @@ func (s *Server) liveAs(r *http.Request) (client.Client, corev1client.PodsGetter
 // inventoryEntries returns the entries of the status.inventory of a
 // Kustomization or a HelmRelease; none for other kinds.
 func inventoryEntries(obj client.Object) []inventory.Entry {
-	var inv *kustomizev1.ResourceInventory
 	switch o := obj.(type) {
 	case *kustomizev1.Kustomization:
-		inv = o.Status.Inventory
+		return kspec.Entries(o.Status.Inventory)
 	case *helmv2.HelmRelease:
-		inv = o.Status.Inventory
+		return kspec.Entries(o.Status.Inventory)
 	}
-	if inv == nil {
-		return nil
-	}
-	out := make([]inventory.Entry, 0, len(inv.Entries))
-	for _, e := range inv.Entries {
-		out = append(out, inventory.Entry{ID: e.ID, Version: e.Version})
-	}
-	return out
+	return nil
 }
 
 // subjectOf names the object of an inventory ID as Kind/namespace/name;

@@ -10,6 +10,7 @@ import (
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
@@ -138,14 +139,7 @@ func DeletedByUpgrade(live *unstructured.Unstructured) bool {
 // Inventory returns the entries of hr's status.inventory: the objects of
 // its last release.
 func Inventory(hr *helmv2.HelmRelease) []inventory.Entry {
-	if hr.Status.Inventory == nil {
-		return nil
-	}
-	entries := make([]inventory.Entry, 0, len(hr.Status.Inventory.Entries))
-	for _, e := range hr.Status.Inventory.Entries {
-		entries = append(entries, inventory.Entry{ID: e.ID, Version: e.Version})
-	}
-	return entries
+	return kspec.Entries(hr.Status.Inventory)
 }
 
 // Disabled reports whether obj asks to be left out of drift detection.
