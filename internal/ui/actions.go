@@ -26,8 +26,8 @@ import (
 var actions = map[string]func(now time.Time) []byte{
 	"reconcile":         reconcilePatch,
 	reconcileWithSource: reconcilePatch,
-	"suspend": func(time.Time) []byte { return []byte(`{"spec":{"suspend":true}}`) },
-	"resume":  func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
+	"suspend":           func(time.Time) []byte { return []byte(`{"spec":{"suspend":true}}`) },
+	"resume":            func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
 }
 
 // reconcilePatch is a reconcile request made at now.
