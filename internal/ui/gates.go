@@ -15,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile/gate"
+	"github.com/windlass-dev/windlass/internal/state"
 )
 
 // week is how far ahead a gate's timeline looks.
@@ -132,7 +133,7 @@ func viewOf(k kinds.Kind, g *gatingv1alpha1.Gate, consumers []row, now time.Time
 		v.Schedules = append(v.Schedules, fmt.Sprintf("%s for %s from '%s' (%s)", sched.Action, sched.Duration.Duration, sched.Cron, zone))
 	}
 	for _, c := range consumers {
-		if c.State == Held {
+		if c.State == state.Held {
 			v.Held++
 		}
 	}

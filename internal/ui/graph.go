@@ -16,6 +16,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/state"
 )
 
 // The graph page shows what feeds what: gates, sources, the appliers
@@ -95,7 +96,7 @@ type graphNode struct {
 	Group                 int
 	Kind, Namespace, Name string
 	// State is the object's; empty for what the graph cannot tell.
-	State  State
+	State  state.State
 	Reason string
 	// Note says more: a gate open or closed, an object not found, a count.
 	Note string

@@ -9,6 +9,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/state"
 )
 
 // maxRows bounds the objects the overview lists: the counts above it
@@ -25,7 +26,7 @@ const (
 // row is one object as the overview lists it.
 type row struct {
 	Kind, Namespace, Name string
-	State                 State
+	State                 state.State
 	// Reason and Message are those of the Ready condition, or of what
 	// holds the object back.
 	Reason, Message string
@@ -35,13 +36,13 @@ type row struct {
 type kindCount struct {
 	Kind   string
 	Total  int
-	Counts map[State]int
+	Counts map[state.State]int
 }
 
 // filter selects the objects the overview lists.
 type filter struct {
 	Namespace, Kind, Query string
-	State                  State
+	State                  state.State
 }
 
 // matches reports whether r passes f.
@@ -52,7 +53,7 @@ func (f filter) matches(r row) bool {
 
 // overviewPage is what the overview shows.
 type overviewPage struct {
-	States     []State
+	States     []state.State
 	Counts     []kindCount
 	Attention  []row
 	Held       []row
@@ -71,8 +72,8 @@ type overviewPage struct {
 // overview serves the overview.
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page := overviewPage{States: states, Filter: filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"),
-		State: State(q.Get("state")), Query: strings.TrimSpace(q.Get("q"))}}
+	page := overviewPage{States: state.All, Filter: filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"),
+		State: state.State(q.Get("state")), Query: strings.TrimSpace(q.Get("q"))}}
 	namespaces := map[string]bool{}
 	for _, k := range s.Kinds {
 		rows, err := s.rows(r, k)
@@ -82,14 +83,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		page.Kinds = append(page.Kinds, k.Kind)
-		count := kindCount{Kind: k.Kind, Total: len(rows), Counts: map[State]int{}}
+		count := kindCount{Kind: k.Kind, Total: len(rows), Counts: map[state.State]int{}}
 		for _, row := range rows {
 			count.Counts[row.State]++
 			namespaces[row.Namespace] = true
 			switch row.State {
-			case Failing, Stalled:
+			case state.Failing, state.Stalled:
 				page.Attention = append(page.Attention, row)
-			case Held:
+			case state.Held:
 				page.Held = append(page.Held, row)
 			}
 			if page.Filter.matches(row) {
@@ -133,12 +134,15 @@ func (s *Server) rows(r *http.Request, k kinds.Kind) ([]row, error) {
 
 // rowOf returns the row of obj, of kind k.
 func rowOf(k kinds.Kind, obj object) row {
-	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: stateOf(obj, k.Static)}
+	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: state.Of(obj, k.Static)}
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		r.Reason, r.Message = c.Reason, c.Message
 	}
-	if r.State == Held {
+	if r.State == state.Held {
 		r.Reason, r.Message = meta.GateClosedReason, conditions.HeldByGate(obj, obj.GetGeneration())
 	}
 	return r
 }
+
+// object is an object of a Windlass kind.
+type object = state.Object

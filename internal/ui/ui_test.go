@@ -28,37 +28,6 @@ func cond(t string, status metav1.ConditionStatus, reason, msg string) metav1.Co
 	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: 1}
 }
 
-func TestStateOf(t *testing.T) {
-	ks := func(suspend bool, cs ...metav1.Condition) *kustomizev1.Kustomization {
-		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-		k.Spec.Suspend, k.Status.Conditions = suspend, cs
-		return k
-	}
-	for _, tc := range []struct {
-		name   string
-		obj    object
-		static bool
-		want   State
-	}{
-		{"no conditions yet", ks(false), false, Progressing},
-		{"ready", ks(false, cond(meta.ReadyCondition, "True", "Succeeded", "")), false, Ready},
-		{"failed, retried", ks(false, cond(meta.ReadyCondition, "False", "BuildFailed", "x"),
-			cond(meta.ReconcilingCondition, "True", meta.ProgressingWithRetryReason, "")), false, Failing},
-		{"failed", ks(false, cond(meta.ReadyCondition, "False", "BuildFailed", "x")), false, Failing},
-		{"waiting for its source", ks(false, cond(meta.ReadyCondition, "False", "ArtifactFailed", "x"),
-			cond(meta.ReconcilingCondition, "True", "ArtifactFailed", "")), false, Progressing},
-		{"stalled", ks(false, cond(meta.ReadyCondition, "False", "InvalidCEL", "x"), cond(meta.StalledCondition, "True", "InvalidCEL", "")), false, Stalled},
-		{"held", ks(false, cond(meta.ReadyCondition, "True", "Succeeded", ""),
-			cond(meta.ApprovedCondition, "False", meta.GateClosedReason, "gate ops/freeze is closed")), false, Held},
-		{"suspended", ks(true, cond(meta.ReadyCondition, "False", "BuildFailed", "x")), false, Suspended},
-		{"a kind without status", ks(false), true, Static},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			NewWithT(t).Expect(stateOf(tc.obj, tc.static)).To(Equal(tc.want))
-		})
-	}
-}
-
 // testServer serves the pages of objs.
 func testServer(objs ...client.Object) http.Handler {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()

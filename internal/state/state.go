@@ -1,4 +1,8 @@
-package ui
+// Package state tells where an object of a Windlass kind stands, in the
+// words a user reads: Ready, Progressing, Failing, Stalled, Held by a gate,
+// Suspended, or Static for the kinds without a status. The web UI shows
+// it; the metrics count objects by it.
+package state
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,10 +12,10 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 )
 
-// State is where an object stands, in words a user reads.
+// State is where an object stands.
 type State string
 
-// The states, in the order the overview shows them.
+// The states, in the order the UI shows them.
 const (
 	// Ready: the last reconciliation succeeded.
 	Ready State = "Ready"
@@ -30,18 +34,18 @@ const (
 	Static State = "Static"
 )
 
-// states are every State, in the order the overview shows them.
-var states = []State{Ready, Progressing, Failing, Stalled, Held, Suspended, Static}
+// All are every State, in the order the UI shows them.
+var All = []State{Ready, Progressing, Failing, Stalled, Held, Suspended, Static}
 
-// object is an object of a Windlass kind.
-type object interface {
+// Object is an object of a Windlass kind.
+type Object interface {
 	client.Object
 	conditions.Getter
 	IsSuspended() bool
 }
 
-// stateOf returns where obj stands; static says its kind has no status.
-func stateOf(obj object, static bool) State {
+// Of returns where obj stands; static says its kind has no status.
+func Of(obj Object, static bool) State {
 	switch {
 	case static:
 		return Static
