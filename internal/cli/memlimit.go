@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
 // MemoryLimitEnv names the memory limit of the controller's container, in
@@ -26,18 +27,23 @@ func goMemoryLimit(container, children int64) int64 {
 }
 
 // applyMemoryLimit sets the Go runtime's soft memory limit from the
-// container's (MemoryLimitEnv), unless GOMEMLIMIT sets it already, and
+// container's (MemoryLimitEnv), unless GOMEMLIMIT sets it already, exports
+// the container's limit (windlass_memory_limit_bytes) either way, and
 // logs what it set. controllers are the controllers that run; when the
 // helm or the kustomize controller is one, children is what their child
 // processes may use together.
 func applyMemoryLimit(logger logr.Logger, controllers []string, children int64) {
 	value := os.Getenv(MemoryLimitEnv)
-	if value == "" || os.Getenv("GOMEMLIMIT") != "" {
+	if value == "" {
 		return
 	}
 	container, err := strconv.ParseInt(value, 10, 64)
 	if err != nil || container <= 0 {
 		logger.Info("Ignoring a memory limit that is not a number of bytes", "env", MemoryLimitEnv, "value", value)
+		return
+	}
+	metrics.SetMemoryLimit(container)
+	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	var share int64

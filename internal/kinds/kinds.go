@@ -100,6 +100,9 @@ type Kind struct {
 	// LastHandled returns the reconcile request the controller last
 	// handled (status.lastHandledReconcileAt); nil for static kinds.
 	LastHandled func(client.Object) string
+	// Info returns what an object is at and where it takes it from; nil
+	// for kinds with neither (Gates, Providers, Receivers).
+	Info func(client.Object) Info
 	// Words name the kind on the command line ("source git",
 	// "kustomization"), and Aliases are other names of its last word.
 	Words, Aliases []string

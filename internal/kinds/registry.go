@@ -28,6 +28,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.GitRepository).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       gitRepositoryInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, HelmChartSource},
 		Words:     []string{"source", "git"}, Aliases: []string{"gitrepository", "gitrepositories"},
@@ -39,6 +40,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.OCIRepository).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       ociRepositoryInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, ChartRef},
 		Words:     []string{"source", "oci"}, Aliases: []string{"ocirepository", "ocirepositories", "ocirepo"},
@@ -50,6 +52,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.Bucket).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       bucketInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, HelmChartSource},
 		Words:     []string{"source", "bucket"}, Aliases: []string{"bucket", "buckets"},
@@ -64,6 +67,7 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*kustomizev1.Kustomization).Spec.DependsOn
 		},
+		Info:       kustomizationInfo,
 		Controller: KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
@@ -74,6 +78,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.HelmRepository).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       helmRepositoryInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{HelmChartSource},
 		Words:     []string{"source", "helm"}, Aliases: []string{"helmrepository", "helmrepositories", "helmrepo"},
@@ -85,6 +90,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*sourcev1.HelmChart).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       helmChartInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		SourceFor: []Use{ChartRef},
 		Words:     []string{"source", "chart"}, Aliases: []string{"helmchart", "helmcharts", "hc"},
@@ -97,6 +103,7 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*helmv2.HelmRelease).Spec.DependsOn
 		},
+		Info:       helmReleaseInfo,
 		Controller: HelmController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"helmrelease"}, Aliases: []string{"hr", "helmreleases"},
 	},
@@ -107,6 +114,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImageRepository).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       imageRepositoryInfo,
 		Controller: ImageReflectorController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "repository"}, Aliases: []string{"imagerepository", "imagerepositories", "imgrepo"},
 	},
@@ -117,6 +125,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImagePolicy).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       imagePolicyInfo,
 		Controller: ImageReflectorController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "policy"}, Aliases: []string{"imagepolicy", "imagepolicies", "imgpol"},
 	},
@@ -127,6 +136,7 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImageUpdateAutomation).Status.GetLastHandledReconcileRequest()
 		},
+		Info:       imageUpdateAutomationInfo,
 		Controller: ImageAutomationController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "update"}, Aliases: []string{"imageupdateautomation", "imageupdateautomations", "iua"},
 	},
@@ -151,6 +161,7 @@ var All = []Kind{
 		GroupVersion: notificationv1beta3.GroupVersion, Kind: notificationv1beta3.AlertKind,
 		New:        func() client.Object { return &notificationv1beta3.Alert{} },
 		NewList:    func() client.ObjectList { return &notificationv1beta3.AlertList{} },
+		Info:       alertInfo,
 		Controller: NotificationController, Static: true,
 		Words: []string{"alert"}, Aliases: []string{"alerts"},
 	},

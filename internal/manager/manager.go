@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/isolate"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -94,12 +95,34 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := m.startUI(ctx, opts); err != nil {
 		return nil, err
 	}
+	var served []kinds.Kind
 	for _, name := range controllers {
 		if err := m.setup(ctx, name, opts); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)
 		}
+		served = append(served, kinds.OfController(name)...)
+	}
+	if err := mgr.Add(&resourceMetrics{cache: mgr.GetCache(), kinds: served}); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// resourceMetrics reports the series of every object of the kinds this
+// process serves, read from the shared cache at each scrape, while it
+// leads: a standby replica reports nothing twice.
+type resourceMetrics struct {
+	cache client.Reader
+	kinds []kinds.Kind
+}
+
+// NeedLeaderElection is true: the leader reports.
+func (r *resourceMetrics) NeedLeaderElection() bool { return true }
+
+// Start reports until ctx is done.
+func (r *resourceMetrics) Start(ctx context.Context) error {
+	metrics.Resources.Serve(ctx, r.cache, r.kinds)
+	return nil
 }
 
 // leaderElectionID names the lease of a process running controllers: one

@@ -1,6 +1,15 @@
-// Package metrics registers the Prometheus metrics that every Windlass
-// reconciler reports, with the names and labels of the GitOps Toolkit so
-// that existing dashboards and alerts keep working.
+// Package metrics registers the Prometheus metrics that Windlass's
+// controllers export on their metrics port: the GitOps Toolkit's own
+// (gotk_reconcile_duration_seconds, gotk_suspend_status and, read from the
+// shared cache at scrape time, gotk_resource_info) with their names and
+// labels, so that existing dashboards and alerts keep working, and
+// Windlass's (windlass_*): how runs end, what sources fetch, what appliers
+// apply, Helm actions, notifications, webhooks, images, gates, the API
+// client and the memory limit. docs/operations.md lists them.
+//
+// Every series about one object is dropped when the object goes (Forget,
+// or it is read from the cache and goes with it); the others are per kind,
+// per action or per result, bounded by the code.
 package metrics
 
 import (
@@ -10,6 +19,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// The labels of a series about one object in the windlass_* metrics. The
+// namespace is exported_namespace, as a ServiceMonitor's scrape would
+// rename it, so that the series read the same however they are scraped.
+const (
+	kindLabel      = "kind"
+	namespaceLabel = "exported_namespace"
+	nameLabel      = "name"
+)
+
+// objectLabels are the labels of a series about one object.
+var objectLabels = []string{kindLabel, namespaceLabel, nameLabel}
 
 // ReconcileDuration is gotk_reconcile_duration_seconds: how long
 // reconciliations take, per object.
@@ -55,4 +76,5 @@ func Forget(kind string, key client.ObjectKey) {
 	labels := prometheus.Labels{"kind": kind, "name": key.Name, "namespace": key.Namespace}
 	ReconcileDuration.Delete(labels)
 	SuspendStatus.Delete(labels)
+	LastSuccess.DeleteLabelValues(kind, key.Namespace, key.Name)
 }

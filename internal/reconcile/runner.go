@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/redact"
+	"github.com/windlass-dev/windlass/internal/state"
 )
 
 // Object is an object of a Windlass kind: what the Runner reconciles.
@@ -154,6 +155,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	wasFailing := conditions.IsFalse(obj, meta.ReadyCondition)
 	defer func() {
 		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
+		metrics.RecordRun(r.Kind.Name, obj, state.Of(obj, false), time.Now())
 		if wasFailing && retErr == nil && conditions.IsTrue(obj, meta.ReadyCondition) {
 			r.recovered(ctx, obj)
 		}
