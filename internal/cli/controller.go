@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
@@ -88,6 +89,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	logger = manager.WithUILogs(logger, &f.opts)
 	ctrl.SetLogger(logger)
 	applyMemoryLimit(logger, controllers, f.opts.ChildProcessesMaxMemory)
+	metrics.SetBuildInfo(Version)
 	// The work folders that killed processes left in $TMPDIR go first; the
 	// sweep logs what it removed, or why it could not (which stops nothing).
 	_, _ = workdir.Sweep(logger)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -44,11 +45,25 @@ var MemoryLimit = prometheus.NewGauge(prometheus.GaugeOpts{
 })
 
 func init() {
-	crmetrics.Registry.MustRegister(RequestLatency, RateLimiterLatency)
+	crmetrics.Registry.MustRegister(RequestLatency, RateLimiterLatency, BuildInfo)
 	// controller-runtime registers client-go's request results only;
 	// client-go reads these adapters for every request made after.
 	clientmetrics.RequestLatency = latencyAdapter{RequestLatency}
 	clientmetrics.RateLimiterLatency = latencyAdapter{RateLimiterLatency}
+}
+
+// BuildInfo is windlass_build_info: 1, with the version of the binary
+// that runs the controllers. The alert rules select Windlass's processes
+// by it.
+var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "windlass_build_info",
+	Help: "Always 1; its labels say which version of Windlass runs.",
+}, []string{"version", "goversion"})
+
+// SetBuildInfo exports the version of the running binary.
+func SetBuildInfo(version string) {
+	BuildInfo.Reset()
+	BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 }
 
 // registerMemoryLimit registers MemoryLimit once, when a limit is known:

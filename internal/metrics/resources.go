@@ -21,10 +21,11 @@ import (
 // the kinds served (see Resources).
 var (
 	// resourceInfo is gotk_resource_info, with the labels the reference's
-	// kube-state-metrics configuration gives it, plus reason and state.
+	// kube-state-metrics configuration gives it, plus reason, state and
+	// kind (the kind of the windlass_* series, to join them).
 	resourceInfo = prometheus.NewDesc("gotk_resource_info",
 		"The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source.",
-		[]string{"customresource_group", "customresource_version", "customresource_kind", namespaceLabel, nameLabel,
+		[]string{"customresource_group", "customresource_version", "customresource_kind", kindLabel, namespaceLabel, nameLabel,
 			"ready", "reason", "state", "suspended", "revision", "source_name", "url", "chart_name"}, nil)
 	readySince = prometheus.NewDesc("windlass_resource_ready_transition_timestamp_seconds",
 		"When the object's Ready condition last changed status, in seconds since the epoch.", objectLabels, nil)
@@ -132,7 +133,7 @@ func collectObject(ch chan<- prometheus.Metric, k kinds.Kind, obj client.Object)
 		}
 	}
 	gv := k.GroupVersion
-	ch <- prometheus.MustNewConstMetric(resourceInfo, prometheus.GaugeValue, 1, gv.Group, gv.Version, k.Kind, ns, name,
+	ch <- prometheus.MustNewConstMetric(resourceInfo, prometheus.GaugeValue, 1, gv.Group, gv.Version, k.Kind, k.Kind, ns, name,
 		ready, reason, st, suspended, info.Revision, info.Source, info.URL, info.Chart)
 	if o, ok := obj.(interface{ GetRequeueAfter() time.Duration }); ok && !k.Static {
 		ch <- gauge(interval, o.GetRequeueAfter().Seconds(), k.Kind, ns, name)

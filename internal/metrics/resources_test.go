@@ -64,8 +64,8 @@ func TestResourcesReportEveryObjectOfTheServedKinds(t *testing.T) {
 	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP gotk_resource_info The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source.
 # TYPE gotk_resource_info gauge
-gotk_resource_info{chart_name="",customresource_group="kustomize.toolkit.fluxcd.io",customresource_kind="Kustomization",customresource_version="v1",exported_namespace="team-a",name="app",ready="False",reason="BuildFailed",revision="main@sha1:abc",source_name="app",state="Suspended",suspended="true",url=""} 1
-gotk_resource_info{chart_name="",customresource_group="source.toolkit.fluxcd.io",customresource_kind="GitRepository",customresource_version="v1",exported_namespace="team-a",name="app",ready="True",reason="Succeeded",revision="main@sha1:abc",source_name="",state="Ready",suspended="false",url="https://git.example.com/app.git"} 1
+gotk_resource_info{chart_name="",customresource_group="kustomize.toolkit.fluxcd.io",customresource_kind="Kustomization",customresource_version="v1",exported_namespace="team-a",kind="Kustomization",name="app",ready="False",reason="BuildFailed",revision="main@sha1:abc",source_name="app",state="Suspended",suspended="true",url=""} 1
+gotk_resource_info{chart_name="",customresource_group="source.toolkit.fluxcd.io",customresource_kind="GitRepository",customresource_version="v1",exported_namespace="team-a",kind="GitRepository",name="app",ready="True",reason="Succeeded",revision="main@sha1:abc",source_name="",state="Ready",suspended="false",url="https://git.example.com/app.git"} 1
 # HELP windlass_artifact_size_bytes The size of the artifact a source publishes, in bytes.
 # TYPE windlass_artifact_size_bytes gauge
 windlass_artifact_size_bytes{exported_namespace="team-a",kind="GitRepository",name="app"} 2048
