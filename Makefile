@@ -65,7 +65,7 @@ controlplane: ## Build the test control plane from Go modules (once, cached).
 	hack/controlplane.sh
 
 .PHONY: testservers
-testservers: ## Build the test servers (OCI registry, S3 gateway, cosign) from Go modules (once, cached).
+testservers: ## Build the test servers (OCI registry, S3 gateway, cosign, helm, OpenID provider, Prometheus) from Go modules (once, cached).
 	hack/testservers.sh
 
 .PHONY: vet

@@ -2,12 +2,15 @@
 // Windlass's tests: the reference OCI registry (distribution) with optional
 // basic auth and TLS, an S3 gateway over a folder that checks SigV4
 // credentials (versitygw), the cosign CLI for signing images, the helm
-// CLI for releases made by another tool than Windlass, and an OpenID provider
-// (zitadel/oidc's example server) for sign-ins.
+// CLI for releases made by another tool than Windlass, an OpenID provider
+// (zitadel/oidc's example server) for sign-ins, and Prometheus, which
+// scrapes metrics and evaluates alerting rules, with promtool to check and
+// unit-test rules.
 //
 // The servers are Go programs built once, by `make testservers`
-// (hack/testservers.sh), from the module in hack/testservers into a folder
-// of the user's cache keyed by their versions; Dir finds that folder, and
+// (hack/testservers.sh), from the module in hack/testservers (Prometheus and
+// promtool from their own, hack/testservers/prometheus) into a folder of the
+// user's cache keyed by their versions; Dir finds that folder, and
 // $WINDLASS_TESTSERVERS overrides it. Every server runs as a child process
 // that the kernel kills with the test binary, with its output captured and
 // logged when the test fails.
@@ -16,6 +19,12 @@
 //	// push to reg.Host + "/app:v1" trusting reg.CAPEM
 //	s3 := testservers.StartS3(t, testservers.S3Options{})
 //	// put objects into s3.Bucket at s3.URL() with s3.AccessKey and s3.SecretKey
+//	prom := testservers.StartPrometheus(t, testservers.PrometheusOptions{
+//		Targets: []testservers.PrometheusTarget{{Job: "windlass", Addr: metricsAddr}},
+//		Rules:   [][]byte{alertRules},
+//	})
+//	prom.WaitScraped(t, "windlass")
+//	// prom.Query(ctx, `up`), prom.Alerts(ctx); testservers.Promtool(t) for `promtool test rules`
 package testservers
 
 import (
@@ -47,6 +56,11 @@ const (
 	// OIDCProviderVersion is zitadel/oidc's, whose example OpenID provider
 	// serves sign-ins; its binary is named after it.
 	OIDCProviderVersion = "v3.52.0"
+	// PrometheusVersion is the Go module version of Prometheus (v0.316.0
+	// is Prometheus 3.16.0), which hack/testservers/prometheus/go.mod
+	// pins apart from the others; the prometheus and promtool binaries are
+	// named after it.
+	PrometheusVersion = "v0.316.0"
 )
 
 // DirEnv names the environment variable that, when set, is the folder of
@@ -55,15 +69,18 @@ const DirEnv = "WINDLASS_TESTSERVERS"
 
 // Names of the binaries in Dir.
 const (
-	registryBinary  = "registry"
-	versitygwBinary = "versitygw"
-	cosignBinary    = "cosign"
-	helmBinary      = "helm-" + HelmVersion
-	oidcBinary      = "oidc-provider-" + OIDCProviderVersion
+	registryBinary   = "registry"
+	versitygwBinary  = "versitygw"
+	cosignBinary     = "cosign"
+	helmBinary       = "helm-" + HelmVersion
+	oidcBinary       = "oidc-provider-" + OIDCProviderVersion
+	prometheusBinary = "prometheus-" + PrometheusVersion
+	promtoolBinary   = "promtool-" + PrometheusVersion
 )
 
 // binaries are the programs that Dir must hold.
-var binaries = []string{registryBinary, versitygwBinary, cosignBinary, helmBinary, oidcBinary}
+var binaries = []string{registryBinary, versitygwBinary, cosignBinary, helmBinary, oidcBinary,
+	prometheusBinary, promtoolBinary}
 
 // startTimeout bounds how long a server may take to answer after start.
 const startTimeout = 30 * time.Second
