@@ -22,6 +22,7 @@ type installFlags struct {
 	networkPolicy bool
 	split         bool
 	ui            bool
+	monitoring    bool
 	timeout       time.Duration
 	force         bool
 }
@@ -38,9 +39,13 @@ artifacts, the image-reflector-controller Service that serves the scanned
 image tags, the webhook-receiver Service and a NetworkPolicy. The objects are applied with server-side apply
 (field manager "windlass"), the CRDs first; then install waits until the
 Deployments are Available. Running it again updates what changed and nothing
-else. --export prints the manifests instead, and needs no cluster.`,
+else. --monitoring adds, for the Prometheus Operator and Grafana, a PodMonitor
+of the controllers, a PrometheusRule of the alerts and the dashboard (see
+windlass monitoring for the same as plain files). --export prints the
+manifests instead, and needs no cluster.`,
 		Example: `  windlass install
   windlass install --export > windlass.yaml
+  windlass install --monitoring
   windlass install --components source --registry registry.example.com/mirror --version v0.1.0
   windlass install -n gitops --split --network-policy=false`,
 		Args: cobra.NoArgs,
@@ -57,6 +62,7 @@ else. --export prints the manifests instead, and needs no cluster.`,
 	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact and image tags ports")
 	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
 	fs.BoolVar(&f.ui, "ui", false, "serve the web UI behind the Service windlass-ui, signing users in with a Kubernetes token, and grant the controllers the token reviews, access reviews and impersonation that sign-in needs")
+	fs.BoolVar(&f.monitoring, "monitoring", false, "add a PodMonitor of the controllers, a PrometheusRule of the alerts and the Grafana dashboard in a ConfigMap (label grafana_dashboard) for the Prometheus Operator and Grafana's sidecar")
 	fs.BoolVar(&f.force, "force", false, "install even into the cluster of windlass dev, whose controllers run in windlass dev")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the CRDs and for the Deployments to be Available")
 	return cmd
@@ -70,7 +76,7 @@ func (f *installFlags) options() install.Options {
 	}
 	return install.Options{
 		Components: f.components, Registry: f.registry, Version: version, Namespace: f.kube.namespace,
-		NetworkPolicy: f.networkPolicy, Split: f.split, UI: f.ui,
+		NetworkPolicy: f.networkPolicy, Split: f.split, UI: f.ui, Monitoring: f.monitoring,
 	}
 }
 
@@ -97,6 +103,11 @@ func (f *installFlags) run(cmd *cobra.Command) error {
 	c, err := f.kube.client()
 	if err != nil {
 		return err
+	}
+	if f.monitoring {
+		if err := install.RequireMonitoringAPI(c.RESTMapper()); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()

@@ -10,9 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/internal/monitoring"
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
@@ -221,4 +224,25 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// RequireMonitoringAPI returns an error that says what to do when the
+// cluster does not serve the Prometheus Operator's kinds that --monitoring
+// applies.
+func RequireMonitoringAPI(mapper meta.RESTMapper) error {
+	gv, err := schema.ParseGroupVersion(monitoring.OperatorAPIVersion)
+	if err != nil {
+		return err
+	}
+	for _, kind := range []string{monitoring.PodMonitorKind, monitoring.PrometheusRuleKind} {
+		if _, err := mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				return fmt.Errorf("--monitoring needs the Prometheus Operator's %s kind (%s), which this cluster does not serve: "+
+					"install the operator (or its CRDs) first, or leave --monitoring out and give Prometheus and Grafana "+
+					"the output of windlass monitoring rules, dashboard and scrape-config", kind, monitoring.OperatorAPIVersion)
+			}
+			return fmt.Errorf("looking up the %s kind: %w", kind, err)
+		}
+	}
+	return nil
 }

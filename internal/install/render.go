@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/config"
 	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/manager"
+	"github.com/windlass-dev/windlass/internal/monitoring"
 )
 
 // Defaults of Options.
@@ -100,6 +101,10 @@ type Options struct {
 	// Service UIServiceName, and grants the controllers what sign-in needs
 	// (token and access reviews, impersonation).
 	UI bool
+	// Monitoring adds what the Prometheus Operator and Grafana's sidecar
+	// need: a PodMonitor of the controllers, a PrometheusRule of the
+	// alerts and the dashboard's ConfigMap (package monitoring).
+	Monitoring bool
 }
 
 // DefaultVersion is the image tag that matches a client of version
@@ -440,6 +445,12 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		k.Patches = append(k.Patches, mustPatch("NetworkPolicy", "windlass", false, jsonPatch{Op: "add", Path: "/spec/ingress/-",
 			Value: map[string]any{"ports": []any{map[string]any{"protocol": "TCP", "port": UIPort}}}}))
 	}
+	if o.Monitoring {
+		k.Resources = append(k.Resources, "monitoring")
+		if err := writeMonitoring(fsys, path.Join(overlayRoot, "monitoring")); err != nil {
+			return err
+		}
+	}
 	files := map[string]any{
 		"kustomization.yaml": k,
 		"cluster-names.yaml": clusterNames(o.Namespace),
@@ -450,6 +461,24 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		}
 	}
 	return nil
+}
+
+// writeMonitoring writes the kustomization of the monitoring objects, with
+// the default thresholds of the alerts, into dir.
+func writeMonitoring(fsys filesys.FileSystem, dir string) error {
+	objs, err := monitoring.Objects(DefaultNamespace, monitoring.DefaultRuleOptions)
+	if err != nil {
+		return err
+	}
+	k := types.Kustomization{}
+	for _, obj := range objs {
+		name := strings.ToLower(obj.GetKind()) + ".yaml"
+		if err := writeYAML(fsys, path.Join(dir, name), obj.Object); err != nil {
+			return err
+		}
+		k.Resources = append(k.Resources, name)
+	}
+	return writeYAML(fsys, path.Join(dir, "kustomization.yaml"), k)
 }
 
 // writeDeployment writes the overlay of one Deployment, whose container

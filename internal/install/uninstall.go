@@ -18,6 +18,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	apimeta "github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/monitoring"
 )
 
 // UninstallOptions say what Uninstall removes.
@@ -60,6 +61,11 @@ var installedKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ServiceAccount"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+	// --monitoring's; a cluster without the Prometheus Operator has no
+	// such kinds, which Uninstall skips.
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: monitoring.PodMonitorKind},
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: monitoring.PrometheusRuleKind},
+	{Version: "v1", Kind: "ConfigMap"},
 }
 
 // deploymentKind is the kind of the controllers' workloads.
@@ -312,7 +318,8 @@ func (u *uninstaller) removeFinalizer(ctx context.Context, obj *unstructured.Uns
 	return nil
 }
 
-// deleteRest deletes the Service, NetworkPolicy and RBAC objects.
+// deleteRest deletes the Service, NetworkPolicy, RBAC and monitoring
+// objects.
 func (u *uninstaller) deleteRest(ctx context.Context) error {
 	for _, gvk := range installedKinds {
 		objs, err := u.installed(ctx, gvk)
