@@ -51,6 +51,7 @@ also run split, one controller per deployment.`,
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "address the Prometheus metrics are served on; 0 turns them off")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "address the health probes are served on")
 	fs.StringVar(&o.PprofAddr, "pprof-addr", "", "address Go's pprof profiles are served on (/debug/pprof/); empty turns them off")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "serve Go's pprof profiles on the metrics port too (/debug/pprof/), for windlass debug profile")
 	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", false, "elect a leader, so that only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: the runtime namespace)")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "how long a lease lasts")

@@ -61,6 +61,8 @@ and prints what to try next.`,
 		newPullCommand(),
 		newTagCommand(),
 		newListCommand(),
+		newMonitoringCommand(),
+		newDebugCommand(),
 	} {
 		root.AddCommand(verb)
 	}
@@ -85,6 +87,7 @@ var commandGroups = []struct {
 	{&cobra.Group{ID: "look", Title: "Looking at objects:"}, []string{"get", "events", "logs", "tree", "trace", "build", "diff", "export", "list"}},
 	{&cobra.Group{ID: "act", Title: "Acting on objects:"}, []string{"create", "reconcile", "suspend", "resume", "gate", "image", "trigger", "delete", "push", "pull", "tag"}},
 	{&cobra.Group{ID: "install", Title: "Installing into a cluster:"}, []string{"install", "check", "bootstrap", "uninstall", "controller"}},
+	{&cobra.Group{ID: "operate", Title: "Operating Windlass:"}, []string{"monitoring", "debug"}},
 }
 
 // groupCommands sorts the root's verbs under commandGroups in its help; a

@@ -26,6 +26,9 @@ type Options struct {
 	HealthAddr  string
 	// PprofAddr serves Go's pprof profiles when not empty.
 	PprofAddr string
+	// EnablePprof serves Go's pprof profiles on the metrics port too,
+	// under /debug/pprof/ (windlass debug profile fetches them there).
+	EnablePprof bool
 
 	EnableLeaderElection    bool
 	LeaderElectionNamespace string
