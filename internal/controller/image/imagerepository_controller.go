@@ -15,6 +15,7 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
@@ -131,11 +132,13 @@ func (r *ImageRepositoryReconciler) readCredentials(ctx context.Context, obj *im
 	return outcome.ResultEmpty, nil
 }
 
-// scan lists the repository's tags into the store. A failure keeps the
-// tags of the last good scan, in the store and in the status, so that the
-// policies go on electing from them.
+// scan lists the repository's tags into the store, and counts the scan
+// in windlass_image_scans_total. A failure keeps the tags of the last good
+// scan, in the store and in the status, so that the policies go on
+// electing from them.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, obj *imagev1.ImageRepository, scope *repositoryScope) (outcome.Result, error) {
 	res, err := r.Store.Scan(ctx, obj.Namespace, obj.Name, scope.opts)
+	metrics.RecordImageScan(err)
 	if err != nil {
 		return outcome.ResultEmpty, scanError(err)
 	}

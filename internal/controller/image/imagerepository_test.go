@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,12 +15,21 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
+// scansCounted returns windlass_image_scans_total for result. It counts
+// the scans of the whole process, other tests' too: compare its increases
+// only.
+func scansCounted(result string) float64 {
+	return promtestutil.ToFloat64(metrics.ImageScans.WithLabelValues(result))
+}
+
 // TestImageRepository_ScansTagsOnDisk: hundreds of tags are scanned into
 // the store (the cosign signature tag left out), reported in the status
-// and served over HTTP; a scan that finds the same tags writes nothing.
+// and served over HTTP, and counted a success; a scan that finds the same
+// tags writes nothing.
 func TestImageRepository_ScansTagsOnDisk(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -27,9 +37,11 @@ func TestImageRepository_ScansTagsOnDisk(t *testing.T) {
 	tags := numberedTags("build-", 300)
 	reg.push(t, "app", append(tags, "sha256-abc.sig")...)
 
+	scans := scansCounted(metrics.ResultSuccess)
 	repo := imageRepository(ns, "app", reg.host+"/app")
 	create(g, repo)
 	repo = ready(g, repo)
+	g.Expect(scansCounted(metrics.ResultSuccess)).To(BeNumerically(">", scans))
 	g.Expect(repo.Status.CanonicalImageName).To(Equal(reg.host + "/app"))
 	g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(300))
 	g.Expect(repo.Status.LastScanResult.LatestTags).To(HaveLen(10))
@@ -57,8 +69,8 @@ func TestImageRepository_ScansTagsOnDisk(t *testing.T) {
 }
 
 // TestImageRepository_RegistryDown: a registry that fails keeps the last
-// tags served and in the status; the repository says why it is not
-// Ready, and recovers.
+// tags served and in the status, and the scan is counted a failure; the
+// repository says why it is not Ready, and recovers.
 func TestImageRepository_RegistryDown(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -68,8 +80,10 @@ func TestImageRepository_RegistryDown(t *testing.T) {
 	create(g, repo)
 	ready(g, repo)
 
+	failures := scansCounted(metrics.ResultFailure)
 	reg.down.Store(true)
 	failed := notReady(g, repo, imagev1.ReasonScanFailed)
+	g.Expect(scansCounted(metrics.ResultFailure)).To(BeNumerically(">", failures))
 	g.Expect(conditions.Message(failed, meta.ReadyCondition)).To(ContainSubstring("scan failed"))
 	g.Expect(failed.Status.LastScanResult.TagCount).To(Equal(2), "the last good scan stays in the status")
 	code, body := getTags(g, "/images/"+ns+"/app/tags")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -94,6 +96,13 @@ func (s *automationStory) automation(name string) *imagev1.ImageUpdateAutomation
 	}
 }
 
+// pushesCounted returns windlass_image_update_pushes_total for result. It
+// counts the pushes of the whole process, other tests' too: compare its
+// increases only.
+func pushesCounted(result string) float64 {
+	return promtestutil.ToFloat64(metrics.ImagePushes.WithLabelValues(result))
+}
+
 // show returns the output of git in the bare repository.
 func (s *automationStory) show(g Gomega, args ...string) string {
 	out, err := s.git.GitCommand(s.repo.Path(), args...).CombinedOutput()
@@ -103,14 +112,17 @@ func (s *automationStory) show(g Gomega, args ...string) string {
 
 // TestImageUpdateAutomation_Story: the policy's image is committed to the
 // marked field, only there (the rest of the file keeps its bytes), with a
-// note that says why; a new tag pushed to the registry leads to a second
-// commit, and a run with nothing new clones nothing.
+// note that says why, and the push is counted; a new tag pushed to the
+// registry leads to a second commit, and a run with nothing new clones
+// nothing.
 func TestImageUpdateAutomation_Story(t *testing.T) {
 	g := NewWithT(t)
 	s := newAutomationStory(t)
 	a := s.automation("app")
+	pushes := pushesCounted(metrics.ResultSuccess)
 	create(g, a)
 	a = testutil.WaitFor(g, env.Client, a, func(a *imagev1.ImageUpdateAutomation) bool { return a.Status.LastPushCommit != "" })
+	g.Expect(pushesCounted(metrics.ResultSuccess)).To(BeNumerically(">", pushes))
 	head, err := s.repo.Head("main")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(a.Status.LastPushCommit).To(Equal(head))
@@ -151,15 +163,17 @@ func TestImageUpdateAutomation_Story(t *testing.T) {
 }
 
 // TestImageUpdateAutomation_PushRefused: a server that refuses the push
-// (branch protection) leaves the repository as it was, and the
-// automation says so.
+// (branch protection) leaves the repository as it was, the push is
+// counted a failure, and the automation says so.
 func TestImageUpdateAutomation_PushRefused(t *testing.T) {
 	g := NewWithT(t)
 	s := newAutomationStory(t)
 	g.Expect(s.repo.SetHook("pre-receive", "#!/bin/sh\necho 'branch main is protected' >&2\nexit 1\n")).To(Succeed())
 	a := s.automation("app")
+	failures := pushesCounted(metrics.ResultFailure)
 	create(g, a)
 	failed := notReady(g, a, imagev1.ReasonPushRejected)
+	g.Expect(pushesCounted(metrics.ResultFailure)).To(BeNumerically(">", failures))
 	g.Expect(conditions.Message(failed, meta.ReadyCondition)).To(ContainSubstring("branch main is protected"))
 	g.Expect(s.repo.Head("main")).To(Equal(s.initial))
 	g.Expect(s.show(g, "notes", "list")).To(BeEmpty(), "no note without its commit")

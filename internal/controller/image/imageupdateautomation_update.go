@@ -16,6 +16,7 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/imageupdate"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/workdir"
 )
@@ -121,6 +122,7 @@ func pushGroups(obj *imagev1.ImageUpdateAutomation, scope *automationScope) ([]p
 // ever force-pushed. The automations of this process that push to the
 // same branch take turns (clones still run side by side): they would
 // otherwise lose races to each other, each costing a fetch and a push.
+// Each push is counted in windlass_image_update_pushes_total.
 func (r *ImageUpdateAutomationReconciler) pushGroup(ctx context.Context, obj *imagev1.ImageUpdateAutomation, scope *automationScope,
 	ws *git.Workspace, g pushGroup) (pushed, error) {
 	unlock, err := r.branchTurns.lock(ctx, scope.url+"#"+g.branch)
@@ -144,6 +146,7 @@ func (r *ImageUpdateAutomationReconciler) pushGroup(ctx context.Context, obj *im
 			return pushed{}, err
 		}
 		err = ws.Push(ctx, pushOptions(obj, g.branch))
+		metrics.RecordImagePush(err) // every attempt, a lost race too
 		var rejected *git.PushRejectedError
 		if errors.As(err, &rejected) && rejected.NonFastForward && attempt < r.maxPushAttempts() {
 			ctrl.LoggerFrom(ctx).Info("Push lost a race, applying the update again on the new tip", "branch", g.branch, "attempt", attempt)

@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -81,8 +83,9 @@ type alertState struct {
 }
 
 // SetupWithManager registers the reconciler with mgr: it watches Alerts,
-// Providers (for the Alerts that name them) and the metadata of Secrets
-// (for the Alerts of the Providers that name them).
+// Providers (for the Alerts that name them, and to drop the metrics of
+// those deleted) and the metadata of Secrets (for the Alerts of the
+// Providers that name them).
 func (r *AlertReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	if r.SecretReader == nil {
 		r.SecretReader = mgr.GetAPIReader()
@@ -99,9 +102,15 @@ func (r *AlertReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 	return reconcile.NewControllerManagedBy(mgr, &notificationv1beta3.Alert{}, opts).
 		Watches(&notificationv1beta3.Provider{}, handler.EnqueueRequestsFromMapFunc(r.alertsOfProvider),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&notificationv1beta3.Provider{}, handler.Funcs{DeleteFunc: r.providerDeleted}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.alertsOfSecret),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Complete(r)
+}
+
+// providerDeleted drops the notification metrics of a deleted Provider.
+func (r *AlertReconciler) providerDeleted(_ context.Context, e ctrlevent.DeleteEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+	r.Dispatcher.ForgetProvider(client.ObjectKeyFromObject(e.Object))
 }
 
 // secretNames returns the names of a Provider's Secrets.

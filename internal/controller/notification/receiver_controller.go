@@ -20,6 +20,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	"github.com/windlass-dev/windlass/internal/cel"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
@@ -82,6 +83,8 @@ func (r *ReceiverReconciler) receiverKind() reconcile.Kind[*notificationv1.Recei
 		Run: func(ctx context.Context, obj *notificationv1.Receiver, _ *patch.Helper) (outcome.Result, error) {
 			return reconcile.RunSteps(ctx, obj, &receiverScope{}, r.checkSpec, r.readToken, r.publishPath)
 		},
+		// A deleted Receiver's requests are no longer counted.
+		Forget: metrics.ForgetReceiver,
 	}
 }
 

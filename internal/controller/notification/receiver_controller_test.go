@@ -21,6 +21,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -79,7 +80,8 @@ func newKustomization(g Gomega, ns, name string, labels map[string]string) *kust
 
 // TestGitHubPush: a signed push annotates the named GitRepository and the
 // Kustomizations its labels select, and nothing else; a bad signature and
-// a ping annotate nothing.
+// a ping annotate nothing. windlass_receiver_requests_total counts the
+// push accepted and the others refused, until the Receiver is deleted.
 func TestGitHubPush(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -118,6 +120,7 @@ func TestGitHubPush(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusUnauthorized))
 	g.Expect(answer).NotTo(ContainSubstring(token))
 	expectAnnotated()
+	g.Eventually(receiverRequests(ns), timeout, interval).Should(Equal(map[string]float64{"github/refused": 1}))
 
 	ping := []byte(githubPing)
 	code, _ = postWebhook(g, path, headers("ping", "sha256="+hmacSHA256(token, ping)), ping)
@@ -133,6 +136,8 @@ func TestGitHubPush(t *testing.T) {
 	g.Expect(stamp).To(BeTemporally("~", time.Now(), time.Minute))
 	g.Expect(webapp.Spec).To(Equal(*specBefore), "the spec is untouched")
 	g.Expect(webapp.Generation).To(Equal(int64(1)))
+	g.Eventually(receiverRequests(ns), timeout, interval).Should(Equal(map[string]float64{
+		"github/refused": 2, "github/accepted": 1}), "the ping asked for nothing: refused")
 
 	g.Eventually(func(g Gomega) []string {
 		return testutil.EventMessages(g, env.Client, rcv, notificationv1.ReceiverKind)
@@ -142,6 +147,9 @@ func TestGitHubPush(t *testing.T) {
 		WebhookSkippedReason+": handled 'ping' event: nothing to do (GitHub ping)",
 	))
 	g.Expect(testutil.EventMessages(g, env.Client, rcv, notificationv1.ReceiverKind)).NotTo(ContainElement(ContainSubstring(token)))
+
+	g.Expect(env.Client.Delete(context.Background(), rcv)).To(Succeed())
+	g.Eventually(receiverRequests(ns), timeout, interval).Should(BeEmpty(), "the deleted Receiver's series are dropped")
 }
 
 func containsObject(list []client.Object, o client.Object) bool {
@@ -242,7 +250,8 @@ func TestReceiverMissingSecret(t *testing.T) {
 
 // TestRefusedRequests: a body over 1 MiB is refused with 413 before any
 // object is annotated; an unknown path is 404, another method 405, a
-// suspended Receiver 503.
+// suspended Receiver 503. Each is counted refused, for the Receiver when
+// the path is its, else for none.
 func TestRefusedRequests(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -264,7 +273,14 @@ func TestRefusedRequests(t *testing.T) {
 		g.Expect(answer).To(Equal("request body too large\n"))
 		g.Expect(annotations(g, repo)).NotTo(HaveKey(meta.ReconcileRequestAnnotation))
 	}
+	g.Eventually(receiverRequests(ns), timeout, interval).Should(Equal(map[string]float64{"generic/refused": 2}))
 
+	// The requests to no Receiver count for none: other tests' too, so
+	// only the increase is this test's.
+	toNone := func() float64 {
+		return seriesOf(metrics.ReceiverRequests, map[string]string{"exported_namespace": "", "name": ""}, "result")[metrics.RequestRefused]
+	}
+	before := toNone()
 	unknown := "/hook/" + strings.Repeat("0", 64)
 	for _, p := range []string{unknown, "/hook/abc", "/", path + "/x"} {
 		code, _ := postWebhook(g, p, nil, nil)
@@ -274,6 +290,7 @@ func TestRefusedRequests(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	code, _ := do(g, req)
 	g.Expect(code).To(Equal(http.StatusMethodNotAllowed))
+	g.Eventually(toNone, timeout, interval).Should(BeNumerically(">=", before+5))
 
 	suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
 	g.Expect(env.Client.Patch(context.Background(), rcv, suspend)).To(Succeed())
@@ -283,9 +300,14 @@ func TestRefusedRequests(t *testing.T) {
 	}, timeout, interval).Should(Equal(http.StatusServiceUnavailable))
 	// Until the suspension reached the cache, requests were served.
 	last := annotations(g, repo)[meta.ReconcileRequestAnnotation]
+	g.Eventually(func() float64 { return receiverRequests(ns)()["generic/refused"] }, timeout, interval).
+		Should(BeNumerically(">=", 3), "the first 503 is counted")
+	refused := receiverRequests(ns)()["generic/refused"]
 	code, _ = postWebhook(g, path, nil, nil)
 	g.Expect(code).To(Equal(http.StatusServiceUnavailable))
 	g.Expect(annotations(g, repo)[meta.ReconcileRequestAnnotation]).To(Equal(last), "a suspended Receiver annotates nothing")
+	g.Eventually(func() float64 { return receiverRequests(ns)()["generic/refused"] }, timeout, interval).
+		Should(Equal(refused+1), "a request to a suspended Receiver is refused, for it")
 }
 
 // TestCheckSpec: the specs no retry can fix stall the Receiver, each with

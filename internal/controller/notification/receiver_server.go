@@ -18,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/httpserver"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
@@ -131,27 +132,52 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 	return httpserver.Serve(ctx, srv, ln, 10*time.Second)
 }
 
-// ServeHTTP answers one webhook request.
+// ServeHTTP answers one webhook request, and counts it in
+// windlass_receiver_requests_total: accepted, or refused, by Receiver (none
+// when the path is no Receiver's).
 func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	key, accepted := s.serve(w, req)
+	result := metrics.RequestRefused
+	if accepted {
+		result = metrics.RequestAccepted
+	}
+	metrics.RecordReceiverRequest(key, result)
+}
+
+// serve answers one webhook request. It returns the key of the Receiver
+// served at the path (empty when none is), and whether the request was
+// accepted: verified, and its objects asked to reconcile.
+func (s *WebhookServer) serve(w http.ResponseWriter, req *http.Request) (client.ObjectKey, bool) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
+		return client.ObjectKey{}, false
 	}
 	if !s.acquire() {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
-		return
+		return client.ObjectKey{}, false
 	}
 	defer s.release()
-	ctx := req.Context()
-	rcv, token, code := s.find(ctx, req.URL.Path)
+	rcv, token, code := s.find(req.Context(), req.URL.Path)
+	var key client.ObjectKey
+	if rcv != nil {
+		key = client.ObjectKeyFromObject(rcv)
+	}
 	if code != http.StatusOK {
 		http.Error(w, http.StatusText(code), code)
-		return
+		return key, false
 	}
-	key := client.ObjectKeyFromObject(rcv)
-	log := ctrl.LoggerFrom(ctx).WithValues("receiver", key.String())
+	return key, s.handle(w, req, rcv, token)
+}
+
+// handle verifies a request to rcv, whose token is token, and asks the
+// objects it selects to reconcile. It tells whether the request was
+// accepted: a refused request, a ping or an event not in spec.events is
+// not; one whose objects were asked, even if some failed, is.
+func (s *WebhookServer) handle(w http.ResponseWriter, req *http.Request, rcv *notificationv1.Receiver, token string) bool {
+	ctx := req.Context()
+	log := ctrl.LoggerFrom(ctx).WithValues("receiver", client.ObjectKeyFromObject(rcv).String())
 	result, err := webhook.Verify(req, webhook.Spec{Type: rcv.Spec.Type, Events: rcv.Spec.Events, Token: token})
 	if err == nil {
 		err = s.replays.Admit(string(rcv.UID), result, s.now())
@@ -161,13 +187,13 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		log.Info("Refused a webhook request", "status", code, "error", err.Error())
 		s.Events.Warning(ctx, rcv, WebhookRefusedReason, "", "refused a webhook request: "+err.Error())
 		http.Error(w, refusal(code), code)
-		return
+		return false
 	}
 	if result.Skip {
 		log.V(1).Info("Skipped a webhook request", "event", result.Event, "why", result.Reason)
 		s.Events.Normal(ctx, rcv, WebhookSkippedReason, "", fmt.Sprintf("handled %s: nothing to do (%s)", describe(result), result.Reason))
 		fmt.Fprintln(w, "skipped")
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -177,11 +203,12 @@ func (s *WebhookServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.Events.Warning(ctx, rcv, WebhookFailedReason, "",
 			fmt.Sprintf("handled %s: requested %s, and failed: %v", describe(result), objects(n), err))
 		http.Error(w, "failed to request the reconciliation of some objects", http.StatusInternalServerError)
-		return
+		return true
 	}
 	log.Info("Handled a webhook request", "event", result.Event, "requested", n)
 	s.Events.Normal(ctx, rcv, WebhookHandledReason, "", fmt.Sprintf("handled %s: requested %s", describe(result), objects(n)))
 	fmt.Fprintf(w, "requested %s\n", objects(n))
+	return true
 }
 
 // acquire takes a place among the requests served at once, if one is free.
@@ -201,8 +228,8 @@ func (s *WebhookServer) release() { <-s.inFlight }
 // find returns the Receiver served at path and its token, or the status
 // code to answer with: 404 when no Receiver is served there (also when
 // the path is not that of the Receiver's current token), 503 when it is
-// suspended, not Ready or its Secret cannot be read, 500 when the cache
-// cannot be read.
+// suspended, not Ready (with the Receiver, whose request it is) or its
+// Secret cannot be read, 500 when the cache cannot be read.
 func (s *WebhookServer) find(ctx context.Context, path string) (*notificationv1.Receiver, string, int) {
 	digest, ok := strings.CutPrefix(path, notificationv1.WebhookPathPrefix)
 	if !ok || !isHexDigest(digest) {
@@ -225,7 +252,7 @@ func (s *WebhookServer) find(ctx context.Context, path string) (*notificationv1.
 			continue // the token changed since the path was published
 		}
 		if rcv.Spec.Suspend || !conditions.IsTrue(rcv, meta.ReadyCondition) {
-			return nil, "", http.StatusServiceUnavailable
+			return rcv, "", http.StatusServiceUnavailable
 		}
 		return rcv, token, http.StatusOK
 	}

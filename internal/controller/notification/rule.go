@@ -119,16 +119,18 @@ func (r *AlertReconciler) buildRule(ctx context.Context, alert *notificationv1be
 		notifier = alertNotifier{Notifier: notifier, alert: alertContent(alert)}
 	}
 	return builtRule{rule: dispatch.Rule{
-		Key:         keyOf(alert).String(),
-		Namespace:   alert.Namespace,
-		Sources:     sources,
-		Severity:    alert.GetEventSeverity(),
-		Inclusion:   inclusion,
-		Exclusion:   exclusion,
-		Metadata:    metadata(alert),
-		NoFold:      providers.IsCommitStatus(provider.Spec.Type),
-		Notifier:    notifier,
-		ProviderKey: providerKey,
+		Key:          keyOf(alert).String(),
+		Namespace:    alert.Namespace,
+		Sources:      sources,
+		Severity:     alert.GetEventSeverity(),
+		Inclusion:    inclusion,
+		Exclusion:    exclusion,
+		Metadata:     metadata(alert),
+		NoFold:       providers.IsCommitStatus(provider.Spec.Type),
+		Notifier:     notifier,
+		ProviderKey:  providerKey,
+		Provider:     key,
+		ProviderType: provider.Spec.Type,
 	}}, nil
 }
 

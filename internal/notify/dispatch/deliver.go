@@ -7,6 +7,9 @@ import (
 	"net"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
@@ -25,11 +28,14 @@ type queue struct {
 	closed bool
 }
 
-// delivery is a message and the notifier that posts it.
+// delivery is a message and the notifier that posts it, with the
+// Provider whose metrics count it.
 type delivery struct {
-	notifier notify.Notifier
-	msg      notify.Message
-	rule     string
+	notifier     notify.Notifier
+	msg          notify.Message
+	rule         string
+	provider     types.NamespacedName
+	providerType string
 }
 
 // Run runs the workers that post the queued messages, and closes the
@@ -79,11 +85,13 @@ func (d *Dispatcher) enqueue(r *rule, m notify.Message) {
 	}
 	q.closed = false
 	if len(q.items) >= d.opts.QueueSize {
+		dropped := q.items[0]
 		q.items[0] = delivery{}
 		q.items = q.items[1:]
 		d.stats.Dropped++
+		d.record(dropped.provider, dropped.providerType, metrics.NotificationFailed)
 	}
-	q.items = append(q.items, delivery{notifier: r.Notifier, msg: m, rule: r.Key})
+	q.items = append(q.items, delivery{notifier: r.Notifier, msg: m, rule: r.Key, provider: r.Provider, providerType: r.ProviderType})
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -160,14 +168,14 @@ func (d *Dispatcher) deliver(ctx context.Context, item delivery) {
 	for attempt := 1; ; attempt++ {
 		err := d.post(ctx, item)
 		if err == nil {
-			d.count(func(s *Stats) { s.Sent++ })
+			d.done(item, metrics.NotificationSent, func(s *Stats) { s.Sent++ })
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		if attempt >= d.opts.Attempts || !retryable(err) {
-			d.count(func(s *Stats) { s.Failed++ })
+			d.done(item, metrics.NotificationFailed, func(s *Stats) { s.Failed++ })
 			d.opts.Log.Error(redact.Error(err), "Giving up sending a notification", "Alert", item.rule,
 				"object", notify.ObjectID(item.msg), "attempts", attempt)
 			return
@@ -197,6 +205,15 @@ func (d *Dispatcher) count(f func(*Stats)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f(&d.stats)
+}
+
+// done counts the end of item's delivery: in the stats with f, and in the
+// metrics with result.
+func (d *Dispatcher) done(item delivery, result string, f func(*Stats)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(&d.stats)
+	d.record(item.provider, item.providerType, result)
 }
 
 // retryable tells whether a post that failed with err may succeed later:

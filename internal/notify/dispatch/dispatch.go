@@ -43,7 +43,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify"
 )
 
@@ -117,6 +119,11 @@ type Rule struct {
 	// ProviderKey names the Provider ("namespace/name"): the rules of
 	// one provider share its queue.
 	ProviderKey string
+	// Provider names the Provider object, and ProviderType is its
+	// spec.type: the labels of the rule's notifications in
+	// windlass_notifications_total.
+	Provider     types.NamespacedName
+	ProviderType string
 }
 
 // Object is what the caller knows of an event's object, from its cache.
@@ -159,7 +166,9 @@ type Options struct {
 	Log logr.Logger
 }
 
-// Stats counts what the dispatcher did, for metrics and tests.
+// Stats counts what the dispatcher did, for tests. The metrics count the
+// same per Provider (windlass_notifications_total): Sent as sent,
+// Folded and Deduplicated as folded, Failed and Dropped as failed.
 type Stats struct {
 	// Sent counts the messages providers took.
 	Sent int64
@@ -196,6 +205,9 @@ type Dispatcher struct {
 	// sleep waits between the posts of a message (a test records the
 	// waits instead).
 	sleep func(ctx context.Context, d time.Duration) bool
+	// gone are the Providers deleted (ForgetProvider), whose late
+	// deliveries are not counted.
+	gone *boundedSet[types.NamespacedName]
 }
 
 // rule is a Rule with the state of its folded floods.
@@ -212,6 +224,7 @@ func New(opts Options) *Dispatcher {
 		rules:  map[string]*rule{},
 		seen:   newBoundedSet[eventKey](opts.MaxRemembered),
 		failed: newBoundedSet[failureKey](opts.MaxRemembered),
+		gone:   newBoundedSet[types.NamespacedName](opts.MaxRemembered),
 		queues: map[string]*queue{},
 		sleep:  sleep,
 	}
@@ -251,6 +264,7 @@ func (d *Dispatcher) SetRule(r Rule) error {
 		groups = old.groups
 	}
 	d.rules[r.Key] = &rule{Rule: r, groups: groups}
+	d.gone.remove(r.Provider) // created again, it counts anew
 	d.closeUnusedQueues()
 	return nil
 }
@@ -287,6 +301,26 @@ func (d *Dispatcher) ProviderOf(key string) (string, bool) {
 		return "", false
 	}
 	return r.ProviderKey, true
+}
+
+// ForgetProvider drops the series of the deleted Provider key from
+// windlass_notifications_total, and keeps the messages still queued for it
+// from bringing them back. A rule set for the Provider again (it was
+// created again) counts anew.
+func (d *Dispatcher) ForgetProvider(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gone.add(key, d.opts.Now())
+	metrics.ForgetProvider(key)
+}
+
+// record counts a notification of the Provider key, of type typ, with
+// result in windlass_notifications_total, unless the Provider is gone.
+// d.mu is held.
+func (d *Dispatcher) record(key types.NamespacedName, typ, result string) {
+	if !d.gone.has(key) {
+		metrics.RecordNotification(key, typ, result)
+	}
 }
 
 // Stats returns the counts so far.

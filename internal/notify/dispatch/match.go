@@ -11,6 +11,7 @@ import (
 	"time"
 
 	eventv1 "github.com/windlass-dev/windlass/api/event/v1beta1"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify"
 )
 
@@ -103,6 +104,7 @@ func (d *Dispatcher) Dispatch(_ context.Context, e eventv1.Event, obj Object) {
 		}
 		if d.duplicate(r, e, now) {
 			d.stats.Deduplicated++
+			d.record(r.Provider, r.ProviderType, metrics.NotificationFolded)
 			continue
 		}
 		m := notify.Message{Event: withMetadata(e, r.Metadata)}
@@ -217,6 +219,7 @@ func (d *Dispatcher) fold(r *rule, m notify.Message, now time.Time) {
 	}
 	g.hold(m, d.opts.MaxRemembered)
 	d.stats.Folded++
+	d.record(r.Provider, r.ProviderType, metrics.NotificationFolded)
 }
 
 // causeOf is what the error events of one flood share: their reason, and
