@@ -52,7 +52,9 @@ func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.
 		r.Events.Warning(ctx, obj, helmv2.DriftDetectedReason, sc.revision, msg)
 		return outcome.ResultSuccess, nil
 	}
-	if _, err := drift.Correct(ctx, m, report); err != nil {
+	changes, err := drift.Correct(ctx, m, report)
+	recordDriftCorrected(changes)
+	if err != nil {
 		conditions.MarkTrue(obj, helmv2.DriftedCondition, helmv2.DriftDetectedReason, "%s", msg)
 		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, fmt.Errorf("%s; correcting it failed: %w", msg, err))
 	}

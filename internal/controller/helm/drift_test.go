@@ -32,15 +32,19 @@ func TestDriftIsCorrected(t *testing.T) {
 	cm := configMap(g, ns, "app-cm")
 	cm.Data["greeting"] = "changed by hand"
 	g.Expect(env.Client.Update(context.Background(), cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	drift := driftCorrected()
 	testutil.RequestReconcile(g, env.Client, hr, "edited")
 	got = waitForHR(g, key, func(hr *helmv2.HelmRelease) bool { return hr.Status.LastHandledReconcileAt == "edited" })
 	g.Expect(conditions.Get(got, helmv2.DriftedCondition).Reason).To(Equal(helmv2.DriftCorrectedReason))
+	g.Expect(driftCorrected()).To(BeNumerically(">=", drift+1), "the changed object counts as drift corrected")
 	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "hello"))
 	g.Expect(got.Status.History).To(HaveLen(1), "a correction is no upgrade")
 
 	g.Expect(env.Client.Delete(context.Background(), cm)).To(Succeed())
+	drift = driftCorrected()
 	testutil.RequestReconcile(g, env.Client, hr, "deleted")
 	waitForHR(g, key, func(hr *helmv2.HelmRelease) bool { return hr.Status.LastHandledReconcileAt == "deleted" })
+	g.Expect(driftCorrected()).To(BeNumerically(">=", drift+1), "the object created again counts as drift corrected")
 	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "hello"))
 
 	// Warn only reports.

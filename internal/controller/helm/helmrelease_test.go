@@ -83,12 +83,14 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
 	repo := newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	installs := helmActionsOf(helmv2.ReleaseActionInstall)
 	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Values = valuesJSON(`{"greeting":"hi"}`)
 	})
 	key := client.ObjectKeyFromObject(hr)
 
 	got := waitForHR(g, key, hrReady("1.0.0"))
+	g.Expect(helmActionsOf(helmv2.ReleaseActionInstall).samples).To(BeNumerically(">", installs.samples), "the install's duration is observed")
 	g.Expect(got.Status.HelmChart).To(Equal(ns + "/" + ns + "-app"))
 	g.Expect(got.Status.LastAttemptedReleaseAction).To(Equal(helmv2.ReleaseActionInstall))
 	g.Expect(got.Status.StorageNamespace).To(Equal(ns))
@@ -107,14 +109,17 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	// A new chart version upgrades the release.
 	repo.Add(t, helmtest.Chart(t, "app", "1.1.0", helmtest.WithTemplate("extra.yaml",
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata: {}\n")))
+	upgrades := helmActionsOf(helmv2.ReleaseActionUpgrade)
 	refreshRepository(g, ns, "new-version")
 	got = waitForHR(g, key, hrReady("1.1.0"))
 	g.Expect(got.Status.LastAttemptedReleaseAction).To(Equal(helmv2.ReleaseActionUpgrade))
+	g.Expect(helmActionsOf(helmv2.ReleaseActionUpgrade).samples).To(BeNumerically(">", upgrades.samples), "the upgrade's duration is observed")
 	g.Expect(got.Status.History).To(HaveLen(2))
 	g.Expect(got.Status.History[1].Status).To(Equal("superseded"))
 	configMap(g, ns, "app-extra")
 
 	// Deleting the HelmRelease uninstalls the release and deletes its HelmChart.
+	uninstalls := helmActionsOf(actionUninstall)
 	g.Expect(env.Client.Delete(context.Background(), hr)).To(Succeed())
 	g.Eventually(func() bool {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app-cm"}, &corev1.ConfigMap{})
@@ -127,6 +132,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	var secrets corev1.SecretList
 	g.Expect(env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
 	g.Expect(secrets.Items).To(BeEmpty())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), key, &helmv2.HelmRelease{}))
+	}, testutil.WaitTimeout).Should(BeTrue(), "the finalizer is done")
+	g.Expect(helmActionsOf(actionUninstall).samples).To(BeNumerically(">", uninstalls.samples), "the uninstall's duration is observed")
 }
 
 // TestNoOpTickWritesNothing: a reconcile of a release that is current

@@ -201,7 +201,9 @@ func (r *HelmReleaseReconciler) act(ctx context.Context, obj *helmv2.HelmRelease
 	if action == helmv2.ReleaseActionInstall {
 		rel, err = r.install(ctx, obj, sc, last)
 	} else {
-		rel, err = sc.runner.Upgrade(ctx, sc.chart, sc.values, upgradeOptions(obj, sc))
+		rel, err = helmAction(helmv2.ReleaseActionUpgrade, func() (*hrelease.Release, error) {
+			return sc.runner.Upgrade(ctx, sc.chart, sc.values, upgradeOptions(obj, sc))
+		})
 	}
 	obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(started).Round(time.Millisecond)}
 	if rel != nil {
@@ -226,11 +228,16 @@ func (r *HelmReleaseReconciler) act(ctx context.Context, obj *helmv2.HelmRelease
 // history is removed first.
 func (r *HelmReleaseReconciler) install(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope, last *hrelease.Release) (*hrelease.Release, error) {
 	if last != nil && last.Info.Status != hcommon.StatusUninstalled {
-		if _, err := sc.runner.Uninstall(ctx, last.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()}); err != nil {
+		_, err := helmAction(actionUninstall, func() (*hrelease.Release, error) {
+			return sc.runner.Uninstall(ctx, last.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()})
+		})
+		if err != nil {
 			return nil, fmt.Errorf("uninstalling release %s/%s.v%d to install it afresh: %w", last.Namespace, last.Name, last.Version, err)
 		}
 	}
-	return sc.runner.Install(ctx, sc.chart, sc.values, installOptions(obj, sc, last != nil))
+	return helmAction(helmv2.ReleaseActionInstall, func() (*hrelease.Release, error) {
+		return sc.runner.Install(ctx, sc.chart, sc.values, installOptions(obj, sc, last != nil))
+	})
 }
 
 // neverDeployed tells whether last is the first release and it failed (an
@@ -255,8 +262,10 @@ func (r *HelmReleaseReconciler) test(ctx context.Context, obj *helmv2.HelmReleas
 		return nil
 	}
 	name := obj.GetReleaseName()
-	rel, err := sc.runner.Test(ctx, name, obj.GetReleaseNamespace(), helmaction.TestOptions{
-		Timeout: obj.ActionTimeout(t.Timeout), Filters: t.Filters,
+	rel, err := helmAction(actionTest, func() (*hrelease.Release, error) {
+		return sc.runner.Test(ctx, name, obj.GetReleaseNamespace(), helmaction.TestOptions{
+			Timeout: obj.ActionTimeout(t.Timeout), Filters: t.Filters,
+		})
 	})
 	if rel != nil {
 		sc.last = rel

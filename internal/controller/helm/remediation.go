@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hcommon "helm.sh/helm/v4/pkg/release/common"
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/conditions"
@@ -64,9 +65,11 @@ func (r *HelmReleaseReconciler) remediate(ctx context.Context, obj *helmv2.HelmR
 		return r.rollback(ctx, obj, sc, name)
 	}
 	u := obj.GetUninstall()
-	_, err := sc.runner.Uninstall(ctx, name, helmaction.UninstallOptions{
-		Timeout: obj.ActionTimeout(u.Timeout), DisableHooks: u.DisableHooks, KeepHistory: u.KeepHistory,
-		Wait: !u.DisableWait, DeletionPropagation: deletionPropagation(u),
+	_, err := helmAction(actionUninstall, func() (*hrelease.Release, error) {
+		return sc.runner.Uninstall(ctx, name, helmaction.UninstallOptions{
+			Timeout: obj.ActionTimeout(u.Timeout), DisableHooks: u.DisableHooks, KeepHistory: u.KeepHistory,
+			Wait: !u.DisableWait, DeletionPropagation: deletionPropagation(u),
+		})
 	})
 	if err != nil {
 		conditions.MarkFalse(obj, helmv2.RemediatedCondition, helmv2.UninstallFailedReason, "Helm uninstall failed: %v", err)
@@ -98,11 +101,13 @@ func (r *HelmReleaseReconciler) rollback(ctx context.Context, obj *helmv2.HelmRe
 		return fmt.Errorf("no earlier release of %s to roll back to", name)
 	}
 	rb := obj.GetRollback()
-	rel, err := sc.runner.Rollback(ctx, name, helmaction.RollbackOptions{
-		Version: target, Timeout: obj.ActionTimeout(rb.Timeout), Wait: !rb.DisableWait, WaitStrategy: waitStrategy(obj),
-		WaitForJobs:  !rb.DisableWaitForJobs,
-		DisableHooks: rb.DisableHooks, Force: rb.Force, CleanupOnFail: rb.CleanupOnFail, ServerSideApply: rb.ServerSideApply,
-		MaxHistory: obj.GetMaxHistory(),
+	rel, err := helmAction(actionRollback, func() (*hrelease.Release, error) {
+		return sc.runner.Rollback(ctx, name, helmaction.RollbackOptions{
+			Version: target, Timeout: obj.ActionTimeout(rb.Timeout), Wait: !rb.DisableWait, WaitStrategy: waitStrategy(obj),
+			WaitForJobs:  !rb.DisableWaitForJobs,
+			DisableHooks: rb.DisableHooks, Force: rb.Force, CleanupOnFail: rb.CleanupOnFail, ServerSideApply: rb.ServerSideApply,
+			MaxHistory: obj.GetMaxHistory(),
+		})
 	})
 	if err != nil {
 		conditions.MarkFalse(obj, helmv2.RemediatedCondition, helmv2.RollbackFailedReason, "Helm rollback to v%d failed: %v", target, err)

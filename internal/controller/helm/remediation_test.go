@@ -34,11 +34,14 @@ func TestFailedUpgradeRollsBack(t *testing.T) {
 	key := client.ObjectKeyFromObject(hr)
 	waitForHR(g, key, hrReady("1.0.0"))
 
+	upgrades, rollbacks := helmActionsOf(helmv2.ReleaseActionUpgrade), helmActionsOf(actionRollback)
 	repo.Add(t, helmtest.Chart(t, "app", "2.0.0", helmtest.WithTemplate("bad.yaml", badTemplate)))
 	refreshRepository(g, ns, "bad-version")
 	got := waitForHR(g, key, hrReason(meta.ReadyCondition, "False", helmv2.RetriesExceededReason))
 	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
 	g.Expect(got.Status.UpgradeFailures).To(BeEquivalentTo(2))
+	g.Expect(helmActionsOf(helmv2.ReleaseActionUpgrade).failures).To(BeNumerically(">=", upgrades.failures+2), "each failed upgrade counts")
+	g.Expect(helmActionsOf(actionRollback).samples).To(BeNumerically(">", rollbacks.samples), "the rollback's duration is observed")
 	g.Expect(got.Status.LastAttemptedRevision).To(Equal("2.0.0"))
 	rem := conditions.Get(got, helmv2.RemediatedCondition)
 	g.Expect(rem).NotTo(BeNil())
@@ -72,6 +75,7 @@ func TestFailedInstallIsUninstalledAndRetried(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0", helmtest.WithTemplate("maybe-bad.yaml",
 		"{{ if .Values.bad }}"+badTemplate+"{{ end }}")))
+	installs, uninstalls := helmActionsOf(helmv2.ReleaseActionInstall), helmActionsOf(actionUninstall)
 	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Values = valuesJSON(`{"bad":true}`)
 		hr.Spec.Install = &helmv2.Install{Remediation: &helmv2.InstallRemediation{Retries: 2}}
@@ -80,6 +84,10 @@ func TestFailedInstallIsUninstalledAndRetried(t *testing.T) {
 	got := waitForHR(g, key, hrReason(meta.ReadyCondition, "False", helmv2.RetriesExceededReason))
 	g.Expect(got.Status.InstallFailures).To(BeEquivalentTo(3))
 	g.Expect(conditions.Get(got, helmv2.RemediatedCondition).Reason).To(Equal(helmv2.UninstallSucceededReason))
+	now := helmActionsOf(helmv2.ReleaseActionInstall)
+	g.Expect(now.failures).To(BeNumerically(">=", installs.failures+3), "each failed install counts")
+	g.Expect(now.samples).To(BeNumerically(">=", installs.samples+3), "with its duration")
+	g.Expect(helmActionsOf(actionUninstall).samples).To(BeNumerically(">", uninstalls.samples), "the remediation's uninstall is observed")
 	var secrets corev1.SecretList
 	g.Expect(env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
 	g.Expect(secrets.Items).To(BeEmpty(), "the failed install was uninstalled")
@@ -101,6 +109,7 @@ func TestFailingTestHookDrivesRemediation(t *testing.T) {
 	hook := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations:\n    helm.sh/hook: test\n" +
 		"spec:\n  restartPolicy: Never\n  containers:\n  - name: t\n    image: busybox\n"
 	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0", helmtest.WithTemplate("tests/pod.yaml", hook)))
+	tests := helmActionsOf(actionTest)
 	hr := newRelease(g, ns, "tested", "app", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Test = &helmv2.Test{Enable: true, Timeout: &metav1.Duration{Duration: 2 * time.Second}}
 		hr.Spec.Install = &helmv2.Install{Remediation: &helmv2.InstallRemediation{RemediateLastFailure: ptr.To(true)}}
@@ -109,6 +118,7 @@ func TestFailingTestHookDrivesRemediation(t *testing.T) {
 	got := waitForHR(g, key, hrReason(meta.ReadyCondition, "False", helmv2.RetriesExceededReason))
 	g.Expect(conditions.Get(got, helmv2.TestSuccessCondition).Reason).To(Equal(helmv2.TestFailedReason))
 	g.Expect(got.Status.InstallFailures).To(BeEquivalentTo(1))
+	g.Expect(helmActionsOf(actionTest).failures).To(BeNumerically(">", tests.failures), "the failed test counts")
 	g.Expect(conditions.Get(got, helmv2.RemediatedCondition).Reason).To(Equal(helmv2.UninstallSucceededReason))
 	events := testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)
 	g.Expect(events).To(ContainElement(ContainSubstring("Helm test failed")))

@@ -62,9 +62,11 @@ func (r *HelmReleaseReconciler) uninstall(ctx context.Context, obj *helmv2.HelmR
 		return err
 	}
 	u := obj.GetUninstall()
-	_, err = run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{
-		Timeout: obj.ActionTimeout(u.Timeout), DisableHooks: u.DisableHooks, KeepHistory: u.KeepHistory,
-		Wait: !u.DisableWait, DeletionPropagation: deletionPropagation(u),
+	_, err = helmAction(actionUninstall, func() (*hrelease.Release, error) {
+		return run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{
+			Timeout: obj.ActionTimeout(u.Timeout), DisableHooks: u.DisableHooks, KeepHistory: u.KeepHistory,
+			Wait: !u.DisableWait, DeletionPropagation: deletionPropagation(u),
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", latest.Namespace, latest.Name, err)

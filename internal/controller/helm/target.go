@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,7 +116,10 @@ func (r *HelmReleaseReconciler) uninstallMoved(ctx context.Context, obj *helmv2.
 	if err != nil {
 		return outcome.Fail(helmv2.InitFailedReason, err)
 	}
-	if _, err := run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()}); err != nil {
+	_, err = helmAction(actionUninstall, func() (*hrelease.Release, error) {
+		return run.Uninstall(ctx, latest.Name, helmaction.UninstallOptions{Timeout: obj.GetTimeout()})
+	})
+	if err != nil {
 		return outcome.Fail(helmv2.UninstallFailedReason,
 			fmt.Errorf("uninstalling the former release %s/%s: %w", latest.Namespace, latest.Name, err))
 	}

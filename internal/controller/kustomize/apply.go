@@ -51,7 +51,7 @@ func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa
 // Objects join the status inventory before they are written (see
 // writeAhead), so that a later revision can prune them even when this run
 // dies half-way; when an apply fails half-way, what was applied stays in
-// the inventory for the same reason.
+// the inventory for the same reason, and is returned with the error.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
 	objs []*unstructured.Unstructured, revision, because string, patcher *patch.Helper) (*ssa.ChangeSet, error) {
 	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{
@@ -67,10 +67,10 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 	var invalid *ssa.ValidationError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, outcome.Fail(kustomizev1.ValidationFailedReason, err)
+		return changes, outcome.Fail(kustomizev1.ValidationFailedReason, err)
 	case err != nil:
 		recordInventory(obj, inventory.Merge(kspec.Inventory(obj), changes.Inventory()))
-		return nil, outcome.Fail(kustomizev1.ReconciliationFailedReason, err)
+		return changes, outcome.Fail(kustomizev1.ReconciliationFailedReason, err)
 	}
 	return changes, nil
 }
@@ -120,6 +120,7 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 		return nil
 	}
 	changes, err := m.Prune(ctx, stale, ssa.PruneOptions{})
+	recordApplied(changes, false)
 	if changes != nil && changes.Changed() {
 		r.Events.Normal(ctx, obj, meta.ProgressingReason, revision, fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision))
 	}
@@ -161,6 +162,7 @@ func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kust
 	changes, err := m.Delete(ctx, kspec.Inventory(obj), ssa.DeleteOptions{
 		Policy: ssa.DeletionPolicy(obj.GetDeletionPolicy()), Prune: obj.Spec.Prune, WaitTimeout: obj.GetTimeout(),
 	})
+	recordApplied(changes, false)
 	if changes != nil && changes.Changed() {
 		r.Events.Normal(ctx, obj, "Deleted", obj.Status.LastAppliedRevision, changes.Summary())
 	}

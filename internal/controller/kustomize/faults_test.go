@@ -16,6 +16,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -177,11 +178,15 @@ func TestDriftIsCorrected(t *testing.T) {
 	cm.Data["value"] = "edited by hand"
 	g.Expect(env.Client.Update(ctx, cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
 
+	drift, configured := driftCorrected(), appliedObjects(metrics.ActionConfigured)
 	testutil.RequestReconcile(g, env.Client, &kustomizev1.Kustomization{ObjectMeta: objectMeta(ns, "app")}, "drift")
 	g.Eventually(func() string {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, cm)
 		return cm.Data["value"]
 	}, timeout, interval).Should(Equal("1"))
+	waitForKs(g, key, func(k *kustomizev1.Kustomization) bool { return k.Status.LastHandledReconcileAt == "drift" })
+	g.Expect(driftCorrected()).To(BeNumerically(">=", drift+1), "the correction counts as drift corrected")
+	g.Expect(appliedObjects(metrics.ActionConfigured)).To(BeNumerically(">=", configured+1), "and as configured")
 }
 
 func TestSuspendedDeletionKeepsObjects(t *testing.T) {

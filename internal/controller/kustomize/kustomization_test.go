@@ -23,6 +23,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -144,6 +145,7 @@ func TestPruneAndDelete(t *testing.T) {
 		"deploy/b.yaml": configMap(ns, "b", "1"),
 	}, "two configmaps")
 
+	created, deleted := appliedObjects(metrics.ActionCreated), appliedObjects(metrics.ActionDeleted)
 	applyManifests(g, ns, `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
@@ -172,6 +174,7 @@ spec:
 		kustomizev1.ResourceRef{ID: ns + "_a__ConfigMap", Version: "v1"},
 		kustomizev1.ResourceRef{ID: ns + "_b__ConfigMap", Version: "v1"},
 	))
+	g.Expect(appliedObjects(metrics.ActionCreated)).To(BeNumerically(">=", created+2), "the first apply counts what it created")
 
 	// Removing a file from the repository prunes its object.
 	sha, err := repo.Remove("main", []string{"deploy/b.yaml"}, "drop b")
@@ -180,6 +183,8 @@ spec:
 		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+meta.ReconcileRequestAnnotation+`":"drop-b"}}}`)))).To(Succeed())
 	got = waitForKs(g, key, ksReady("main@sha1:"+sha))
 	g.Expect(got.Status.Inventory.Entries).To(HaveLen(1))
+	g.Expect(appliedObjects(metrics.ActionDeleted)).To(BeNumerically(">=", deleted+1), "the prune counts what it deleted")
+	deleted = appliedObjects(metrics.ActionDeleted)
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &corev1.ConfigMap{}))
 	}, timeout, interval).Should(BeTrue())
@@ -191,4 +196,5 @@ spec:
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})) &&
 			apierrors.IsNotFound(env.Client.Get(ctx, key, &kustomizev1.Kustomization{}))
 	}, timeout, interval).Should(BeTrue())
+	g.Expect(appliedObjects(metrics.ActionDeleted)).To(BeNumerically(">=", deleted+1), "the deletion counts what it deleted")
 }

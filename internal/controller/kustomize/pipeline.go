@@ -163,7 +163,9 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	if err := refuseEmptyRevision(obj, objs, revision); err != nil {
 		return nil, err
 	}
+	drift := correctsDrift(obj, revision, in.digest, last, hadLast)
 	changes, err := r.apply(ctx, obj, m, objs, revision, appliedBecause(artifact), patcher)
+	recordApplied(changes, drift)
 	if err != nil {
 		return nil, err
 	}

@@ -72,8 +72,9 @@ func (r *BucketReconciler) store() artifactStore {
 // run brings one Bucket's artifact up to date, unless a gate holds it
 // back.
 func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (outcome.Result, error) {
-	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout())}
+	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout()), fetch: fetchClock{kind: sourcev1.BucketKind}}
 	defer sc.cleanup()
+	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
@@ -93,6 +94,8 @@ type bucketScope struct {
 	upToDate bool
 	// workDir holds the downloaded objects; removed when the run ends.
 	workDir string
+	// fetch times the listing and the download, for the source metrics.
+	fetch fetchClock
 }
 
 func (sc *bucketScope) cleanup() {

@@ -49,7 +49,9 @@ func (r *BucketReconciler) reconcileSource(ctx context.Context, obj *sourcev1.Bu
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
-	listed, err := sc.client.List(ctx, obj.Spec.BucketName, obj.Spec.Prefix)
+	listed, err := timed(&sc.fetch, func() ([]bucket.Object, error) {
+		return sc.client.List(ctx, obj.Spec.BucketName, obj.Spec.Prefix)
+	})
 	if err != nil {
 		return outcome.ResultEmpty, bucketFetchFailed(obj, err)
 	}
@@ -119,8 +121,10 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 	dlCtx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
 	maxSize := r.maxSize()
-	if err := sc.client.Download(dlCtx, obj.Spec.BucketName, sc.objects, sc.workDir, bucket.DownloadOptions{
-		Concurrency: r.concurrency(), MaxObjectSize: maxSize, MaxTotalSize: maxSize,
+	if err := sc.fetch.time(func() error {
+		return sc.client.Download(dlCtx, obj.Spec.BucketName, sc.objects, sc.workDir, bucket.DownloadOptions{
+			Concurrency: r.concurrency(), MaxObjectSize: maxSize, MaxTotalSize: maxSize,
+		})
 	}); err != nil {
 		return outcome.ResultEmpty, bucketFetchFailed(obj, err)
 	}

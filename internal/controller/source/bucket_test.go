@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testservers"
 )
@@ -128,8 +129,10 @@ func TestBucketStoresObjectsAndSkipsUnchangedListings(t *testing.T) {
 		"other/skip.yaml":    "out of the prefix? no: no prefix set\n",
 	})
 	obj := f.newBucket(t, g, ns, "objects")
+	fetches := fetchesOf(sourcev1.BucketKind)
 	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 	got := waitForBucket(g, obj, bucketReady)
+	expectFetched(g, sourcev1.BucketKind, fetches, metrics.ResultSuccess)
 	g.Expect(got.Status.Artifact.Revision).To(MatchRegexp(`^sha256:[0-9a-f]{64}$`))
 	g.Expect(got.Status.URL).To(Equal(got.Status.Artifact.URL))
 	g.Expect(artifactFiles(t, g, got.Status.Artifact)).To(Equal(map[string]string{
@@ -175,10 +178,12 @@ func TestBucketFaults(t *testing.T) {
 	last := ready.Status.Artifact
 
 	f.down.Store(true)
+	fetches := fetchesOf(sourcev1.BucketKind)
 	testutil.RequestReconcile(g, env.Client, ready, "down")
 	got := waitForBucket(g, obj, func(o *sourcev1.Bucket) bool {
 		return o.Status.LastHandledReconcileAt == "down" && conditions.IsTrue(o, sourcev1.FetchFailedCondition)
 	})
+	expectFetched(g, sourcev1.BucketKind, fetches, metrics.ResultFailure)
 	g.Expect(conditions.Reason(got, sourcev1.FetchFailedCondition)).To(Equal(sourcev1.BucketOperationFailedReason))
 	g.Expect(got.Status.Artifact).To(Equal(last))
 	testutil.Download(g, nil, got.Status.Artifact)

@@ -115,10 +115,11 @@ func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Obje
 // run brings one GitRepository's artifact up to date, unless a gate holds
 // it back.
 func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, patcher *patch.Helper) (outcome.Result, error) {
-	sc := &gitScope{announce: func(ctx context.Context) error {
+	sc := &gitScope{fetch: fetchClock{kind: sourcev1.GitRepositoryKind}, announce: func(ctx context.Context) error {
 		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
 	}}
 	defer sc.cleanup()
+	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 }
 
@@ -147,6 +148,8 @@ type gitScope struct {
 	// announce patches the status of a new generation, for a clone that
 	// takes long (see reconcile.AnnounceIfSlow).
 	announce func(context.Context) error
+	// fetch times the clone, for the source metrics.
+	fetch fetchClock
 }
 
 func (sc *gitScope) cleanup() {

@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -48,9 +49,11 @@ func TestGitRepository_StoresAndServesArtifact(t *testing.T) {
 
 	obj := newGitRepository(ns, "app", base+"/app.git")
 	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	fetches := fetchesOf(sourcev1.GitRepositoryKind)
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 
 	got := waitFor(g, obj, readyAt("main@sha1:"+sha))
+	expectFetched(g, sourcev1.GitRepositoryKind, fetches, metrics.ResultSuccess)
 	g.Expect(conditions.IsTrue(got, sourcev1.ArtifactInStorageCondition)).To(BeTrue())
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(Equal("stored artifact for revision 'main@sha1:" + sha + "'"))
 	g.Expect(got.Finalizers).To(ContainElement(meta.Finalizer))
@@ -82,10 +85,11 @@ func TestGitRepository_NoCloneWhenUnchanged(t *testing.T) {
 	info, err := os.Stat(storage.LocalPath(*first.Status.Artifact))
 	g.Expect(err).NotTo(HaveOccurred())
 
-	before := srv.Requests()
+	before, fetches := srv.Requests(), fetchesOf(sourcev1.GitRepositoryKind)
 	testutil.RequestReconcile(g, env.Client, obj, "tick")
 	got := waitFor(g, obj, func(o *sourcev1.GitRepository) bool { return o.Status.LastHandledReconcileAt == "tick" })
 	g.Expect(srv.Requests()-before).To(Equal(int64(1)), "only the remote's refs are listed")
+	expectFetched(g, sourcev1.GitRepositoryKind, fetches, metrics.ResultSuccess) // upstream was asked: a fetch
 	g.Expect(got.Status.Artifact).To(Equal(first.Status.Artifact))
 	after, err := os.Stat(storage.LocalPath(*got.Status.Artifact))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -169,8 +173,10 @@ func TestGitRepository_HostDownKeepsLastArtifact(t *testing.T) {
 	obj := ready.DeepCopy()
 
 	srv.SetDown(true)
+	fetches := fetchesOf(sourcev1.GitRepositoryKind)
 	testutil.RequestReconcile(g, env.Client, obj, "while-down")
 	got := waitFor(g, obj, hasCondition(sourcev1.FetchFailedCondition, metav1.ConditionTrue, sourcev1.GitOperationFailedReason))
+	expectFetched(g, sourcev1.GitRepositoryKind, fetches, metrics.ResultFailure)
 	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
 	g.Expect(conditions.Reason(got, meta.ReadyCondition)).To(Equal(sourcev1.GitOperationFailedReason))
 	g.Expect(conditions.IsTrue(got, meta.ReconcilingCondition)).To(BeTrue(), "it retries")

@@ -58,8 +58,9 @@ func (r *GitRepositoryReconciler) rebuildHeldArtifact(ctx context.Context, obj *
 
 	held := obj.DeepCopy()
 	held.Spec = heldSpec(obj, ref, hash)
-	sc := &gitScope{heldRevision: revision}
+	sc := &gitScope{heldRevision: revision, fetch: fetchClock{kind: sourcev1.GitRepositoryKind}}
 	defer sc.cleanup()
+	defer sc.fetch.end()
 	_, err = reconcile.RunSteps(ctx, held, sc, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)
 	obj.Status.Artifact = held.Status.Artifact
 	obj.Status.IncludedArtifacts = held.Status.IncludedArtifacts

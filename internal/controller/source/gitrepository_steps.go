@@ -76,8 +76,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	cloneCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
 	defer cancel()
 	url := obj.Spec.URL
-	commit, err := reconcile.AnnounceIfSlow(ctx, reconcile.AnnounceDelay, sc.announce, func() (*git.Commit, error) {
-		return client.Clone(cloneCtx, url, checkout)
+	commit, err := timed(&sc.fetch, func() (*git.Commit, error) {
+		return reconcile.AnnounceIfSlow(ctx, reconcile.AnnounceDelay, sc.announce, func() (*git.Commit, error) {
+			return client.Clone(cloneCtx, url, checkout)
+		})
 	})
 	if err != nil {
 		return outcome.ResultEmpty, markFetchFailed(obj, err)

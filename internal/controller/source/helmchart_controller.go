@@ -134,8 +134,9 @@ func (r *HelmChartReconciler) store() artifactStore {
 // run brings one HelmChart's artifact up to date, unless a gate holds it
 // back.
 func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *patch.Helper) (outcome.Result, error) {
-	sc := &helmChartScope{}
+	sc := &helmChartScope{fetch: fetchClock{kind: sourcev1.HelmChartKind}}
 	defer sc.cleanup()
+	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileBuild, r.reconcileArtifact)
 }
 
@@ -161,6 +162,9 @@ type helmChartScope struct {
 	// upToDate is set when the stored artifact already holds what the
 	// spec and the source give: nothing is built or written.
 	upToDate bool
+	// fetch times the chart's pull from a HelmRepository, or its build
+	// from a GitRepository's or Bucket's tree, for the source metrics.
+	fetch fetchClock
 }
 
 func (sc *helmChartScope) cleanup() {

@@ -65,8 +65,9 @@ func (r *HelmChartReconciler) pullHTTPChart(ctx context.Context, obj *sourcev1.H
 	if err != nil {
 		return chartPullFailed(obj, nil, err)
 	}
-	sc.downloaded, err = repository.DownloadChart(ctx, repo.Spec.URL, cv,
-		helmClientOptions(repo, creds, r.MaxIndexSize, r.maxChartSize()))
+	sc.downloaded, err = timed(&sc.fetch, func() ([]byte, error) {
+		return repository.DownloadChart(ctx, repo.Spec.URL, cv, helmClientOptions(repo, creds, r.MaxIndexSize, r.maxChartSize()))
+	})
 	if err != nil {
 		return chartPullFailed(obj, repository.ErrUnauthorized, err)
 	}
@@ -123,7 +124,12 @@ func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.He
 	defer closeIdle(opts.Transport)
 	ctx, cancel := context.WithTimeout(ctx, repo.GetTimeout())
 	defer cancel()
-	data, version, digest, err := repository.PullOCIChart(ctx, repo.Spec.URL, obj.Spec.Chart, obj.GetVersion(), opts, r.maxChartSize())
+	var data []byte
+	var version, digest string
+	err = sc.fetch.time(func() (err error) {
+		data, version, digest, err = repository.PullOCIChart(ctx, repo.Spec.URL, obj.Spec.Chart, obj.GetVersion(), opts, r.maxChartSize())
+		return err
+	})
 	if err != nil {
 		return chartPullFailed(obj, oci.ErrAccessDenied, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/netguard"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -92,11 +93,13 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 	byRevision := newHelmChart(ns, "by-revision", sourcev1.GitRepositoryKind, git.Name, "./charts/app")
 	byRevision.Spec.ReconcileStrategy = sourcev1.ReconcileStrategyRevision
 	byRevision.Spec.ValuesFiles = []string{"charts/app/values.yaml", "values-prod.yaml", "shared/replicas.yaml"}
+	fetches := fetchesOf(sourcev1.HelmChartKind)
 	g.Expect(env.Client.Create(context.Background(), byRevision)).To(Succeed())
 	byVersion := newHelmChart(ns, "by-version", sourcev1.GitRepositoryKind, git.Name, "charts/app")
 	g.Expect(env.Client.Create(context.Background(), byVersion)).To(Succeed())
 
 	got := waitForChart(g, byRevision, chartReadyAt("0.1.0+"+sha[:12]))
+	expectFetched(g, sourcev1.HelmChartKind, fetches, metrics.ResultSuccess) // built from the tree
 	g.Expect(got.Status.Artifact.Path).To(Equal("helmchart/" + ns + "/by-revision/app-0.1.0+" + sha[:12] + ".tgz"))
 	g.Expect(got.Status.ObservedSourceArtifactRevision).To(Equal("main@sha1:" + sha))
 	g.Expect(got.Status.ObservedChartName).To(Equal("./charts/app"))
@@ -209,11 +212,13 @@ func TestHelmChartRefusesADependencyBomb(t *testing.T) {
 	readyGitSource(t, g, ns, files)
 
 	bomb := newHelmChart(ns, "bomb", sourcev1.GitRepositoryKind, "charts", "bomb/app")
+	fetches := fetchesOf(sourcev1.HelmChartKind)
 	g.Expect(env.Client.Create(context.Background(), bomb)).To(Succeed())
 	plain := newHelmChart(ns, "plain", sourcev1.GitRepositoryKind, "charts", "charts/plain")
 	g.Expect(env.Client.Create(context.Background(), plain)).To(Succeed())
 
 	got := waitForChart(g, bomb, helmCondition[*sourcev1.HelmChart](sourcev1.BuildFailedCondition, metav1.ConditionTrue, sourcev1.ChartPackageFailedReason))
+	expectFetched(g, sourcev1.HelmChartKind, fetches, metrics.ResultFailure) // the build from the tree failed
 	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(And(
 		ContainSubstring("chart tree limit MaxCharts"),

@@ -120,12 +120,14 @@ func (r *HelmChartReconciler) reconcileBuild(ctx context.Context, obj *sourcev1.
 	if sc.upToDate {
 		return outcome.ResultSuccess, nil
 	}
-	err := chart.Safely(func() error {
-		if sc.downloaded != nil {
-			return r.buildPulled(obj, sc)
-		}
-		return r.buildFromTree(ctx, obj, sc)
-	})
+	var err error
+	if sc.downloaded != nil {
+		err = chart.Safely(func() error { return r.buildPulled(obj, sc) })
+	} else {
+		// A chart built from a tree is what the HelmChart fetches: its
+		// dependencies are downloaded as it builds.
+		err = sc.fetch.time(func() error { return chart.Safely(func() error { return r.buildFromTree(ctx, obj, sc) }) })
+	}
 	if err != nil {
 		return outcome.ResultEmpty, buildFailed(obj, err)
 	}

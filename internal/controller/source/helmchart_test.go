@@ -13,6 +13,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 	"github.com/windlass-dev/windlass/internal/testutil/testservers"
@@ -33,8 +34,10 @@ func TestHelmChartFromHTTPRepository(t *testing.T) {
 
 	hc := newHelmChart(ns, "podinfo", sourcev1.HelmRepositoryKind, "podinfo", "podinfo")
 	hc.Spec.Version = "1.x"
+	fetches := fetchesOf(sourcev1.HelmChartKind)
 	g.Expect(env.Client.Create(context.Background(), hc)).To(Succeed())
 	got := waitForChart(g, hc, chartReadyAt("1.1.0"))
+	expectFetched(g, sourcev1.HelmChartKind, fetches, metrics.ResultSuccess)
 	g.Expect(got.Status.Artifact.Path).To(Equal("helmchart/" + ns + "/podinfo/podinfo-1.1.0.tgz"))
 	g.Expect(got.Status.URL).To(Equal(got.Status.Artifact.URL))
 	g.Expect(got.Status.ObservedChartName).To(Equal("podinfo"))
@@ -117,8 +120,10 @@ func TestHelmChartValuesFilesAndFaults(t *testing.T) {
 	repo.Handle("/podinfo-2.0.0.tgz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	}))
+	fetches := fetchesOf(sourcev1.HelmChartKind)
 	testutil.RequestReconcile(g, env.Client, hr, "v2")
 	got = waitForChart(g, latest, helmCondition[*sourcev1.HelmChart](sourcev1.FetchFailedCondition, metav1.ConditionTrue, sourcev1.ChartPullFailedReason))
+	expectFetched(g, sourcev1.HelmChartKind, fetches, metrics.ResultFailure)
 	g.Expect(conditions.Message(got, sourcev1.FetchFailedCondition)).To(ContainSubstring("503"))
 	g.Expect(got.Status.Artifact).To(Equal(last))
 	testutil.Download(g, nil, got.Status.Artifact)

@@ -104,7 +104,8 @@ func (r *HelmRepositoryReconciler) store() artifactStore {
 // run brings one HelmRepository's artifact up to date, unless a gate holds
 // it back.
 func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, _ *patch.Helper) (outcome.Result, error) {
-	sc := &helmRepositoryScope{}
+	sc := &helmRepositoryScope{fetch: fetchClock{kind: sourcev1.HelmRepositoryKind}}
+	defer sc.fetch.end()
 	if obj.GetType() == sourcev1.HelmRepositoryTypeOCI {
 		return reconcile.RunSteps(ctx, obj, sc, r.reconcileOCI)
 	}
@@ -122,4 +123,7 @@ type helmRepositoryScope struct {
 	// upToDate is set when the stored artifact already holds the
 	// revision: nothing is written.
 	upToDate bool
+	// fetch times the index download, for the source metrics; an OCI
+	// HelmRepository fetches nothing.
+	fetch fetchClock
 }

@@ -39,7 +39,9 @@ func (r *HelmRepositoryReconciler) reconcileSource(ctx context.Context, obj *sou
 	if err != nil {
 		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}
-	data, err := repository.FetchIndex(ctx, obj.Spec.URL, helmClientOptions(obj, creds, r.MaxIndexSize, 0))
+	data, err := timed(&sc.fetch, func() ([]byte, error) {
+		return repository.FetchIndex(ctx, obj.Spec.URL, helmClientOptions(obj, creds, r.MaxIndexSize, 0))
+	})
 	if err != nil {
 		return outcome.ResultEmpty, helmRepositoryFetchFailed(obj, err)
 	}

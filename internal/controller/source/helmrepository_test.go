@@ -17,6 +17,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
@@ -33,8 +34,10 @@ func TestHelmRepositoryStoresIndexAndSkipsUnchanged(t *testing.T) {
 	repo.Add(t, helmtest.Chart(t, "podinfo", "1.0.0"))
 
 	obj := newHelmRepository(ns, "podinfo", repo.URL())
+	fetched := fetchesOf(sourcev1.HelmRepositoryKind)
 	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 	got := waitForHelmRepo(g, obj, helmRepoReady)
+	expectFetched(g, sourcev1.HelmRepositoryKind, fetched, metrics.ResultSuccess)
 	a := got.Status.Artifact
 	hex := strings.TrimPrefix(a.Revision, "sha256:")
 	g.Expect(a.Revision).To(MatchRegexp(`^sha256:[0-9a-f]{64}$`))
@@ -188,10 +191,12 @@ func TestHelmRepositoryFaultsKeepTheLastArtifact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			repo.Handle("/index.yaml", tc.handler)
+			fetches := fetchesOf(sourcev1.HelmRepositoryKind)
 			testutil.RequestReconcile(g, env.Client, obj, tc.name)
 			got := waitForHelmRepo(g, obj, func(o *sourcev1.HelmRepository) bool {
 				return o.Status.LastHandledReconcileAt == tc.name && conditions.IsTrue(o, sourcev1.FetchFailedCondition)
 			})
+			expectFetched(g, sourcev1.HelmRepositoryKind, fetches, metrics.ResultFailure)
 			g.Expect(conditions.Reason(got, sourcev1.FetchFailedCondition)).To(Equal(sourcev1.IndexationFailedReason))
 			g.Expect(conditions.Message(got, sourcev1.FetchFailedCondition)).To(ContainSubstring(tc.msg))
 			g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue())

@@ -71,8 +71,9 @@ func (r *OCIRepositoryReconciler) store() artifactStore {
 // run brings one OCIRepository's artifact up to date, unless a gate holds
 // it back.
 func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (outcome.Result, error) {
-	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout())}
+	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout()), fetch: fetchClock{kind: sourcev1.OCIRepositoryKind}}
 	defer sc.cleanup()
+	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)
 }
 
@@ -94,6 +95,8 @@ type ociScope struct {
 	upToDate bool
 	// workDir holds the extracted layer; removed when the run ends.
 	workDir string
+	// fetch times the resolve and the download, for the source metrics.
+	fetch fetchClock
 }
 
 func (sc *ociScope) cleanup() {

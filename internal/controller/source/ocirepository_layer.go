@@ -17,10 +17,26 @@ import (
 	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
-// storeLayer streams the layer into storage as a: copied as it is, or
-// extracted into a working folder with the limits of archive.Extract
-// (no links, no escapes, a size cap) and packaged again with the ignore
-// rules. Nothing is held whole in memory.
+// pullLayer reads the manifest of the resolved digest, with its
+// annotations as a's metadata, and downloads its selected layer (see
+// storeLayer).
+func (r *OCIRepositoryReconciler) pullLayer(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope, a *meta.Artifact) error {
+	manifest, err := oci.GetManifest(ctx, sc.digest, sc.remote)
+	if err != nil {
+		return ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
+	}
+	layer, err := oci.SelectLayer(manifest, obj.GetLayerSelector().MediaType)
+	if err != nil {
+		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, err)
+	}
+	a.Metadata = manifest.Annotations
+	return r.storeLayer(ctx, obj, sc, a, layer)
+}
+
+// storeLayer streams the layer into storage as a, copied as it is, or
+// extracts it into sc.workDir with the limits of archive.Extract (no
+// links, no escapes, a size cap), for reconcileArtifact to package with
+// the ignore rules. Nothing is held whole in memory.
 func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope, a *meta.Artifact, layer v1.Descriptor) error {
 	maxSize := r.maxLayerSize()
 	rc, err := oci.OpenLayer(ctx, sc.repo, layer, maxSize, sc.remote)
@@ -41,7 +57,7 @@ func (r *OCIRepositoryReconciler) storeLayer(ctx context.Context, obj *sourcev1.
 	if err != nil {
 		return ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, fmt.Errorf("extracting the layer of '%s': %w", sc.revision, err))
 	}
-	return r.store().archive(obj, a, sc.workDir, obj.Spec.Ignore, "the layer's files")
+	return nil
 }
 
 // copyLayer stores the layer rc as it is, as a; a layer whose digest does

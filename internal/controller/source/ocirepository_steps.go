@@ -48,7 +48,7 @@ func (r *OCIRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
-	if err := r.resolveReference(ctx, obj, sc); err != nil {
+	if err := sc.fetch.time(func() error { return r.resolveReference(ctx, obj, sc) }); err != nil {
 		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
@@ -232,6 +232,7 @@ func (r *OCIRepositoryReconciler) verifyArtifact(ctx context.Context, obj *sourc
 // reconcileArtifact downloads the selected layer of the resolved digest
 // and stores it: extracted and packaged with the ignore rules, or copied
 // unchanged. When the stored artifact is up to date it only confirms it.
+// The download, not the packaging, is timed as a part of the fetch.
 func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
@@ -239,21 +240,17 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)
 	defer cancel()
-	manifest, err := oci.GetManifest(ctx, sc.digest, sc.remote)
-	if err != nil {
-		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCIPullFailedReason, err)
-	}
-	selector := obj.GetLayerSelector()
-	layer, err := oci.SelectLayer(manifest, selector.MediaType)
-	if err != nil {
-		return outcome.ResultEmpty, ociFetchFailed(obj, sourcev1.OCILayerOperationFailedReason, err)
-	}
 	a := r.Storage.NewArtifactFor(sourcev1.OCIRepositoryKind, obj, sc.revision, sc.digest.DigestStr()[len("sha256:"):]+".tar.gz")
-	a.Metadata = manifest.Annotations
-	if err := r.storeLayer(ctx, obj, sc, &a, layer); err != nil {
+	if err := sc.fetch.time(func() error { return r.pullLayer(ctx, obj, sc, &a) }); err != nil {
 		return outcome.ResultEmpty, err
 	}
+	if sc.workDir != "" {
+		if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the layer's files"); err != nil {
+			return outcome.ResultEmpty, err
+		}
+	}
 	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	selector := obj.GetLayerSelector()
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedLayerSelector = &selector

@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/oci"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -119,8 +120,10 @@ func TestOCIRepositoryPullsTagsAndSkipsUnchangedDigests(t *testing.T) {
 
 	obj := newOCIRepository(ns, "app", "oci://"+reg.host+"/app")
 	obj.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: "v1"}
+	fetches := fetchesOf(sourcev1.OCIRepositoryKind)
 	g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed())
 	got := waitForOCI(g, obj, ociReadyAt("v1@"+v1.Digest.String()))
+	expectFetched(g, sourcev1.OCIRepositoryKind, fetches, metrics.ResultSuccess)
 
 	g.Expect(got.Status.Artifact.Metadata).To(HaveKeyWithValue(meta.OriginRevisionKey, "main@sha1:1111111111111111111111111111111111111111"))
 	g.Expect(got.Status.Artifact.Metadata).To(HaveKeyWithValue(meta.OriginSourceKey, "https://git.example.com/app"))
@@ -269,8 +272,10 @@ func TestOCIRepositoryKeepsServingWhenTheRegistryFails(t *testing.T) {
 	last := ready.Status.Artifact
 
 	reg.down.Store(true)
+	fetches := fetchesOf(sourcev1.OCIRepositoryKind)
 	testutil.RequestReconcile(g, env.Client, ready, "down")
 	got := waitForOCI(g, obj, ociCondition(sourcev1.FetchFailedCondition, metav1.ConditionTrue, sourcev1.OCIPullFailedReason))
+	expectFetched(g, sourcev1.OCIRepositoryKind, fetches, metrics.ResultFailure)
 	g.Expect(got.Status.Artifact).To(Equal(last))
 	testutil.Download(g, nil, got.Status.Artifact)
 	reg.down.Store(false)
@@ -289,10 +294,12 @@ func TestOCIRepositoryKeepsServingWhenTheRegistryFails(t *testing.T) {
 		}, msg: "maximum uncompressed size"},
 	} {
 		pushRawLayer(t, g, reg.host, "app:v1", bad.layer(t))
+		fetches := fetchesOf(sourcev1.OCIRepositoryKind)
 		testutil.RequestReconcile(g, env.Client, got, bad.name)
 		got = waitForOCI(g, obj, func(o *sourcev1.OCIRepository) bool {
 			return o.Status.LastHandledReconcileAt == bad.name && conditions.IsTrue(o, sourcev1.FetchFailedCondition)
 		})
+		expectFetched(g, sourcev1.OCIRepositoryKind, fetches, metrics.ResultFailure) // the download failed
 		g.Expect(conditions.Reason(got, sourcev1.FetchFailedCondition)).To(Equal(sourcev1.OCILayerOperationFailedReason), bad.name)
 		g.Expect(conditions.Message(got, sourcev1.FetchFailedCondition)).To(ContainSubstring(bad.msg), bad.name)
 		g.Expect(got.Status.Artifact).To(Equal(last), bad.name)
