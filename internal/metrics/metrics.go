@@ -13,9 +13,11 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -32,49 +34,165 @@ const (
 // objectLabels are the labels of a series about one object.
 var objectLabels = []string{kindLabel, namespaceLabel, nameLabel}
 
-// ReconcileDuration is gotk_reconcile_duration_seconds: how long
-// reconciliations take, per object.
-var ReconcileDuration = prometheus.NewHistogramVec(
-	prometheus.HistogramOpts{
-		Name:    "gotk_reconcile_duration_seconds",
-		Help:    "The duration in seconds of a GitOps Toolkit resource reconciliation.",
-		Buckets: prometheus.ExponentialBucketsRange(10e-3, 1800, 10),
-	},
-	[]string{"kind", "name", "namespace"},
+// durationBuckets are the upper bounds of gotk_reconcile_duration_seconds:
+// the reference's ten exponential buckets, 10ms to 30m.
+var durationBuckets = prometheus.ExponentialBucketsRange(10e-3, 1800, 10)
+
+// The series of the objects' runs, collected from objects at each scrape.
+var (
+	reconcileDuration = prometheus.NewDesc("gotk_reconcile_duration_seconds",
+		"The duration in seconds of a GitOps Toolkit resource reconciliation.", []string{"kind", "name", "namespace"}, nil)
+	suspendStatus = prometheus.NewDesc("gotk_suspend_status",
+		"The current suspend status of a GitOps Toolkit resource.", []string{"kind", "name", "namespace"}, nil)
+	lastSuccess = prometheus.NewDesc("windlass_reconcile_last_success_timestamp_seconds",
+		"When a reconciliation last left the object Ready, in seconds since the epoch.", objectLabels, nil)
 )
 
-// SuspendStatus is gotk_suspend_status: 1 while an object is suspended.
-var SuspendStatus = prometheus.NewGaugeVec(
-	prometheus.GaugeOpts{
-		Name: "gotk_suspend_status",
-		Help: "The current suspend status of a GitOps Toolkit resource.",
-	},
-	[]string{"kind", "name", "namespace"},
-)
+// objectKey names one object of one kind.
+type objectKey struct {
+	kind, namespace, name string
+}
+
+// objectRuns is what the runs of one object recorded: a compact
+// histogram of their durations, whether it is suspended, and when a run
+// last left it Ready. Kept per object, it costs about a tenth of the
+// client library's vectors (a histogram with its locks and native-bucket
+// fields, per series).
+type objectRuns struct {
+	buckets     [durationBucketCount]uint64 // non-cumulative counts of durationBuckets
+	count       uint64
+	sum         float64
+	suspend     float64
+	hasSuspend  bool
+	lastSuccess float64 // seconds since the epoch; 0 for never
+}
+
+// durationBucketCount is len(durationBuckets).
+const durationBucketCount = 10
+
+// objects holds the objectRuns of every object, and collects them.
+type objectStore struct {
+	mu   sync.Mutex
+	runs map[objectKey]*objectRuns
+}
+
+// objects are the runs the reconcilers record, registered with
+// controller-runtime's registry.
+var objects = &objectStore{runs: map[objectKey]*objectRuns{}}
 
 func init() {
-	crmetrics.Registry.MustRegister(ReconcileDuration, SuspendStatus)
+	crmetrics.Registry.MustRegister(objects)
 }
+
+// update calls change with the runs of the object key, made if new.
+func (s *objectStore) update(key objectKey, change func(*objectRuns)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[key]
+	if r == nil {
+		r = &objectRuns{}
+		s.runs[key] = r
+	}
+	change(r)
+}
+
+// Describe sends the descriptions of the series.
+func (s *objectStore) Describe(ch chan<- *prometheus.Desc) {
+	ch <- reconcileDuration
+	ch <- suspendStatus
+	ch <- lastSuccess
+}
+
+// Collect sends the series of every object.
+func (s *objectStore) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, r := range s.runs {
+		if r.count > 0 {
+			ch <- durationHistogram{runs: *r, labels: prometheus.MakeLabelPairs(reconcileDuration, []string{key.kind, key.name, key.namespace})}
+		}
+		if r.hasSuspend {
+			ch <- prometheus.MustNewConstMetric(suspendStatus, prometheus.GaugeValue, r.suspend, key.kind, key.name, key.namespace)
+		}
+		if r.lastSuccess > 0 {
+			ch <- prometheus.MustNewConstMetric(lastSuccess, prometheus.GaugeValue, r.lastSuccess, key.kind, key.namespace, key.name)
+		}
+	}
+}
+
+// durationHistogram is the gotk_reconcile_duration_seconds sample of one
+// object: written straight from its counts, without the sorting of
+// prometheus.NewConstHistogram, a scrape of thousands of objects being
+// mostly these.
+type durationHistogram struct {
+	runs   objectRuns
+	labels []*dto.LabelPair
+}
+
+// Desc returns the description of gotk_reconcile_duration_seconds.
+func (h durationHistogram) Desc() *prometheus.Desc { return reconcileDuration }
+
+// Write writes the histogram into m.
+func (h durationHistogram) Write(m *dto.Metric) error {
+	buckets := make([]*dto.Bucket, len(durationBuckets))
+	var n uint64
+	for i := range durationBuckets {
+		n += h.runs.buckets[i]
+		buckets[i] = &dto.Bucket{UpperBound: &durationBuckets[i], CumulativeCount: proto(n)}
+	}
+	m.Label = h.labels
+	m.Histogram = &dto.Histogram{SampleCount: proto(h.runs.count), SampleSum: proto(h.runs.sum), Bucket: buckets}
+	return nil
+}
+
+// proto returns a pointer to v, as the protobuf types hold their fields.
+func proto[T any](v T) *T { return &v }
 
 // RecordDuration observes the time since start for obj of the given kind.
 func RecordDuration(kind string, obj client.Object, start time.Time) {
-	ReconcileDuration.WithLabelValues(kind, obj.GetName(), obj.GetNamespace()).Observe(time.Since(start).Seconds())
+	seconds := time.Since(start).Seconds()
+	objects.update(objectKey{kind, obj.GetNamespace(), obj.GetName()}, func(r *objectRuns) {
+		for i, bound := range durationBuckets {
+			if seconds <= bound {
+				r.buckets[i]++
+				break
+			}
+		}
+		r.count++
+		r.sum += seconds
+	})
 }
 
 // RecordSuspend records whether obj is suspended.
 func RecordSuspend(kind string, obj client.Object, suspended bool) {
-	v := 0.0
-	if suspended {
-		v = 1
-	}
-	SuspendStatus.WithLabelValues(kind, obj.GetName(), obj.GetNamespace()).Set(v)
+	objects.update(objectKey{kind, obj.GetNamespace(), obj.GetName()}, func(r *objectRuns) {
+		r.suspend, r.hasSuspend = 0, true
+		if suspended {
+			r.suspend = 1
+		}
+	})
+}
+
+// recordSuccess records that a run left obj Ready at end.
+func recordSuccess(kind string, obj client.Object, end time.Time) {
+	objects.update(objectKey{kind, obj.GetNamespace(), obj.GetName()}, func(r *objectRuns) {
+		r.lastSuccess = float64(end.UnixMilli()) / 1000
+	})
 }
 
 // Forget drops the series of the object key of the given kind, deleted,
 // so that memory stays bounded as objects come and go.
 func Forget(kind string, key client.ObjectKey) {
-	labels := prometheus.Labels{"kind": kind, "name": key.Name, "namespace": key.Namespace}
-	ReconcileDuration.Delete(labels)
-	SuspendStatus.Delete(labels)
-	LastSuccess.DeleteLabelValues(kind, key.Namespace, key.Name)
+	objects.mu.Lock()
+	defer objects.mu.Unlock()
+	delete(objects.runs, objectKey{kind, key.Namespace, key.Name})
+}
+
+// Tracked reports whether series of the object key, of the given kind,
+// are kept: for the tests of Forget.
+func Tracked(kind string, key client.ObjectKey) bool {
+	objects.mu.Lock()
+	defer objects.mu.Unlock()
+	_, ok := objects.runs[objectKey{kind, key.Namespace, key.Name}]
+	return ok
 }

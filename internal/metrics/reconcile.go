@@ -22,18 +22,8 @@ var Reconciles = prometheus.NewCounterVec(
 	[]string{kindLabel, "result"},
 )
 
-// LastSuccess is windlass_reconcile_last_success_timestamp_seconds: when
-// a run last left the object Ready, per object.
-var LastSuccess = prometheus.NewGaugeVec(
-	prometheus.GaugeOpts{
-		Name: "windlass_reconcile_last_success_timestamp_seconds",
-		Help: "When a reconciliation last left the object Ready, in seconds since the epoch.",
-	},
-	objectLabels,
-)
-
 func init() {
-	crmetrics.Registry.MustRegister(Reconciles, LastSuccess)
+	crmetrics.Registry.MustRegister(Reconciles)
 }
 
 // RecordRun records a run of obj, of the given kind, that ended at end
@@ -41,6 +31,6 @@ func init() {
 func RecordRun(kind string, obj client.Object, st state.State, end time.Time) {
 	Reconciles.WithLabelValues(kind, strings.ToLower(string(st))).Inc()
 	if st == state.Ready {
-		LastSuccess.WithLabelValues(kind, obj.GetNamespace(), obj.GetName()).Set(float64(end.UnixMilli()) / 1000)
+		recordSuccess(kind, obj, end)
 	}
 }

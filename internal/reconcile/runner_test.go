@@ -202,6 +202,7 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	// The series of the object's life before its deletion.
 	metrics.RecordDuration(kind.Name, obj, time.Now())
 	metrics.RecordSuspend(kind.Name, obj, false)
+	g.Expect(metrics.Tracked(kind.Name, req.NamespacedName)).To(BeTrue())
 
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).To(MatchError(finalizeErr), "a failed finalization keeps the finalizer and is retried")
@@ -214,16 +215,14 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	g.Expect(finalized).To(Equal(2))
 	g.Expect(forgotten).To(Equal([]types.NamespacedName{req.NamespacedName}))
 	g.Expect(c.Get(ctx, req.NamespacedName, &sourcev1.GitRepository{})).NotTo(Succeed(), "the object is gone once its finalizer is removed")
-	g.Expect(metrics.ReconcileDuration.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(), "its duration series is dropped")
-	g.Expect(metrics.SuspendStatus.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(), "its suspend series is dropped")
+	g.Expect(metrics.Tracked(kind.Name, req.NamespacedName)).To(BeFalse(), "its duration and suspend series are dropped")
 
 	// As if the object had gone without its finalizer.
 	metrics.RecordDuration(kind.Name, obj, time.Now())
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred(), "a gone object is no error")
 	g.Expect(forgotten).To(HaveLen(2), "and is forgotten")
-	g.Expect(metrics.ReconcileDuration.DeleteLabelValues(kind.Name, obj.Name, obj.Namespace)).To(BeFalse(),
-		"with its series, also when it went without its finalizer")
+	g.Expect(metrics.Tracked(kind.Name, req.NamespacedName)).To(BeFalse(), "with its series, also when it went without its finalizer")
 }
 
 func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
