@@ -62,6 +62,9 @@ const (
 	UIPort = 9880
 	// UIPortName names UIPort in the pod; the UI's Service targets it.
 	UIPortName = "http-ui"
+	// MetricsPort is the container port of the metrics (named
+	// monitoring.MetricsPort).
+	MetricsPort = 8080
 )
 
 // Labels of every installed object.
@@ -444,6 +447,11 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		// The UI signs its users in: browsers reach it through an ingress.
 		k.Patches = append(k.Patches, mustPatch("NetworkPolicy", "windlass", false, jsonPatch{Op: "add", Path: "/spec/ingress/-",
 			Value: map[string]any{"ports": []any{map[string]any{"protocol": "TCP", "port": UIPort}}}}))
+	}
+	if o.NetworkPolicy && o.Monitoring {
+		// Prometheus scrapes the metrics port from its own namespace.
+		k.Patches = append(k.Patches, mustPatch("NetworkPolicy", "windlass", false, jsonPatch{Op: "add", Path: "/spec/ingress/-",
+			Value: map[string]any{"ports": []any{map[string]any{"protocol": "TCP", "port": MetricsPort}}}}))
 	}
 	if o.Monitoring {
 		k.Resources = append(k.Resources, "monitoring")

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/windlass-dev/windlass/config/crd"
+	"github.com/windlass-dev/windlass/internal/monitoring"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -161,6 +162,39 @@ func TestRenderUI(t *testing.T) {
 
 	ingress, _, _ := unstructured.NestedSlice(find(objs, "NetworkPolicy", "windlass").Object, "spec", "ingress")
 	g.Expect(ingress).To(ContainElement(HaveKeyWithValue("ports", ConsistOf(HaveKeyWithValue("port", int64(UIPort))))))
+}
+
+func TestRenderMonitoring(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1", Namespace: "gitops", Split: true, NetworkPolicy: true, Monitoring: true})
+	podMonitor := find(objs, monitoring.PodMonitorKind, "windlass")
+	g.Expect(podMonitor).NotTo(BeNil())
+	g.Expect(podMonitor.GetNamespace()).To(Equal("gitops"))
+	g.Expect(podMonitor.GetLabels()).To(HaveKeyWithValue(NamespaceLabel, "gitops"), "uninstall finds it")
+	endpoints, _, _ := unstructured.NestedSlice(podMonitor.Object, "spec", "podMetricsEndpoints")
+	g.Expect(endpoints).To(ConsistOf(HaveKeyWithValue("port", monitoring.MetricsPort)))
+	for _, name := range []string{"source-controller", "helm-controller"} {
+		ports, _, _ := unstructured.NestedSlice(find(objs, "Deployment", name).Object, "spec", "template", "spec", "containers")
+		g.Expect(ports[0].(map[string]any)["ports"]).To(ContainElement(And(HaveKeyWithValue("name", monitoring.MetricsPort),
+			HaveKeyWithValue("containerPort", int64(MetricsPort)))), "every Deployment's pods are scraped")
+		labels, _, _ := unstructured.NestedStringMap(find(objs, "Deployment", name).Object, "spec", "template", "metadata", "labels")
+		g.Expect(labels).To(HaveKeyWithValue(monitoring.PodLabel, monitoring.PodLabelValue))
+	}
+	rule := find(objs, monitoring.PrometheusRuleKind, "windlass")
+	g.Expect(rule).NotTo(BeNil())
+	alerts, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	g.Expect(alerts).To(HaveLen(1))
+	dashboard := find(objs, "ConfigMap", "windlass-dashboard")
+	g.Expect(dashboard.GetLabels()).To(HaveKeyWithValue(monitoring.DashboardLabel, "1"))
+	data, _, _ := unstructured.NestedString(dashboard.Object, "data", monitoring.DashboardFile)
+	var d map[string]any
+	g.Expect(json.Unmarshal([]byte(data), &d)).To(Succeed())
+	g.Expect(d).To(HaveKeyWithValue("uid", monitoring.DashboardUID))
+
+	ingress, _, _ := unstructured.NestedSlice(find(objs, "NetworkPolicy", "windlass").Object, "spec", "ingress")
+	g.Expect(ingress).To(ContainElement(And(HaveKeyWithValue("ports", ConsistOf(HaveKeyWithValue("port", int64(MetricsPort)))),
+		Not(HaveKey("from")))), "Prometheus scrapes from its own namespace")
+	g.Expect(find(render(g, Options{Version: "v1"}), monitoring.PodMonitorKind, "windlass")).To(BeNil(), "only with Monitoring")
 }
 
 func TestRenderComponents(t *testing.T) {
