@@ -311,6 +311,9 @@ type Result struct {
 	Image *ImageResult `json:"image,omitempty"`
 	// UI holds the figures of a -ui run, nil otherwise.
 	UI *UIResult `json:"ui,omitempty"`
+	// Metrics holds what the controller's metrics endpoint cost once
+	// every application was Ready (Kustomization runs).
+	Metrics *MetricsResult `json:"metrics,omitempty"`
 
 	Details Details `json:"-"`
 }

@@ -90,6 +90,9 @@ func TestSmoke(t *testing.T) {
 			g.Expect(res.NoopTickWrites).To(BeZero(), "files written by the no-op tick: %v", res.Details.NoopWrittenFiles)
 			g.Expect(slices.Sorted(maps.Keys(res.NoopTickDownloads))).To(Equal(tc.downloads))
 			g.Expect(sum(res.NoopTickDownloads)).To(BeZero(), "downloads of the no-op tick: %v", res.NoopTickDownloads)
+			g.Expect(res.Metrics).NotTo(BeNil(), "the metrics endpoint is timed")
+			g.Expect(res.Metrics.Series).To(BeNumerically(">=", 2*tc.n), "a gotk_resource_info series per source and Kustomization, at least")
+			g.Expect(res.Metrics.P50Seconds).To(BeNumerically(">", 0))
 
 			out := filepath.Join(t.TempDir(), "result.json")
 			g.Expect(writeJSON(out, res)).To(Succeed())
@@ -97,7 +100,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			keys := 11
+			keys := 12
 			if tc.gate {
 				keys++
 				checkGate(t, res, got)

@@ -422,6 +422,11 @@ func printTable(w io.Writer, res *Result) {
 			row(r[0], r[1])
 		}
 	}
+	if res.Metrics != nil {
+		for _, r := range metricsRows(res.Metrics) {
+			row(r[0], r[1])
+		}
+	}
 	if res.UI != nil {
 		for _, r := range uiRows(res.UI) {
 			row(r[0], r[1])

@@ -48,6 +48,9 @@ func (r *run) measure(ctx context.Context, res *Result) error {
 	if err := r.readyPhase(ctx, res, sources, kss); err != nil {
 		return err
 	}
+	if err := r.metricsPhase(ctx, res); err != nil {
+		return err
+	}
 	if r.cfg.UI {
 		if err := r.uiPhase(ctx, res); err != nil {
 			return err
