@@ -4,63 +4,21 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
-
-// seriesOf returns the values of the series of c whose labels include
-// match, keyed by the values of the labels keys joined with "/". Unlike
-// WithLabelValues, it creates no series.
-func seriesOf(c prometheus.Collector, match map[string]string, keys ...string) map[string]float64 {
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	out := map[string]float64{}
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range pb.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if matches(labels, match) {
-			values := make([]string, 0, len(keys))
-			for _, k := range keys {
-				values = append(values, labels[k])
-			}
-			out[strings.Join(values, "/")] = pb.GetCounter().GetValue()
-		}
-	}
-	return out
-}
-
-// matches tells whether labels include match.
-func matches(labels, match map[string]string) bool {
-	for k, v := range match {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
-}
 
 // notifications returns the notifications of the Providers of ns so far,
 // by "provider/type/result".
 func notifications(ns string) func() map[string]float64 {
 	return func() map[string]float64 {
-		return seriesOf(metrics.Notifications, map[string]string{"exported_namespace": ns}, "provider", "type", "result")
+		return testutil.SeriesOf(metrics.Notifications, map[string]string{"exported_namespace": ns}, "provider", "type", "result")
 	}
 }
 
@@ -68,7 +26,7 @@ func notifications(ns string) func() map[string]float64 {
 // far, by "name/result".
 func receiverRequests(ns string) func() map[string]float64 {
 	return func() map[string]float64 {
-		return seriesOf(metrics.ReceiverRequests, map[string]string{"exported_namespace": ns}, "name", "result")
+		return testutil.SeriesOf(metrics.ReceiverRequests, map[string]string{"exported_namespace": ns}, "name", "result")
 	}
 }
 

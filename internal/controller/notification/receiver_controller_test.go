@@ -278,7 +278,7 @@ func TestRefusedRequests(t *testing.T) {
 	// The requests to no Receiver count for none: other tests' too, so
 	// only the increase is this test's.
 	toNone := func() float64 {
-		return seriesOf(metrics.ReceiverRequests, map[string]string{"exported_namespace": "", "name": ""}, "result")[metrics.RequestRefused]
+		return testutil.SeriesOf(metrics.ReceiverRequests, map[string]string{"exported_namespace": "", "name": ""}, "result")[metrics.RequestRefused]
 	}
 	before := toNone()
 	unknown := "/hook/" + strings.Repeat("0", 64)

@@ -6,39 +6,19 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // counted returns the notifications of the Provider p so far, by
 // "type/result", as windlass_notifications_total counts them. Unlike
 // WithLabelValues, it creates no series.
 func counted(p types.NamespacedName) map[string]float64 {
-	ch := make(chan prometheus.Metric)
-	go func() {
-		metrics.Notifications.Collect(ch)
-		close(ch)
-	}()
-	out := map[string]float64{}
-	for m := range ch {
-		var pb dto.Metric
-		if m.Write(&pb) != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range pb.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["exported_namespace"] == p.Namespace && labels["provider"] == p.Name {
-			out[labels["type"]+"/"+labels["result"]] = pb.GetCounter().GetValue()
-		}
-	}
-	return out
+	return testutil.SeriesOf(metrics.Notifications, map[string]string{"exported_namespace": p.Namespace, "provider": p.Name}, "type", "result")
 }
 
 // providerRule is allKustomizations for the Provider p, of type slack.
@@ -74,7 +54,7 @@ func TestMetricsCountEachResult(t *testing.T) {
 	}}))).To(Succeed())
 	d.Dispatch(ctx, ksReady("api"), Object{})
 	g.Eventually(func() map[string]float64 { return counted(refusing) }).Should(Equal(map[string]float64{"slack/failed": 1}))
-	g.Expect(testutil.ToFloat64(metrics.Notifications.WithLabelValues(ok.Namespace, ok.Name, "slack", metrics.NotificationSent))).
+	g.Expect(promtestutil.ToFloat64(metrics.Notifications.WithLabelValues(ok.Namespace, ok.Name, "slack", metrics.NotificationSent))).
 		To(Equal(3.0), "the other provider took it")
 }
 
