@@ -48,3 +48,12 @@ func includes(labels, match map[string]string) bool {
 	}
 	return true
 }
+
+// SampleCount returns how many values the histogram h observed.
+func SampleCount(h prometheus.Observer) uint64 {
+	var m dto.Metric
+	if err := h.(prometheus.Metric).Write(&m); err != nil {
+		panic(err) // a histogram always writes
+	}
+	return m.GetHistogram().GetSampleCount()
+}

@@ -5,13 +5,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	hrelease "helm.sh/helm/v4/pkg/release/v1"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // helmActions is what the Helm action metrics say of one action at one
@@ -27,12 +26,8 @@ type helmActions struct {
 
 // helmActionsOf reads the Helm action metrics of action.
 func helmActionsOf(action string) helmActions {
-	var m dto.Metric
-	if err := metrics.HelmActionDuration.WithLabelValues(action).(prometheus.Metric).Write(&m); err != nil {
-		panic(err)
-	}
 	return helmActions{
-		samples:  m.GetHistogram().GetSampleCount(),
+		samples:  testutil.SampleCount(metrics.HelmActionDuration.WithLabelValues(action)),
 		failures: promtest.ToFloat64(metrics.HelmActionFailures.WithLabelValues(action)),
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // fetchCounts is what the fetch metrics of one kind say at one time. The
@@ -23,14 +22,10 @@ type fetchCounts struct {
 
 // fetchesOf reads the fetch metrics of kind.
 func fetchesOf(kind string) fetchCounts {
-	var m dto.Metric
-	if err := metrics.SourceFetchDuration.WithLabelValues(kind).(prometheus.Metric).Write(&m); err != nil {
-		panic(err)
-	}
 	return fetchCounts{
 		success: promtest.ToFloat64(metrics.SourceFetches.WithLabelValues(kind, metrics.ResultSuccess)),
 		failure: promtest.ToFloat64(metrics.SourceFetches.WithLabelValues(kind, metrics.ResultFailure)),
-		samples: m.GetHistogram().GetSampleCount(),
+		samples: testutil.SampleCount(metrics.SourceFetchDuration.WithLabelValues(kind)),
 	}
 }
 
