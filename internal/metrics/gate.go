@@ -11,7 +11,7 @@ var GateOpen = prometheus.NewGaugeVec(
 		Name: "windlass_gate_open",
 		Help: "Whether a Gate is open (1) or closed (0).",
 	},
-	[]string{"name", "namespace"},
+	[]string{nameLabel, namespaceLabel},
 )
 
 func init() {

@@ -140,7 +140,7 @@ func imagesRow() Row {
 func gatesRow() Row {
 	return Row{Title: "Gates", Panels: []Panel{
 		{Title: "Gates", Description: "1 while open, 0 while closed.", Type: "table", Unit: "short",
-			Queries: []Query{{Expr: `max by (namespace, name) (windlass_gate_open)`, Instant: true}}},
+			Queries: []Query{{Expr: `max by (exported_namespace, name) (windlass_gate_open{exported_namespace=~"$namespace"})`, Instant: true}}},
 		{Title: "Held by gates", Description: "How long a closed gate has held each object back.", Type: "table", Unit: "s",
 			Queries: []Query{{Expr: `time() - max by (kind, exported_namespace, name) (windlass_gate_held_since_timestamp_seconds{exported_namespace=~"$namespace"})`, Instant: true}}},
 	}}

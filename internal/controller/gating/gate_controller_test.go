@@ -55,7 +55,7 @@ func gateMetric(g *WithT, gate *gatingv1alpha1.Gate) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labels(m)["name"] == gate.Name && labels(m)["namespace"] == gate.Namespace {
+			if labels(m)["name"] == gate.Name && labels(m)["exported_namespace"] == gate.Namespace {
 				return m.GetGauge().GetValue()
 			}
 		}
