@@ -3,8 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/pprof"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,10 +65,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(withQuietWarnings(cfg), ctrl.Options{
-		Scheme:                        scheme.New(),
-		Cache:                         cacheOpts,
-		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr, ExtraHandlers: opts.metricsHandlers()},
+		Scheme: scheme.New(),
+		Cache:  cacheOpts,
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		// The metrics port is served by metricsServer.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        opts.HealthAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.EnableLeaderElection,
@@ -89,6 +88,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
+	}
+	if srv := opts.metricsServer(); srv != nil {
+		if err := mgr.Add(srv); err != nil {
+			return nil, err
+		}
 	}
 	m := &Manager{Manager: mgr, eventsAddr: opts.EventsAddr, children: isolate.NewPool(opts.childProcessesMaxMemory())}
 	if err := m.startEvents(controllers, opts); err != nil {
@@ -125,31 +129,6 @@ func (r *resourceMetrics) NeedLeaderElection() bool { return true }
 func (r *resourceMetrics) Start(ctx context.Context) error {
 	metrics.Resources.Serve(ctx, r.cache, r.kinds)
 	return nil
-}
-
-// PprofPath is where the metrics port serves Go's profiles with
-// Options.EnablePprof.
-const PprofPath = "/debug/pprof/"
-
-// metricsHandlers are the handlers the metrics port serves besides the
-// metrics: Go's profiles, when enabled.
-func (o Options) metricsHandlers() map[string]http.Handler {
-	if !o.EnablePprof {
-		return nil
-	}
-	return PprofHandlers()
-}
-
-// PprofHandlers are the handlers of Go's profiles, by path under
-// PprofPath.
-func PprofHandlers() map[string]http.Handler {
-	return map[string]http.Handler{
-		PprofPath:             http.HandlerFunc(pprof.Index),
-		PprofPath + "cmdline": http.HandlerFunc(pprof.Cmdline),
-		PprofPath + "profile": http.HandlerFunc(pprof.Profile),
-		PprofPath + "symbol":  http.HandlerFunc(pprof.Symbol),
-		PprofPath + "trace":   http.HandlerFunc(pprof.Trace),
-	}
 }
 
 // leaderElectionID names the lease of a process running controllers: one

@@ -1,5 +1,5 @@
-// Package metrics registers the Prometheus metrics that Windlass's
-// controllers export on their metrics port: the GitOps Toolkit's own
+// Package metrics holds the Prometheus metrics that Windlass's controllers
+// export on their metrics port (Handler): the GitOps Toolkit's own
 // (gotk_reconcile_duration_seconds, gotk_suspend_status and, read from the
 // shared cache at scrape time, gotk_resource_info) with their names and
 // labels, so that existing dashboards and alerts keep working, and
@@ -7,19 +7,23 @@
 // apply, Helm actions, notifications, webhooks, images, gates, the API
 // client and the memory limit. docs/operations.md lists them.
 //
-// Every series about one object is dropped when the object goes (Forget,
-// or it is read from the cache and goes with it); the others are per kind,
-// per action or per result, bounded by the code.
+// The series about one object, thousands of them, are not client-library
+// vectors: the runs' are kept compact per object (objects), the others
+// are read from the cache, and Handler writes both straight into the
+// exposition. Every series about one object is dropped when the object
+// goes (Forget, or it goes from the cache); the others, registered with
+// controller-runtime's registry, are per kind, per action or per result,
+// bounded by the code.
 package metrics
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // The labels of a series about one object in the windlass_* metrics. The
@@ -38,15 +42,27 @@ var objectLabels = []string{kindLabel, namespaceLabel, nameLabel}
 // the reference's ten exponential buckets, 10ms to 30m.
 var durationBuckets = prometheus.ExponentialBucketsRange(10e-3, 1800, 10)
 
-// The series of the objects' runs, collected from objects at each scrape.
-var (
-	reconcileDuration = prometheus.NewDesc("gotk_reconcile_duration_seconds",
-		"The duration in seconds of a GitOps Toolkit resource reconciliation.", []string{"kind", "name", "namespace"}, nil)
-	suspendStatus = prometheus.NewDesc("gotk_suspend_status",
-		"The current suspend status of a GitOps Toolkit resource.", []string{"kind", "name", "namespace"}, nil)
-	lastSuccess = prometheus.NewDesc("windlass_reconcile_last_success_timestamp_seconds",
-		"When a reconciliation last left the object Ready, in seconds since the epoch.", objectLabels, nil)
+// The families of the objects' runs, written from objects at each scrape.
+const (
+	reconcileDurationName = "gotk_reconcile_duration_seconds"
+	reconcileDurationHelp = "The duration in seconds of a GitOps Toolkit resource reconciliation."
+	suspendStatusName     = "gotk_suspend_status"
+	suspendStatusHelp     = "The current suspend status of a GitOps Toolkit resource."
+	lastSuccessName       = "windlass_reconcile_last_success_timestamp_seconds"
+	lastSuccessHelp       = "When a reconciliation last left the object Ready, in seconds since the epoch."
 )
+
+// gotkLabels are the labels of the GitOps Toolkit's per-object series.
+var gotkLabels = []string{"kind", "name", "namespace"}
+
+// bucketLabels are the le labels of durationBuckets, then +Inf.
+var bucketLabels = func() []string {
+	out := make([]string, 0, len(durationBuckets)+1)
+	for _, b := range durationBuckets {
+		out = append(out, string(appendValue(nil, b)))
+	}
+	return append(out, "+Inf")
+}()
 
 // objectKey names one object of one kind.
 type objectKey struct {
@@ -70,19 +86,14 @@ type objectRuns struct {
 // durationBucketCount is len(durationBuckets).
 const durationBucketCount = 10
 
-// objects holds the objectRuns of every object, and collects them.
+// objectStore holds the objectRuns of every object.
 type objectStore struct {
 	mu   sync.Mutex
 	runs map[objectKey]*objectRuns
 }
 
-// objects are the runs the reconcilers record, registered with
-// controller-runtime's registry.
+// objects are the runs the reconcilers record; Handler writes them.
 var objects = &objectStore{runs: map[objectKey]*objectRuns{}}
-
-func init() {
-	crmetrics.Registry.MustRegister(objects)
-}
 
 // update calls change with the runs of the object key, made if new.
 func (s *objectStore) update(key objectKey, change func(*objectRuns)) {
@@ -96,57 +107,58 @@ func (s *objectStore) update(key objectKey, change func(*objectRuns)) {
 	change(r)
 }
 
-// Describe sends the descriptions of the series.
-func (s *objectStore) Describe(ch chan<- *prometheus.Desc) {
-	ch <- reconcileDuration
-	ch <- suspendStatus
-	ch <- lastSuccess
+// keyedRuns is the runs of one object, copied for a scrape.
+type keyedRuns struct {
+	key  objectKey
+	runs objectRuns
 }
 
-// Collect sends the series of every object.
-func (s *objectStore) Collect(ch chan<- prometheus.Metric) {
+// snapshot returns a copy of every object's runs, in the order of their
+// keys, so that a scrape writes without holding the reconcilers up.
+func (s *objectStore) snapshot() []keyedRuns {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for key, r := range s.runs {
-		if r.count > 0 {
-			ch <- durationHistogram{runs: *r, labels: prometheus.MakeLabelPairs(reconcileDuration, []string{key.kind, key.name, key.namespace})}
+	out := make([]keyedRuns, 0, len(s.runs))
+	for k, r := range s.runs {
+		out = append(out, keyedRuns{k, *r})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b keyedRuns) int {
+		return cmp.Or(cmp.Compare(a.key.kind, b.key.kind), cmp.Compare(a.key.namespace, b.key.namespace), cmp.Compare(a.key.name, b.key.name))
+	})
+	return out
+}
+
+// writeText writes the families of the objects' runs.
+func (s *objectStore) writeText(t *textWriter) {
+	all := s.snapshot()
+	t.family(reconcileDurationName, reconcileDurationHelp, "histogram")
+	for _, o := range all {
+		if o.runs.count == 0 {
+			continue
 		}
-		if r.hasSuspend {
-			ch <- prometheus.MustNewConstMetric(suspendStatus, prometheus.GaugeValue, r.suspend, key.kind, key.name, key.namespace)
+		values := []string{o.key.kind, o.key.name, o.key.namespace}
+		var n uint64
+		for i := range durationBuckets {
+			n += o.runs.buckets[i]
+			t.sample(reconcileDurationName+"_bucket", gotkLabels, values, "le", bucketLabels[i], float64(n))
 		}
-		if r.lastSuccess > 0 {
-			ch <- prometheus.MustNewConstMetric(lastSuccess, prometheus.GaugeValue, r.lastSuccess, key.kind, key.namespace, key.name)
+		t.sample(reconcileDurationName+"_bucket", gotkLabels, values, "le", "+Inf", float64(o.runs.count))
+		t.sample(reconcileDurationName+"_sum", gotkLabels, values, "", "", o.runs.sum)
+		t.sample(reconcileDurationName+"_count", gotkLabels, values, "", "", float64(o.runs.count))
+	}
+	t.family(suspendStatusName, suspendStatusHelp, "gauge")
+	for _, o := range all {
+		if o.runs.hasSuspend {
+			t.sample(suspendStatusName, gotkLabels, []string{o.key.kind, o.key.name, o.key.namespace}, "", "", o.runs.suspend)
+		}
+	}
+	t.family(lastSuccessName, lastSuccessHelp, "gauge")
+	for _, o := range all {
+		if o.runs.lastSuccess > 0 {
+			t.sample(lastSuccessName, objectLabels, []string{o.key.kind, o.key.namespace, o.key.name}, "", "", o.runs.lastSuccess)
 		}
 	}
 }
-
-// durationHistogram is the gotk_reconcile_duration_seconds sample of one
-// object: written straight from its counts, without the sorting of
-// prometheus.NewConstHistogram, a scrape of thousands of objects being
-// mostly these.
-type durationHistogram struct {
-	runs   objectRuns
-	labels []*dto.LabelPair
-}
-
-// Desc returns the description of gotk_reconcile_duration_seconds.
-func (h durationHistogram) Desc() *prometheus.Desc { return reconcileDuration }
-
-// Write writes the histogram into m.
-func (h durationHistogram) Write(m *dto.Metric) error {
-	buckets := make([]*dto.Bucket, len(durationBuckets))
-	var n uint64
-	for i := range durationBuckets {
-		n += h.runs.buckets[i]
-		buckets[i] = &dto.Bucket{UpperBound: &durationBuckets[i], CumulativeCount: proto(n)}
-	}
-	m.Label = h.labels
-	m.Histogram = &dto.Histogram{SampleCount: proto(h.runs.count), SampleSum: proto(h.runs.sum), Bucket: buckets}
-	return nil
-}
-
-// proto returns a pointer to v, as the protobuf types hold their fields.
-func proto[T any](v T) *T { return &v }
 
 // RecordDuration observes the time since start for obj of the given kind.
 func RecordDuration(kind string, obj client.Object, start time.Time) {

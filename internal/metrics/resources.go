@@ -1,15 +1,16 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
@@ -17,37 +18,38 @@ import (
 	"github.com/windlass-dev/windlass/internal/state"
 )
 
-// The series read from the cache at each scrape, about every object of
+// The families read from the cache at each scrape, about every object of
 // the kinds served (see Resources).
-var (
-	// resourceInfo is gotk_resource_info, with the labels the reference's
-	// kube-state-metrics configuration gives it, plus reason, state and
-	// kind (the kind of the windlass_* series, to join them).
-	resourceInfo = prometheus.NewDesc("gotk_resource_info",
-		"The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source.",
-		[]string{"customresource_group", "customresource_version", "customresource_kind", kindLabel, namespaceLabel, nameLabel,
-			"ready", "reason", "state", "suspended", "revision", "source_name", "url", "chart_name"}, nil)
-	readySince = prometheus.NewDesc("windlass_resource_ready_transition_timestamp_seconds",
-		"When the object's Ready condition last changed status, in seconds since the epoch.", objectLabels, nil)
-	interval = prometheus.NewDesc("windlass_resource_interval_seconds",
-		"The object's spec.interval, in seconds.", objectLabels, nil)
-	artifactSize = prometheus.NewDesc("windlass_artifact_size_bytes",
-		"The size of the artifact a source publishes, in bytes.", objectLabels, nil)
-	artifactUpdated = prometheus.NewDesc("windlass_artifact_last_update_timestamp_seconds",
-		"When the source's artifact last changed revision, in seconds since the epoch.", objectLabels, nil)
-	heldSince = prometheus.NewDesc("windlass_gate_held_since_timestamp_seconds",
-		"Since when a closed gate holds the object back, in seconds since the epoch.", objectLabels, nil)
-	imageTags = prometheus.NewDesc("windlass_image_repository_tags",
-		"The tags an ImageRepository's last scan kept.", []string{namespaceLabel, nameLabel}, nil)
-	cachedObjects = prometheus.NewDesc("windlass_cache_objects",
-		"The objects of each kind the controller holds in its cache.", []string{kindLabel}, nil)
+const (
+	resourceInfoName = "gotk_resource_info"
+	resourceInfoHelp = "The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source."
+	readySinceName   = "windlass_resource_ready_transition_timestamp_seconds"
+	readySinceHelp   = "When the object's Ready condition last changed status, in seconds since the epoch."
+	intervalName     = "windlass_resource_interval_seconds"
+	intervalHelp     = "The object's spec.interval, in seconds."
+	artifactSizeName = "windlass_artifact_size_bytes"
+	artifactSizeHelp = "The size of the artifact a source publishes, in bytes."
+	artifactTimeName = "windlass_artifact_last_update_timestamp_seconds"
+	artifactTimeHelp = "When the source's artifact last changed revision, in seconds since the epoch."
+	heldSinceName    = "windlass_gate_held_since_timestamp_seconds"
+	heldSinceHelp    = "Since when a closed gate holds the object back, in seconds since the epoch."
+	imageTagsName    = "windlass_image_repository_tags"
+	imageTagsHelp    = "The tags an ImageRepository's last scan kept."
+	cachedName       = "windlass_cache_objects"
+	cachedHelp       = "The objects of each kind the controller holds in its cache."
 )
+
+// resourceInfoLabels are gotk_resource_info's: those the reference's
+// kube-state-metrics configuration gives it, plus reason, state and kind
+// (the kind of the windlass_* series, to join them).
+var resourceInfoLabels = []string{"customresource_group", "customresource_version", "customresource_kind", kindLabel,
+	namespaceLabel, nameLabel, "ready", "reason", "state", "suspended", "revision", "source_name", "url", "chart_name"}
 
 // listTimeout bounds a scrape's reading of the cache.
 const listTimeout = 10 * time.Second
 
-// resources is the collector of the series about each object, read from
-// the caches of the managers that Serve registered.
+// resources writes the series about each object, read from the caches of
+// the managers that Serve registered.
 type resources struct {
 	mu      sync.Mutex
 	sources map[*resourceSource]struct{}
@@ -59,13 +61,9 @@ type resourceSource struct {
 	kinds  []kinds.Kind
 }
 
-// Resources is the collector of the series about every object of the
-// served kinds, registered with controller-runtime's registry.
+// Resources are the series about every object of the served kinds, that
+// Handler writes.
 var Resources = &resources{sources: map[*resourceSource]struct{}{}}
-
-func init() {
-	crmetrics.Registry.MustRegister(Resources)
-}
 
 // Serve reports the objects of ks that reader (a manager's cache) holds,
 // until ctx is done: called by the elected manager only, so that a
@@ -81,90 +79,142 @@ func (r *resources) Serve(ctx context.Context, reader client.Reader, ks []kinds.
 	r.mu.Unlock()
 }
 
-// Describe sends the descriptions of the series.
-func (r *resources) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{resourceInfo, readySince, interval, artifactSize, artifactUpdated, heldSince, imageTags, cachedObjects} {
-		ch <- d
-	}
+// facts are what the families say of one object, read once a scrape.
+type facts struct {
+	kind       *kinds.Kind
+	obj        client.Object
+	info       kinds.Info
+	ready      string
+	reason     string
+	state      string
+	suspended  string
+	readySince float64 // 0: no Ready condition
+	heldSince  float64 // 0: not held
 }
 
-// Collect sends the series of every object the sources hold.
-func (r *resources) Collect(ch chan<- prometheus.Metric) {
+// objectsOf returns the facts of every object the sources hold, and the
+// number of objects of each kind.
+func (r *resources) objectsOf(ctx context.Context) ([]facts, map[string]int) {
 	r.mu.Lock()
 	sources := make([]*resourceSource, 0, len(r.sources))
 	for s := range r.sources {
 		sources = append(sources, s)
 	}
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
-	defer cancel()
+	var all []facts
+	counts := map[string]int{}
 	for _, s := range sources {
-		for _, k := range s.kinds {
+		for i := range s.kinds {
+			k := &s.kinds[i]
 			list := k.NewList()
-			// Read only: the series are made of copies of strings.
+			// Read only: the families copy nothing but strings' headers.
 			if err := s.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 				continue
 			}
 			items := k.Items(list)
-			ch <- prometheus.MustNewConstMetric(cachedObjects, prometheus.GaugeValue, float64(len(items)), k.Kind)
+			counts[k.Kind] += len(items)
+			slices.SortFunc(items, func(a, b client.Object) int {
+				return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+			})
 			for _, obj := range items {
-				collectObject(ch, k, obj)
+				all = append(all, factsOf(k, obj))
 			}
 		}
 	}
+	return all, counts
 }
 
-// collectObject sends the series of obj, of kind k.
-func collectObject(ch chan<- prometheus.Metric, k kinds.Kind, obj client.Object) {
-	ns, name := obj.GetNamespace(), obj.GetName()
-	var info kinds.Info
+// factsOf returns the facts of obj, of kind k.
+func factsOf(k *kinds.Kind, obj client.Object) facts {
+	f := facts{kind: k, obj: obj}
 	if k.Info != nil {
-		info = k.Info(obj)
+		f.info = k.Info(obj)
 	}
-	ready, reason, st, suspended := "", "", "", ""
 	if o, ok := obj.(state.Object); ok {
-		st, suspended = string(state.Of(o, k.Static)), strconv.FormatBool(o.IsSuspended())
+		f.state, f.suspended = string(state.Of(o, k.Static)), strconv.FormatBool(o.IsSuspended())
 		if c := conditions.Get(o, meta.ReadyCondition); c != nil {
-			ready, reason = string(c.Status), c.Reason
-			ch <- gauge(readySince, seconds(c.LastTransitionTime), k.Kind, ns, name)
+			f.ready, f.reason, f.readySince = string(c.Status), c.Reason, seconds(c.LastTransitionTime)
 		}
-		if since, held := heldSinceOf(o); held {
-			ch <- gauge(heldSince, since, k.Kind, ns, name)
+		f.heldSince = heldSinceOf(o)
+	}
+	return f
+}
+
+// writeText writes the families of every object the sources hold.
+func (r *resources) writeText(ctx context.Context, t *textWriter) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	all, counts := r.objectsOf(ctx)
+	t.family(resourceInfoName, resourceInfoHelp, "gauge")
+	for _, f := range all {
+		gv := f.kind.GroupVersion
+		t.sample(resourceInfoName, resourceInfoLabels, []string{gv.Group, gv.Version, f.kind.Kind, f.kind.Kind,
+			f.obj.GetNamespace(), f.obj.GetName(), f.ready, f.reason, f.state, f.suspended,
+			f.info.Revision, f.info.Source, f.info.URL, f.info.Chart}, "", "", 1)
+	}
+	objectGauge(t, readySinceName, readySinceHelp, all, func(f facts) (float64, bool) { return f.readySince, f.ready != "" })
+	objectGauge(t, intervalName, intervalHelp, all, func(f facts) (float64, bool) {
+		o, ok := f.obj.(interface{ GetRequeueAfter() time.Duration })
+		if !ok || f.kind.Static {
+			return 0, false
+		}
+		return o.GetRequeueAfter().Seconds(), true
+	})
+	objectGauge(t, artifactSizeName, artifactSizeHelp, all, func(f facts) (float64, bool) {
+		if a := artifactOf(f.obj); a != nil && a.Size != nil {
+			return float64(*a.Size), true
+		}
+		return 0, false
+	})
+	objectGauge(t, artifactTimeName, artifactTimeHelp, all, func(f facts) (float64, bool) {
+		if a := artifactOf(f.obj); a != nil {
+			return seconds(a.LastUpdateTime), true
+		}
+		return 0, false
+	})
+	objectGauge(t, heldSinceName, heldSinceHelp, all, func(f facts) (float64, bool) { return f.heldSince, f.heldSince > 0 })
+	t.family(imageTagsName, imageTagsHelp, "gauge")
+	for _, f := range all {
+		if f.info.Tags != nil {
+			t.sample(imageTagsName, []string{namespaceLabel, nameLabel}, []string{f.obj.GetNamespace(), f.obj.GetName()}, "", "", float64(*f.info.Tags))
 		}
 	}
-	gv := k.GroupVersion
-	ch <- prometheus.MustNewConstMetric(resourceInfo, prometheus.GaugeValue, 1, gv.Group, gv.Version, k.Kind, k.Kind, ns, name,
-		ready, reason, st, suspended, info.Revision, info.Source, info.URL, info.Chart)
-	if o, ok := obj.(interface{ GetRequeueAfter() time.Duration }); ok && !k.Static {
-		ch <- gauge(interval, o.GetRequeueAfter().Seconds(), k.Kind, ns, name)
+	t.family(cachedName, cachedHelp, "gauge")
+	for _, kind := range slices.Sorted(maps.Keys(counts)) {
+		t.sample(cachedName, []string{kindLabel}, []string{kind}, "", "", float64(counts[kind]))
 	}
+}
+
+// objectGauge writes the gauge family name of the objects for which value
+// returns true.
+func objectGauge(t *textWriter, name, help string, all []facts, value func(facts) (float64, bool)) {
+	t.family(name, help, "gauge")
+	for _, f := range all {
+		if v, ok := value(f); ok {
+			t.sample(name, objectLabels, []string{f.kind.Kind, f.obj.GetNamespace(), f.obj.GetName()}, "", "", v)
+		}
+	}
+}
+
+// artifactOf returns the artifact of a source, or nil.
+func artifactOf(obj client.Object) *meta.Artifact {
 	if o, ok := obj.(interface{ GetArtifact() *meta.Artifact }); ok {
-		if a := o.GetArtifact(); a != nil {
-			if a.Size != nil {
-				ch <- gauge(artifactSize, float64(*a.Size), k.Kind, ns, name)
-			}
-			ch <- gauge(artifactUpdated, seconds(a.LastUpdateTime), k.Kind, ns, name)
-		}
+		return o.GetArtifact()
 	}
-	if info.Tags != nil {
-		ch <- gauge(imageTags, float64(*info.Tags), ns, name)
-	}
+	return nil
 }
 
-// heldSinceOf returns since when a closed gate holds obj back, if one does.
-func heldSinceOf(obj state.Object) (float64, bool) {
+// heldSinceOf returns since when a closed gate holds obj back, or 0.
+func heldSinceOf(obj state.Object) float64 {
+	if conditions.HeldByGate(obj, obj.GetGeneration()) == "" {
+		return 0
+	}
 	for _, c := range []string{meta.ApprovedCondition, meta.BlockedCondition} {
-		if got := conditions.Get(obj, c); got != nil && got.Reason == meta.GateClosedReason &&
-			conditions.HeldByGate(obj, obj.GetGeneration()) != "" {
-			return seconds(got.LastTransitionTime), true
+		if got := conditions.Get(obj, c); got != nil && got.Reason == meta.GateClosedReason {
+			return seconds(got.LastTransitionTime)
 		}
 	}
-	return 0, false
-}
-
-// gauge returns a gauge sample of desc.
-func gauge(desc *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+	return 0
 }
 
 // seconds returns t in seconds since the epoch.

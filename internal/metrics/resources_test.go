@@ -1,14 +1,16 @@
 package metrics
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,22 +28,32 @@ var (
 	updated = metav1.NewTime(time.Unix(1700000100, 0))
 )
 
-// served starts serving the objects of ks that objs are, on a registry of
-// its own, until the test ends.
-func served(t *testing.T, ks []kinds.Kind, objs ...client.Object) *prometheus.Registry {
+// served starts serving the objects of ks that objs are, until the test
+// ends, and returns their series.
+func served(t *testing.T, ks []kinds.Kind, objs ...client.Object) *resources {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	r := &resources{sources: map[*resourceSource]struct{}{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go r.Serve(ctx, c, ks)
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(r)
 	NewWithT(t).Eventually(func() int {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.sources)
 	}).Should(Equal(1))
-	return reg
+	return r
+}
+
+// text returns what r writes, parsed as Prometheus parses it.
+func text(g Gomega, r *resources) (string, map[string]*dto.MetricFamily) {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	r.writeText(context.Background(), &textWriter{w: w})
+	g.Expect(w.Flush()).To(Succeed())
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(b.Bytes()))
+	g.Expect(err).NotTo(HaveOccurred(), b.String())
+	return b.String(), families
 }
 
 func TestResourcesReportEveryObjectOfTheServedKinds(t *testing.T) {
@@ -59,34 +71,33 @@ func TestResourcesReportEveryObjectOfTheServedKinds(t *testing.T) {
 		{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "BuildFailed", LastTransitionTime: since, ObservedGeneration: 1},
 		{Type: meta.ApprovedCondition, Status: metav1.ConditionFalse, Reason: meta.GateClosedReason, Message: "gate 'freeze' is closed",
 			LastTransitionTime: updated, ObservedGeneration: 1}}
-	reg := served(t, kinds.Where(func(k kinds.Kind) bool { return k.Controller != kinds.HelmController }), repo, ks)
+	r := served(t, kinds.Where(func(k kinds.Kind) bool { return k.Controller != kinds.HelmController }), repo, ks)
 
-	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP gotk_resource_info The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source.
+	out, families := text(g, r)
+	g.Expect(out).To(HavePrefix(`# HELP gotk_resource_info The current state of a GitOps Toolkit resource: its kind, readiness, suspension, revision and source.
 # TYPE gotk_resource_info gauge
-gotk_resource_info{chart_name="",customresource_group="kustomize.toolkit.fluxcd.io",customresource_kind="Kustomization",customresource_version="v1",exported_namespace="team-a",kind="Kustomization",name="app",ready="False",reason="BuildFailed",revision="main@sha1:abc",source_name="app",state="Suspended",suspended="true",url=""} 1
-gotk_resource_info{chart_name="",customresource_group="source.toolkit.fluxcd.io",customresource_kind="GitRepository",customresource_version="v1",exported_namespace="team-a",kind="GitRepository",name="app",ready="True",reason="Succeeded",revision="main@sha1:abc",source_name="",state="Ready",suspended="false",url="https://git.example.com/app.git"} 1
-# HELP windlass_artifact_size_bytes The size of the artifact a source publishes, in bytes.
-# TYPE windlass_artifact_size_bytes gauge
-windlass_artifact_size_bytes{exported_namespace="team-a",kind="GitRepository",name="app"} 2048
-# HELP windlass_artifact_last_update_timestamp_seconds When the source's artifact last changed revision, in seconds since the epoch.
-# TYPE windlass_artifact_last_update_timestamp_seconds gauge
-windlass_artifact_last_update_timestamp_seconds{exported_namespace="team-a",kind="GitRepository",name="app"} 1.7000001e+09
-# HELP windlass_gate_held_since_timestamp_seconds Since when a closed gate holds the object back, in seconds since the epoch.
-# TYPE windlass_gate_held_since_timestamp_seconds gauge
-windlass_gate_held_since_timestamp_seconds{exported_namespace="team-a",kind="Kustomization",name="app"} 1.7000001e+09
-# HELP windlass_resource_interval_seconds The object's spec.interval, in seconds.
-# TYPE windlass_resource_interval_seconds gauge
-windlass_resource_interval_seconds{exported_namespace="team-a",kind="GitRepository",name="app"} 60
-windlass_resource_interval_seconds{exported_namespace="team-a",kind="Kustomization",name="app"} 300
+gotk_resource_info{customresource_group="source.toolkit.fluxcd.io",customresource_version="v1",customresource_kind="GitRepository",kind="GitRepository",exported_namespace="team-a",name="app",ready="True",reason="Succeeded",state="Ready",suspended="false",revision="main@sha1:abc",source_name="",url="https://git.example.com/app.git",chart_name=""} 1
+gotk_resource_info{customresource_group="kustomize.toolkit.fluxcd.io",customresource_version="v1",customresource_kind="Kustomization",kind="Kustomization",exported_namespace="team-a",name="app",ready="False",reason="BuildFailed",state="Suspended",suspended="true",revision="main@sha1:abc",source_name="app",url="",chart_name=""} 1
 # HELP windlass_resource_ready_transition_timestamp_seconds When the object's Ready condition last changed status, in seconds since the epoch.
 # TYPE windlass_resource_ready_transition_timestamp_seconds gauge
-windlass_resource_ready_transition_timestamp_seconds{exported_namespace="team-a",kind="GitRepository",name="app"} 1.7e+09
-windlass_resource_ready_transition_timestamp_seconds{exported_namespace="team-a",kind="Kustomization",name="app"} 1.7e+09
-`), "gotk_resource_info", "windlass_artifact_size_bytes", "windlass_artifact_last_update_timestamp_seconds",
-		"windlass_gate_held_since_timestamp_seconds", "windlass_resource_interval_seconds",
-		"windlass_resource_ready_transition_timestamp_seconds")).To(Succeed())
-	g.Expect(testutil.GatherAndCount(reg, "windlass_cache_objects")).To(Equal(len(kinds.All)-1), "a count per served kind")
+windlass_resource_ready_transition_timestamp_seconds{kind="GitRepository",exported_namespace="team-a",name="app"} 1.7e+09
+windlass_resource_ready_transition_timestamp_seconds{kind="Kustomization",exported_namespace="team-a",name="app"} 1.7e+09
+# HELP windlass_resource_interval_seconds The object's spec.interval, in seconds.
+# TYPE windlass_resource_interval_seconds gauge
+windlass_resource_interval_seconds{kind="GitRepository",exported_namespace="team-a",name="app"} 60
+windlass_resource_interval_seconds{kind="Kustomization",exported_namespace="team-a",name="app"} 300
+# HELP windlass_artifact_size_bytes The size of the artifact a source publishes, in bytes.
+# TYPE windlass_artifact_size_bytes gauge
+windlass_artifact_size_bytes{kind="GitRepository",exported_namespace="team-a",name="app"} 2048
+# HELP windlass_artifact_last_update_timestamp_seconds When the source's artifact last changed revision, in seconds since the epoch.
+# TYPE windlass_artifact_last_update_timestamp_seconds gauge
+windlass_artifact_last_update_timestamp_seconds{kind="GitRepository",exported_namespace="team-a",name="app"} 1.7000001e+09
+# HELP windlass_gate_held_since_timestamp_seconds Since when a closed gate holds the object back, in seconds since the epoch.
+# TYPE windlass_gate_held_since_timestamp_seconds gauge
+windlass_gate_held_since_timestamp_seconds{kind="Kustomization",exported_namespace="team-a",name="app"} 1.7000001e+09
+`))
+	g.Expect(families).To(HaveKey("windlass_cache_objects"))
+	g.Expect(families["windlass_cache_objects"].GetMetric()).To(HaveLen(len(kinds.All)-1), "a count per served kind")
 }
 
 func TestResourcesReportNothingOnceTheManagerStops(t *testing.T) {
@@ -97,10 +108,12 @@ func TestResourcesReportNothingOnceTheManagerStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Serve(ctx, c, kinds.All); close(done) }()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(r)
-	g.Eventually(func() (int, error) { return testutil.GatherAndCount(reg, "gotk_resource_info") }).Should(Equal(1))
+	g.Eventually(func(g Gomega) {
+		_, families := text(g, r)
+		g.Expect(families["gotk_resource_info"].GetMetric()).To(HaveLen(1))
+	}).Should(Succeed())
 	cancel()
 	<-done
-	g.Expect(testutil.GatherAndCount(reg, "gotk_resource_info")).To(BeZero(), "a standby replica reports nothing")
+	_, families := text(g, r)
+	g.Expect(families["gotk_resource_info"].GetMetric()).To(BeEmpty(), "a standby replica reports nothing")
 }

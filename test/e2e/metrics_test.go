@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,4 +79,27 @@ func seriesOf(body, prefix, ns string) int {
 		}
 	}
 	return n
+}
+
+// TestDebug_ProfileOfARunningController: a controller started with
+// --enable-pprof serves Go's profiles on its metrics port, and windlass
+// debug profile fetches one; without the flag it serves none, and says
+// how to turn them on.
+func TestDebug_ProfileOfARunningController(t *testing.T) {
+	g := NewWithT(t)
+	shard := "pprof-" + env.CreateNamespace(t)
+	proc := startMonitoredController(t, g, shard, nil, "--enable-pprof", "--controllers=gating")
+	g.Expect(proc.waitReady(timeout)).To(Succeed())
+	file := filepath.Join(t.TempDir(), "heap.pprof")
+	out, err := windlassCommand(context.Background(), "debug", "profile", "heap", "--url", "http://"+proc.MetricsAddr, "-o", file).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(HavePrefix("✔ heap profile of http://" + proc.MetricsAddr + " written to " + file))
+	data, err := os.ReadFile(file)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(data[:2]).To(Equal([]byte{0x1f, 0x8b}), "a gzipped pprof profile")
+	g.Expect(scrape(g, "http://"+proc.MetricsAddr+"/metrics")).To(ContainSubstring("# TYPE windlass_build_info gauge"))
+
+	out, err = windlassCommand(context.Background(), "debug", "profile", "--url", "http://"+ctrlProc.MetricsAddr, "-o", file).CombinedOutput()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(string(out)).To(ContainSubstring("serves no profiles (HTTP 404): start the controller with --enable-pprof"))
 }
