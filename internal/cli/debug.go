@@ -37,8 +37,9 @@ type profileFlags struct {
 
 func newDebugCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "debug",
-		Short: "Look inside a running controller",
+		Use:         "debug",
+		Annotations: map[string]string{subcommandsAnnotation: subcommandsAreCommands},
+		Short:       "Look inside a running controller",
 	}
 	f := &profileFlags{}
 	profile := &cobra.Command{

@@ -45,9 +45,21 @@ func unknownKind(cmd *cobra.Command, word string) error {
 	if near := cmd.SuggestionsFor(word); len(near) > 0 {
 		guess = fmt.Sprintf(" (did you mean %s?)", strings.Join(near, " or "))
 	}
-	return fmt.Errorf("unknown kind %q for %q%s: choose one of %s (see %s --help)",
-		word, cmd.CommandPath(), guess, strings.Join(known, ", "), cmd.CommandPath())
+	what := "kind"
+	if cmd.Annotations[subcommandsAnnotation] == subcommandsAreCommands {
+		what = "command"
+	}
+	return fmt.Errorf("unknown %s %q for %q%s: choose one of %s (see %s --help)",
+		what, word, cmd.CommandPath(), guess, strings.Join(known, ", "), cmd.CommandPath())
 }
+
+// subcommandsAnnotation, set to subcommandsAreCommands on a group command
+// whose subcommands are commands rather than kinds (windlass monitoring,
+// windlass debug), words its errors so.
+const (
+	subcommandsAnnotation  = "windlass.dev/subcommands"
+	subcommandsAreCommands = "commands"
+)
 
 // kindGroup is a first word that several kinds share ("source git",
 // "image policy"): `get` lists them under its plural, and `get PLURAL all`

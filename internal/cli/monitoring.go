@@ -8,8 +8,9 @@ import (
 
 func newMonitoringCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "monitoring",
-		Short: "Print the alert rules, the Grafana dashboard and the scrape configuration",
+		Use:         "monitoring",
+		Annotations: map[string]string{subcommandsAnnotation: subcommandsAreCommands},
+		Short:       "Print the alert rules, the Grafana dashboard and the scrape configuration",
 		Long: `Print what Prometheus and Grafana need to watch Windlass, as plain files for a
 Prometheus without the Prometheus Operator (with the operator, windlass install
 --monitoring applies them as a PodMonitor, a PrometheusRule and a ConfigMap

@@ -38,6 +38,9 @@ func TestMonitoringPrintsTheRulesTheDashboardAndAScrapeConfigPrometheusAccepts(t
 	g.Expect(json.Unmarshal([]byte(out), &dashboard)).To(Succeed())
 	g.Expect(dashboard).To(HaveKeyWithValue("uid", monitoring.DashboardUID))
 
+	_, _, err = runWithoutKubeconfig("monitoring", "rule")
+	g.Expect(err).To(MatchError(HavePrefix(`unknown command "rule" for "windlass monitoring" (did you mean rules?)`)))
+
 	out, _, err = runWithoutKubeconfig("monitoring", "scrape-config", "-n", "gitops")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("job_name: gitops/windlass"))
