@@ -188,7 +188,7 @@ func checkRequest(r gate.Request, g *gatingv1alpha1.Gate, current time.Time) err
 	if r.Open {
 		other = gatingv1alpha1.CloseRequestAnnotation
 	}
-	return fmt.Errorf("its request %s=%s wins over this one (the later request wins, and closing at the same time): pass a later --at",
+	return fmt.Errorf("its request %s=%s wins over this one (the later request wins): pass a later --at",
 		other, want.Annotations[other])
 }
 

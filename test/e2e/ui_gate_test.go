@@ -62,6 +62,14 @@ func TestUI_GateClosedFromItsPageHoldsTheNextCommit(t *testing.T) {
 
 	// Open it: the held commit is applied.
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-open"))).To(Succeed())
+	defer func() {
+		if t.Failed() {
+			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "release"}, gate)
+			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, ks)
+			t.Logf("the gate: annotations %v, status %+v", gate.Annotations, gate.Status)
+			t.Logf("the Kustomization: status %+v", ks.Status)
+		}
+	}()
 	g.Eventually(value, timeout, interval).Should(Equal("2"))
 	g.Eventually(text(".gate-state"), timeout, interval).Should(HavePrefix("Open"))
 	g.Eventually(func() string {

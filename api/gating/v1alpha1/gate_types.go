@@ -26,6 +26,12 @@ const (
 	CloseReasonAnnotation = "close.gate.windlass.dev/reason"
 )
 
+// LastRequestAnnotation names the action ("open" or "close") of the last
+// request the command line or the web UI made: requests are stamped to the
+// second, and of an open and a close request stamped with the same second
+// the one it names wins (without it, closing wins). A Windlass extension.
+const LastRequestAnnotation = "gate.windlass.dev/last-request"
+
 // GateState is whether a gate lets changes through.
 // +kubebuilder:validation:Enum=opened;closed
 type GateState string

@@ -136,7 +136,9 @@ func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
 		}
 		c.requests = append(c.requests, request{open: a.open, at: at, reason: reasonOf(g.GetAnnotations()[a.reasonKey])})
 	}
-	// The later request wins; at the same time, closing wins.
+	// The later request wins; at the same time, the last one the command
+	// line or the UI made (LastRequestAnnotation), else closing.
+	lastOpened := g.GetAnnotations()[gatingv1alpha1.LastRequestAnnotation] == "open"
 	slices.SortStableFunc(c.requests, func(a, b request) int {
 		if d := a.at.Compare(b.at); d != 0 {
 			return d
@@ -144,7 +146,7 @@ func compile(g *gatingv1alpha1.Gate) (compiled, []Problem, error) {
 		if a.open == b.open {
 			return 0
 		}
-		if a.open {
+		if a.open != lastOpened {
 			return -1
 		}
 		return 1

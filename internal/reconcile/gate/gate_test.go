@@ -42,6 +42,13 @@ func both(open, close string) map[string]string {
 	return map[string]string{gatingv1alpha1.OpenRequestAnnotation: open, gatingv1alpha1.CloseRequestAnnotation: close}
 }
 
+// lastRequest adds the annotation that names the action of the last
+// request made to annotations.
+func lastRequest(action string, annotations map[string]string) map[string]string {
+	annotations[gatingv1alpha1.LastRequestAnnotation] = action
+	return annotations
+}
+
 // noDeployFriday closes from Friday 00:00 for 24 hours, in Berlin.
 var noDeployFriday = gatingv1alpha1.GateSchedule{Action: gatingv1alpha1.ScheduleClose, Cron: "0 0 * * FRI",
 	Duration: metav1.Duration{Duration: 24 * time.Hour}, TimeZone: "Europe/Berlin"}
@@ -83,6 +90,14 @@ func TestEvaluate(t *testing.T) {
 			requestedAt: "2021-03-26T10:00:00Z", resetAt: "2021-03-26T11:00:00Z", next: "2021-03-26T10:30:00Z"},
 		{name: "open and close at the same time: closed", gate: gateOf(gatingv1alpha1.GateOpened, time.Hour, both("2021-03-26T10:00:00Z", "2021-03-26T10:00:00Z")),
 			now: "2021-03-26T10:15:00Z", cause: CauseRequest, message: "Gate scheduled for opening at 2021-03-26T11:00:00Z",
+			requestedAt: "2021-03-26T10:00:00Z", resetAt: "2021-03-26T11:00:00Z", next: "2021-03-26T11:00:00Z"},
+		{name: "closed, then opened within the same second from the command line or the UI: opened",
+			gate: gateOf(gatingv1alpha1.GateClosed, time.Hour, lastRequest("open", both("2021-03-26T10:00:00Z", "2021-03-26T10:00:00Z"))),
+			now:  "2021-03-26T10:15:00Z", open: true, cause: CauseRequest, message: "Gate scheduled for closing at 2021-03-26T11:00:00Z",
+			requestedAt: "2021-03-26T10:00:00Z", resetAt: "2021-03-26T11:00:00Z", next: "2021-03-26T11:00:00Z"},
+		{name: "opened, then closed within the same second from the command line or the UI: closed",
+			gate: gateOf(gatingv1alpha1.GateOpened, time.Hour, lastRequest("close", both("2021-03-26T10:00:00Z", "2021-03-26T10:00:00Z"))),
+			now:  "2021-03-26T10:15:00Z", cause: CauseRequest, message: "Gate scheduled for opening at 2021-03-26T11:00:00Z",
 			requestedAt: "2021-03-26T10:00:00Z", resetAt: "2021-03-26T11:00:00Z", next: "2021-03-26T11:00:00Z"},
 		{name: "no deploys on Friday (Berlin), on Friday", gate: gateOf(gatingv1alpha1.GateOpened, time.Hour, nil, noDeployFriday),
 			now: "2026-11-27T10:00:00Z", cause: CauseSchedule,

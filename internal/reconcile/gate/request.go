@@ -66,6 +66,7 @@ func (r Request) ApplyTo(g *gatingv1alpha1.Gate) {
 	}
 	request, reason := r.annotations()
 	g.Annotations[request] = stamp(r.At)
+	g.Annotations[gatingv1alpha1.LastRequestAnnotation] = r.Action()
 	g.Annotations[meta.ReconcileRequestAnnotation] = r.Token
 	delete(g.Annotations, reason)
 	if r.Reason != "" {
@@ -76,11 +77,14 @@ func (r Request) ApplyTo(g *gatingv1alpha1.Gate) {
 	}
 }
 
-// Patch returns the merge patch that makes the request: its annotations,
-// a reconcile request, and the window.
+// Patch returns the merge patch that makes the request: its annotations
+// (with LastRequestAnnotation, which makes it win over a request of the
+// other action stamped with the same second), a reconcile request, and
+// the window.
 func (r Request) Patch() ([]byte, error) {
 	request, reason := r.annotations()
-	annotations := map[string]any{request: stamp(r.At), meta.ReconcileRequestAnnotation: r.Token, reason: nil}
+	annotations := map[string]any{request: stamp(r.At), gatingv1alpha1.LastRequestAnnotation: r.Action(),
+		meta.ReconcileRequestAnnotation: r.Token, reason: nil}
 	if r.Reason != "" {
 		annotations[reason] = r.Reason
 	}

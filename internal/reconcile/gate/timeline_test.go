@@ -90,6 +90,7 @@ func TestRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		req        func() Request
+		action     string
 		annotation string
 		reason     any
 		window     any
@@ -99,10 +100,10 @@ func TestRequest(t *testing.T) {
 			r := NewRequest(true, now)
 			r.Reason, r.Window = "release   1.4\napproved", 2*time.Hour
 			return r
-		}, annotation: gatingv1alpha1.OpenRequestAnnotation, reason: "release   1.4\napproved", window: "2h0m0s",
+		}, action: "open", annotation: gatingv1alpha1.OpenRequestAnnotation, reason: "release   1.4\napproved", window: "2h0m0s",
 			message: "Gate open requested; reason: release 1.4 approved"},
 		{name: "close without a reason removes the last one", req: func() Request { return NewRequest(false, now) },
-			annotation: gatingv1alpha1.CloseRequestAnnotation, reason: nil, message: "Gate scheduled for opening at 2026-03-23T11:00:00Z"},
+			action: "close", annotation: gatingv1alpha1.CloseRequestAnnotation, reason: nil, message: "Gate scheduled for opening at 2026-03-23T11:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -119,7 +120,7 @@ func TestRequest(t *testing.T) {
 			g.Expect(json.Unmarshal(raw, &patch)).To(Succeed())
 			reasonKey := strings.Replace(tc.annotation, "gate.fluxcd.io/requestedAt", "gate.windlass.dev/reason", 1)
 			g.Expect(patch.Metadata.Annotations).To(Equal(map[string]any{tc.annotation: "2026-03-23T10:00:00Z",
-				meta.ReconcileRequestAnnotation: "2026-03-23T10:00:00.3Z", reasonKey: tc.reason}))
+				gatingv1alpha1.LastRequestAnnotation: tc.action, meta.ReconcileRequestAnnotation: "2026-03-23T10:00:00.3Z", reasonKey: tc.reason}))
 			if tc.window == nil {
 				g.Expect(patch.Spec).To(BeNil(), "no --for, no window")
 			} else {
