@@ -36,21 +36,7 @@ func TestImageAutomation_NewTagReachesTheCluster(t *testing.T) {
 	srv := gitserver.NewForTest(t)
 	srv.SetBasicAuth("bot", "git-p4ss")
 	repo := srv.MustInitRepo(t, "fleet.git", "main")
-	repo.MustCommit(t, "main", map[string]string{"apps/podinfo.yaml": fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-spec:
-  selector:
-    matchLabels: {app: podinfo}
-  template:
-    metadata:
-      labels: {app: podinfo}
-    spec:
-      containers:
-      - name: podinfo
-        image: %s:6.0.0 # {"$imagepolicy": "%s:podinfo"}
-`, image, ns)}, "podinfo")
+	repo.MustCommit(t, "main", imageFiles(image, ns), "podinfo")
 	url := srv.MustStartHTTP(t) + "/fleet.git"
 
 	applyManifests(g, fmt.Sprintf(`apiVersion: v1
@@ -163,4 +149,24 @@ func applyManifests(g *WithT, manifests string) {
 		g.Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
 		g.Expect(env.Client.Create(context.Background(), obj)).To(Succeed(), doc)
 	}
+}
+
+// imageFiles are the files of the repository that image automation
+// updates: a Deployment whose image is marked for the policy ns/podinfo.
+func imageFiles(image, ns string) map[string]string {
+	return map[string]string{"apps/podinfo.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+spec:
+  selector:
+    matchLabels: {app: podinfo}
+  template:
+    metadata:
+      labels: {app: podinfo}
+    spec:
+      containers:
+      - name: podinfo
+        image: %s:6.0.0 # {"$imagepolicy": "%s:podinfo"}
+`, image, ns)}
 }

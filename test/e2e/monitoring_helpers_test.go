@@ -411,26 +411,6 @@ func appFiles() map[string]string {
 	}
 }
 
-// imageFiles are the files of the repository that image automation
-// updates: a Deployment whose image is marked for the policy ns/podinfo.
-func imageFiles(image, ns string) map[string]string {
-	return map[string]string{"apps/podinfo.yaml": fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-spec:
-  selector:
-    matchLabels: {app: podinfo}
-  template:
-    metadata:
-      labels: {app: podinfo}
-    spec:
-      containers:
-      - name: podinfo
-        image: %s:6.0.0 # {"$imagepolicy": "%s:podinfo"}
-`, image, ns)}
-}
-
 // setGitURL sets the spec.url of the GitRepository key, as kubectl patch
 // does.
 func setGitURL(g *WithT, key client.ObjectKey, url string) {
