@@ -93,7 +93,8 @@ type facts struct {
 }
 
 // objectsOf returns the facts of every object the sources hold, and the
-// number of objects of each kind.
+// number of objects of each kind: each kind read once, from the first
+// source that serves it (a process runs one manager; tests may run more).
 func (r *resources) objectsOf(ctx context.Context) ([]facts, map[string]int) {
 	r.mu.Lock()
 	sources := make([]*resourceSource, 0, len(r.sources))
@@ -106,6 +107,9 @@ func (r *resources) objectsOf(ctx context.Context) ([]facts, map[string]int) {
 	for _, s := range sources {
 		for i := range s.kinds {
 			k := &s.kinds[i]
+			if _, listed := counts[k.Kind]; listed {
+				continue // a kind twice in one exposition would be refused whole
+			}
 			list := k.NewList()
 			// Read only: the families copy nothing but strings' headers.
 			if err := s.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
