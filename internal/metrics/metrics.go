@@ -188,7 +188,7 @@ func RecordSuspend(kind string, obj client.Object, suspended bool) {
 // recordSuccess records that a run left obj Ready at end.
 func recordSuccess(kind string, obj client.Object, end time.Time) {
 	objects.update(objectKey{kind, obj.GetNamespace(), obj.GetName()}, func(r *objectRuns) {
-		r.lastSuccess = float64(end.UnixMilli()) / 1000
+		r.lastSuccess = seconds(end)
 	})
 }
 

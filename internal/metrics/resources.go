@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
@@ -137,7 +136,7 @@ func factsOf(k *kinds.Kind, obj client.Object) facts {
 	if o, ok := obj.(state.Object); ok {
 		f.state, f.suspended = string(state.Of(o, k.Static)), strconv.FormatBool(o.IsSuspended())
 		if c := conditions.Get(o, meta.ReadyCondition); c != nil {
-			f.ready, f.reason, f.readySince = string(c.Status), c.Reason, seconds(c.LastTransitionTime)
+			f.ready, f.reason, f.readySince = string(c.Status), c.Reason, seconds(c.LastTransitionTime.Time)
 		}
 		f.heldSince = heldSinceOf(o)
 	}
@@ -172,7 +171,7 @@ func (r *resources) writeText(ctx context.Context, t *textWriter) {
 	})
 	objectGauge(t, artifactTimeName, artifactTimeHelp, all, func(f facts) (float64, bool) {
 		if a := artifactOf(f.obj); a != nil {
-			return seconds(a.LastUpdateTime), true
+			return seconds(a.LastUpdateTime.Time), true
 		}
 		return 0, false
 	})
@@ -215,13 +214,13 @@ func heldSinceOf(obj state.Object) float64 {
 	}
 	for _, c := range []string{meta.ApprovedCondition, meta.BlockedCondition} {
 		if got := conditions.Get(obj, c); got != nil && got.Reason == meta.GateClosedReason {
-			return seconds(got.LastTransitionTime)
+			return seconds(got.LastTransitionTime.Time)
 		}
 	}
 	return 0
 }
 
 // seconds returns t in seconds since the epoch.
-func seconds(t metav1.Time) float64 {
+func seconds(t time.Time) float64 {
 	return float64(t.UnixMilli()) / 1000
 }
