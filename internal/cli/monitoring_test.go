@@ -41,6 +41,15 @@ func TestMonitoringPrintsTheRulesTheDashboardAndAScrapeConfigPrometheusAccepts(t
 	_, _, err = runWithoutKubeconfig("monitoring", "rule")
 	g.Expect(err).To(MatchError(HavePrefix(`unknown command "rule" for "windlass monitoring" (did you mean rules?)`)))
 
+	out, _, err = runWithoutKubeconfig("install", "--export", "--monitoring", "-n", "gitops")
+	g.Expect(err).NotTo(HaveOccurred())
+	exported := map[string]string{}
+	for _, o := range installedObjects(g, out) {
+		exported[o.GetKind()+"/"+o.GetName()] = o.GetNamespace()
+	}
+	g.Expect(exported).To(And(HaveKeyWithValue("PodMonitor/windlass", "gitops"), HaveKeyWithValue("PrometheusRule/windlass", "gitops"),
+		HaveKeyWithValue("ConfigMap/windlass-dashboard", "gitops")), "--export prints the monitoring objects too")
+
 	out, _, err = runWithoutKubeconfig("monitoring", "scrape-config", "-n", "gitops")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("job_name: gitops/windlass"))
