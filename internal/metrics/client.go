@@ -48,8 +48,8 @@ func init() {
 	crmetrics.Registry.MustRegister(RequestLatency, RateLimiterLatency, BuildInfo)
 	// controller-runtime registers client-go's request results only;
 	// client-go reads these adapters for every request made after.
-	clientmetrics.RequestLatency = latencyAdapter{RequestLatency}
-	clientmetrics.RateLimiterLatency = latencyAdapter{RateLimiterLatency}
+	clientmetrics.RequestLatency = latencyAdapter{histogram: RequestLatency, count: true}
+	clientmetrics.RateLimiterLatency = latencyAdapter{histogram: RateLimiterLatency}
 }
 
 // BuildInfo is windlass_build_info: 1, with the version of the binary
@@ -77,12 +77,17 @@ func SetMemoryLimit(bytes int64) {
 	MemoryLimit.Set(float64(bytes))
 }
 
-// latencyAdapter observes client-go's latencies in a histogram.
+// latencyAdapter observes client-go's latencies in a histogram; with
+// count, it also counts the requests in APIRequests.
 type latencyAdapter struct {
 	histogram *prometheus.HistogramVec
+	count     bool
 }
 
-// Observe observes latency for a request of verb to u's host.
+// Observe observes latency for a request of verb (its HTTP method) to u.
 func (a latencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
 	a.histogram.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
+	if a.count {
+		countRequest(verb, u)
+	}
 }

@@ -32,6 +32,17 @@ type ApplyOptions struct {
 	// the apply. When it fails, the stage writes nothing and
 	// ApplyAllStaged returns its error.
 	BeforeWrite func(ctx context.Context, entries []inventory.Entry) error
+	// Fresh says that nothing of the set was applied before (the caller's
+	// inventory is empty): the objects of the default policy are then
+	// applied without a dry run first, one request each. Such an apply
+	// does not take over fields that other managers own: an object that
+	// exists with other values, or another manager's object marked
+	// Ignore in the cluster, is refused with a conflict, and then read,
+	// dry-run and applied as in any other apply. An object the API server
+	// refuses fails alone, after the others of its stage are written, as
+	// a *ValidationError whose Partial is set. Plan and Validate ignore
+	// it.
+	Fresh bool
 }
 
 // item is one object on its way through an apply.
@@ -54,6 +65,9 @@ type item struct {
 	toApply  *unstructured.Unstructured
 	// planned is the dry run's answer, for Plan.
 	planned *unstructured.Unstructured
+	// direct is set for an object of a Fresh apply that is applied
+	// without a dry run.
+	direct bool
 
 	// Set by applyItem: the object as the run left it (the live one when
 	// nothing was written), for its fingerprint.
@@ -81,6 +95,7 @@ type setIndex struct {
 // namespace the set creates) are left out here; ApplyAllStaged checks them
 // after stage 1.
 func (m *Manager) Validate(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) error {
+	opts.Fresh = false
 	items, idx, err := m.prepare(objs)
 	if err != nil {
 		return err
@@ -98,6 +113,7 @@ func (m *Manager) Validate(ctx context.Context, objs []*unstructured.Unstructure
 // refused nothing is applied and a *ValidationError is returned (objects
 // that need stage 1 are checked after stage 1). An object whose dry-run
 // result equals the live object is not written and is reported unchanged.
+// A Fresh apply skips the dry runs (see ApplyOptions.Fresh).
 //
 // The ChangeSet lists what happened to every object, also when an error is
 // returned: it then holds the objects handled before the failure, which the
@@ -140,6 +156,9 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 			}
 			cs.Entries = append(cs.Entries, Change{Object: it.id, Version: it.version, Action: it.action, Fingerprint: m.resultFingerprint(it), Live: it.result})
 			changed = changed || isChange(it.action)
+		}
+		if len(failures) > 0 && opts.Fresh {
+			return cs, &ValidationError{Failures: failures, Partial: true}
 		}
 		if len(failures) > 0 {
 			return cs, &ApplyError{Failures: failures}
@@ -327,7 +346,7 @@ func forEach(ctx context.Context, items []*item, f func(*item) *ObjectError) []*
 // so a new object costs no read. The other policies need the live object
 // to shape what they apply, and read it first.
 func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOptions, final bool) *ObjectError {
-	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result, it.planned = false, false, nil, nil, "", nil, nil
+	it.deferred, it.recreate, it.live, it.toApply, it.action, it.result, it.planned, it.direct = false, false, nil, nil, "", nil, nil, false
 	if it.policy == PolicyIgnore {
 		it.action = ActionSkipped
 		return nil
@@ -337,6 +356,10 @@ func (m *Manager) plan(ctx context.Context, it *item, idx setIndex, opts ApplyOp
 		return oe
 	}
 	it.toApply = it.desired
+	if opts.Fresh && it.policy == PolicyOverride {
+		it.direct, it.action = true, ActionCreated
+		return nil
+	}
 	liveRead := it.policy != PolicyOverride
 	if liveRead {
 		if oe := m.shapeFromLive(ctx, it); oe != nil || it.action == ActionSkipped {
@@ -456,6 +479,9 @@ func (m *Manager) applyItem(ctx context.Context, it *item, opts ApplyOptions) *O
 	if it.recreate {
 		return m.recreate(ctx, it, opts)
 	}
+	if it.direct {
+		return m.applyDirect(ctx, it, opts)
+	}
 	applied := it.toApply.DeepCopy()
 	err := m.serverApply(ctx, applied, false, it.policy != PolicyMerge)
 	if err != nil && it.live != nil && isImmutableError(err) && (opts.Force || it.force) {
@@ -466,6 +492,43 @@ func (m *Manager) applyItem(ctx context.Context, it *item, opts ApplyOptions) *O
 	}
 	it.result = applied
 	return nil
+}
+
+// applyDirect applies an object of a Fresh apply without a dry run and
+// without taking over other managers' fields. When the server answers with
+// a conflict (the object exists, and another manager owns what would
+// change) or an immutable field, the object is planned and applied as in
+// any other apply: read, dry-run, then applied, forced.
+func (m *Manager) applyDirect(ctx context.Context, it *item, opts ApplyOptions) *ObjectError {
+	applied := it.toApply.DeepCopy()
+	err := m.serverApply(ctx, applied, false, false)
+	switch {
+	case err == nil:
+		it.result, it.action = applied, ActionConfigured
+		if createdBy(applied, m.fieldManager) {
+			it.action = ActionCreated
+		}
+		return nil
+	case !apierrors.IsConflict(err) && !isImmutableError(err):
+		return newObjectError(it.id, it.given, err)
+	}
+	opts.Fresh = false
+	if oe := m.plan(ctx, it, setIndex{}, opts, true); oe != nil {
+		return oe
+	}
+	return m.applyItem(ctx, it, opts)
+}
+
+// createdBy reports whether obj, as an apply answered it, has no field
+// managed by anyone but manager: the apply created it (or a run of the
+// same manager did, and nobody touched it since).
+func createdBy(obj *unstructured.Unstructured, manager string) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != manager {
+			return false
+		}
+	}
+	return true
 }
 
 // recreate deletes the live object, waits until it is gone and applies the

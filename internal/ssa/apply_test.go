@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -477,10 +478,21 @@ data: {v: "1"}
 	g.Expect(get(t, "v1", "ConfigMap", ns, "b").Object["data"]).To(HaveKeyWithValue("v", "1"), "ignored in the cluster")
 }
 
-// countingClient counts the reads of a real client.
+// countingClient counts the reads, applies and dry runs of a real client.
 type countingClient struct {
 	client.Client
-	gets atomic.Int64
+	gets, applies, dryRuns atomic.Int64
+}
+
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	o := &client.ApplyOptions{}
+	o.ApplyOptions(opts)
+	if len(o.DryRun) > 0 {
+		c.dryRuns.Add(1)
+	} else {
+		c.applies.Add(1)
+	}
+	return c.Client.Apply(ctx, obj, opts...)
 }
 
 func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

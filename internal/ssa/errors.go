@@ -33,14 +33,22 @@ func (e *ObjectError) Error() string {
 }
 
 // ValidationError is returned when the server-side dry run refuses some
-// objects; nothing of the failed stage was applied.
+// objects; nothing of the failed stage was applied. In a Fresh apply
+// (Partial), the apply refused them, and the other objects of the stage
+// were applied: the ChangeSet lists them.
 type ValidationError struct {
 	// Failures holds one error per refused object.
 	Failures []*ObjectError
+	// Partial is set when the objects were refused by the apply of a
+	// Fresh set rather than by a dry run.
+	Partial bool
 }
 
 // Error names every failing object and why.
 func (e *ValidationError) Error() string {
+	if e.Partial {
+		return "apply refused: " + joinFailures(e.Failures)
+	}
 	return "dry-run failed: " + joinFailures(e.Failures)
 }
 

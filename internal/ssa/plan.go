@@ -35,6 +35,7 @@ type Planned struct {
 // would do to each, without writing anything. Refused objects come back as
 // a *ValidationError, as from Validate.
 func (m *Manager) Plan(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Planned, error) {
+	opts.Fresh = false
 	items, idx, err := m.prepare(objs)
 	if err != nil {
 		return nil, err

@@ -281,6 +281,10 @@ type Result struct {
 	// APIRequests is the sum of the controller's rest_client_requests_total
 	// at the end of the ready phase.
 	APIRequests int64 `json:"api_requests"`
+	// ReadyRequests is what the controller asked of the API server from
+	// the creation of the first object until every application was Ready
+	// (and its requests stood still), per application.
+	ReadyRequests *RequestBudget `json:"ready_requests,omitempty"`
 	// ChangeToAppliedSeconds runs from the change to app 0 (a commit, a
 	// push or a put) until its Kustomization reports the new revision as
 	// applied. A -kind helmrelease run has no change phase and leaves it
@@ -299,6 +303,12 @@ type Result struct {
 	// helmrelease, plus the object writes and new release versions of
 	// HelmResult); it must be 0.
 	NoopTickWrites int64 `json:"noop_tick_writes"`
+	// NoopTickRequests is what the controller asked of the API server
+	// over the no-op tick, per application, and
+	// NoopTickRequestsPerObject the same per object ticked (the sources
+	// and the applications' objects).
+	NoopTickRequests          *RequestBudget `json:"noop_tick_requests,omitempty"`
+	NoopTickRequestsPerObject float64        `json:"noop_tick_requests_per_object"`
 	// Gate holds the figures of a -gate run, nil otherwise. In such a run
 	// ReadySeconds and the applied and ready timelines count from the
 	// gate's opening.

@@ -397,11 +397,19 @@ func printTable(w io.Writer, res *Result) {
 	row("  peak anonymous RSS (sampled)", fmt.Sprintf("%.1f MiB", float64(d.PeakRSSAnonBytes)/(1<<20)))
 	row("cpu_seconds", fmt.Sprintf("%.2f (%.2f of them at start-up)", res.CPUSeconds, d.StartupCPUSeconds))
 	row("api_requests", fmt.Sprint(res.APIRequests))
+	if b := res.ReadyRequests; b != nil {
+		row("  requests per application, ready", fmt.Sprintf("%.2f: %s", b.PerApp, formatBudget(b.ByKind)))
+		row("    by request", formatBudget(b.ByRequest))
+	}
 	if res.Helm == nil {
 		row("change_to_applied_seconds", fmt.Sprintf("%.2f", res.ChangeToAppliedSeconds))
 	}
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
 	row("noop_tick_downloads", formatCounts(res.NoopTickDownloads))
+	if b := res.NoopTickRequests; b != nil {
+		row("noop_tick_requests_per_object", fmt.Sprintf("%.2f (%.2f per application: %s)", res.NoopTickRequestsPerObject, b.PerApp, formatBudget(b.ByKind)))
+		row("    by request", formatBudget(b.ByRequest))
+	}
 	if h := res.Helm; h != nil {
 		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files, %d object writes, %d new releases)",
 			res.NoopTickWrites, d.NoopDownloads, d.NoopFiles, h.NoopTickObjectWrites, h.NoopTickNewReleases))

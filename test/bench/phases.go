@@ -72,10 +72,14 @@ func (r *run) readyPhase(ctx context.Context, res *Result, sources, kss []client
 	defer cancel()
 	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, r.restCfg)
 	downloads0 := r.kit.Downloads()
+	requests0, err := r.ctrl.apiRequestsByRequest()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
 	profiled := startProfiles(ctx, r.cfg, r.restCfg, r.logf)
 	defer profiled()
 	var tl timeline
-	var err error
 	if r.cfg.Gate {
 		heads, err := r.kit.Heads()
 		if err != nil {
@@ -104,8 +108,30 @@ func (r *run) readyPhase(ctx context.Context, res *Result, sources, kss []client
 		return err
 	}
 	res.Details.ReadyDownloads = countsDelta(downloads0, r.kit.Downloads())
+	if res.ReadyRequests, err = r.requestBudget(ctx, requests0, started); err != nil {
+		return err
+	}
 	r.logf("all %d ready in %.2fs; API server requests: %s", r.cfg.N, res.ReadySeconds, strings.Join(res.Details.ReadyServerRequests, " "))
 	return nil
+}
+
+// requestBudget waits until the controller's requests stand still (the
+// Events and status updates that follow a phase), then returns its
+// requests since requests0, per application, with the Events recorded
+// since started attributed to their kinds.
+func (r *run) requestBudget(ctx context.Context, requests0 requestCounts, started time.Time) (*RequestBudget, error) {
+	if _, err := r.ctrl.waitRequestsStill(ctx, 10*time.Second); err != nil {
+		return nil, err
+	}
+	requests1, err := r.ctrl.apiRequestsByRequest()
+	if err != nil {
+		return nil, err
+	}
+	events, err := eventsByKind(ctx, r.c, r.apps.ns, started)
+	if err != nil {
+		return nil, err
+	}
+	return budget(requests0, requests1, events, r.cfg.N, r.apps.kind), nil
 }
 
 // changePhase changes app 0 in its source (a commit, a push or a put),
@@ -164,6 +190,10 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 		return err
 	}
 	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, r.restCfg)
+	requests0, err := r.ctrl.apiRequestsByRequest()
+	if err != nil {
+		return err
+	}
 	token := "bench-noop-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	start := time.Now()
 	if err := r.waitHandled(ctx, all, token); err != nil {
@@ -186,6 +216,10 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 	if err := r.recordNoopController(res, st0, api0); err != nil {
 		return err
 	}
+	if res.NoopTickRequests, err = r.requestBudget(ctx, requests0, start); err != nil {
+		return err
+	}
+	res.NoopTickRequestsPerObject = perApp(res.NoopTickRequests.Total, len(all))
 	r.logf("no-op tick handled in %.2fs: downloads %v, %d files written %s",
 		res.NoopTickSeconds, res.NoopTickDownloads, res.Details.NoopFiles, strings.Join(written, " "))
 	return nil

@@ -52,11 +52,18 @@ func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa
 // writeAhead), so that a later revision can prune them even when this run
 // dies half-way; when an apply fails half-way, what was applied stays in
 // the inventory for the same reason, and is returned with the error.
+//
+// The first apply of a Kustomization, whose inventory is empty, has no
+// applied state to keep: its objects are applied without dry runs (see
+// ssa.ApplyOptions.Fresh), an object the API server refuses fails alone,
+// and the inventory is written with the status at the end of the run.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager,
 	objs []*unstructured.Unstructured, revision, because string, patcher *patch.Helper) (*ssa.ChangeSet, error) {
-	changes, err := m.ApplyAllStaged(ctx, objs, ssa.ApplyOptions{
-		Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), BeforeWrite: writeAhead(obj, patcher),
-	})
+	opts := ssa.ApplyOptions{Force: obj.Spec.Force, WaitTimeout: obj.GetTimeout(), Fresh: len(kspec.Inventory(obj)) == 0}
+	if !opts.Fresh {
+		opts.BeforeWrite = writeAhead(obj, patcher)
+	}
+	changes, err := m.ApplyAllStaged(ctx, objs, opts)
 	if changes.Changed() {
 		msg := fmt.Sprintf("%s\nrevision: %s", changes.Summary(), revision)
 		if because != "" {
@@ -67,6 +74,9 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 	var invalid *ssa.ValidationError
 	switch {
 	case errors.As(err, &invalid):
+		if invalid.Partial {
+			recordInventory(obj, inventory.Merge(kspec.Inventory(obj), changes.Inventory()))
+		}
 		return changes, outcome.Fail(kustomizev1.ValidationFailedReason, err)
 	case err != nil:
 		recordInventory(obj, inventory.Merge(kspec.Inventory(obj), changes.Inventory()))

@@ -11,6 +11,6 @@ var (
 	UIAddr = &uiAddr
 )
 
-// CountDryRuns wraps the transport of the controllers' API requests, to
-// count the server-side dry runs (dryRuns).
-func CountDryRuns(rt http.RoundTripper) http.RoundTripper { return dryRuns.wrap(rt) }
+// CountRequests wraps the transport of the controllers' API requests, to
+// count the server-side dry runs (dryRuns) and applies (applies).
+func CountRequests(rt http.RoundTripper) http.RoundTripper { return applies.wrap(dryRuns.wrap(rt)) }

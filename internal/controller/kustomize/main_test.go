@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testmanager.Suite{
 		Env: kustomize.Env, Logs: kustomize.Logs, KubeControllerManager: true,
 		Controllers: []string{manager.SourceController, manager.KustomizeController},
-		Wrap:        kustomize.CountDryRuns,
+		Wrap:        kustomize.CountRequests,
 		Options:     func(o *manager.Options) { o.UIAddr = addrs[0] },
 	}.Run(m))
 }

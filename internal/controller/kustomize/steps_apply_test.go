@@ -24,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -325,6 +326,16 @@ func TestStep_ReconcileApply(t *testing.T) {
 				applyFirst(g, r, f, obj, patcher)
 			},
 			wantValues: map[string]string{"a": "1", "b": "1"}, wantInventory: []string{"a", "b"}},
+		{name: "a new object of a later revision is applied, written to the inventory first",
+			files: func(ns string) map[string]string {
+				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "1"), "deploy/b.yaml": configMap(ns, "b", "1"),
+					"deploy/c.yaml": configMap(ns, "c", "2")}
+			},
+			before: func(g *WithT, r *KustomizationReconciler, f *treeFetcher, obj *kustomizev1.Kustomization, patcher *patch.Helper, _ *ksScope) {
+				applyFirst(g, r, f, obj, patcher)
+			},
+			wantValues: map[string]string{"a": "1", "b": "1", "c": "2"}, wantInventory: []string{"a", "b", "c"},
+			wantEvents: []string{"ConfigMap/NS/c created"}},
 		{name: "a changed object is applied again", files: two,
 			before: func(g *WithT, r *KustomizationReconciler, f *treeFetcher, obj *kustomizev1.Kustomization, patcher *patch.Helper, _ *ksScope) {
 				applyFirst(g, r, f, obj, patcher)
@@ -410,26 +421,37 @@ func TestStep_ReconcileApply(t *testing.T) {
 			wantErr: testutil.Stalled, wantReason: kustomizev1.ReconciliationFailedReason, wantMsg: "invalid JSON pointer 'data'"},
 		{name: "an object the dry run refuses: nothing is applied",
 			files: func(ns string) map[string]string {
-				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "2"),
-					"deploy/bad.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bad\n  namespace: " + ns +
-						"\nspec:\n  selector:\n    matchLabels: {app: bad}\n  template:\n    metadata:\n      labels: {app: bad}\n" +
-						"    spec:\n      containers: []\n"}
+				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "2"), "deploy/b.yaml": configMap(ns, "b", "1"),
+					"deploy/bad.yaml": invalidDeployment(ns)}
 			},
-			wantValues: map[string]string{"a": "absent"}, wantInventory: []string{},
+			before: func(g *WithT, r *KustomizationReconciler, f *treeFetcher, obj *kustomizev1.Kustomization, patcher *patch.Helper, _ *ksScope) {
+				applyFirst(g, r, f, obj, patcher)
+			},
+			wantValues: map[string]string{"a": "1", "b": "1"}, wantInventory: []string{"a", "b"},
 			wantErr: testutil.Failing, wantReason: kustomizev1.ValidationFailedReason,
 			wantMsg: "dry-run failed: Deployment/NS/bad"},
+		{name: "a first apply with an object the API server refuses: the others are applied and kept",
+			files: func(ns string) map[string]string {
+				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "2"), "deploy/bad.yaml": invalidDeployment(ns)}
+			},
+			wantValues: map[string]string{"a": "2"}, wantEvents: []string{"ConfigMap/NS/a created"}, wantInventory: []string{"a"},
+			wantErr: testutil.Failing, wantReason: kustomizev1.ValidationFailedReason,
+			wantMsg: "apply refused: Deployment/NS/bad"},
 		{name: "an object refused past the dry run: what was applied stays in the inventory",
 			files: func(ns string) map[string]string {
 				// The dry run allocates no node port, so it cannot see
 				// that this one is out of range. The inventory keeps what
 				// was written ahead of the apply, the refused object too.
-				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "2"),
+				return map[string]string{"deploy/a.yaml": configMap(ns, "a", "2"), "deploy/b.yaml": configMap(ns, "b", "1"),
 					"deploy/bad.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\n  namespace: " + ns +
 						"\nspec:\n  type: NodePort\n  ports:\n  - port: 80\n    nodePort: 1\n"}
 			},
-			wantValues: map[string]string{"a": "2"}, wantEvents: []string{"ConfigMap/NS/a created"},
+			before: func(g *WithT, r *KustomizationReconciler, f *treeFetcher, obj *kustomizev1.Kustomization, patcher *patch.Helper, _ *ksScope) {
+				applyFirst(g, r, f, obj, patcher)
+			},
+			wantValues: map[string]string{"a": "2", "b": "1"}, wantEvents: []string{"ConfigMap/NS/a configured"},
 			wantErr: testutil.Failing, wantReason: kustomizev1.ReconciliationFailedReason,
-			wantInventory: []string{"a", "bad"},
+			wantInventory: []string{"a", "b", "bad"},
 			wantMsg:       "apply failed: Service/NS/bad"},
 	}
 	for _, tt := range tests {
@@ -466,6 +488,7 @@ func TestStep_ReconcileApply(t *testing.T) {
 			}
 			lastApplied := obj.Status.LastAppliedRevision
 			live := sc.live
+			fresh := len(kspec.Inventory(obj)) == 0
 
 			res, err := r.reconcileApply(ctx, obj, sc)
 			testutil.ExpectOutcome(g, res, err, tt.wantErr, tt.wantReason, strings.ReplaceAll(tt.wantMsg, "NS", ns))
@@ -503,12 +526,25 @@ func TestStep_ReconcileApply(t *testing.T) {
 			g.Expect(ok).To(BeTrue())
 			g.Expect(state.inputs).To(Equal("inputs-2"))
 			g.Expect(sc.live).To(HaveLen(len(tt.wantInventory)))
-			// The inventory reached the API server before the objects did.
+			// The inventory reached the API server before new objects did,
+			// unless nothing was applied before: a first apply writes it
+			// with the run's status only.
 			stored := &kustomizev1.Kustomization{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, stored)).To(Succeed())
-			if len(tt.wantEvents) > 0 && strings.Contains(tt.wantEvents[0], "created") {
+			switch {
+			case fresh:
+				g.Expect(stored.Status.Inventory).To(BeNil(), "a first apply writes nothing ahead")
+			case len(tt.wantEvents) > 0 && strings.Contains(tt.wantEvents[0], "created"):
 				g.Expect(inventoryNames(stored)).To(Equal(tt.wantInventory))
 			}
 		})
 	}
+}
+
+// invalidDeployment is a Deployment in ns that the API server refuses: it
+// has no containers.
+func invalidDeployment(ns string) string {
+	return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bad\n  namespace: " + ns +
+		"\nspec:\n  selector:\n    matchLabels: {app: bad}\n  template:\n    metadata:\n      labels: {app: bad}\n" +
+		"    spec:\n      containers: []\n"
 }

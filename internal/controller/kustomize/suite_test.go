@@ -34,6 +34,12 @@ const (
 // controller's local apply client sends, by namespace.
 var dryRuns = &requestCounter{match: func(r *http.Request) bool { return r.URL.Query().Get("dryRun") != "" }}
 
+// applies counts the server-side applies (not dry runs) that the
+// Kustomization controller's local apply client sends, by namespace.
+var applies = &requestCounter{match: func(r *http.Request) bool {
+	return r.Method == http.MethodPatch && r.Header.Get("Content-Type") == "application/apply-patch+yaml" && r.URL.Query().Get("dryRun") == ""
+}}
+
 // requestCounter counts the requests that match, by the namespace in their
 // path.
 type requestCounter struct {
