@@ -22,6 +22,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
+	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // Controller names: what --controllers calls each controller (see
@@ -327,6 +329,14 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	if m.Storage != nil {
 		r.Changes = m.Storage
 	}
+	owned, err := versions.New(m.GetConfig(), m.GetRESTMapper(), ssa.DefaultOwnerGroup+"/name")
+	if err != nil {
+		return err
+	}
+	if err := m.Add(owned); err != nil {
+		return err
+	}
+	r.Versions = owned
 	if m.ui != nil {
 		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}

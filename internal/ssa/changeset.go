@@ -67,7 +67,11 @@ func (cs *ChangeSet) Applied() []Applied {
 	out := make([]Applied, 0, len(cs.Entries))
 	for _, c := range cs.Entries {
 		if c.Action != ActionDeleted {
-			out = append(out, Applied{Entry: inventory.Entry{ID: c.Object.ID(), Version: c.Version}, Fingerprint: c.Fingerprint})
+			a := Applied{Entry: inventory.Entry{ID: c.Object.ID(), Version: c.Version}, Fingerprint: c.Fingerprint}
+			if c.Live != nil {
+				a.ResourceVersion = c.Live.GetResourceVersion()
+			}
+			out = append(out, a)
 		}
 	}
 	return out

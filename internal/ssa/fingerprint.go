@@ -38,6 +38,12 @@ func (m *Manager) Fingerprint(live *unstructured.Unstructured) string {
 	return fingerprint(live, m.fieldManager)
 }
 
+// FingerprintAs returns the fingerprint of live for the field manager
+// manager, as Manager.Fingerprint does for its own.
+func FingerprintAs(live *unstructured.Unstructured, manager string) string {
+	return fingerprint(live, manager)
+}
+
 func fingerprint(live *unstructured.Unstructured, manager string) string {
 	sum := sha256.New()
 	entry := appliedEntry(live, manager)
@@ -112,10 +118,12 @@ func writeValue(w interface{ Write([]byte) (int, error) }, v any) {
 }
 
 // Applied is an object as an apply left it: its inventory entry and its
-// fingerprint then.
+// fingerprint then, and the resourceVersion it was last seen at with that
+// fingerprint (empty when unknown).
 type Applied struct {
-	Entry       inventory.Entry
-	Fingerprint string
+	Entry           inventory.Entry
+	Fingerprint     string
+	ResourceVersion string
 }
 
 // verifyConcurrency bounds the reads of one Verify.
@@ -130,11 +138,15 @@ var ErrDrifted = errors.New("an applied object changed")
 // ID), for a health check to use, or an error that matches ErrDrifted when
 // one changed or is gone. An object without a fingerprint counts as
 // changed; an object applied with the Ignore policy is not read.
+//
+// With Options.Versions, an object still at the resourceVersion it was
+// last seen at is not read (nothing about it changed), and Verify records
+// in applied the version of each object it read and found unchanged.
 func (m *Manager) Verify(ctx context.Context, applied []Applied) (map[string]*unstructured.Unstructured, error) {
 	read := make([]*unstructured.Unstructured, len(applied))
 	errs := make([]error, len(applied))
 	panics := parallel.Do(ctx, len(applied), verifyConcurrency, func(i int) {
-		if applied[i].Fingerprint != fingerprintIgnored {
+		if applied[i].Fingerprint != fingerprintIgnored && !m.unmoved(ctx, applied[i]) {
 			read[i], errs[i] = m.verifyOne(ctx, applied[i])
 		}
 	})
@@ -148,9 +160,28 @@ func (m *Manager) Verify(ctx context.Context, applied []Applied) (map[string]*un
 	for i, obj := range read {
 		if obj != nil {
 			live[applied[i].Entry.ID] = obj
+			applied[i].ResourceVersion = obj.GetResourceVersion()
 		}
 	}
 	return live, nil
+}
+
+// unmoved reports whether Options.Versions says that a is still at the
+// resourceVersion it was last seen at.
+func (m *Manager) unmoved(ctx context.Context, a Applied) bool {
+	if m.versions == nil || a.ResourceVersion == "" {
+		return false
+	}
+	id, err := a.Entry.ObjMetadata()
+	if err != nil {
+		return false
+	}
+	gvk, err := a.Entry.GroupVersionKind()
+	if err != nil {
+		return false
+	}
+	version, ok := m.versions.ResourceVersion(ctx, gvk, id.Namespace, id.Name)
+	return ok && version == a.ResourceVersion
 }
 
 func (m *Manager) verifyOne(ctx context.Context, a Applied) (*unstructured.Unstructured, error) {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -253,4 +254,60 @@ metadata:
 	_, err = m.Verify(ctx, cs3.Applied())
 	g.Expect(err).To(MatchError(ErrDrifted))
 	g.Expect(err.Error()).To(ContainSubstring("ConfigMap/" + ns + "/annotated is gone"))
+}
+
+// versionMap is a VersionReader that knows the versions it holds.
+type versionMap map[string]string
+
+func (v versionMap) ResourceVersion(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	version, ok := v[gvk.Kind+"/"+namespace+"/"+name]
+	return version, ok
+}
+
+// TestVerifyWithVersions checks that Verify reads only the objects whose
+// version moved since they were last seen, and records the version of
+// those it reads.
+func TestVerifyWithVersions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	versions := versionMap{}
+	c := &countingClient{Client: env.Client}
+	m, err := New(c, env.Client.RESTMapper(), Options{FieldManager: testFieldManager, Owner: Owner{Name: "app", Namespace: ns}, Versions: versions})
+	g.Expect(err).NotTo(HaveOccurred())
+	objs := []*unstructured.Unstructured{configMap(ns, "a", nil, map[string]any{"k": "1"}), configMap(ns, "b", nil, map[string]any{"k": "1"})}
+	cs, err := m.ApplyAllStaged(ctx, objs, ApplyOptions{Fresh: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	applied := cs.Applied()
+	for _, a := range applied {
+		g.Expect(a.ResourceVersion).NotTo(BeEmpty(), "the apply's answer gives the version")
+	}
+	live := func(name string) string { return get(t, "v1", "ConfigMap", ns, name).GetResourceVersion() }
+
+	_, err = m.Verify(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.gets.Load()).To(BeEquivalentTo(2), "versions not known: both read")
+
+	versions["ConfigMap/"+ns+"/a"], versions["ConfigMap/"+ns+"/b"] = live("a"), live("b")
+	_, err = m.Verify(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.gets.Load()).To(BeEquivalentTo(2), "versions unchanged: nothing read")
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, cm)).To(Succeed())
+	cm.Annotations = map[string]string{"note": "by hand"}
+	g.Expect(env.Client.Update(ctx, cm, client.FieldOwner("kubectl-annotate"))).To(Succeed())
+	versions["ConfigMap/"+ns+"/b"] = live("b")
+	_, err = m.Verify(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred(), "another manager's annotation is no drift")
+	g.Expect(c.gets.Load()).To(BeEquivalentTo(3), "the object whose version moved is read")
+	g.Expect(applied[1].ResourceVersion).To(Equal(live("b")), "and its new version recorded")
+	_, err = m.Verify(ctx, applied)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.gets.Load()).To(BeEquivalentTo(3))
+
+	edit(t, ns, "a", "kubectl-edit", map[string]string{"k": "drifted"})
+	versions["ConfigMap/"+ns+"/a"] = live("a")
+	_, err = m.Verify(ctx, applied)
+	g.Expect(err).To(MatchError(ErrDrifted), "an edit moves the version and is found")
 }

@@ -1,11 +1,13 @@
 package ssa
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -58,6 +60,17 @@ type Options struct {
 	// PollInterval is how often waits look again; DefaultPollInterval when
 	// zero.
 	PollInterval time.Duration
+	// Versions, when set, tells the resourceVersion the objects have now,
+	// from a watch of the cluster the client writes to: Verify then reads
+	// only the objects whose version moved since the apply.
+	Versions VersionReader
+}
+
+// VersionReader tells the resourceVersion an object has now. ok is false
+// when it does not know (the kind is not watched yet, or the object is not
+// seen): the caller reads the object instead.
+type VersionReader interface {
+	ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (version string, ok bool)
 }
 
 // Manager applies, validates and prunes objects with server-side apply. It
@@ -69,6 +82,7 @@ type Manager struct {
 	fieldManager string
 	owner        map[string]string
 	pollInterval time.Duration
+	versions     VersionReader
 }
 
 // New returns a Manager that talks to the cluster through c and resolves
@@ -102,6 +116,7 @@ func New(c client.Client, mapper meta.RESTMapper, opts Options) (*Manager, error
 		fieldManager: opts.FieldManager,
 		owner:        opts.Owner.Labels(),
 		pollInterval: poll,
+		versions:     opts.Versions,
 	}, nil
 }
 

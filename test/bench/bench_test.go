@@ -100,7 +100,12 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			keys := 12
+			keys := 15
+			g.Expect(res.ReadyRequests).NotTo(BeNil())
+			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue("Kustomization", BeNumerically(">", 0)))
+			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue(tc.kind, BeNumerically(">", 0)))
+			g.Expect(res.ReadyRequests.ByRequest).To(HaveKey("patch kustomizations/status"))
+			g.Expect(res.NoopTickRequestsPerObject).To(BeNumerically(">", 0))
 			if tc.gate {
 				keys++
 				checkGate(t, res, got)

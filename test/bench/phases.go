@@ -72,7 +72,7 @@ func (r *run) readyPhase(ctx context.Context, res *Result, sources, kss []client
 	defer cancel()
 	cpu0, served0 := processCPU(), serverRequestsOrNil(ctx, r.restCfg)
 	downloads0 := r.kit.Downloads()
-	requests0, err := r.ctrl.apiRequestsByRequest()
+	requests0, err := r.ctrl.awaitAPIRequests(ctx)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,21 @@ func (c *controller) apiRequestsByRequest() (requestCounts, error) {
 	return parseAPIRequests(body), nil
 }
 
+// awaitAPIRequests is apiRequestsByRequest once the controller's metrics
+// port answers, which it may not yet do right after the start.
+func (c *controller) awaitAPIRequests(ctx context.Context) (requestCounts, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		counts, err := c.apiRequestsByRequest()
+		if err == nil || time.Now().After(deadline) {
+			return counts, err
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // parseAPIRequests reads windlass_api_requests_total out of a text
 // exposition.
 func parseAPIRequests(body []byte) requestCounts {
@@ -156,10 +171,14 @@ func eventsByKind(ctx context.Context, c client.Client, ns string, since time.Ti
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
+	ours := map[string]bool{}
+	for _, kind := range kindOfResource {
+		ours[kind] = true
+	}
 	out := map[string]int64{}
 	for _, e := range list.Items {
-		if e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
-			continue
+		if e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) || !ours[e.InvolvedObject.Kind] {
+			continue // older, or kube-controller-manager's about the applied objects
 		}
 		out[e.InvolvedObject.Kind] += int64(max(e.Count, 1))
 	}

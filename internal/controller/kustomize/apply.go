@@ -36,11 +36,21 @@ func (r *KustomizationReconciler) target(ctx context.Context, obj *kustomizev1.K
 }
 
 // applyManager returns the apply engine of obj for target t.
-func applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa.Manager, error) {
+func (r *KustomizationReconciler) applyManager(obj *kustomizev1.Kustomization, t *impersonation.Target) (*ssa.Manager, error) {
 	return ssa.New(t.Client, t.Mapper, ssa.Options{
 		FieldManager: kspec.FieldManager,
 		Owner:        kspec.Owner(obj),
+		Versions:     r.localVersions(obj),
 	})
+}
+
+// localVersions returns r.Versions when obj applies to the local cluster,
+// whose objects it watches; nil otherwise.
+func (r *KustomizationReconciler) localVersions(obj *kustomizev1.Kustomization) ssa.VersionReader {
+	if r.Versions == nil || obj.Spec.KubeConfig != nil {
+		return nil
+	}
+	return r.Versions
 }
 
 // apply applies the objects in stages, after a server-side dry run of all
@@ -145,6 +155,7 @@ func (r *KustomizationReconciler) prune(ctx context.Context, obj *kustomizev1.Ku
 // deletion policy says (never for a suspended one). A deletion that fails
 // keeps the finalizer and is retried.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	r.restoreInventory(obj)
 	if obj.Spec.Suspend || obj.Status.Inventory == nil {
 		return nil
 	}
@@ -165,7 +176,7 @@ func (r *KustomizationReconciler) deleteInventory(ctx context.Context, obj *kust
 	if err != nil {
 		return err
 	}
-	m, err := applyManager(obj, t)
+	m, err := r.applyManager(obj, t)
 	if err != nil {
 		return err
 	}

@@ -12,5 +12,8 @@ var (
 )
 
 // CountRequests wraps the transport of the controllers' API requests, to
-// count the server-side dry runs (dryRuns) and applies (applies).
-func CountRequests(rt http.RoundTripper) http.RoundTripper { return applies.wrap(dryRuns.wrap(rt)) }
+// count the server-side dry runs (dryRuns), applies (applies) and reads
+// (reads).
+func CountRequests(rt http.RoundTripper) http.RoundTripper {
+	return reads.wrap(applies.wrap(dryRuns.wrap(rt)))
+}

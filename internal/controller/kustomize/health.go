@@ -115,9 +115,18 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	if err != nil {
 		return err
 	}
-	result, err := health.NewChecker(readerWith(live, t.Client), t.Mapper).Check(ctx, refs, exprs...)
+	versions := r.localVersions(obj)
+	if versions != nil {
+		refs = r.healthy.unchanged(ctx, key, refs, versions)
+	}
+	reads := &recordingReader{Reader: readerWith(live, t.Client)}
+	result, err := health.NewChecker(reads, t.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
 		return outcome.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
+	}
+	if versions != nil {
+		r.healthy.record(key, result, reads)
+		r.refreshVersions(key, reads)
 	}
 	if result.AllCurrent() {
 		r.waits.end(key)

@@ -20,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
@@ -55,9 +56,14 @@ type KustomizationReconciler struct {
 	// Builder runs the kustomize builds: large ones in child processes
 	// that spec.timeout ends. Nil stands for one with the default limits.
 	Builder *build.Builder
+	// Versions, when set, tells the resourceVersion of the objects applied
+	// to the local cluster, so that a run with nothing new reads none of
+	// them (see versions.go).
+	Versions ssa.VersionReader
 
 	waits   healthWaits
 	applied appliedStates
+	healthy healthyVersions
 	trees   fetch.TreeCache
 }
 
@@ -153,11 +159,14 @@ func summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.
 }
 
 // recheckedFields are the status fields that every run sets again from
-// what it observes, so that a quiet run may leave them to its recheck. The
-// others, such as the inventory after a prune, are written at once. (A
-// Kustomization suspended before its recheck keeps the last written values,
-// until it is resumed.)
-var recheckedFields = []string{"conditions", "lastAppliedRevision", "lastAttemptedRevision", "lastHandledReconcileAt"}
+// what it observes, or restores from what the reconciler remembers (the
+// inventory of the last complete apply, see restoreInventory), so that a
+// quiet run may leave them to its recheck: an apply and its first health
+// check cost no status write of their own. The others are written at once.
+// (A Kustomization suspended before its recheck keeps the last written
+// values, until it is resumed.)
+var recheckedFields = []string{"conditions", "lastAppliedRevision", "lastAppliedOriginRevision", "lastAttemptedRevision",
+	"lastHandledReconcileAt", "inventory"}
 
 // Priorities of a Kustomization's next run in the work queue: health
 // rechecks and Kustomizations whose folder a new artifact changed are
@@ -171,4 +180,5 @@ const (
 func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.applied.forget(key)
 	r.waits.end(key)
+	r.healthy.forget(key)
 }

@@ -42,6 +42,19 @@ type appliedState struct {
 	output string
 	// objects are the applied objects with their fingerprints.
 	objects []ssa.Applied
+	// inventory is the status inventory that apply recorded. A run that
+	// ends in a quiet health recheck does not write it (see
+	// recheckedFields): until its recheck writes it, it is here.
+	inventory *kustomizev1.ResourceInventory
+}
+
+// restoreInventory gives obj the inventory of its last complete apply, when
+// one is remembered: the status read may predate it, when the run that
+// applied ended quietly (see recheckedFields).
+func (r *KustomizationReconciler) restoreInventory(obj *kustomizev1.Kustomization) {
+	if st, ok := r.applied.get(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}); ok && st.inventory != nil {
+		obj.Status.Inventory = st.inventory.DeepCopy()
+	}
 }
 
 // outputDigest identifies the objects a build produced together with the

@@ -95,7 +95,7 @@ func (r *KustomizationReconciler) reconcileTarget(ctx context.Context, obj *kust
 	if err != nil {
 		return outcome.ResultEmpty, err
 	}
-	m, err := applyManager(obj, tgt)
+	m, err := r.applyManager(obj, tgt)
 	if err != nil {
 		return outcome.ResultEmpty, err
 	}
@@ -110,6 +110,7 @@ func (r *KustomizationReconciler) reconcileTarget(ctx context.Context, obj *kust
 // reconcileApply builds, applies and prunes the revision, unless the last
 // complete apply is current.
 func (r *KustomizationReconciler) reconcileApply(ctx context.Context, obj *kustomizev1.Kustomization, sc *ksScope) (outcome.Result, error) {
+	r.restoreInventory(obj)
 	if !sc.current {
 		live, err := r.applyRevision(ctx, obj, sc.manager, sc.source, sc.inputs, sc.patcher)
 		if err != nil {
@@ -156,7 +157,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 			return nil, err
 		}
 		if same {
-			r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: last.objects})
+			r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: last.objects, inventory: obj.Status.Inventory.DeepCopy()})
 			return live, nil
 		}
 	}
@@ -172,7 +173,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 	if err := r.prune(ctx, obj, m, changes.Inventory(), revision); err != nil {
 		return nil, err
 	}
-	r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: changes.Applied()})
+	r.applied.set(key, appliedState{inputs: in.digest, output: output, objects: changes.Applied(), inventory: obj.Status.Inventory.DeepCopy()})
 	return changes.Live(), nil
 }
 

@@ -46,7 +46,7 @@ func (r *KustomizationReconciler) Preview(ctx context.Context, key types.Namespa
 	if err != nil {
 		return nil, err
 	}
-	m, err := applyManager(obj, tgt)
+	m, err := r.applyManager(obj, tgt)
 	if err != nil {
 		return nil, err
 	}

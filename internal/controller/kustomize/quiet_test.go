@@ -98,10 +98,11 @@ func TestFirstHealthCheckIsQuiet(t *testing.T) {
 	g.Expect(res.Priority).To(BeNil(), "a failure asks for no priority")
 }
 
-// TestQuietRunWritesThePrunedInventory prunes an object in a run whose
-// health check is quiet: the inventory without it is written at once, since
-// no recheck would write it.
-func TestQuietRunWritesThePrunedInventory(t *testing.T) {
+// TestQuietRunLeavesTheInventoryToItsRecheck prunes an object in a run
+// whose health check is quiet: the run writes no status, and its recheck
+// (or a deletion) takes the inventory of that apply from memory, so that
+// the recheck's one write records it.
+func TestQuietRunLeavesTheInventoryToItsRecheck(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	web := inventory.ObjMetadata{Namespace: "default", Name: "web", Group: "apps", Kind: "Deployment"}.ID()
@@ -114,18 +115,38 @@ func TestQuietRunWritesThePrunedInventory(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(stored.DeepCopy()).
 		WithStatusSubresource(&kustomizev1.Kustomization{}).Build()
 	r := &KustomizationReconciler{Client: c}
+	key := client.ObjectKeyFromObject(stored)
+	read := func() *kustomizev1.Kustomization {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(c.Get(ctx, key, got)).To(Succeed())
+		return got
+	}
 
-	obj := stored.DeepCopy()
+	obj := read()
 	patcher := patch.NewHelper(obj, c)
 	obj.Status.LastAttemptedRevision = "main@sha1:2"
 	obj.Status.LastAppliedRevision = "main@sha1:2"
 	recordInventory(obj, []inventory.Entry{{ID: web, Version: "v1"}})
+	r.applied.set(key, appliedState{inputs: "inputs", output: "output", inventory: obj.Status.Inventory.DeepCopy()})
 	quiet := outcome.ProgressQuietly(meta.ProgressingReason, errors.New("health check in progress"), minHealthRecheck)
 	res, err := r.runner().SummarizeAndPatch(ctx, obj, patcher, outcome.ResultEmpty, quiet, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Priority).To(Equal(ptr.To(urgentPriority)))
-	got := &kustomizev1.Kustomization{}
-	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	g.Expect(kspec.Inventory(read())).To(HaveLen(2), "the quiet run wrote nothing")
+
+	// A deletion before the recheck deletes what the apply left.
+	deleted := read()
+	r.restoreInventory(deleted)
+	g.Expect(kspec.Inventory(deleted)).To(Equal([]inventory.Entry{{ID: web, Version: "v1"}}))
+
+	// The recheck writes it.
+	recheck := read()
+	patcher = patch.NewHelper(recheck, c)
+	_, err = r.reconcileApply(ctx, recheck, &ksScope{current: true, source: gitSource("default", "app", "main@sha1:2")})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = r.runner().SummarizeAndPatch(ctx, recheck, patcher, outcome.ResultSuccess, nil, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	got := read()
 	g.Expect(kspec.Inventory(got)).To(Equal([]inventory.Entry{{ID: web, Version: "v1"}}), "the pruned object left the stored inventory")
 	g.Expect(got.Status.LastAppliedRevision).To(Equal("main@sha1:2"))
 }

@@ -479,7 +479,7 @@ func TestStep_ReconcileApply(t *testing.T) {
 				tgt, err := r.target(ctx, obj)
 				g.Expect(err).NotTo(HaveOccurred())
 				sc.target = tgt
-				sc.manager, err = applyManager(obj, tgt)
+				sc.manager, err = r.applyManager(obj, tgt)
 				g.Expect(err).NotTo(HaveOccurred())
 			}
 			fetcher.err = tt.fetchErr

@@ -40,12 +40,24 @@ var applies = &requestCounter{match: func(r *http.Request) bool {
 	return r.Method == http.MethodPatch && r.Header.Get("Content-Type") == "application/apply-patch+yaml" && r.URL.Query().Get("dryRun") == ""
 }}
 
+// reads counts the reads of one named object (GET, not a list or a watch)
+// that the controllers send, by namespace.
+var reads = &requestCounter{match: func(r *http.Request) bool {
+	if r.Method != http.MethodGet || r.URL.Query().Has("watch") {
+		return false
+	}
+	_, rest, ok := strings.Cut(r.URL.Path, "/namespaces/")
+	return ok && strings.Count(rest, "/") == 2
+}}
+
 // requestCounter counts the requests that match, by the namespace in their
 // path.
 type requestCounter struct {
 	match  func(*http.Request) bool
 	mu     sync.Mutex
 	counts map[string]int
+	// paths counts by the path after /namespaces/ (NS/resource/name).
+	paths map[string]int
 }
 
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -55,14 +67,26 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				ns, _, _ := strings.Cut(rest, "/")
 				c.mu.Lock()
 				if c.counts == nil {
-					c.counts = map[string]int{}
+					c.counts, c.paths = map[string]int{}, map[string]int{}
 				}
 				c.counts[ns]++
+				c.paths[rest]++
 				c.mu.Unlock()
 			}
 		}
 		return rt.RoundTrip(r)
 	})
+}
+
+// of returns the count of the objects of resource named names in ns.
+func (c *requestCounter) of(ns, resource string, names ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		n += c.paths[ns+"/"+resource+"/"+name]
+	}
+	return n
 }
 
 // in returns the count of namespace ns.

@@ -46,12 +46,17 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(first).To(BeZero(), "the first apply sends no dry run")
 	g.Expect(applies.in(ns)).To(Equal(2), "the first apply writes each object once")
 
+	testutil.RequestReconcile(g, env.Client, ks, "tick-0")
+	waitForKs(g, key, handled("tick-0"))
+	applied := func() int { return reads.of(ns, "configmaps", "a") + reads.of(ns, "deployments", "web") }
+	read := applied()
 	for _, token := range []string{"tick-1", "tick-2"} {
 		testutil.RequestReconcile(g, env.Client, ks, token)
 		got := waitForKs(g, key, handled(token))
 		g.Expect(got.Status.History[0].TotalReconciliations).To(BeNumerically(">", 1))
 	}
 	g.Expect(dryRuns.in(ns)).To(Equal(first), "runs with nothing changed send no dry run")
+	g.Expect(applied()).To(Equal(read), "nor read the objects, whose versions the watch says unchanged")
 
 	// Drift is still found and reverted.
 	var cm corev1.ConfigMap

@@ -1,0 +1,145 @@
+package kustomize
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	kspec "github.com/windlass-dev/windlass/internal/kustomization"
+	"github.com/windlass-dev/windlass/internal/ssa"
+)
+
+// With a VersionReader (the reconciler's Versions), a run with nothing new
+// sends no request about the objects applied to the local cluster: Verify
+// reads only the objects whose resourceVersion moved since they were last
+// seen as applied, and the health check reads only the objects whose
+// version moved since they were last seen healthy. A version is the
+// object's whole state, its status included: an object whose status
+// changes is read again. Objects on a remote cluster (spec.kubeConfig) are
+// read as before.
+
+// healthyVersions remembers, per Kustomization, the resourceVersion at
+// which each checked object was last Current.
+type healthyVersions struct {
+	mu     sync.Mutex
+	states map[types.NamespacedName]map[health.ObjectRef]string
+}
+
+// unchanged returns the refs that must be checked: those not known to be
+// Current at the version versions gives them now.
+func (h *healthyVersions) unchanged(ctx context.Context, key types.NamespacedName, refs []health.ObjectRef,
+	versions ssa.VersionReader) []health.ObjectRef {
+	h.mu.Lock()
+	known := h.states[key]
+	h.mu.Unlock()
+	if len(known) == 0 {
+		return refs
+	}
+	var out []health.ObjectRef
+	for _, ref := range refs {
+		gvk, err := ref.GroupVersionKind()
+		if err != nil {
+			out = append(out, ref)
+			continue
+		}
+		was, ok := known[ref]
+		now, seen := versions.ResourceVersion(ctx, gvk, ref.Namespace, ref.Name)
+		if !ok || !seen || was != now {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// record remembers the versions at which the objects of result that were
+// read (reads) are Current, and forgets the others.
+func (h *healthyVersions) record(key types.NamespacedName, result health.Result, reads *recordingReader) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.states == nil {
+		h.states = map[types.NamespacedName]map[health.ObjectRef]string{}
+	}
+	known := h.states[key]
+	if known == nil {
+		known = map[health.ObjectRef]string{}
+		h.states[key] = known
+	}
+	for _, s := range result {
+		obj := reads.read(s.Ref)
+		if s.Status == health.Current && obj != nil {
+			known[s.Ref] = obj.GetResourceVersion()
+		} else {
+			delete(known, s.Ref)
+		}
+	}
+}
+
+// forget drops what is remembered of key.
+func (h *healthyVersions) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.states, key)
+}
+
+// recordingReader is a reader that keeps the unstructured objects it
+// returned, by reference.
+type recordingReader struct {
+	client.Reader
+	mu      sync.Mutex
+	objects map[health.ObjectRef]*unstructured.Unstructured
+}
+
+// Get reads as the wrapped reader and keeps what it returned.
+func (r *recordingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := r.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		ref := health.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: key.Namespace, Name: key.Name}
+		r.mu.Lock()
+		if r.objects == nil {
+			r.objects = map[health.ObjectRef]*unstructured.Unstructured{}
+		}
+		r.objects[ref] = u
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// read returns the object read for ref, or nil.
+func (r *recordingReader) read(ref health.ObjectRef) *unstructured.Unstructured {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.objects[ref]
+}
+
+// refreshVersions records, in the last complete apply of key, the
+// resourceVersion of each object the health check read that is still as
+// that apply left it (its fingerprint unchanged): the next Verify need not
+// read it because its status moved since the apply.
+func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, reads *recordingReader) {
+	st, ok := r.applied.get(key)
+	if !ok {
+		return
+	}
+	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	byID := make(map[string]*unstructured.Unstructured, len(reads.objects))
+	for ref, obj := range reads.objects {
+		gvk, err := ref.GroupVersionKind()
+		if err != nil {
+			continue
+		}
+		byID[inventory.ObjMetadata{Namespace: ref.Namespace, Name: ref.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()] = obj
+	}
+	for i, a := range st.objects {
+		if obj, ok := byID[a.Entry.ID]; ok && a.Fingerprint != "" && ssa.FingerprintAs(obj, kspec.FieldManager) == a.Fingerprint {
+			st.objects[i].ResourceVersion = obj.GetResourceVersion()
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package versions
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env))
+}
+
+const owner = "kustomize.toolkit.fluxcd.io/name"
+
+// TestResourceVersion checks that the cache answers the version of owned
+// objects once its watch has synced, follows their changes and deletion,
+// and knows nothing of objects without the label.
+func TestResourceVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.CreateNamespace(t)
+	c, err := New(env.Config, env.Client.RESTMapper(), owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+
+	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns, Labels: map[string]string{owner: "app"}},
+		Data: map[string]string{"k": "1"}}
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: ns}}
+	g.Expect(env.Client.Create(ctx, owned)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, foreign)).To(Succeed())
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	version := func(name string) func() (string, bool) {
+		return func() (string, bool) { return c.ResourceVersion(ctx, gvk, ns, name) }
+	}
+
+	_, ok := version("owned")()
+	g.Expect(ok).To(BeFalse(), "the first question starts the watch")
+	g.Eventually(func(g Gomega) {
+		v, ok := version("owned")()
+		g.Expect(ok).To(BeTrue())
+		g.Expect(v).To(Equal(owned.ResourceVersion))
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	_, ok = version("foreign")()
+	g.Expect(ok).To(BeFalse(), "objects without the label are not watched")
+
+	owned.Data["k"] = "2"
+	g.Expect(env.Client.Update(ctx, owned)).To(Succeed())
+	g.Eventually(func() string { v, _ := version("owned")(); return v }, 30*time.Second, 50*time.Millisecond).Should(Equal(owned.ResourceVersion))
+
+	g.Expect(env.Client.Delete(ctx, owned)).To(Succeed())
+	g.Eventually(func() bool { _, ok := version("owned")(); return ok }, 30*time.Second, 50*time.Millisecond).Should(BeFalse())
+
+	// What the watch holds of an object is its name and version.
+	stored := &metav1.PartialObjectMetadata{}
+	stored.SetGroupVersionKind(gvk)
+	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns,
+		Labels: map[string]string{owner: "app"}, Annotations: map[string]string{"big": "value"}}}
+	g.Expect(env.Client.Create(ctx, kept)).To(Succeed())
+	g.Eventually(func() error { return c.cache.Get(ctx, client.ObjectKeyFromObject(kept), stored) }, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(stored.Labels).To(BeEmpty())
+	g.Expect(stored.Annotations).To(BeEmpty())
+	g.Expect(stored.ManagedFields).To(BeEmpty())
+	g.Expect(stored.ResourceVersion).To(Equal(kept.ResourceVersion))
+}
