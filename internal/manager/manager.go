@@ -111,6 +111,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err := mgr.Add(&resourceMetrics{cache: mgr.GetCache(), kinds: served}); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(&pageOut{cache: mgr.GetCache()}); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,15 +150,41 @@ func largeIndex(size int) []byte {
 
 // peakRSS returns the peak resident memory (VmHWM) of process pid.
 func peakRSS(g Gomega, pid int) int64 {
+	return statusBytes(g, pid, "VmHWM")
+}
+
+// statusBytes returns the field of /proc/<pid>/status given in kB, such
+// as VmHWM or RssFile, in bytes.
+func statusBytes(g Gomega, pid int, field string) int64 {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			g.Expect(err).NotTo(HaveOccurred())
 			return kb << 10
 		}
 	}
-	g.Expect("VmHWM").To(BeEmpty(), "no VmHWM in /proc/%d/status", pid)
+	g.Expect(field).To(BeEmpty(), "no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// The controller drops the pages of its binary that start-up touched, at
+// once and once its caches have synced: its file-backed resident memory
+// falls to the code it runs, well under what the binary maps.
+func TestController_DropsTheBinaryPagesOnceSynced(t *testing.T) {
+	g := NewWithT(t)
+	proc := startShardController(t, g, "pageout", t.TempDir(), "--log-level", "debug")
+	dropped := regexp.MustCompile(`Dropped the binary's pages\s+\{"residentFileBytesBefore": (\d+), "residentFileBytesAfter": (\d+)\}`)
+	var before, after int64
+	g.Eventually(func() int {
+		found := dropped.FindAllStringSubmatch(proc.Output(), -1)
+		if len(found) >= 2 {
+			before, _ = strconv.ParseInt(found[1][1], 10, 64)
+			after, _ = strconv.ParseInt(found[1][2], 10, 64)
+		}
+		return len(found)
+	}, timeout, interval).Should(BeNumerically(">=", 2), "dropped at start and once synced")
+	g.Expect(after).To(BeNumerically("<", before/2), "the pages start-up touched are dropped")
+	g.Expect(after).To(BeNumerically("<", 40<<20))
 }
