@@ -113,12 +113,27 @@ func serverRequests(ctx context.Context, cfg *rest.Config) (map[string]int64, er
 }
 
 func parseServerRequests(body []byte) map[string]int64 {
-	const name = "apiserver_request_total{"
 	out := map[string]int64{}
+	forEachSample(body, "apiserver_request_total", func(l map[string]string, v float64) {
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if l["dry_run"] != "" {
+			key += " dry-run"
+		}
+		out[key] += int64(v)
+	})
+	return out
+}
+
+// forEachSample calls f with the labels and value of every sample of the
+// metric name in a Prometheus text exposition.
+func forEachSample(body []byte, name string, f func(labels map[string]string, value float64)) {
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name)
+		rest, ok := strings.CutPrefix(sc.Text(), name+"{")
 		if !ok {
 			continue
 		}
@@ -135,16 +150,8 @@ func parseServerRequests(body []byte) map[string]int64 {
 			k, v, _ := strings.Cut(kv, `="`)
 			l[k] = strings.TrimSuffix(v, `"`)
 		}
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
-		}
-		if l["dry_run"] != "" {
-			key += " dry-run"
-		}
-		out[key] += int64(v)
+		f(l, v)
 	}
-	return out
 }
 
 // requestDelta returns after minus before, largest first, as "key=count"

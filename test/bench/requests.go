@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,41 +66,21 @@ func (c *controller) awaitAPIRequests(ctx context.Context) (requestCounts, error
 // parseAPIRequests reads windlass_api_requests_total out of a text
 // exposition.
 func parseAPIRequests(body []byte) requestCounts {
-	const name = "windlass_api_requests_total{"
 	out := requestCounts{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name)
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		l := map[string]string{}
-		for _, kv := range strings.Split(labels, `",`) {
-			k, v, _ := strings.Cut(kv, `="`)
-			l[k] = strings.TrimSuffix(v, `"`)
-		}
+	forEachSample(body, "windlass_api_requests_total", func(l map[string]string, v float64) {
 		if l["verb"] == "watch" {
-			continue
+			return
 		}
 		key := l["verb"] + " " + l["resource"]
 		if l["dry_run"] == "true" {
 			key += " dry-run"
 		}
 		out[key] += int64(v)
-	}
+	})
 	return out
 }
 
-// sourceResources names the kinds of the resources a run's reconcilers
+// kindOfResource names the kinds of the resources a run's reconcilers
 // read and write as themselves.
 var kindOfResource = map[string]string{
 	"gitrepositories": "GitRepository", "ocirepositories": "OCIRepository", "buckets": "Bucket",
