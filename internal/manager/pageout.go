@@ -102,14 +102,18 @@ func residentFileBytes() int64 {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return -1
+			if kb, err := kilobytes(v); err == nil {
+				return kb << 10
 			}
-			return kb << 10
 		}
 	}
 	return -1
+}
+
+// kilobytes parses a value of /proc's status and smaps files, such as
+// "  1234 kB".
+func kilobytes(v string) (int64, error) {
+	return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 }
 
 // addressRange is a mapping's [start, end).
@@ -127,30 +131,32 @@ func fileOnlyMappings(smaps, path string) ([]addressRange, error) {
 	}
 	defer f.Close()
 	var out []addressRange
-	var current *addressRange
+	var current addressRange
+	matched := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if r, ok := mappingOf(line, path); ok {
-			out = append(out, r)
-			current = &out[len(out)-1]
+		if isMappingHeader(line) {
+			current, matched = mappingOf(line, path)
 			continue
 		}
-		if strings.Contains(strings.Fields(line + " x")[0], "-") {
-			current = nil // another mapping
+		v, ok := strings.CutPrefix(line, "Anonymous:")
+		if !ok || !matched {
 			continue
 		}
-		if v, ok := strings.CutPrefix(line, "Anonymous:"); ok && current != nil && strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")) != "0" {
-			current.end = current.start // not to be dropped
+		if kb, err := kilobytes(v); err == nil && kb == 0 {
+			out = append(out, current)
 		}
 	}
-	kept := out[:0]
-	for _, r := range out {
-		if r.end > r.start {
-			kept = append(kept, r)
-		}
-	}
-	return kept, sc.Err()
+	return out, sc.Err()
+}
+
+// isMappingHeader reports whether a line of smaps begins a mapping
+// ("start-end perms offset dev inode [path]") rather than giving one of its
+// fields ("Name: value").
+func isMappingHeader(line string) bool {
+	fields := strings.Fields(line)
+	return len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":")
 }
 
 // mappingOf parses a mapping's header line of smaps and returns its range

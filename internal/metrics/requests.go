@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,19 +26,17 @@ func init() {
 
 // countRequest counts a request made with the HTTP method to u.
 func countRequest(method string, u url.URL) {
-	verb, resource := RequestVerbResource(method, u)
-	dryRun := "false"
-	if u.Query().Has("dryRun") {
-		dryRun = "true"
-	}
-	APIRequests.WithLabelValues(verb, resource, dryRun).Inc()
+	APIRequests.WithLabelValues(requestLabels(method, u)).Inc()
 }
 
-// RequestVerbResource returns the Kubernetes verb and the resource of a
-// request made with the HTTP method to u: the resource with its
+// requestLabels returns the labels of APIRequests for a request made with
+// the HTTP method to u: the Kubernetes verb; the resource with its
 // subresource ("deployments/status"), "discovery" for the discovery and
-// OpenAPI documents, "other" for any other path.
-func RequestVerbResource(method string, u url.URL) (verb, resource string) {
+// OpenAPI documents, "other" for any other path; and whether it is a dry
+// run.
+func requestLabels(method string, u url.URL) (verb, resource, dryRun string) {
+	query := u.Query()
+	dryRun = strconv.FormatBool(query.Has("dryRun"))
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	var rest []string
 	switch {
@@ -46,22 +45,21 @@ func RequestVerbResource(method string, u url.URL) (verb, resource string) {
 	case len(parts) >= 3 && parts[0] == "apis":
 		rest = parts[3:]
 	case parts[0] == "api" || parts[0] == "apis" || parts[0] == "openapi" || parts[0] == "version":
-		return strings.ToLower(method), "discovery"
+		return strings.ToLower(method), "discovery", dryRun
 	default:
-		return strings.ToLower(method), "other"
+		return strings.ToLower(method), "other", dryRun
 	}
 	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) != 2 {
 		rest = rest[2:] // namespaces/NS/resource...; "namespaces/NS" is the Namespace itself
 	}
 	if len(rest) == 0 {
-		return strings.ToLower(method), "discovery"
+		return strings.ToLower(method), "discovery", dryRun
 	}
 	resource = rest[0]
-	named := len(rest) >= 2
 	if len(rest) >= 3 {
 		resource += "/" + rest[2]
 	}
-	return kubeVerb(method, named, u.Query().Has("watch")), resource
+	return kubeVerb(method, len(rest) >= 2, query.Has("watch")), resource, dryRun
 }
 
 // kubeVerb maps an HTTP method to the Kubernetes verb of a request on one

@@ -219,7 +219,7 @@ func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) er
 	if res.NoopTickRequests, err = r.requestBudget(ctx, requests0, start); err != nil {
 		return err
 	}
-	res.NoopTickRequestsPerObject = perApp(res.NoopTickRequests.Total, len(all))
+	res.NoopTickRequestsPerObject = ratio(res.NoopTickRequests.Total, len(all))
 	r.logf("no-op tick handled in %.2fs: downloads %v, %d files written %s",
 		res.NoopTickSeconds, res.NoopTickDownloads, res.Details.NoopFiles, strings.Join(written, " "))
 	return nil

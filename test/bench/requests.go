@@ -101,7 +101,7 @@ func budget(before, after requestCounts, events map[string]int64, n int, applied
 			continue
 		}
 		total += d
-		b.ByRequest[key] = perApp(d, n)
+		b.ByRequest[key] = ratio(d, n)
 		_, resource, _ := strings.Cut(key, " ")
 		resource, _, _ = strings.Cut(resource, " ")
 		base, _, _ := strings.Cut(resource, "/")
@@ -129,14 +129,14 @@ func budget(before, after requestCounts, events map[string]int64, n int, applied
 		b.ByKind["events (unattributed)"] += float64(rest)
 	}
 	for kind, v := range b.ByKind {
-		b.ByKind[kind] = perApp(int64(v), n)
+		b.ByKind[kind] = ratio(int64(v), n)
 	}
-	b.Total, b.PerApp = total, perApp(total, n)
+	b.Total, b.PerApp = total, ratio(total, n)
 	return b
 }
 
-// perApp divides v by n, to two decimals.
-func perApp(v int64, n int) float64 {
+// ratio divides v by n, to two decimals.
+func ratio(v int64, n int) float64 {
 	return math.Round(float64(v)/float64(max(n, 1))*100) / 100
 }
 

@@ -117,7 +117,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	}
 	versions := r.localVersions(obj)
 	if versions != nil {
-		refs = r.healthy.unchanged(ctx, key, refs, versions)
+		refs = r.healthy.toCheck(ctx, key, refs, versions)
 	}
 	reads := &recordingReader{Reader: readerWith(live, t.Client)}
 	result, err := health.NewChecker(reads, t.Mapper).Check(ctx, refs, exprs...)

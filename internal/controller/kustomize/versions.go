@@ -30,9 +30,9 @@ type healthyVersions struct {
 	states map[types.NamespacedName]map[health.ObjectRef]string
 }
 
-// unchanged returns the refs that must be checked: those not known to be
+// toCheck returns the refs that must be checked: those not known to be
 // Current at the version versions gives them now.
-func (h *healthyVersions) unchanged(ctx context.Context, key types.NamespacedName, refs []health.ObjectRef,
+func (h *healthyVersions) toCheck(ctx context.Context, key types.NamespacedName, refs []health.ObjectRef,
 	versions ssa.VersionReader) []health.ObjectRef {
 	h.mu.Lock()
 	known := h.states[key]
