@@ -90,6 +90,7 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	logger = manager.WithUILogs(logger, &f.opts)
 	ctrl.SetLogger(logger)
 	applyMemoryLimit(logger, controllers, f.opts.ChildProcessesMaxMemory)
+	applyGCPercent(logger)
 	metrics.SetBuildInfo(Version)
 	// The work folders that killed processes left in $TMPDIR go first; the
 	// sweep logs what it removed, or why it could not (which stops nothing).

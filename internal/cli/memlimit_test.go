@@ -2,6 +2,7 @@ package cli
 
 import (
 	"math"
+	"os"
 	"runtime/debug"
 	"testing"
 
@@ -39,6 +40,35 @@ func TestApplyMemoryLimit(t *testing.T) {
 			defer debug.SetMemoryLimit(previous)
 			applyMemoryLimit(logr.Discard(), tc.controllers, children)
 			g.Expect(debug.SetMemoryLimit(-1)).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestApplyGCPercent: the controller collects at GOGC=50 unless $GOGC says
+// otherwise (the runtime has read it at start); an empty $GOGC is unset.
+func TestApplyGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gogc  string
+		set   bool
+		start int
+		want  int
+	}{
+		{"unset", "", false, 100, controllerGCPercent},
+		{"set", "200", true, 200, 200},
+		{"off", "off", true, -1, -1},
+		{"empty", "", true, 100, controllerGCPercent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			t.Setenv("GOGC", tc.gogc) // restored after the test, whatever follows
+			if !tc.set {
+				g.Expect(os.Unsetenv("GOGC")).To(Succeed())
+			}
+			previous := debug.SetGCPercent(tc.start)
+			defer debug.SetGCPercent(previous)
+			applyGCPercent(logr.Discard())
+			g.Expect(debug.SetGCPercent(previous)).To(Equal(tc.want))
 		})
 	}
 }
