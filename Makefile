@@ -68,6 +68,10 @@ controlplane: ## Build the test control plane from Go modules (once, cached).
 testservers: ## Build the test servers (OCI registry, S3 gateway, cosign, helm, OpenID provider, Prometheus) from Go modules (once, cached).
 	hack/testservers.sh
 
+.PHONY: reference
+reference: ## Build the reference source-controller and kustomize-controller that `bench -controllers reference` runs (once, cached; not part of CI).
+	hack/reference.sh
+
 .PHONY: vet
 vet: ## Run go vet over both modules.
 	go vet ./...

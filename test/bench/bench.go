@@ -124,6 +124,10 @@ type Config struct {
 	// UIQuiet is the length of each of the -ui run's two quiet windows,
 	// with no page open and with the pages open; 5s when zero.
 	UIQuiet time.Duration
+	// Controllers is what the run measures: ControllersWindlass (the
+	// default), or ControllersReference, the reference toolkit's
+	// source-controller and kustomize-controller (see reference.go).
+	Controllers string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -134,6 +138,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, errors.New("n must be at least 1")
 	}
 	var err error
+	if cfg, err = cfg.withControllers(); err != nil {
+		return cfg, err
+	}
 	if cfg.Image {
 		if cfg, err = cfg.withImageDefaults(); err != nil {
 			return cfg, err
@@ -151,7 +158,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.GitServer != GitServerNative && cfg.GitServer != GitServerHTTPBackend {
 		return cfg, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
 	}
-	if cfg.Concurrent < 1 {
+	// The reference controllers keep their own default unless told.
+	if cfg.Concurrent < 1 && cfg.Controllers == ControllersWindlass {
 		cfg.Concurrent = manager.DefaultOptions().Concurrent
 	}
 	if cfg.ReadyTimeout <= 0 {
@@ -308,7 +316,7 @@ type Result struct {
 	// NoopTickRequestsPerObject the same per object ticked (the sources
 	// and the applications' objects).
 	NoopTickRequests          *RequestBudget `json:"noop_tick_requests,omitempty"`
-	NoopTickRequestsPerObject float64        `json:"noop_tick_requests_per_object"`
+	NoopTickRequestsPerObject float64        `json:"noop_tick_requests_per_object,omitempty"`
 	// Gate holds the figures of a -gate run, nil otherwise. In such a run
 	// ReadySeconds and the applied and ready timelines count from the
 	// gate's opening.
@@ -324,6 +332,9 @@ type Result struct {
 	// Metrics holds what the controller's metrics endpoint cost once
 	// every application was Ready (Kustomization runs).
 	Metrics *MetricsResult `json:"metrics,omitempty"`
+	// Reference holds the figures of each reference controller in a
+	// -controllers reference run, nil otherwise.
+	Reference *ReferenceResult `json:"reference,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -385,7 +396,7 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	setupStart := time.Now()
 	if cl == nil {
-		if cl, err = StartCluster(); err != nil {
+		if cl, err = startCluster(cfg.Controllers, cfg.Log); err != nil {
 			return nil, err
 		}
 		defer cl.Stop(cfg.Log)
@@ -425,6 +436,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Details.PeakRSSAnonBytes = peakAnon()
+	if r.ref != nil {
+		r.ref.finish(res)
+	}
 	if r.alerts != nil {
 		if err := r.alertPhase(ctx, res); err != nil {
 			return nil, err
@@ -459,6 +473,10 @@ type run struct {
 	alerts *alertKit
 	// uiAddr is the address of the controller's web UI in a -ui run.
 	uiAddr string
+	// ref are the reference controllers of a -controllers reference run
+	// (r.ctrl is then source-controller, with kustomize-controller in its
+	// group), nil otherwise.
+	ref *referenceRun
 }
 
 // logf writes a progress line.
@@ -495,6 +513,9 @@ func (r *run) setUp(ctx context.Context, cl *Cluster, tmp string) error {
 // startController starts `windlass controller` with its storage in tmp
 // and waits until it is ready.
 func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) error {
+	if r.cfg.Controllers == ControllersReference {
+		return r.startReference(ctx, cl, tmp)
+	}
 	// -ui collects the controller's garbage through pprof before reading
 	// its heap.
 	if (r.cfg.ProfileDir != "" || r.cfg.UI) && r.cfg.PprofAddr == "" {
@@ -537,10 +558,14 @@ func (r *run) withOutput(err error) error {
 	if len(out) > 8000 {
 		out = "…" + out[len(out)-8000:]
 	}
-	if r.ctrl.Exited() {
-		return fmt.Errorf("%w\nwindlass controller exited (%v); output:\n%s", err, r.ctrl.Err(), out)
+	what := "windlass controller"
+	if r.ref != nil {
+		what = "a reference controller"
 	}
-	return fmt.Errorf("%w\nwindlass controller output:\n%s", err, out)
+	if r.ctrl.Exited() {
+		return fmt.Errorf("%w\n%s exited (%v); output:\n%s", err, what, r.ctrl.Err(), out)
+	}
+	return fmt.Errorf("%w\n%s output:\n%s", err, what, out)
 }
 
 // newResult returns the Result of the run with its settings filled in.
@@ -561,8 +586,12 @@ type Cluster struct {
 	// Kubeconfig is the path of the kubeconfig the controller uses: a
 	// ServiceAccount's token (see serviceAccountKubeconfig).
 	Kubeconfig string
-	// Bin is the windlass binary built from this checkout.
+	// Bin is the windlass binary built from this checkout; empty in a
+	// Cluster for the reference controllers.
 	Bin string
+	// Reference are the reference controllers' binaries, built by
+	// hack/reference.sh, in a Cluster started for them; nil otherwise.
+	Reference []referenceBinary
 
 	dir     string
 	stopKCM context.CancelFunc
@@ -570,7 +599,14 @@ type Cluster struct {
 
 // StartCluster builds ./cmd/windlass while it starts the control plane and
 // kube-controller-manager.
-func StartCluster() (_ *Cluster, err error) {
+func StartCluster() (*Cluster, error) {
+	return startCluster(ControllersWindlass, io.Discard)
+}
+
+// startCluster starts the control plane and kube-controller-manager while
+// it builds the binaries that controllers names (see Cluster.build),
+// reporting progress to logw.
+func startCluster(controllers string, logw io.Writer) (_ *Cluster, err error) {
 	cl := &Cluster{}
 	if cl.dir, err = os.MkdirTemp("", "windlass-bench-"); err != nil {
 		return nil, err
@@ -581,11 +617,7 @@ func StartCluster() (_ *Cluster, err error) {
 		}
 	}()
 	built := make(chan error, 1)
-	go func() {
-		var err error
-		cl.Bin, err = buildWindlass(testenv.RepoRoot(), cl.dir)
-		built <- err
-	}()
+	go func() { built <- cl.build(controllers, logw) }()
 	env, err := testenv.Start()
 	if err != nil {
 		<-built

@@ -43,6 +43,21 @@ type controller struct {
 	// addresses the controller serves on; StoragePath is its artifact
 	// folder.
 	HealthAddr, MetricsAddr, StorageAddr, StoragePath string
+
+	// name names the process in Output: the reference controller's name,
+	// empty for windlass.
+	name string
+
+	// group are the processes measured together with this one, nil for
+	// windlass: with -controllers reference, kustomize-controller beside
+	// source-controller (see startReference). The figures of stats and
+	// apiRequests are then their sums.
+	group []*controller
+}
+
+// all returns c and the processes of its group.
+func (c *controller) all() []*controller {
+	return append([]*controller{c}, c.group...)
 }
 
 // startController starts bin as `windlass controller` against the cluster
@@ -87,16 +102,24 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 	return c, err
 }
 
-// waitReady waits until GET /readyz on the health address answers 200.
+// waitReady waits until GET /readyz on the health address of every process
+// of the group answers 200.
 func (c *controller) waitReady(ctx context.Context, d time.Duration) error {
-	return c.WaitHTTP(ctx, "http://"+c.HealthAddr+"/readyz", d)
+	for _, p := range c.all() {
+		if err := p.WaitHTTP(ctx, "http://"+p.HealthAddr+"/readyz", d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stop sends SIGTERM, waits up to grace for the process to exit and kills
 // it afterwards.
 func (c *controller) stop(grace time.Duration) {
-	if !c.Exited() {
-		_ = c.Terminate(grace)
+	for _, p := range c.all() {
+		if !p.Process.Exited() {
+			_ = p.Terminate(grace)
+		}
 	}
 }
 
@@ -109,11 +132,30 @@ type procStats struct {
 	// RSSAnonBytes is the current anonymous resident memory (the heap and
 	// stacks, without the mapped binary).
 	RSSAnonBytes int64
+	// RSSBytes is the current resident set size, VmRSS.
+	RSSBytes int64
 }
 
-// stats reads the process's peak resident memory from /proc/<pid>/status
-// and its CPU time from /proc/<pid>/stat. Outside Linux it returns zeros.
+// stats returns the figures of c's process, summed over its group.
 func (c *controller) stats() (procStats, error) {
+	var sum procStats
+	for _, p := range c.all() {
+		s, err := p.procStats()
+		if err != nil {
+			return sum, err
+		}
+		sum.PeakRSSBytes += s.PeakRSSBytes
+		sum.CPUSeconds += s.CPUSeconds
+		sum.RSSAnonBytes += s.RSSAnonBytes
+		sum.RSSBytes += s.RSSBytes
+	}
+	return sum, nil
+}
+
+// procStats reads the process's peak resident memory from
+// /proc/<pid>/status and its CPU time from /proc/<pid>/stat. Outside Linux
+// it returns zeros.
+func (c *controller) procStats() (procStats, error) {
 	var s procStats
 	dir := fmt.Sprintf("/proc/%d", c.Pid())
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -132,6 +174,8 @@ func (c *controller) stats() (procStats, error) {
 			dst = &s.PeakRSSBytes
 		case "RssAnon":
 			dst = &s.RSSAnonBytes
+		case "VmRSS":
+			dst = &s.RSSBytes
 		default:
 			continue
 		}
@@ -171,12 +215,18 @@ func (c *controller) stats() (procStats, error) {
 // maps from the file; this sampled peak shows the memory the controller
 // allocates.
 func (c *controller) sampleAnon(ctx context.Context, interval time.Duration) func() int64 {
+	return c.samplePeak(ctx, interval, func(s procStats) int64 { return s.RSSAnonBytes })
+}
+
+// samplePeak reads stats every interval until ctx ends, and returns a
+// function that reports the largest value of figure seen.
+func (c *controller) samplePeak(ctx context.Context, interval time.Duration, figure func(procStats) int64) func() int64 {
 	var mu sync.Mutex
 	var peak int64
 	sample := func() {
 		if st, err := c.stats(); err == nil {
 			mu.Lock()
-			peak = max(peak, st.RSSAnonBytes)
+			peak = max(peak, figure(st))
 			mu.Unlock()
 		}
 	}
@@ -203,14 +253,27 @@ func (c *controller) sampleAnon(ctx context.Context, interval time.Duration) fun
 	}
 }
 
-// apiRequests scrapes the controller's /metrics and returns the sum of
-// every rest_client_requests_total series, in total and by HTTP method.
+// apiRequests scrapes the /metrics of every process of the group and
+// returns the sum of every rest_client_requests_total series, in total and
+// by HTTP method.
 func (c *controller) apiRequests() (int64, map[string]int64, error) {
-	body, err := c.metrics()
-	if err != nil {
-		return 0, nil, err
+	var total int64
+	byMethod := map[string]int64{}
+	for _, p := range c.all() {
+		body, err := p.metrics()
+		if err != nil {
+			return 0, nil, err
+		}
+		t, m, err := sumRESTRequests(bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, err
+		}
+		total += t
+		for k, v := range m {
+			byMethod[k] += v
+		}
 	}
-	return sumRESTRequests(bytes.NewReader(body))
+	return total, byMethod, nil
 }
 
 // metrics returns the controller's /metrics, the Prometheus text

@@ -16,6 +16,7 @@
 //	go run ./test/bench -n 1000 -layout monorepo -alert -out alert.json
 //	go run ./test/bench -n 100 -image -image-tags 1000 -out image.json
 //	go run ./test/bench -n 1000 -ui -out ui.json
+//	go run ./test/bench -controllers reference -n 1000 -out ref.json
 //
 // Every application is a Deployment scaled to zero, a ServiceAccount, a
 // Service and a ConfigMap, applied by a Kustomization with prune, wait, a
@@ -287,6 +288,30 @@
 // -git-server http-backend asks for git-http-backend, whose git processes
 // cost tens of milliseconds of CPU per clone.
 //
+// With -controllers reference, the run measures the reference toolkit's
+// source-controller and kustomize-controller instead of windlass, with
+// everything else the same: the control plane, Windlass's CRDs (they serve
+// the same schemas), the git server, the workload and the phases. Their
+// binaries are built by hack/reference.sh from the module in
+// hack/reference (run by the benchmark when they are missing). They run
+// as two child processes, as the same ServiceAccount (in $KUBECONFIG:
+// they have no --kubeconfig flag), with every
+// namespace watched, no leader election, errors-only logs and their own
+// default --concurrent (-concurrent sets both), source-controller serving
+// its artifacts on a loopback port that it advertises in the sources'
+// status, where kustomize-controller downloads them. The figures are
+// their sums: peak_rss_bytes is the largest sum of their VmRSS, sampled
+// every 100ms (each one's VmHWM is under "reference" in the JSON),
+// cpu_seconds and api_requests add up their utime+stime and
+// rest_client_requests_total. The figures read from Windlass's own
+// metrics (ready_requests, noop_tick_requests, metrics) are left out and
+// named under reference.skipped (the metrics phase still runs, against
+// source-controller's endpoint, and its log line is not a figure); the
+// API server's requests by verb and resource are under
+// reference.ready_server_requests and noop_tick_server_requests; the flags that measure Windlass alone
+// (-kind helmrelease, -source oci or bucket, -gate, -alert, -image, -ui,
+// -profile, -pprof-addr) are refused.
+//
 // Start-up (building the binary, the control plane, the repositories) is
 // not measured. The program needs the test control plane: run `make
 // controlplane` first.
@@ -316,7 +341,7 @@ func main() {
 	flag.StringVar(&cfg.Source, "source", "", "kind of the sources: "+SourceGit+" (GitRepositories, the default), "+SourceOCI+" (an OCIRepository and an artifact per app, in-process registry) or "+SourceBucket+" (a Bucket per app, a prefix each of one versitygw bucket); "+SourceHelm+" (one chart repository, the default and only one) with -kind "+KindHelmRelease)
 	flag.StringVar(&cfg.Layout, "layout", "", "source layout: "+LayoutRepoPerApp+" or "+LayoutMonorepo+" (default "+LayoutRepoPerApp+"; "+LayoutMonorepo+", the only one, with -kind "+KindHelmRelease+")")
 	flag.StringVar(&cfg.Namespaces, "namespaces", "", "with -kind "+KindHelmRelease+": "+NamespacesPerApp+" (a namespace per HelmRelease, the default) or "+NamespacesOne+" (all in the run's namespace)")
-	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent` (0: its default)")
+	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent`, or to both reference controllers' --concurrent (0: the default of each)")
 	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase, to this folder")
@@ -333,6 +358,7 @@ func main() {
 	flag.DurationVar(&cfg.ImageAutomationInterval, "image-automation-interval", 0, "with -image, the ImageUpdateAutomations' interval (default: -image-interval)")
 	flag.BoolVar(&cfg.UI, "ui", false, "serve the controller's web UI on loopback (--ui-addr) and measure it once every application is Ready: the overview and the graph, a change reaching an open page, and the API requests and memory of 20 open pages")
 	flag.DurationVar(&cfg.UIQuiet, "ui-quiet", defaultUIQuiet, "with -ui, the length of each quiet window (no page open, then 20 open)")
+	flag.StringVar(&cfg.Controllers, "controllers", ControllersWindlass, "what to measure: "+ControllersWindlass+" (windlass controller) or "+ControllersReference+" (the reference source-controller and kustomize-controller, built by hack/reference.sh; git sources and Kustomizations only)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
@@ -440,7 +466,14 @@ func printTable(w io.Writer, res *Result) {
 			row(r[0], r[1])
 		}
 	}
-	row("  concurrent", fmt.Sprint(d.Concurrent))
+	if res.Reference != nil {
+		for _, r := range referenceRows(res.Reference) {
+			row(r[0], r[1])
+		}
+	}
+	if res.Reference == nil {
+		row("  concurrent", fmt.Sprint(d.Concurrent))
+	}
 	row("  source server", d.SourceServer)
 	if d.KubeconfigViaEnv {
 		row("  kubeconfig", "in $KUBECONFIG (diagnostic), not --kubeconfig")
