@@ -329,11 +329,8 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	if m.Storage != nil {
 		r.Changes = m.Storage
 	}
-	owned, err := versions.New(m.GetConfig(), m.GetRESTMapper(), ssa.DefaultOwnerGroup+"/name")
+	owned, err := m.versionsOf(ssa.Owner{})
 	if err != nil {
-		return err
-	}
-	if err := m.Add(owned); err != nil {
 		return err
 	}
 	r.Versions = owned
@@ -341,6 +338,16 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
+}
+
+// versionsOf returns a versions cache, run by the manager, of the objects
+// that carry the name label of owner's group.
+func (m *Manager) versionsOf(owner ssa.Owner) (*versions.Cache, error) {
+	owned, err := versions.New(m.GetConfig(), m.GetRESTMapper(), owner.NameLabel())
+	if err != nil {
+		return nil, err
+	}
+	return owned, m.Add(owned)
 }
 
 // targets returns the factory of the clients that apply as a tenant, on
@@ -376,6 +383,11 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		ChartCacheMaxMemory:  opts.Helm.ChartCacheMaxMemory,
 		Sandbox:              renderer,
 	}
+	owned, err := m.versionsOf(ssa.Owner{Group: helmv2.GroupVersion.Group})
+	if err != nil {
+		return err
+	}
+	r.Versions = owned
 	if m.ui != nil {
 		m.ui.Previews[helmv2.HelmReleaseKind] = r.Preview
 	}

@@ -39,14 +39,23 @@ type Owner struct {
 
 // Labels returns the owner labels.
 func (o Owner) Labels() map[string]string {
-	group := o.Group
-	if group == "" {
-		group = DefaultOwnerGroup
-	}
 	return map[string]string{
-		group + "/name":      o.Name,
-		group + "/namespace": o.Namespace,
+		o.NameLabel():            o.Name,
+		o.group() + "/namespace": o.Namespace,
 	}
+}
+
+// NameLabel returns the key of the owner label that holds its name.
+func (o Owner) NameLabel() string {
+	return o.group() + "/name"
+}
+
+// group returns the prefix of the label keys.
+func (o Owner) group() string {
+	if o.Group == "" {
+		return DefaultOwnerGroup
+	}
+	return o.Group
 }
 
 // Options configure a Manager.

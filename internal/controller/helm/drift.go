@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	hcommon "helm.sh/helm/v4/pkg/release/common"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/conditions"
@@ -15,13 +16,24 @@ import (
 	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
+// localVersions returns r.Versions when obj's release is on the local
+// cluster, whose objects it watches; nil otherwise.
+func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) ssa.VersionReader {
+	if r.Versions == nil || obj.Spec.KubeConfig != nil {
+		return nil
+	}
+	return r.Versions
+}
+
 // reconcileDrift compares the objects of a deployed release with the
 // cluster: drift is reported in the Drifted condition and an event, and
 // corrected when the mode is enabled.
 func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (outcome.Result, error) {
 	mode := obj.GetDriftDetectionMode()
+	key := client.ObjectKeyFromObject(obj)
 	if mode == helmv2.DriftDetectionDisabled || sc.last == nil || sc.last.Info.Status != hcommon.StatusDeployed {
 		conditions.Delete(obj, helmv2.DriftedCondition)
+		r.synced.forget(key)
 		return outcome.ResultSuccess, nil
 	}
 	rules, err := kspec.IgnoreRules(obj.Spec.DriftDetection.Ignore)
@@ -37,9 +49,16 @@ func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.
 	if err != nil {
 		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, err)
 	}
+	basis, versions := driftBasis(obj, sc), r.localVersions(obj)
+	if versions != nil {
+		objs = r.synced.toCheck(ctx, key, basis, objs, versions)
+	}
 	report, err := drift.Detect(ctx, m, objs, rules)
 	if err != nil {
 		return outcome.ResultEmpty, outcome.Fail(helmv2.DriftDetectedReason, fmt.Errorf("detecting drift: %w", err))
+	}
+	if versions != nil {
+		r.synced.record(key, basis, report.InSync, report.DriftedObjects())
 	}
 	if !report.Drifted() {
 		conditions.MarkFalse(obj, helmv2.DriftedCondition, helmv2.NoDriftDetectedReason, "No drift detected")

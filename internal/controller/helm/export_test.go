@@ -1,5 +1,7 @@
 package helm
 
+import "net/http"
+
 // Env, Logs and UIAddr are where the suite's TestMain stores the control plane and
 // the controllers' logs.
 var (
@@ -8,3 +10,9 @@ var (
 	// UIAddr is where the suite's manager serves the web UI.
 	UIAddr = &uiAddr
 )
+
+// CountRequests wraps the transport of the controllers' API requests, to
+// count the dry runs that drift detection sends (dryRuns).
+func CountRequests(rt http.RoundTripper) http.RoundTripper {
+	return dryRuns.Wrap(rt)
+}

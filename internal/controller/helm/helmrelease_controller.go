@@ -24,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/dependency"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
@@ -65,7 +66,13 @@ type HelmReleaseReconciler struct {
 	// and time; when nil, SetupWithManager makes one with the default
 	// limits.
 	Sandbox *sandbox.Renderer
+	// Versions, when set, tells the resourceVersion that the objects
+	// labelled with their HelmRelease have now: drift detection leaves out
+	// the objects still at the version at which it last found them without
+	// drift (releases on the local cluster only).
+	Versions ssa.VersionReader
 
+	synced  syncedVersions
 	charts  loadedCharts
 	runners releaseRunners
 	actions actionsUnderWay

@@ -13,7 +13,7 @@ import (
 
 // TestMain runs the source and helm controllers of the real manager in one
 // process, as `windlass controller` does, with charts handed over in
-// process. The manager serves the web UI too, for the previews of the
+// process and the dry runs they send counted. The manager serves the web UI too, for the previews of the
 // next release, which only the controller can make.
 func TestMain(m *testing.M) {
 	addrs, err := childproc.FreeAddrs(1)
@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testmanager.Suite{
 		Env: helm.Env, Logs: helm.Logs, KubeControllerManager: true,
 		Controllers: []string{manager.SourceController, manager.HelmController},
+		Wrap:        helm.CountRequests,
 		Options:     func(o *manager.Options) { o.UIAddr = addrs[0] },
 	}.Run(m))
 }

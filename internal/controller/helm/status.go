@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	hrelease "helm.sh/helm/v4/pkg/release/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -30,6 +31,7 @@ func snapshots(releases []*hrelease.Release, max int) helmv2.Snapshots {
 // finalize uninstalls the release of a deleted HelmRelease, unless it is
 // suspended, and deletes the HelmChart made from its template.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) error {
+	r.synced.forget(client.ObjectKeyFromObject(obj))
 	if !obj.Spec.Suspend {
 		if err := r.uninstall(ctx, obj); err != nil {
 			return err

@@ -15,5 +15,5 @@ var (
 // count the server-side dry runs (dryRuns), applies (applies) and reads
 // (reads).
 func CountRequests(rt http.RoundTripper) http.RoundTripper {
-	return reads.wrap(applies.wrap(dryRuns.wrap(rt)))
+	return reads.Wrap(applies.Wrap(dryRuns.Wrap(rt)))
 }

@@ -68,7 +68,7 @@ func TestUnservedKubeConfigAppliesNothing(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err)
 	}, "2s", "200ms").Should(BeTrue(), "nothing is applied to the local cluster")
-	g.Expect(dryRuns.in(ns)).To(BeZero(), "not even a dry run reached the local cluster")
+	g.Expect(dryRuns.In(ns)).To(BeZero(), "not even a dry run reached the local cluster")
 
 	for name, kubeConfig := range map[string]string{
 		"both":  "    secretRef:\n      name: kc\n    configMapRef:\n      name: cluster\n",

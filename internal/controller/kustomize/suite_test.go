@@ -1,9 +1,6 @@
 package kustomize
 
 import (
-	"net/http"
-	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -32,73 +29,15 @@ const (
 
 // dryRuns counts the server-side dry runs that the Kustomization
 // controller's local apply client sends, by namespace.
-var dryRuns = &requestCounter{match: func(r *http.Request) bool { return r.URL.Query().Get("dryRun") != "" }}
+var dryRuns = &testutil.RequestCounter{Match: testutil.IsDryRun}
 
 // applies counts the server-side applies (not dry runs) that the
 // Kustomization controller's local apply client sends, by namespace.
-var applies = &requestCounter{match: func(r *http.Request) bool {
-	return r.Method == http.MethodPatch && r.Header.Get("Content-Type") == "application/apply-patch+yaml" && r.URL.Query().Get("dryRun") == ""
-}}
+var applies = &testutil.RequestCounter{Match: testutil.IsApply}
 
 // reads counts the reads of one named object (GET, not a list or a watch)
 // that the controllers send, by namespace.
-var reads = &requestCounter{match: func(r *http.Request) bool {
-	if r.Method != http.MethodGet || r.URL.Query().Has("watch") {
-		return false
-	}
-	_, rest, ok := strings.Cut(r.URL.Path, "/namespaces/")
-	return ok && strings.Count(rest, "/") == 2
-}}
-
-// requestCounter counts the requests that match, by the namespace in their
-// path.
-type requestCounter struct {
-	match  func(*http.Request) bool
-	mu     sync.Mutex
-	counts map[string]int
-	// paths counts by the path after /namespaces/ (NS/resource/name).
-	paths map[string]int
-}
-
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		if c.match(r) {
-			if _, rest, ok := strings.Cut(r.URL.Path, "/namespaces/"); ok {
-				ns, _, _ := strings.Cut(rest, "/")
-				c.mu.Lock()
-				if c.counts == nil {
-					c.counts, c.paths = map[string]int{}, map[string]int{}
-				}
-				c.counts[ns]++
-				c.paths[rest]++
-				c.mu.Unlock()
-			}
-		}
-		return rt.RoundTrip(r)
-	})
-}
-
-// of returns the count of the objects of resource named names in ns.
-func (c *requestCounter) of(ns, resource string, names ...string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		n += c.paths[ns+"/"+resource+"/"+name]
-	}
-	return n
-}
-
-// in returns the count of namespace ns.
-func (c *requestCounter) in(ns string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.counts[ns]
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+var reads = &testutil.RequestCounter{Match: testutil.IsNamedRead}
 
 // waitForKs returns the Kustomization once cond holds for it, with the
 // status rules checked.

@@ -42,20 +42,20 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	}
 	waitForKs(g, key, ksReady(""))
 	g.Expect(value()).To(Equal("one"))
-	first := dryRuns.in(ns)
+	first := dryRuns.In(ns)
 	g.Expect(first).To(BeZero(), "the first apply sends no dry run")
-	g.Expect(applies.in(ns)).To(Equal(2), "the first apply writes each object once")
+	g.Expect(applies.In(ns)).To(Equal(2), "the first apply writes each object once")
 
 	testutil.RequestReconcile(g, env.Client, ks, "tick-0")
 	waitForKs(g, key, handled("tick-0"))
-	applied := func() int { return reads.of(ns, "configmaps", "a") + reads.of(ns, "deployments", "web") }
+	applied := func() int { return reads.Of(ns, "configmaps", "a") + reads.Of(ns, "deployments", "web") }
 	read := applied()
 	for _, token := range []string{"tick-1", "tick-2"} {
 		testutil.RequestReconcile(g, env.Client, ks, token)
 		got := waitForKs(g, key, handled(token))
 		g.Expect(got.Status.History[0].TotalReconciliations).To(BeNumerically(">", 1))
 	}
-	g.Expect(dryRuns.in(ns)).To(Equal(first), "runs with nothing changed send no dry run")
+	g.Expect(dryRuns.In(ns)).To(Equal(first), "runs with nothing changed send no dry run")
 	g.Expect(applied()).To(Equal(read), "nor read the objects, whose versions the watch says unchanged")
 
 	// Drift is still found and reverted.
@@ -66,7 +66,7 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	testutil.RequestReconcile(g, env.Client, ks, "after-edit")
 	waitForKs(g, key, handled("after-edit"))
 	g.Expect(value()).To(Equal("one"))
-	g.Expect(dryRuns.in(ns)).To(BeNumerically(">", first))
+	g.Expect(dryRuns.In(ns)).To(BeNumerically(">", first))
 
 	// A new value of a substitution variable is applied, though neither the
 	// source nor the spec changed.
@@ -102,7 +102,7 @@ func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
 	applyManifests(g, ns, kustomization("b", "mono", "  path: ./b\n"))
 	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady(""))
 	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "b"}, ksReady(""))
-	dryRunsA, dryRunsB := dryRuns.in(nsA), dryRuns.in(nsB)
+	dryRunsA, dryRunsB := dryRuns.In(nsA), dryRuns.In(nsB)
 
 	sha := repo.MustCommit(t, "main", map[string]string{"b/cm.yaml": configMap(nsB, "b", "2")}, "change b")
 	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: objectMeta(ns, "mono")}, "change-b")
@@ -112,8 +112,8 @@ func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
 	var cm corev1.ConfigMap
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsB, Name: "b"}, &cm)).To(Succeed())
 	g.Expect(cm.Data["value"]).To(Equal("2"))
-	g.Expect(dryRuns.in(nsB)).To(BeNumerically(">", dryRunsB), "the changed app is dry-run and applied")
-	g.Expect(dryRuns.in(nsA)).To(Equal(dryRunsA), "the unchanged app is not")
+	g.Expect(dryRuns.In(nsB)).To(BeNumerically(">", dryRunsB), "the changed app is dry-run and applied")
+	g.Expect(dryRuns.In(nsA)).To(Equal(dryRunsA), "the unchanged app is not")
 
 	// Drift in the unchanged app is still found at its next revision.
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "a"}, &cm)).To(Succeed())

@@ -52,9 +52,24 @@ func (e Entry) String() string {
 type Report struct {
 	// Entries holds one Entry per drifted object.
 	Entries []Entry
+	// InSync holds the objects compared and found without drift, with the
+	// resourceVersion they had.
+	InSync map[inventory.ObjMetadata]string
 
 	// ignore are the rules of the detection, for Correct.
 	ignore ssa.IgnoreRules
+}
+
+// DriftedObjects returns the objects of Entries.
+func (r *Report) DriftedObjects() []inventory.ObjMetadata {
+	if r == nil {
+		return nil
+	}
+	out := make([]inventory.ObjMetadata, 0, len(r.Entries))
+	for _, e := range r.Entries {
+		out = append(out, e.Object)
+	}
+	return out
 }
 
 // Drifted reports whether any object drifted.
@@ -161,7 +176,7 @@ func Detect(ctx context.Context, m *ssa.Manager, objs []*unstructured.Unstructur
 			checked = append(checked, o)
 		}
 	}
-	report := &Report{ignore: ignore}
+	report := &Report{ignore: ignore, InSync: map[inventory.ObjMetadata]string{}}
 	if len(checked) == 0 {
 		return report, nil
 	}
@@ -172,6 +187,9 @@ func Detect(ctx context.Context, m *ssa.Manager, objs []*unstructured.Unstructur
 	for i, p := range plans {
 		kind, drifted := compare(p, ignore)
 		if !drifted {
+			if p.Live != nil {
+				report.InSync[p.Object] = p.Live.GetResourceVersion()
+			}
 			continue
 		}
 		e := Entry{Object: p.Object, Version: p.Version, Kind: kind, desired: checked[i]}

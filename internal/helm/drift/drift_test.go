@@ -163,8 +163,29 @@ func TestDetect(t *testing.T) {
 			}
 			g.Expect(got).To(Equal(want))
 			g.Expect(report.Drifted()).To(Equal(len(want) > 0))
+			g.Expect(report.InSync).To(Equal(r.inSync(t, report)), "every object compared and not drifted, at its version")
 		})
 	}
+}
+
+// inSync returns the objects of the release that Detect compares (those
+// not annotated driftDetection: disabled) less the drifted ones of report,
+// each with the resourceVersion it has in the cluster.
+func (r *installed) inSync(t *testing.T, report *Report) map[inventory.ObjMetadata]string {
+	t.Helper()
+	drifted := map[inventory.ObjMetadata]bool{}
+	for _, id := range report.DriftedObjects() {
+		drifted[id] = true
+	}
+	out := map[inventory.ObjMetadata]string{}
+	for _, o := range r.objs {
+		id := inventory.ObjMetadataOf(o)
+		if Disabled(o) || drifted[id] {
+			continue
+		}
+		out[id] = r.get(t, o.GetAPIVersion(), o.GetKind(), o.GetName()).GetResourceVersion()
+	}
+	return out
 }
 
 // TestCorrect drifts a release in every way at once and corrects it: the

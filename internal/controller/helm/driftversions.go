@@ -1,0 +1,92 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/internal/inventory"
+	"github.com/windlass-dev/windlass/internal/ssa"
+)
+
+// syncedVersions remembers, per HelmRelease, the resourceVersion at which
+// each object of its deployed release was last found without drift, and
+// against what: the release (name, namespace, version) and the HelmRelease's
+// generation (its drift detection mode and ignore rules). An object still
+// at that version, compared against the same, cannot have drifted since:
+// drift detection leaves it out and makes no request for it. Whatever the
+// watch of versions does not hold (an object deleted, a kind it does not
+// watch yet) is compared as before.
+type syncedVersions struct {
+	mu        sync.Mutex
+	byRelease map[types.NamespacedName]syncedRelease
+}
+
+// syncedRelease is what syncedVersions keeps of one HelmRelease.
+type syncedRelease struct {
+	basis    string
+	versions map[inventory.ObjMetadata]string
+}
+
+// driftBasis names what the objects of sc's deployed release are compared
+// against for obj.
+func driftBasis(obj *helmv2.HelmRelease, sc *releaseScope) string {
+	return fmt.Sprintf("%s/%s.v%d@%d", sc.last.Namespace, sc.last.Name, sc.last.Version, obj.Generation)
+}
+
+// toCheck returns the objects of objs that drift detection must compare:
+// all of them, but those that versions says are still at the version they
+// were last found without drift against basis.
+func (s *syncedVersions) toCheck(ctx context.Context, key types.NamespacedName, basis string,
+	objs []*unstructured.Unstructured, versions ssa.VersionReader) []*unstructured.Unstructured {
+	s.mu.Lock()
+	known := s.byRelease[key]
+	s.mu.Unlock()
+	if known.basis != basis || len(known.versions) == 0 {
+		return objs
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		seen, ok := known.versions[inventory.ObjMetadataOf(o)]
+		if ok {
+			if now, found := versions.ResourceVersion(ctx, o.GroupVersionKind(), o.GetNamespace(), o.GetName()); found && now == seen {
+				continue
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// record remembers the objects that the detection against basis found
+// without drift (inSync, with their versions) and forgets the drifted
+// ones; the objects it left out keep what was remembered of them.
+func (s *syncedVersions) record(key types.NamespacedName, basis string, inSync map[inventory.ObjMetadata]string, drifted []inventory.ObjMetadata) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byRelease == nil {
+		s.byRelease = map[types.NamespacedName]syncedRelease{}
+	}
+	known := s.byRelease[key]
+	if known.basis != basis {
+		known = syncedRelease{basis: basis, versions: map[inventory.ObjMetadata]string{}}
+	}
+	for id, version := range inSync {
+		known.versions[id] = version
+	}
+	for _, id := range drifted {
+		delete(known.versions, id)
+	}
+	s.byRelease[key] = known
+}
+
+// forget drops what is remembered of the HelmRelease key.
+func (s *syncedVersions) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byRelease, key)
+}
