@@ -23,11 +23,27 @@ import (
 // It is 100 on every Linux architecture Windlass supports.
 const clockTicks = 100
 
+// imageBuildFlags are the flags of `go build` with which `make image`
+// builds the binary that ships, with CGO_ENABLED=0 (the version aside).
+// They matter to the memory measured: with cgo, the kustomize API's plugin
+// loader makes the linker export every symbol and keep every exported
+// method, and the binary maps 45 MB more, of which a busy controller keeps
+// about 40 MiB resident.
+var imageBuildFlags = []string{"-trimpath", "-ldflags", "-s -w"}
+
 // buildWindlass builds ./cmd/windlass of the checkout at root into dir and
-// returns the binary's path.
-func buildWindlass(root, dir string) (string, error) {
+// returns the binary's path: as `make image` does when asImage, else as a
+// plain `go build` does, which shares its build cache with `go test`.
+func buildWindlass(root, dir string, asImage bool) (string, error) {
 	bin := filepath.Join(dir, "windlass")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/windlass")
+	args := []string{"build", "-o", bin}
+	if asImage {
+		args = append(args, imageBuildFlags...)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/windlass")...)
+	if asImage {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building windlass: %w\n%s", err, out)

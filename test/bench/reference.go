@@ -100,12 +100,13 @@ type referenceBinary struct {
 }
 
 // build makes the binaries of controllers: windlass from this checkout
-// into the cluster's folder, or the reference controllers with
-// hack/reference.sh (once, into its cache folder), reporting to logw.
-func (cl *Cluster) build(controllers string, logw io.Writer) error {
+// into the cluster's folder (as the image does when asImage, see
+// buildWindlass), or the reference controllers with hack/reference.sh
+// (once, into its cache folder), reporting to logw.
+func (cl *Cluster) build(controllers string, asImage bool, logw io.Writer) error {
 	if controllers != ControllersReference {
 		var err error
-		cl.Bin, err = buildWindlass(testenv.RepoRoot(), cl.dir)
+		cl.Bin, err = buildWindlass(testenv.RepoRoot(), cl.dir, asImage)
 		return err
 	}
 	bins, err := referenceBinaries(testenv.RepoRoot(), logw)
