@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,17 +72,16 @@ func (s *syncedVersions) record(key types.NamespacedName, basis string, inSync m
 	if s.byRelease == nil {
 		s.byRelease = map[types.NamespacedName]syncedRelease{}
 	}
-	known := s.byRelease[key]
-	if known.basis != basis {
-		known = syncedRelease{basis: basis, versions: map[inventory.ObjMetadata]string{}}
+	// A new map each time: toCheck reads the one it found without the lock.
+	versions := map[inventory.ObjMetadata]string{}
+	if known := s.byRelease[key]; known.basis == basis {
+		maps.Copy(versions, known.versions)
 	}
-	for id, version := range inSync {
-		known.versions[id] = version
-	}
+	maps.Copy(versions, inSync)
 	for _, id := range drifted {
-		delete(known.versions, id)
+		delete(versions, id)
 	}
-	s.byRelease[key] = known
+	s.byRelease[key] = syncedRelease{basis: basis, versions: versions}
 }
 
 // forget drops what is remembered of the HelmRelease key.
