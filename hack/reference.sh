@@ -7,6 +7,11 @@
 #
 #   hack/reference.sh          build what is missing, print the folder
 #   hack/reference.sh --print  print the folder only
+#   hack/reference.sh --list   print the path of each binary, built or not
+#
+# The controllers' modules are required by hack/reference/go.mod (with the
+# replace directives of their own go.mod files) and built from it; no Go
+# file imports them.
 #
 # Each binary is kept in that folder under its name and version
 # (source-controller-v1.9.6), so that bumping one builds it alone.
@@ -15,10 +20,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 print_only=false
+list=false
 case "${1:-}" in
 	"") ;;
 	--print) print_only=true ;;
-	*) echo "usage: hack/reference.sh [--print]" >&2; exit 2 ;;
+	--list) print_only=true; list=true ;;
+	*) echo "usage: hack/reference.sh [--print|--list]" >&2; exit 2 ;;
 esac
 
 folder=hack/reference
@@ -70,4 +77,11 @@ if ! $print_only; then
 		done
 	fi
 fi
-echo "$dir"
+if $list; then
+	for c in "${controllers[@]}"; do
+		read -r name _ module <<<"$c"
+		echo "$dir/$name-$(version "$module")"
+	done
+else
+	echo "$dir"
+fi

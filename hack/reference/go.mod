@@ -1,8 +1,10 @@
 // Module reference pins the reference toolkit's source-controller and
-// kustomize-controller that the benchmark's reference mode runs
-// (hack/reference.sh builds them). The replace directives are those of their
-// own go.mod files, which `go install pkg@version` refuses, plus one for a
-// version the module proxy does not serve.
+// kustomize-controller that the benchmark's reference mode runs:
+// hack/reference.sh builds them from this module. No Go file imports them
+// (Windlass's code imports no fluxcd package), so `go mod tidy` would drop
+// their requirements: edit this file by hand. The replace directives are
+// those of their own go.mod files, which `go install pkg@version` refuses,
+// plus one for a version the module proxy does not serve.
 module github.com/windlass-dev/windlass/hack/reference
 
 go 1.26.0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -34,13 +33,6 @@ const (
 	sourceController    = "source-controller"
 	kustomizeController = "kustomize-controller"
 )
-
-// referenceModules are the modules of the reference controllers, by name,
-// whose versions hack/reference/go.mod pins.
-var referenceModules = map[string]string{
-	sourceController:    "github.com/fluxcd/source-controller",
-	kustomizeController: "github.com/fluxcd/kustomize-controller",
-}
 
 // withControllers checks cfg.Controllers and fills in its default; with
 // ControllersReference it refuses what measures Windlass alone.
@@ -114,20 +106,16 @@ func (cl *Cluster) build(controllers string, asImage bool, logw io.Writer) error
 	return err
 }
 
-// referenceBinaries returns the reference controllers' binaries in the
-// folder hack/reference.sh prints, running it to build them when one is
-// missing.
+// referenceBinaries returns the reference controllers' binaries that
+// hack/reference.sh --list names, running the script to build them when
+// one is missing.
 func referenceBinaries(root string, logw io.Writer) ([]referenceBinary, error) {
 	script := filepath.Join(root, "hack", "reference.sh")
-	out, err := exec.Command(script, "--print").Output()
+	out, err := exec.Command(script, "--list").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s --print: %w", script, err)
+		return nil, fmt.Errorf("%s --list: %w", script, err)
 	}
-	gomod, err := os.ReadFile(filepath.Join(root, "hack", "reference", "go.mod"))
-	if err != nil {
-		return nil, err
-	}
-	bins, err := referenceBinariesIn(strings.TrimSpace(string(out)), string(gomod))
+	bins, err := referenceBinariesOf(string(out))
 	if err != nil {
 		return nil, err
 	}
@@ -142,34 +130,22 @@ func referenceBinaries(root string, logw io.Writer) ([]referenceBinary, error) {
 	return bins, nil
 }
 
-// referenceBinariesIn names the binaries in dir of the versions the
-// go.mod text gomod requires.
-func referenceBinariesIn(dir, gomod string) ([]referenceBinary, error) {
+// referenceBinariesOf reads the listing of hack/reference.sh --list, a
+// path per line whose base is NAME-VERSION, in the order the controllers
+// start: source-controller, then kustomize-controller.
+func referenceBinariesOf(listing string) ([]referenceBinary, error) {
 	var bins []referenceBinary
-	for _, name := range []string{sourceController, kustomizeController} {
-		v := requiredVersion(gomod, referenceModules[name])
-		if v == "" {
-			return nil, fmt.Errorf("hack/reference/go.mod does not require %s", referenceModules[name])
+	for _, path := range strings.Fields(listing) {
+		name, version, ok := strings.Cut(filepath.Base(path), "-v")
+		if !ok {
+			return nil, fmt.Errorf("hack/reference.sh --list: %q is not NAME-vVERSION", path)
 		}
-		bins = append(bins, referenceBinary{Name: name, Version: v, Path: filepath.Join(dir, name+"-"+v)})
+		bins = append(bins, referenceBinary{Name: name, Version: "v" + version, Path: path})
+	}
+	if len(bins) != 2 || bins[0].Name != sourceController || bins[1].Name != kustomizeController {
+		return nil, fmt.Errorf("hack/reference.sh --list names %v, not %s and %s", bins, sourceController, kustomizeController)
 	}
 	return bins, nil
-}
-
-// requiredVersion returns the version of module in the require lines of
-// the go.mod text gomod, or "".
-func requiredVersion(gomod, module string) string {
-	sc := bufio.NewScanner(strings.NewReader(gomod))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) > 0 && f[0] == "require" {
-			f = f[1:]
-		}
-		if len(f) >= 2 && f[0] == module {
-			return f[1]
-		}
-	}
-	return ""
 }
 
 // missingBinary reports whether a binary of bins is not there.

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
 func TestReferenceConfig(t *testing.T) {
@@ -83,18 +87,31 @@ func TestReferenceArgs(t *testing.T) {
 	}
 }
 
-func TestReferenceBinariesIn(t *testing.T) {
+func TestReferenceBinariesOf(t *testing.T) {
 	g := NewWithT(t)
-	gomod := "module x\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/fluxcd/kustomize-controller v1.9.6\n\tgithub.com/fluxcd/source-controller v1.9.5\n)\n"
-	bins, err := referenceBinariesIn("/cache", gomod)
+	bins, err := referenceBinariesOf("/cache/source-controller-v1.9.5\n/cache/kustomize-controller-v1.9.6\n")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bins).To(Equal([]referenceBinary{
 		{Name: sourceController, Version: "v1.9.5", Path: "/cache/source-controller-v1.9.5"},
 		{Name: kustomizeController, Version: "v1.9.6", Path: "/cache/kustomize-controller-v1.9.6"},
 	}))
-	g.Expect(requiredVersion("require github.com/fluxcd/source-controller v1.2.3\n", referenceModules[sourceController])).To(Equal("v1.2.3"))
-	_, err = referenceBinariesIn("/cache", "module x\n")
-	g.Expect(err).To(MatchError(ContainSubstring("does not require github.com/fluxcd/source-controller")))
+	_, err = referenceBinariesOf("/cache/source-controller\n")
+	g.Expect(err).To(MatchError(ContainSubstring("is not NAME-vVERSION")))
+	_, err = referenceBinariesOf("/cache/kustomize-controller-v1.9.6\n/cache/source-controller-v1.9.5\n")
+	g.Expect(err).To(MatchError(ContainSubstring("not source-controller and kustomize-controller")))
+}
+
+// TestReferenceScriptLists: the script names the binaries of the versions
+// hack/reference/go.mod pins, which referenceBinariesOf reads.
+func TestReferenceScriptLists(t *testing.T) {
+	g := NewWithT(t)
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "hack", "reference.sh"), "--list").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	bins, err := referenceBinariesOf(string(out))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, b := range bins {
+		g.Expect(b.Version).To(MatchRegexp(`^v\d+\.\d+\.\d+$`))
+	}
 }
 
 func TestConcurrentDefault(t *testing.T) {
