@@ -17,6 +17,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
+	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/helm/sandbox"
 	"github.com/windlass-dev/windlass/internal/impersonation"
@@ -343,11 +344,17 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 // versionsOf returns a versions cache, run by the manager, of the objects
 // that carry the name label of owner's group.
 func (m *Manager) versionsOf(owner ssa.Owner) (*versions.Cache, error) {
-	owned, err := versions.New(m.GetConfig(), m.GetRESTMapper(), owner.NameLabel())
+	return m.versionsSelected(owner.NameLabel())
+}
+
+// versionsSelected returns a versions cache, run by the manager, of the
+// objects that the label selector selects.
+func (m *Manager) versionsSelected(selector string) (*versions.Cache, error) {
+	selected, err := versions.New(m.GetConfig(), m.GetRESTMapper(), selector)
 	if err != nil {
 		return nil, err
 	}
-	return owned, m.Add(owned)
+	return selected, m.Add(selected)
 }
 
 // targets returns the factory of the clients that apply as a tenant, on
@@ -388,6 +395,11 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		return err
 	}
 	r.Versions = owned
+	releaseSecrets, err := m.versionsSelected(helmaction.ReleaseSecretsSelector)
+	if err != nil {
+		return err
+	}
+	r.Releases = helmaction.NewNewestCache(releaseSecrets, 0)
 	if m.ui != nil {
 		m.ui.Previews[helmv2.HelmReleaseKind] = r.Preview
 	}

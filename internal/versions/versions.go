@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,16 +26,20 @@ type Cache struct {
 	cache cache.Cache
 }
 
-// New returns a Cache of the objects that carry label (any value), on the
-// cluster of cfg, whose kinds mapper resolves.
-func New(cfg *rest.Config, mapper apimeta.RESTMapper, label string) (*Cache, error) {
-	owned, err := labels.NewRequirement(label, selection.Exists, nil)
+// New returns a Cache of the objects that selector selects (a label
+// selector: "owner=helm"; a bare key selects the objects that carry it,
+// whatever its value), on the cluster of cfg, whose kinds mapper resolves.
+func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string) (*Cache, error) {
+	selected, err := labels.Parse(selector)
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
+	if selected.Empty() {
+		return nil, fmt.Errorf("versions: the selector %q selects every object", selector)
+	}
 	c, err := cache.New(cfg, cache.Options{
 		Mapper:                      mapper,
-		DefaultLabelSelector:        labels.NewSelector().Add(*owned),
+		DefaultLabelSelector:        selected,
 		DefaultTransform:            nameAndVersion,
 		ReaderFailOnMissingInformer: true,
 	})
@@ -66,6 +69,16 @@ func (c *Cache) ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind
 		return "", false
 	}
 	return obj.GetResourceVersion(), true
+}
+
+// Synced tells whether the watch of kind gvk has synced, so that an object
+// it does not hold does not exist (as far as the watch has seen). The
+// first question about a kind starts its watch and answers false.
+func (c *Cache) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	return err == nil && inf.HasSynced()
 }
 
 // nameAndVersion keeps of a watched object its kind, name, namespace and

@@ -73,3 +73,30 @@ func TestResourceVersion(t *testing.T) {
 	g.Expect(stored.ManagedFields).To(BeEmpty())
 	g.Expect(stored.ResourceVersion).To(Equal(kept.ResourceVersion))
 }
+
+// TestSelectorAndSynced: a selector with a value leaves out the objects
+// whose label has another value, Synced tells when the watch of a kind is
+// complete, and a selector that selects everything is refused.
+func TestSelectorAndSynced(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.CreateNamespace(t)
+	_, err := New(env.Config, env.Client.RESTMapper(), "")
+	g.Expect(err).To(MatchError(ContainSubstring("selects every object")))
+	c, err := New(env.Config, env.Client.RESTMapper(), "owner=helm")
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+
+	helm := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "helm", Namespace: ns, Labels: map[string]string{"owner": "helm"}}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns, Labels: map[string]string{"owner": "someone"}}}
+	g.Expect(env.Client.Create(ctx, helm)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, other)).To(Succeed())
+	gvk := corev1.SchemeGroupVersion.WithKind("Secret")
+	g.Expect(c.Synced(ctx, gvk)).To(BeFalse(), "the first question starts the watch")
+	g.Eventually(func() bool { return c.Synced(ctx, gvk) }, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+	g.Eventually(func() string { v, _ := c.ResourceVersion(ctx, gvk, ns, "helm"); return v }, 30*time.Second, 50*time.Millisecond).
+		Should(Equal(helm.ResourceVersion))
+	_, ok := c.ResourceVersion(ctx, gvk, ns, "other")
+	g.Expect(ok).To(BeFalse(), "another value of the label is not selected")
+}

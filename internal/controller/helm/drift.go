@@ -25,6 +25,15 @@ func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) ssa.Versi
 	return r.Versions
 }
 
+// localReleases returns r.Releases when obj's release is on the local
+// cluster, whose release Secrets it watches; nil otherwise.
+func (r *HelmReleaseReconciler) localReleases(obj *helmv2.HelmRelease) *release.NewestCache {
+	if obj.Spec.KubeConfig != nil {
+		return nil
+	}
+	return r.Releases
+}
+
 // reconcileDrift compares the objects of a deployed release with the
 // cluster: drift is reported in the Drifted condition and an event, and
 // corrected when the mode is enabled.

@@ -12,7 +12,8 @@ var (
 )
 
 // CountRequests wraps the transport of the controllers' API requests, to
-// count the dry runs that drift detection sends (dryRuns).
+// count the dry runs that drift detection sends (dryRuns) and the lists of
+// release Secrets (secretLists).
 func CountRequests(rt http.RoundTripper) http.RoundTripper {
-	return dryRuns.Wrap(rt)
+	return dryRuns.Wrap(secretLists.Wrap(rt))
 }

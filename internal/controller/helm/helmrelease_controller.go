@@ -71,6 +71,10 @@ type HelmReleaseReconciler struct {
 	// the objects still at the version at which it last found them without
 	// drift (releases on the local cluster only).
 	Versions ssa.VersionReader
+	// Releases, when set, remembers the newest release of each HelmRelease
+	// on the local cluster, so that a run with nothing new reads no
+	// release Secret.
+	Releases *helmaction.NewestCache
 
 	synced  syncedVersions
 	charts  loadedCharts
@@ -212,7 +216,7 @@ const maxRunners = 512
 // get returns the runner of target t for the releases stored in
 // storageNamespace; the runners of one target share its getter (its
 // discovery and mapper).
-func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string) (*helmaction.Runner, error) {
+func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, newest *helmaction.NewestCache) (*helmaction.Runner, error) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	key := runnerKey{t, storageNamespace}
@@ -231,8 +235,11 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string) 
 		}
 		rr.getters[t] = getter
 	}
-	run, err := helmaction.New(getter, storageNamespace,
-		helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)), helmaction.WithSandbox(rr.sandbox))
+	opts := []helmaction.Option{helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)), helmaction.WithSandbox(rr.sandbox)}
+	if newest != nil {
+		opts = append(opts, helmaction.WithNewestCache(newest))
+	}
+	run, err := helmaction.New(getter, storageNamespace, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package helm
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +159,50 @@ func TestNoOpTickWritesNothing(t *testing.T) {
 	g.Expect(env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
 	g.Expect(secrets.Items).To(HaveLen(1))
 	g.Expect(secrets.Items[0].ResourceVersion).To(Equal(releaseSecretVersion(g, ns, "quiet", 1)))
+}
+
+// secretLists counts the lists of Secrets that the controllers send (the
+// Helm SDK's reads of release records), by namespace.
+var secretLists = &testutil.RequestCounter{Match: func(r *http.Request) bool {
+	return r.Method == http.MethodGet && !r.URL.Query().Has("watch") && strings.HasSuffix(r.URL.Path, "/secrets")
+}}
+
+// TestQuietRunReadsNoRelease: once the watch of release Secrets holds a
+// release's record, a run with nothing new lists no release Secret; new
+// values still upgrade the release, and the run after reads the new
+// version.
+func TestQuietRunReadsNoRelease(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "app", "app", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Values = valuesJSON(`{"greeting":"one"}`)
+	})
+	key := client.ObjectKeyFromObject(hr)
+	waitForHR(g, key, hrReady("1.0.0"))
+	quietRun := func(prefix string) {
+		runs := 0
+		g.Eventually(func() int {
+			before := secretLists.In(ns)
+			runs++
+			reconcileAndWait(g, hr, fmt.Sprintf("%s-%d", prefix, runs))
+			return secretLists.In(ns) - before
+		}, testutil.WaitTimeout).Should(BeZero())
+	}
+	quietRun("quiet")
+
+	g.Expect(env.Client.Get(context.Background(), key, hr)).To(Succeed())
+	hr.Spec.Values = valuesJSON(`{"greeting":"two"}`)
+	g.Expect(env.Client.Update(context.Background(), hr)).To(Succeed())
+	got := waitForHR(g, key, func(hr *helmv2.HelmRelease) bool {
+		return hrReady("1.0.0")(hr) && len(hr.Status.History) == 2
+	})
+	g.Expect(got.Status.History[0].Version).To(Equal(2))
+	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "two"))
+	quietRun("after")
+	got = waitForHR(g, key, hrReady("1.0.0"))
+	g.Expect(got.Status.History[0].Version).To(Equal(2), "the new version, not the remembered one")
+	g.Expect(got.Status.History[0].Status).To(Equal("deployed"))
 }
 
 // releaseSecretVersion returns the resourceVersion of a release record.

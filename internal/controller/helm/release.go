@@ -163,19 +163,15 @@ func (r *HelmReleaseReconciler) reconcileRelease(ctx context.Context, obj *helmv
 // pending by an interrupted action is marked failed first.
 func (r *HelmReleaseReconciler) lastRelease(ctx context.Context, obj *helmv2.HelmRelease, sc *releaseScope) (*hrelease.Release, error) {
 	name := obj.GetReleaseName()
-	recovered, err := sc.runner.RecoverPending(ctx, name)
-	if err != nil {
-		return nil, outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("recovering the pending release: %w", err))
-	}
-	if recovered != nil {
-		sc.acted = true
-		r.Events.Warning(ctx, obj, helmv2.GetLastReleaseFailedReason, sc.revision,
-			fmt.Sprintf("Release %s/%s.v%d was left %s by an interrupted action: marked failed", recovered.Namespace,
-				recovered.Name, recovered.Version, "pending"))
-	}
-	last, err := sc.runner.Last(name)
+	last, recovered, err := sc.runner.RecoverPending(ctx, name)
 	if err != nil {
 		return nil, outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release: %w", err))
+	}
+	if recovered {
+		sc.acted = true
+		r.Events.Warning(ctx, obj, helmv2.GetLastReleaseFailedReason, sc.revision,
+			fmt.Sprintf("Release %s/%s.v%d was left %s by an interrupted action: marked failed", last.Namespace,
+				last.Name, last.Version, "pending"))
 	}
 	return last, nil
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -119,7 +118,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	if versions != nil {
 		refs = r.healthy.toCheck(ctx, key, refs, versions)
 	}
-	reads := &recordingReader{Reader: readerWith(live, t.Client)}
+	reads := &recordingReader{Reader: health.LiveReader(live, t.Client)}
 	result, err := health.NewChecker(reads, t.Mapper).Check(ctx, refs, exprs...)
 	if err != nil {
 		return outcome.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
@@ -183,38 +182,6 @@ func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization,
 		return outcome.ProgressQuietly(meta.ProgressingReason, errors.New(msg), delay)
 	}
 	return outcome.Progress(meta.ProgressingReason, errors.New(msg), delay)
-}
-
-// readerWith returns a reader that answers from live (objects by inventory
-// ID) when it holds the object asked for at the same version, and from c
-// otherwise.
-func readerWith(live map[string]*unstructured.Unstructured, c client.Reader) client.Reader {
-	if len(live) == 0 {
-		return c
-	}
-	return liveReader{Reader: c, live: live}
-}
-
-type liveReader struct {
-	client.Reader
-	live map[string]*unstructured.Unstructured
-}
-
-// Get answers from the objects read in this run when it holds key at the
-// version asked for, and from the API server otherwise.
-func (l liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return l.Reader.Get(ctx, key, obj, opts...)
-	}
-	gvk := u.GroupVersionKind()
-	id := inventory.ObjMetadata{Namespace: key.Namespace, Name: key.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()
-	found, ok := l.live[id]
-	if !ok || found.GroupVersionKind() != gvk {
-		return l.Reader.Get(ctx, key, obj, opts...)
-	}
-	u.Object = found.DeepCopy().Object
-	return nil
 }
 
 // healthRefs returns the objects to check: every applied object (the

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
@@ -41,7 +42,8 @@ func crdPolicy(policy, def string) (string, error) {
 // applyCRDs applies the CRDs in the crds/ folders of ch and its subcharts
 // as policy says: Create creates the missing ones, CreateReplace also
 // replaces the others. It waits until the CRDs it created or changed are
-// established and then makes the Getter forget what it discovered.
+// established and discovery serves their kinds, and then makes the Getter
+// forget what it discovered.
 func (r *Runner) applyCRDs(ctx context.Context, ch *chart.Chart, policy string) error {
 	if policy == helmv2.CRDsSkip {
 		return nil
@@ -77,7 +79,11 @@ func (r *Runner) applyCRDs(ctx context.Context, ch *chart.Chart, policy string) 
 		return nil
 	}
 	defer r.getter.Invalidate()
-	return waitEstablished(ctx, client, changed)
+	crds, err := waitEstablished(ctx, client, changed)
+	if err != nil {
+		return err
+	}
+	return waitDiscoverable(ctx, r.getter.clientset.Discovery(), crds)
 }
 
 // applyCRD creates crd, or replaces the one that exists when replace is
@@ -111,22 +117,69 @@ func applyCRD(ctx context.Context, client dynamic.ResourceInterface, crd *unstru
 	return changed, err
 }
 
-// waitEstablished waits until the CRDs called names are established.
-func waitEstablished(ctx context.Context, client dynamic.ResourceInterface, names []string) error {
+// waitEstablished waits until the CRDs called names are established, and
+// returns them as they are then.
+func waitEstablished(ctx context.Context, client dynamic.ResourceInterface, names []string) ([]*unstructured.Unstructured, error) {
+	crds := make([]*unstructured.Unstructured, 0, len(names))
 	for _, name := range names {
+		var crd *unstructured.Unstructured
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true,
 			func(ctx context.Context) (bool, error) {
-				crd, err := client.Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
+				var err error
+				if crd, err = client.Get(ctx, name, metav1.GetOptions{}); err != nil {
 					return false, err
 				}
 				return established(crd), nil
 			})
 		if err != nil {
-			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+			return nil, fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// waitDiscoverable waits until discovery lists the resource of each served
+// version of crds: the API server updates its discovery documents after a
+// CRD is established, and an action that maps the chart's objects before
+// that would not find their kind.
+func waitDiscoverable(ctx context.Context, disc discovery.DiscoveryInterface, crds []*unstructured.Unstructured) error {
+	for _, crd := range crds {
+		for _, gv := range servedVersions(crd) {
+			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true,
+				func(context.Context) (bool, error) {
+					list, err := disc.ServerResourcesForGroupVersion(gv.String())
+					if err != nil {
+						return false, nil //nolint:nilerr // not served yet: ask again
+					}
+					for _, res := range list.APIResources {
+						if res.Name == plural {
+							return true, nil
+						}
+					}
+					return false, nil
+				})
+			if err != nil {
+				return fmt.Errorf("waiting for discovery to serve %s of CRD %s: %w", gv, crd.GetName(), err)
+			}
 		}
 	}
 	return nil
+}
+
+// servedVersions returns the group versions that crd serves.
+func servedVersions(crd *unstructured.Unstructured) []schema.GroupVersion {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []schema.GroupVersion
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if name, _ := m["name"].(string); ok && name != "" && m["served"] == true {
+			out = append(out, schema.GroupVersion{Group: group, Version: name})
+		}
+	}
+	return out
 }
 
 // established reports whether crd has the condition Established=True.

@@ -93,7 +93,9 @@ func TestMapperResetsOnUnknownKinds(t *testing.T) {
 	crd := objectsOrFail(t, crdManifest(group))[0]
 	_, err = gt.dynamic.Resource(crdGVR).Create(context.Background(), crd, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(waitEstablished(context.Background(), gt.dynamic.Resource(crdGVR), []string{crd.GetName()})).To(Succeed())
+	crds, err := waitEstablished(context.Background(), gt.dynamic.Resource(crdGVR), []string{crd.GetName()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waitDiscoverable(context.Background(), gt.clientset.Discovery(), crds)).To(Succeed())
 	g.Expect(caps.APIVersions.Has(group + "/v1")).To(BeFalse())
 
 	mapping, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: "Widget"}, "v1")

@@ -17,6 +17,7 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/helm/sandbox"
@@ -50,6 +51,9 @@ type Runner struct {
 	// sandbox, when set, renders charts in bounded child processes
 	// (WithSandbox).
 	sandbox *sandbox.Renderer
+	// newest, when set, remembers the newest release of each name
+	// (WithNewestCache).
+	newest *NewestCache
 }
 
 // Option configures a Runner.
@@ -85,14 +89,28 @@ var errNoCluster = errors.New("the runner has no cluster to act on")
 
 // storage returns the release storage of the Runner.
 func (r *Runner) storage() (*storage.Storage, error) {
+	s, _, err := r.recordedStorage()
+	return s, err
+}
+
+// recordedStorage returns the release storage of the Runner and, with a
+// NewestCache, the Secrets client that records for it what the storage
+// lists and writes.
+func (r *Runner) recordedStorage() (*storage.Storage, *recordingSecrets, error) {
 	if r.getter == nil {
-		return nil, errNoCluster
+		return nil, nil, errNoCluster
 	}
-	d := driver.NewSecrets(r.getter.clientset.CoreV1().Secrets(r.storageNamespace))
+	var secrets typedcorev1.SecretInterface = r.getter.clientset.CoreV1().Secrets(r.storageNamespace)
+	var rec *recordingSecrets
+	if r.newest != nil {
+		rec = &recordingSecrets{SecretInterface: secrets, namespace: r.storageNamespace, newest: r.newest}
+		secrets = rec
+	}
+	d := driver.NewSecrets(secrets)
 	d.SetLogger(r.log)
 	s := storage.Init(d)
 	s.SetLogger(r.log)
-	return s, nil
+	return s, rec, nil
 }
 
 // config builds the action configuration of one action whose objects go to
@@ -113,10 +131,7 @@ func (r *Runner) config(waitCtx context.Context, namespace string) (*action.Conf
 	kc.SetLogger(r.log)
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(r.log))
 	cfg.RESTClientGetter = r.getter
-	cfg.KubeClient = kc
-	if r.checker != nil {
-		cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, ctx: waitCtx}
-	}
+	cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, ctx: waitCtx}
 	cfg.Releases = store
 	cfg.Capabilities = caps
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })
@@ -136,7 +151,7 @@ func (r *Runner) Last(releaseName string) (*releasev1.Release, error) {
 // History returns up to max releases called releaseName, newest first (all
 // of them when max <= 0); none when there is no such release.
 func (r *Runner) History(releaseName string, max int) ([]*releasev1.Release, error) {
-	store, err := r.storage()
+	store, rec, err := r.recordedStorage()
 	if err != nil {
 		return nil, err
 	}
@@ -152,36 +167,48 @@ func (r *Runner) History(releaseName string, max int) ([]*releasev1.Release, err
 		return nil, err
 	}
 	sort.Slice(rels, func(i, j int) bool { return rels[i].Version > rels[j].Version })
+	if rec != nil && len(rels) > 0 {
+		r.newest.put(r.storageNamespace, rels[0], rec.listedVersion(releaseName, rels[0].Version))
+	}
 	if max > 0 && len(rels) > max {
 		rels = rels[:max]
 	}
 	return rels, nil
 }
 
-// RecoverPending marks the newest release called releaseName failed when
-// it is pending-install, pending-upgrade or pending-rollback, which means
-// that the process running the action was stopped: the caller guarantees
-// that no action on the release is running. It returns the release it
-// marked, or nil when there was nothing to recover.
+// RecoverPending returns the newest release called releaseName (nil when
+// there is none), first marked failed when it is pending-install,
+// pending-upgrade or pending-rollback, which means that the process running
+// the action was stopped: the caller guarantees that no action on the
+// release is running. recovered tells whether it marked it. It reads the
+// release storage at most once, and not at all when a NewestCache still
+// holds the newest release: what it returns then is a summary, whose chart
+// holds only its metadata and which has no hooks (the actions read the
+// releases they need in full).
 //
 // After it, the release can be upgraded as it is: an upgrade starts from
 // the last deployed release or, when there is none (an interrupted first
 // install), from the failed one. Install only succeeds with Replace.
-func (r *Runner) RecoverPending(ctx context.Context, releaseName string) (*releasev1.Release, error) {
+func (r *Runner) RecoverPending(ctx context.Context, releaseName string) (last *releasev1.Release, recovered bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	last, err := r.Last(releaseName)
+	if r.newest != nil {
+		if summary, ok := r.newest.get(ctx, r.storageNamespace, releaseName); ok {
+			return summary, false, nil // never pending
+		}
+	}
+	last, err = r.Last(releaseName)
 	if err != nil || last == nil || !last.Info.Status.IsPending() {
-		return nil, err
+		return last, false, err
 	}
 	was := last.Info.Status
 	last.SetStatus(rcommon.StatusFailed, fmt.Sprintf(
 		"Release %q was interrupted while %s: marked failed to unlock it", releaseName, was))
 	if err := r.update(last); err != nil {
-		return nil, fmt.Errorf("marking the interrupted release %s v%d failed: %w", releaseName, last.Version, err)
+		return nil, false, fmt.Errorf("marking the interrupted release %s v%d failed: %w", releaseName, last.Version, err)
 	}
-	return last, nil
+	return last, true, nil
 }
 
 // update stores rel over its stored version.

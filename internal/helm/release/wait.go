@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/inventory"
 )
 
 // Polls of a checkWaiter: the first soon after the action applied, then
@@ -32,13 +33,23 @@ func WithHealthChecker(checker *health.Checker) Option {
 	return func(r *Runner) { r.checker = checker }
 }
 
-// checkingClient is a kube.Client whose kstatus waiter polls the health of
-// the release's objects with a health.Checker.
+// checkingClient is the kube.Client of every action: it asks no discovery
+// request to know the cluster is reachable, and, with a health.Checker, its
+// kstatus waiter polls the health of the release's objects with it.
 type checkingClient struct {
 	*kube.Client
+	// checker is nil for the SDK's own waiters.
 	checker *health.Checker
 	// ctx ends the waits with the action.
 	ctx context.Context
+}
+
+// IsReachable implements kube.Interface without a request: the action's
+// configuration was built from the cluster's capabilities, which discovery
+// gave at most capabilitiesTTL ago, and the action's first request says
+// soon enough when the cluster has gone since.
+func (c *checkingClient) IsReachable() error {
+	return nil
 }
 
 // GetWaiter implements kube.Interface.
@@ -50,7 +61,7 @@ func (c *checkingClient) GetWaiter(ws kube.WaitStrategy) (kube.Waiter, error) {
 // poll the checker; the others are the SDK's.
 func (c *checkingClient) GetWaiterWithOptions(ws kube.WaitStrategy, opts ...kube.WaitOption) (kube.Waiter, error) {
 	sdk, err := c.Client.GetWaiterWithOptions(ws, opts...)
-	if err != nil || ws != kube.StatusWatcherStrategy {
+	if err != nil || ws != kube.StatusWatcherStrategy || c.checker == nil {
 		return sdk, err
 	}
 	return &checkWaiter{Waiter: sdk, checker: c.checker, ctx: c.ctx}, nil
@@ -87,8 +98,11 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 		return err
 	}
 	delay := firstPoll
+	// The first check reads only what the action's apply did not return.
+	checker := w.checker.WithLive(appliedObjects(resources))
 	for len(refs) > 0 {
-		result, err := w.checker.Check(ctx, refs)
+		result, err := checker.Check(ctx, refs)
+		checker = w.checker
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("waiting for the release's objects: %w", ctx.Err())
@@ -114,6 +128,23 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 		delay = min(2*delay, longestPoll)
 	}
 	return nil
+}
+
+// appliedObjects returns, by inventory ID, the objects of resources as the
+// API server returned them to the action (those that carry a
+// resourceVersion): the SDK refreshes each object it creates or patches
+// with the server's answer, so they are as fresh as a read.
+func appliedObjects(resources kube.ResourceList) map[string]*unstructured.Unstructured {
+	out := make(map[string]*unstructured.Unstructured, len(resources))
+	for _, info := range resources {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok || u.GetResourceVersion() == "" {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		out[inventory.ObjMetadata{Namespace: u.GetNamespace(), Name: u.GetName(), Group: gvk.Group, Kind: gvk.Kind}.ID()] = u
+	}
+	return out
 }
 
 // waitedRefs returns the objects of resources that a wait waits for: all

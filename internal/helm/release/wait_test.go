@@ -2,6 +2,8 @@ package release
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
 
@@ -142,3 +146,45 @@ func TestWaitedRefs(t *testing.T) {
 	g.Expect(names(refs)).To(Equal([]string{"ConfigMap/cm", "Job/job", "Deployment/web"}))
 	g.Expect(refs[2].APIVersion).To(Equal("apps/v1"))
 }
+
+// TestCheckedWaitReadsWhatTheApplyDidNotReturn: an install that waits
+// judges the objects its apply returned from that answer (a ConfigMap is
+// Current at once: the only read of it is the SDK's check that it did not
+// exist yet), and no action asks discovery whether the cluster is
+// reachable (only the capabilities, once for both installs).
+func TestCheckedWaitReadsWhatTheApplyDidNotReturn(t *testing.T) {
+	g := NewWithT(t)
+	reads := &testutil.RequestCounter{Match: testutil.IsNamedRead}
+	var versionReads atomic.Int32
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return reads.Wrap(roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Path == "/version" {
+				versionReads.Add(1)
+			}
+			return rt.RoundTrip(r)
+		}))
+	})
+	counted, err := NewGetter(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	checkReads, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme(), Mapper: env.Client.RESTMapper()})
+	g.Expect(err).NotTo(HaveOccurred())
+	f := &fixture{storage: env.CreateNamespace(t), target: env.CreateNamespace(t)}
+	f.runner, err = New(counted, f.storage, WithSandbox(testSandbox(t)),
+		WithHealthChecker(health.NewChecker(checkReads, env.Client.RESTMapper())))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	for _, name := range []string{"one", "two"} {
+		rel, err := f.runner.Install(context.Background(), basicChart(t, "1.0.0"), nil, InstallOptions{
+			ReleaseName: name, Namespace: f.target, ServerSideApply: true, Wait: true, Timeout: time.Minute,
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rel.Info.Status).To(Equal(rcommon.StatusDeployed))
+		g.Expect(reads.Of(f.target, "configmaps", name+"-cm")).To(Equal(1), "the SDK's existence check only")
+	}
+	g.Expect(versionReads.Load()).To(BeNumerically("<=", 1), "the capabilities' discovery only")
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
