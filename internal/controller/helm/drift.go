@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	hcommon "helm.sh/helm/v4/pkg/release/common"
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -34,6 +35,15 @@ func (r *HelmReleaseReconciler) localReleases(obj *helmv2.HelmRelease) *release.
 	return r.Releases
 }
 
+// appliedInSync tells whether the versions that the run's action applied
+// are versions at which the objects are without drift: the action deployed
+// the release that drift detection compares against, with server-side
+// apply, so that each object was then what the release declares.
+func appliedInSync(sc *releaseScope) bool {
+	return len(sc.applied) > 0 && sc.appliedVersion == sc.last.Version &&
+		sc.last.ApplyMethod == string(hrelease.ApplyMethodServerSideApply)
+}
+
 // reconcileDrift compares the objects of a deployed release with the
 // cluster: drift is reported in the Drifted condition and an event, and
 // corrected when the mode is enabled.
@@ -60,6 +70,9 @@ func (r *HelmReleaseReconciler) reconcileDrift(ctx context.Context, obj *helmv2.
 	}
 	basis, versions := driftBasis(obj, sc), r.localVersions(obj)
 	if versions != nil {
+		if appliedInSync(sc) {
+			r.synced.record(key, basis, sc.applied, nil)
+		}
 		objs = r.synced.toCheck(ctx, key, basis, objs, versions)
 	}
 	report, err := drift.Detect(ctx, m, objs, rules)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -159,4 +160,28 @@ func reconcileUntil(g *WithT, hr *helmv2.HelmRelease, prefix string, cond func(*
 		return cond(got)
 	}, testutil.WaitTimeout).Should(BeTrue())
 	return got
+}
+
+// TestAppliedInSync: what the run's action applied counts as found in sync
+// only for the release it deployed, applied server-side.
+func TestAppliedInSync(t *testing.T) {
+	applied := map[inventory.ObjMetadata]string{{Namespace: "apps", Name: "a", Kind: "ConfigMap"}: "5"}
+	release := func(version int, method string) *hrelease.Release {
+		return &hrelease.Release{Version: version, ApplyMethod: method}
+	}
+	ssa, csa := string(hrelease.ApplyMethodServerSideApply), string(hrelease.ApplyMethodClientSideApply)
+	for _, tc := range []struct {
+		name string
+		sc   releaseScope
+		want bool
+	}{
+		{"deployed server-side", releaseScope{applied: applied, appliedVersion: 2, last: release(2, ssa)}, true},
+		{"nothing applied", releaseScope{appliedVersion: 2, last: release(2, ssa)}, false},
+		{"another release since (a rollback)", releaseScope{applied: applied, appliedVersion: 2, last: release(3, ssa)}, false},
+		{"applied client-side", releaseScope{applied: applied, appliedVersion: 2, last: release(2, csa)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(appliedInSync(&tc.sc)).To(Equal(tc.want))
+		})
+	}
 }

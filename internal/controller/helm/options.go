@@ -30,6 +30,7 @@ func installOptions(obj *helmv2.HelmRelease, sc *releaseScope, replace bool) hel
 		TakeOwnership:            !in.DisableTakeOwnership,
 		PostRenderer:             sc.postRenderer,
 		Description:              "Install complete",
+		Applied:                  sc.observeApplied,
 	}
 }
 
@@ -54,6 +55,7 @@ func upgradeOptions(obj *helmv2.HelmRelease, sc *releaseScope) helmaction.Upgrad
 		ServerSideApply:          up.ServerSideApply,
 		TakeOwnership:            !up.DisableTakeOwnership,
 		PostRenderer:             sc.postRenderer,
+		Applied:                  sc.observeApplied,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	hchart "helm.sh/helm/v4/pkg/chart/v2"
@@ -17,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/impersonation"
+	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
@@ -34,6 +36,20 @@ type releaseScope struct {
 	last *hrelease.Release
 	// acted is set when the run changed the release's records.
 	acted bool
+	// applied holds the versions that the applies of the run's install or
+	// upgrade left the release's objects at; appliedVersion is the version
+	// of the release they made, once it deployed.
+	applied        map[inventory.ObjMetadata]string
+	appliedVersion int
+}
+
+// observeApplied records the versions an apply of the run's action left
+// objects at (a helmaction.AppliedFunc).
+func (sc *releaseScope) observeApplied(versions map[inventory.ObjMetadata]string) {
+	if sc.applied == nil {
+		sc.applied = map[inventory.ObjMetadata]string{}
+	}
+	maps.Copy(sc.applied, versions)
 }
 
 // desired tells whether rel is the release that obj declares: the same
@@ -206,8 +222,10 @@ func (r *HelmReleaseReconciler) act(ctx context.Context, obj *helmv2.HelmRelease
 		sc.last = rel
 	}
 	if err != nil {
+		sc.applied = nil
 		return action, err
 	}
+	sc.appliedVersion = rel.Version
 	msg := fmt.Sprintf("Helm %s succeeded for release %s/%s.v%d with chart %s@%s", action, rel.Namespace, rel.Name, rel.Version,
 		rel.Chart.Metadata.Name, rel.Chart.Metadata.Version)
 	reason := helmv2.InstallSucceededReason

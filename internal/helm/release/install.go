@@ -65,6 +65,9 @@ type InstallOptions struct {
 	Labels map[string]string
 	// Description is the release's description once deployed.
 	Description string
+	// Applied, when set, receives after each apply of the action the
+	// resourceVersion that the API server gave each object applied.
+	Applied AppliedFunc
 }
 
 // Install installs chart with values as a new release (version 1, or the
@@ -101,6 +104,7 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
+	observeApplied(cfg, opts.Applied)
 	pre, err := r.prerender(ctx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), cfg.Capabilities, true, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)

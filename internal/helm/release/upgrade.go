@@ -71,6 +71,9 @@ type UpgradeOptions struct {
 	Labels map[string]string
 	// Description is the release's description once deployed.
 	Description string
+	// Applied, when set, receives after each apply of the action the
+	// resourceVersion that the API server gave each object applied.
+	Applied AppliedFunc
 }
 
 // Upgrade upgrades the release to chart with values, as a new version. The
@@ -118,6 +121,7 @@ func (r *Runner) Upgrade(ctx context.Context, ch *chart.Chart, values map[string
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s: %w", name, err)
 	}
+	observeApplied(cfg, opts.Applied)
 	pre, err := r.prerenderUpgrade(ctx, last, ch, values, opts.PreserveValues, cfg.Capabilities, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading release %s: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,8 @@ type checkingClient struct {
 	*kube.Client
 	// checker is nil for the SDK's own waiters.
 	checker *health.Checker
+	// applied, when set, receives the versions of what each apply applied.
+	applied AppliedFunc
 	// ctx ends the waits with the action.
 	ctx context.Context
 }
@@ -50,6 +53,49 @@ type checkingClient struct {
 // soon enough when the cluster has gone since.
 func (c *checkingClient) IsReachable() error {
 	return nil
+}
+
+// AppliedFunc receives the resourceVersion that the API server gave each
+// object an apply of an action applied, by object.
+type AppliedFunc func(map[inventory.ObjMetadata]string)
+
+// observeApplied makes the applies of the action of cfg report to fn.
+func observeApplied(cfg *action.Configuration, fn AppliedFunc) {
+	if c, ok := cfg.KubeClient.(*checkingClient); ok {
+		c.applied = fn
+	}
+}
+
+// Create implements kube.Interface, and reports what it created.
+func (c *checkingClient) Create(resources kube.ResourceList, opts ...kube.ClientCreateOption) (*kube.Result, error) {
+	res, err := c.Client.Create(resources, opts...)
+	if err == nil {
+		c.report(resources)
+	}
+	return res, err
+}
+
+// Update implements kube.Interface, and reports what it applied.
+func (c *checkingClient) Update(original, target kube.ResourceList, opts ...kube.ClientUpdateOption) (*kube.Result, error) {
+	res, err := c.Client.Update(original, target, opts...)
+	if err == nil {
+		c.report(target)
+	}
+	return res, err
+}
+
+// report gives c.applied the versions of the objects of resources that
+// the API server returned.
+func (c *checkingClient) report(resources kube.ResourceList) {
+	if c.applied == nil {
+		return
+	}
+	applied := appliedObjects(resources)
+	out := make(map[inventory.ObjMetadata]string, len(applied))
+	for _, u := range applied {
+		out[inventory.ObjMetadataOf(u)] = u.GetResourceVersion()
+	}
+	c.applied(out)
 }
 
 // GetWaiter implements kube.Interface.

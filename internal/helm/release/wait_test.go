@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/health"
+	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
@@ -188,3 +190,33 @@ func TestCheckedWaitReadsWhatTheApplyDidNotReturn(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAppliedReportsVersions: the applies of an install and an upgrade
+// report the version the API server gave each object, the version the
+// object is at right after.
+func TestAppliedReportsVersions(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	cmID := inventory.ObjMetadata{Namespace: f.target, Name: "app-cm", Kind: "ConfigMap"}
+	live := func() string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.target, Name: "app-cm"}, cm)).To(Succeed())
+		return cm.ResourceVersion
+	}
+
+	var installed map[inventory.ObjMetadata]string
+	_, err := f.runner.Install(context.Background(), basicChart(t, "1.0.0"), nil, InstallOptions{
+		ReleaseName: "app", Namespace: f.target, ServerSideApply: true,
+		Applied: func(v map[inventory.ObjMetadata]string) { installed = v },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(installed).To(HaveKeyWithValue(cmID, live()))
+
+	var upgraded map[inventory.ObjMetadata]string
+	_, err = f.runner.Upgrade(context.Background(), basicChart(t, "1.0.1"), map[string]any{"greeting": "new"}, UpgradeOptions{
+		ReleaseName: "app", Applied: func(v map[inventory.ObjMetadata]string) { upgraded = v },
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(upgraded).To(HaveKeyWithValue(cmID, live()))
+	g.Expect(upgraded[cmID]).NotTo(Equal(installed[cmID]))
+}
