@@ -158,8 +158,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.GitServer != GitServerNative && cfg.GitServer != GitServerHTTPBackend {
 		return cfg, fmt.Errorf("unknown git server %q: choose %s or %s", cfg.GitServer, GitServerNative, GitServerHTTPBackend)
 	}
-	// The reference controllers keep their own default unless told.
-	if cfg.Concurrent < 1 && cfg.Controllers == ControllersWindlass {
+	// The reference controllers keep their own default unless told; the
+	// floor applies as many applications at once as windlass does.
+	if cfg.Concurrent < 1 && cfg.Controllers != ControllersReference {
 		cfg.Concurrent = manager.DefaultOptions().Concurrent
 	}
 	if cfg.ReadyTimeout <= 0 {
@@ -393,6 +394,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Controllers == ControllersNone {
+		return runFloor(ctx, cl, cfg)
 	}
 	setupStart := time.Now()
 	if cl == nil {

@@ -359,7 +359,7 @@ func main() {
 	flag.DurationVar(&cfg.ImageAutomationInterval, "image-automation-interval", 0, "with -image, the ImageUpdateAutomations' interval (default: -image-interval)")
 	flag.BoolVar(&cfg.UI, "ui", false, "serve the controller's web UI on loopback (--ui-addr) and measure it once every application is Ready: the overview and the graph, a change reaching an open page, and the API requests and memory of 20 open pages")
 	flag.DurationVar(&cfg.UIQuiet, "ui-quiet", defaultUIQuiet, "with -ui, the length of each quiet window (no page open, then 20 open)")
-	flag.StringVar(&cfg.Controllers, "controllers", ControllersWindlass, "what to measure: "+ControllersWindlass+" (windlass controller) or "+ControllersReference+" (the reference source-controller and kustomize-controller, built by hack/reference.sh; git sources and Kustomizations only)")
+	flag.StringVar(&cfg.Controllers, "controllers", ControllersWindlass, "what to measure: "+ControllersWindlass+" (windlass controller) or "+ControllersReference+" (the reference source-controller and kustomize-controller, built by hack/reference.sh; git sources and Kustomizations only) or "+ControllersNone+" (no controller: the benchmark applies the applications' objects itself and waits until every Deployment is Current, the floor that the control plane sets)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
@@ -371,7 +371,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	printTable(os.Stdout, res)
+	if cfg.Controllers == ControllersNone {
+		printFloor(os.Stdout, res)
+	} else {
+		printTable(os.Stdout, res)
+	}
 	if out != "" {
 		if err := writeJSON(out, res); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -494,6 +498,19 @@ func printTable(w io.Writer, res *Result) {
 	if len(d.NoopWrittenFiles) > 0 {
 		row("  no-op tick files written", strings.Join(d.NoopWrittenFiles, " "))
 	}
+	tw.Flush()
+}
+
+// printFloor writes the figures of a -controllers none run.
+func printFloor(w io.Writer, res *Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("n", fmt.Sprint(res.N))
+	row("controllers", "none: the benchmark applies every object once, then waits until every Deployment is Current")
+	row("ready_seconds", fmt.Sprintf("%.2f", res.ReadySeconds))
+	row("  concurrent", fmt.Sprint(res.Details.Concurrent))
+	row("  CPU seconds by process", formatCPU(res.Details.ReadyCPU))
+	row("  API server requests", strings.Join(firstN(res.Details.ReadyServerRequests, 12), " "))
 	tw.Flush()
 }
 

@@ -44,19 +44,21 @@ func (cfg Config) withControllers() (Config, error) {
 	case ControllersWindlass:
 		return cfg, nil
 	case ControllersReference:
-		return cfg, cfg.checkReference()
+		return cfg, cfg.checkOthers("runs source-controller and kustomize-controller with git sources")
+	case ControllersNone:
+		return cfg, cfg.checkOthers("applies the workload of git sources and Kustomizations itself")
 	default:
-		return cfg, fmt.Errorf("unknown controllers %q: choose %s or %s", cfg.Controllers, ControllersWindlass, ControllersReference)
+		return cfg, fmt.Errorf("unknown controllers %q: choose %s, %s or %s", cfg.Controllers, ControllersWindlass, ControllersReference, ControllersNone)
 	}
 }
 
-// checkReference refuses, with -controllers reference, the flags whose
-// figures come from Windlass alone: the kinds that source-controller and
-// kustomize-controller do not serve, its UI, its profiles, and the
-// sources other than git.
-func (cfg Config) checkReference() error {
+// checkOthers refuses, with -controllers reference or none (which does
+// what), the flags whose figures come from Windlass alone: the kinds that
+// source-controller and kustomize-controller do not serve, its UI, its
+// profiles, and the sources other than git.
+func (cfg Config) checkOthers(does string) error {
 	refuse := func(what string) error {
-		return fmt.Errorf("-controllers %s runs source-controller and kustomize-controller with git sources: %s measures Windlass only", ControllersReference, what)
+		return fmt.Errorf("-controllers %s %s: %s measures Windlass only", cfg.Controllers, does, what)
 	}
 	switch {
 	case cfg.Kind != "" && cfg.Kind != KindKustomization:
@@ -76,7 +78,7 @@ func (cfg Config) checkReference() error {
 	case cfg.PprofAddr != "":
 		return refuse("-pprof-addr")
 	case cfg.KubeconfigViaEnv:
-		return fmt.Errorf("-kubeconfig-via-env is a diagnostic of windlass's flags: the reference controllers always read $KUBECONFIG")
+		return fmt.Errorf("-kubeconfig-via-env is a diagnostic of windlass's flags: -controllers %s runs no windlass", cfg.Controllers)
 	}
 	return nil
 }
@@ -96,6 +98,9 @@ type referenceBinary struct {
 // buildWindlass), or the reference controllers with hack/reference.sh
 // (once, into its cache folder), reporting to logw.
 func (cl *Cluster) build(controllers string, asImage bool, logw io.Writer) error {
+	if controllers == ControllersNone {
+		return nil
+	}
 	if controllers != ControllersReference {
 		var err error
 		cl.Bin, err = buildWindlass(testenv.RepoRoot(), cl.dir, asImage)

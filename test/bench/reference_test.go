@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/windlass-dev/windlass/internal/manager"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -34,7 +35,7 @@ func TestReferenceConfig(t *testing.T) {
 		{"ui", Config{N: 1, Controllers: ControllersReference, UI: true}, 0, "-ui measures Windlass only"},
 		{"profile", Config{N: 1, Controllers: ControllersReference, ProfileDir: "/tmp/p"}, 0, "-profile measures Windlass only"},
 		{"pprof", Config{N: 1, Controllers: ControllersReference, PprofAddr: "127.0.0.1:6060"}, 0, "-pprof-addr measures Windlass only"},
-		{"kubeconfig via env", Config{N: 1, Controllers: ControllersReference, KubeconfigViaEnv: true}, 0, "always read $KUBECONFIG"},
+		{"kubeconfig via env", Config{N: 1, Controllers: ControllersReference, KubeconfigViaEnv: true}, 0, "runs no windlass"},
 		{"no app", Config{Controllers: ControllersReference}, 0, "n must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +52,17 @@ func TestReferenceConfig(t *testing.T) {
 			g.Expect(cfg.Concurrent).To(Equal(tc.concurrent))
 		})
 	}
+}
+
+// TestFloorConfig: -controllers none applies as many applications at once
+// as windlass does, and refuses what measures Windlass only.
+func TestFloorConfig(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := Config{N: 1, Controllers: ControllersNone}.withDefaults()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Concurrent).To(Equal(manager.DefaultOptions().Concurrent))
+	_, err = Config{N: 1, Controllers: ControllersNone, Kind: KindHelmRelease}.withDefaults()
+	g.Expect(err).To(MatchError(ContainSubstring("-controllers none applies the workload of git sources and Kustomizations itself: -kind helmrelease measures Windlass only")))
 }
 
 func TestWindlassByDefault(t *testing.T) {
