@@ -1,6 +1,7 @@
 // Package versions tells the resourceVersion that the objects an applier
 // owns have now, from metadata-only watches of the objects that carry its
-// owner label: an applier that remembers the version it last saw an object
+// owner label (or that another label selector selects, such as Helm's
+// release Secrets): an applier that remembers the version it last saw an object
 // at knows, without a request, that nothing about it changed. A watch
 // starts on the first question about a kind and keeps only names and
 // versions, so that it holds a few hundred bytes per owned object and

@@ -27,8 +27,12 @@ type SecretVersions interface {
 }
 
 // ReleaseSecretsSelector selects the Secrets in which the SDK's Secrets
-// driver stores releases.
-const ReleaseSecretsSelector = "owner=helm"
+// driver stores releases, but those of superseded versions (most of any
+// release's history): the newest version of a release is never
+// superseded, nor is a version the moment it is stored, so that a watch
+// of these still tells whether the newest version is unchanged and no
+// next version exists, holding about one Secret per release.
+const ReleaseSecretsSelector = "owner=helm,status!=superseded"
 
 // DefaultNewestMaxBytes bounds what a NewestCache holds.
 const DefaultNewestMaxBytes = 32 << 20
