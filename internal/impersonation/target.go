@@ -90,6 +90,10 @@ type Target struct {
 	// Config reaches the target as the identity, for clients that build
 	// their own (the Helm SDK's).
 	Config *rest.Config
+	// Identity names the cluster and identity the target acts as
+	// ("local/<namespace>/<service account>"), for what must be kept
+	// apart between identities.
+	Identity string
 }
 
 // Identity says where and as whom a tenant's object acts.
@@ -147,6 +151,7 @@ func (f *Factory) cached(key string, build func() (*Target, error)) (*Target, er
 	if err != nil {
 		return nil, err
 	}
+	t.Identity = key
 	if f.targets == nil || len(f.targets) >= maxCachedTargets {
 		f.targets = map[string]*Target{}
 	}

@@ -56,8 +56,10 @@ func TestFactoryCachesTargetsPerIdentity(t *testing.T) {
 		return tgt
 	}
 	a := forSA("team-a", "deployer")
+	g.Expect(a.Identity).To(Equal("local/team-a/deployer"))
 	g.Expect(forSA("team-a", "deployer")).To(BeIdenticalTo(a))
 	g.Expect(forSA("team-b", "deployer")).NotTo(BeIdenticalTo(a))
+	g.Expect(forSA("team-b", "deployer").Identity).NotTo(Equal(a.Identity))
 	g.Expect(forSA("team-a", "other")).NotTo(BeIdenticalTo(a))
 
 	f.DefaultServiceAccount = "restricted"

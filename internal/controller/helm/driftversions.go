@@ -3,8 +3,6 @@ package helm
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +10,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // syncedVersions remembers, per HelmRelease, the resourceVersion at which
@@ -23,14 +22,7 @@ import (
 // watch of versions does not hold (an object deleted, a kind it does not
 // watch yet) is compared as before.
 type syncedVersions struct {
-	mu        sync.Mutex
-	byRelease map[types.NamespacedName]syncedRelease
-}
-
-// syncedRelease is what syncedVersions keeps of one HelmRelease.
-type syncedRelease struct {
-	basis    string
-	versions map[inventory.ObjMetadata]string
+	seen versions.Seen[inventory.ObjMetadata]
 }
 
 // driftBasis names what the objects of sc's deployed release are compared
@@ -44,15 +36,13 @@ func driftBasis(obj *helmv2.HelmRelease, sc *releaseScope) string {
 // were last found without drift against basis.
 func (s *syncedVersions) toCheck(ctx context.Context, key types.NamespacedName, basis string,
 	objs []*unstructured.Unstructured, versions ssa.VersionReader) []*unstructured.Unstructured {
-	s.mu.Lock()
-	known := s.byRelease[key]
-	s.mu.Unlock()
-	if known.basis != basis || len(known.versions) == 0 {
+	known := s.seen.Known(key, basis)
+	if len(known) == 0 {
 		return objs
 	}
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		seen, ok := known.versions[inventory.ObjMetadataOf(o)]
+		seen, ok := known[inventory.ObjMetadataOf(o)]
 		if ok {
 			if now, found := versions.ResourceVersion(ctx, o.GroupVersionKind(), o.GetNamespace(), o.GetName()); found && now == seen {
 				continue
@@ -67,26 +57,10 @@ func (s *syncedVersions) toCheck(ctx context.Context, key types.NamespacedName, 
 // without drift (inSync, with their versions) and forgets the drifted
 // ones; the objects it left out keep what was remembered of them.
 func (s *syncedVersions) record(key types.NamespacedName, basis string, inSync map[inventory.ObjMetadata]string, drifted []inventory.ObjMetadata) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byRelease == nil {
-		s.byRelease = map[types.NamespacedName]syncedRelease{}
-	}
-	// A new map each time: toCheck reads the one it found without the lock.
-	versions := map[inventory.ObjMetadata]string{}
-	if known := s.byRelease[key]; known.basis == basis {
-		maps.Copy(versions, known.versions)
-	}
-	maps.Copy(versions, inSync)
-	for _, id := range drifted {
-		delete(versions, id)
-	}
-	s.byRelease[key] = syncedRelease{basis: basis, versions: versions}
+	s.seen.Record(key, basis, inSync, drifted)
 }
 
 // forget drops what is remembered of the HelmRelease key.
 func (s *syncedVersions) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byRelease, key)
+	s.seen.Forget(key)
 }

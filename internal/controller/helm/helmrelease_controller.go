@@ -237,7 +237,7 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, 
 	}
 	opts := []helmaction.Option{helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)), helmaction.WithSandbox(rr.sandbox)}
 	if newest != nil {
-		opts = append(opts, helmaction.WithNewestCache(newest))
+		opts = append(opts, helmaction.WithNewestCache(newest, t.Identity))
 	}
 	run, err := helmaction.New(getter, storageNamespace, opts...)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // With a VersionReader (the reconciler's Versions), a run with nothing new
@@ -26,17 +27,14 @@ import (
 // healthyVersions remembers, per Kustomization, the resourceVersion at
 // which each checked object was last Current.
 type healthyVersions struct {
-	mu     sync.Mutex
-	states map[types.NamespacedName]map[health.ObjectRef]string
+	seen versions.Seen[health.ObjectRef]
 }
 
 // toCheck returns the refs that must be checked: those not known to be
 // Current at the version versions gives them now.
 func (h *healthyVersions) toCheck(ctx context.Context, key types.NamespacedName, refs []health.ObjectRef,
 	versions ssa.VersionReader) []health.ObjectRef {
-	h.mu.Lock()
-	known := h.states[key]
-	h.mu.Unlock()
+	known := h.seen.Known(key, "")
 	if len(known) == 0 {
 		return refs
 	}
@@ -59,31 +57,21 @@ func (h *healthyVersions) toCheck(ctx context.Context, key types.NamespacedName,
 // record remembers the versions at which the objects of result that were
 // read (reads) are Current, and forgets the others.
 func (h *healthyVersions) record(key types.NamespacedName, result health.Result, reads *recordingReader) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.states == nil {
-		h.states = map[types.NamespacedName]map[health.ObjectRef]string{}
-	}
-	known := h.states[key]
-	if known == nil {
-		known = map[health.ObjectRef]string{}
-		h.states[key] = known
-	}
+	current := map[health.ObjectRef]string{}
+	var others []health.ObjectRef
 	for _, s := range result {
-		obj := reads.read(s.Ref)
-		if s.Status == health.Current && obj != nil {
-			known[s.Ref] = obj.GetResourceVersion()
+		if obj := reads.read(s.Ref); s.Status == health.Current && obj != nil {
+			current[s.Ref] = obj.GetResourceVersion()
 		} else {
-			delete(known, s.Ref)
+			others = append(others, s.Ref)
 		}
 	}
+	h.seen.Record(key, "", current, others)
 }
 
 // forget drops what is remembered of key.
 func (h *healthyVersions) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.states, key)
+	h.seen.Forget(key)
 }
 
 // recordingReader is a reader that keeps the unstructured objects it

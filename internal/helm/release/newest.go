@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -57,7 +58,7 @@ type NewestCache struct {
 	bytes   int
 }
 
-type newestKey struct{ namespace, name string }
+type newestKey struct{ scope, namespace, name string }
 
 type newestEntry struct {
 	summary *releasev1.Release
@@ -68,9 +69,12 @@ type newestEntry struct {
 
 // WithNewestCache makes the Runner remember in c the newest release of
 // each name it reads, and RecoverPending answer from c while it is still
-// the newest. c must watch the cluster the Runner acts on.
-func WithNewestCache(c *NewestCache) Option {
-	return func(r *Runner) { r.newest = c }
+// the newest. c must watch the cluster the Runner acts on. What a Runner
+// remembers serves only the Runners of the same scope (the identity they
+// act as): a release read with one identity's rights is never handed to
+// another.
+func WithNewestCache(c *NewestCache, scope string) Option {
+	return func(r *Runner) { r.newest, r.newestScope = c, scope }
 }
 
 // NewNewestCache returns a cache validated by versions and bounded to
@@ -83,9 +87,9 @@ func NewNewestCache(versions SecretVersions, maxBytes int) *NewestCache {
 }
 
 // get returns a copy of the summary of the newest release name stored in
-// namespace, when it is remembered and still the newest.
-func (c *NewestCache) get(ctx context.Context, namespace, name string) (*releasev1.Release, bool) {
-	key := newestKey{namespace, name}
+// namespace, when scope remembers it and it is still the newest.
+func (c *NewestCache) get(ctx context.Context, scope, namespace, name string) (*releasev1.Release, bool) {
+	key := newestKey{scope, namespace, name}
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
@@ -102,9 +106,9 @@ func (c *NewestCache) get(ctx context.Context, namespace, name string) (*release
 	return copySummary(e.summary), true
 }
 
-// put remembers rel, read at resourceVersion, as the newest release of its
-// name in namespace.
-func (c *NewestCache) put(namespace string, rel *releasev1.Release, resourceVersion string) {
+// put remembers for scope rel, read at resourceVersion, as the newest
+// release of its name in namespace.
+func (c *NewestCache) put(scope, namespace string, rel *releasev1.Release, resourceVersion string) {
 	if rel == nil || resourceVersion == "" {
 		return
 	}
@@ -113,10 +117,13 @@ func (c *NewestCache) put(namespace string, rel *releasev1.Release, resourceVers
 	}
 	summary := summarize(rel)
 	size := len(summary.Manifest) + len(summary.Name) + len(summary.Namespace) + 1024
+	if values, err := json.Marshal(summary.Config); err == nil {
+		size += len(values)
+	}
 	if summary.Info != nil {
 		size += len(summary.Info.Description) + len(summary.Info.Notes)
 	}
-	key := newestKey{namespace, rel.Name}
+	key := newestKey{scope, namespace, rel.Name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropLocked(key)
@@ -133,11 +140,15 @@ func (c *NewestCache) put(namespace string, rel *releasev1.Release, resourceVers
 	c.bytes += size
 }
 
-// forget drops the release name stored in namespace.
+// forget drops the release name stored in namespace, for every scope.
 func (c *NewestCache) forget(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropLocked(newestKey{namespace, name})
+	for key := range c.entries {
+		if key.namespace == namespace && key.name == name {
+			c.dropLocked(key)
+		}
+	}
 }
 
 func (c *NewestCache) dropLocked(key newestKey) {
@@ -241,8 +252,8 @@ func (s *recordingSecrets) listedVersion(name string, version int) string {
 	return s.listed[secretName(name, version)]
 }
 
-// forgetSecret forgets the release whose version secret (a Secret's name)
-// stores.
+// forgetSecret forgets, for every scope, the release whose remembered
+// version secret (a Secret's name) stores.
 func (c *NewestCache) forgetSecret(namespace, secret string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

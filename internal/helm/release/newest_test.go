@@ -46,7 +46,7 @@ func newestFixture(t *testing.T) (*fixture, *testutil.RequestCounter) {
 		t.Fatalf("NewGetter: %v", err)
 	}
 	f := &fixture{storage: env.CreateNamespace(t), target: env.CreateNamespace(t)}
-	if f.runner, err = New(counted, f.storage, WithSandbox(testSandbox(t)), WithNewestCache(NewNewestCache(watch, 0))); err != nil {
+	if f.runner, err = New(counted, f.storage, WithSandbox(testSandbox(t)), WithNewestCache(NewNewestCache(watch, 0), "local/test")); err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return f, lists
@@ -122,7 +122,8 @@ func (fakeVersions) Synced(context.Context, schema.GroupVersionKind) bool { retu
 
 // TestNewestCacheBounds: the cache holds no more than its bound in bytes,
 // dropping others for a new release; a release larger than the bound, or
-// pending, is not kept.
+// pending, is not kept; what one scope (identity) read serves it only, and
+// a write forgets it for all.
 func TestNewestCacheBounds(t *testing.T) {
 	g := NewWithT(t)
 	release := func(name, manifest string, status rcommon.Status) *releasev1.Release {
@@ -130,26 +131,41 @@ func TestNewestCacheBounds(t *testing.T) {
 	}
 	c := NewNewestCache(fakeVersions{missing: map[string]bool{
 		secretName("a", 2): true, secretName("b", 2): true, secretName("c", 2): true, secretName("big", 2): true, secretName("p", 2): true}}, 6000)
-	c.put("ns", release("a", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
-	c.put("ns", release("b", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
-	_, ok := c.get(context.Background(), "ns", "a")
+	c.put("s", "ns", release("a", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
+	c.put("s", "ns", release("b", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
+	_, ok := c.get(context.Background(), "s", "ns", "a")
 	g.Expect(ok).To(BeTrue())
-	c.put("ns", release("c", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
+	c.put("s", "ns", release("c", strings.Repeat("x", 1500), rcommon.StatusDeployed), "1")
 	g.Expect(c.bytes).To(BeNumerically("<=", 6000))
 	g.Expect(c.entries).To(HaveLen(2), "one was dropped for the third")
-	_, ok = c.get(context.Background(), "ns", "c")
+	_, ok = c.get(context.Background(), "s", "ns", "c")
 	g.Expect(ok).To(BeTrue())
 
-	c.put("ns", release("big", strings.Repeat("x", 7000), rcommon.StatusDeployed), "1")
-	_, ok = c.get(context.Background(), "ns", "big")
+	c.put("s", "ns", release("big", strings.Repeat("x", 7000), rcommon.StatusDeployed), "1")
+	_, ok = c.get(context.Background(), "s", "ns", "big")
 	g.Expect(ok).To(BeFalse(), "larger than the bound")
-	c.put("ns", release("p", "", rcommon.StatusPendingInstall), "1")
-	_, ok = c.get(context.Background(), "ns", "p")
+	bigValues := release("big", "", rcommon.StatusDeployed)
+	bigValues.Config = map[string]any{"blob": strings.Repeat("v", 7000)}
+	c.put("s", "ns", bigValues, "1")
+	_, ok = c.get(context.Background(), "s", "ns", "big")
+	g.Expect(ok).To(BeFalse(), "values count toward the bound")
+	c.put("s", "ns", release("p", "", rcommon.StatusPendingInstall), "1")
+	_, ok = c.get(context.Background(), "s", "ns", "p")
 	g.Expect(ok).To(BeFalse(), "pending: recovered from a full read")
 	g.Expect(c.bytes).To(BeNumerically("<=", 6000))
 
 	c2 := NewNewestCache(fakeVersions{}, 0)
-	c2.put("ns", release("a", "", rcommon.StatusDeployed), "1")
-	_, ok = c2.get(context.Background(), "ns", "a")
+	c2.put("s", "ns", release("a", "", rcommon.StatusDeployed), "1")
+	_, ok = c2.get(context.Background(), "s", "ns", "a")
 	g.Expect(ok).To(BeFalse(), "a next version exists")
+
+	c3 := NewNewestCache(fakeVersions{missing: map[string]bool{secretName("a", 2): true}}, 0)
+	c3.put("local/team-a/deployer", "ns", release("a", "", rcommon.StatusDeployed), "1")
+	_, ok = c3.get(context.Background(), "local/team-b/deployer", "ns", "a")
+	g.Expect(ok).To(BeFalse(), "a release read with one identity's rights is not handed to another")
+	_, ok = c3.get(context.Background(), "local/team-a/deployer", "ns", "a")
+	g.Expect(ok).To(BeTrue())
+	c3.forget("ns", "a")
+	_, ok = c3.get(context.Background(), "local/team-a/deployer", "ns", "a")
+	g.Expect(ok).To(BeFalse(), "a write forgets the release for every scope")
 }

@@ -51,9 +51,10 @@ type Runner struct {
 	// sandbox, when set, renders charts in bounded child processes
 	// (WithSandbox).
 	sandbox *sandbox.Renderer
-	// newest, when set, remembers the newest release of each name
-	// (WithNewestCache).
-	newest *NewestCache
+	// newest, when set, remembers the newest release of each name for
+	// the Runners of newestScope (WithNewestCache).
+	newest      *NewestCache
+	newestScope string
 }
 
 // Option configures a Runner.
@@ -168,7 +169,7 @@ func (r *Runner) History(releaseName string, max int) ([]*releasev1.Release, err
 	}
 	sort.Slice(rels, func(i, j int) bool { return rels[i].Version > rels[j].Version })
 	if rec != nil && len(rels) > 0 {
-		r.newest.put(r.storageNamespace, rels[0], rec.listedVersion(releaseName, rels[0].Version))
+		r.newest.put(r.newestScope, r.storageNamespace, rels[0], rec.listedVersion(releaseName, rels[0].Version))
 	}
 	if max > 0 && len(rels) > max {
 		rels = rels[:max]
@@ -194,7 +195,7 @@ func (r *Runner) RecoverPending(ctx context.Context, releaseName string) (last *
 		return nil, false, err
 	}
 	if r.newest != nil {
-		if summary, ok := r.newest.get(ctx, r.storageNamespace, releaseName); ok {
+		if summary, ok := r.newest.get(ctx, r.newestScope, r.storageNamespace, releaseName); ok {
 			return summary, false, nil // never pending
 		}
 	}
