@@ -27,7 +27,7 @@ const floorFieldManager = "bench-floor"
 // runFloor measures the floor under every controller on this machine: the
 // objects of cfg.N applications (those a Kustomization of the repo-per-app
 // layout applies) applied server-side by the benchmark itself,
-// cfg.Concurrent applications at a time, each object once, then the wait
+// cfg.Concurrent applications at a time (withDefaults sets it), each object once, then the wait
 // until every Deployment is Current, on the same control plane with
 // kube-controller-manager. No source is fetched, built or recorded, and no
 // status is written: what a run with controllers takes beyond this is
@@ -63,14 +63,14 @@ func runFloor(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applyApps(ctx, c, apps, max(cfg.Concurrent, 1)); err != nil {
+	if err := applyApps(ctx, c, apps, cfg.Concurrent); err != nil {
 		return nil, err
 	}
 	if err := <-current; err != nil {
 		return nil, err
 	}
 	res.ReadySeconds = time.Since(started).Seconds()
-	res.Details.Concurrent = max(cfg.Concurrent, 1)
+	res.Details.Concurrent = cfg.Concurrent
 	res.Details.ReadyCPU = cpuDelta(cpu0, processCPU())
 	res.Details.ReadyServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, restCfg))
 	fmt.Fprintf(cfg.Log, "bench: floor n=%d: every Deployment Current %.2fs after the first apply\n", cfg.N, res.ReadySeconds)

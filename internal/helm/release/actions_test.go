@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -167,7 +166,7 @@ func TestUninstall(t *testing.T) {
 func setStatus(t *testing.T, f *fixture, name string, version int, status rcommon.Status) {
 	t.Helper()
 	d := driver.NewSecrets(getter(t).clientset.CoreV1().Secrets(f.storage))
-	key := "sh.helm.release.v1." + name + ".v" + strconv.Itoa(version)
+	key := secretName(name, version)
 	stored, err := d.Get(key)
 	if err != nil {
 		t.Fatalf("reading release %s: %v", key, err)

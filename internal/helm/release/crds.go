@@ -145,8 +145,8 @@ func waitEstablished(ctx context.Context, client dynamic.ResourceInterface, name
 // that would not find their kind.
 func waitDiscoverable(ctx context.Context, disc discovery.DiscoveryInterface, crds []*unstructured.Unstructured) error {
 	for _, crd := range crds {
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 		for _, gv := range servedVersions(crd) {
-			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true,
 				func(context.Context) (bool, error) {
 					list, err := disc.ServerResourcesForGroupVersion(gv.String())

@@ -187,8 +187,7 @@ func appliedObjects(resources kube.ResourceList) map[string]*unstructured.Unstru
 		if !ok || u.GetResourceVersion() == "" {
 			continue
 		}
-		gvk := u.GroupVersionKind()
-		out[inventory.ObjMetadata{Namespace: u.GetNamespace(), Name: u.GetName(), Group: gvk.Group, Kind: gvk.Kind}.ID()] = u
+		out[inventory.ObjMetadataOf(u).ID()] = u
 	}
 	return out
 }
