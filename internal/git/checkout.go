@@ -194,7 +194,7 @@ func (c *Client) checkout(ctx context.Context, repo *gogit.Repository, r *remote
 		return nil, err
 	}
 	sparse, _ := cleanSparseDirs(opts.SparseCheckoutDirectories)
-	if err := c.checkoutWorkTree(ctx, repo, r, commitObj.Hash, sparse, opts.RecurseSubmodules); err != nil {
+	if err := c.checkoutWorkTree(ctx, repo, r, commitObj.Hash, sparse, opts); err != nil {
 		return nil, err
 	}
 	commit, err := newCommit(commitObj, ref)
@@ -215,13 +215,18 @@ func (c *Client) checkout(ctx context.Context, repo *gogit.Repository, r *remote
 }
 
 // checkoutWorkTree checks out commit with its submodules, limited to the
-// sparse directories.
+// sparse directories. A checkout that needs no index (nothing commits from
+// it, and it has no submodules to update) only writes the files of the
+// commit (see writeTree).
 func (c *Client) checkoutWorkTree(ctx context.Context, repo *gogit.Repository, r *remote,
-	commit plumbing.Hash, sparse []string, submodules bool) error {
+	commit plumbing.Hash, sparse []string, opts CheckoutOptions) error {
+	if !opts.RecurseSubmodules && !opts.index {
+		return writeTree(repo, commit, c.workDir, sparse, c.limits.checkout)
+	}
 	if err := checkoutTree(repo, commit, sparse); err != nil {
 		return err
 	}
-	if submodules {
+	if opts.RecurseSubmodules {
 		if len(sparse) > 0 {
 			if err := writeGitmodules(repo, commit); err != nil {
 				return fmt.Errorf("reading .gitmodules: %w", err)

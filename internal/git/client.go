@@ -56,6 +56,9 @@ type CheckoutOptions struct {
 	// checkout. When the remote still points there, Clone does not clone and
 	// returns a partial commit (see IsConcreteCommit).
 	LastObservedCommit string
+	// index makes the checkout keep go-git's index, which a Workspace
+	// commits from (see Open).
+	index bool
 
 	// The byte limits below bound one Clone as a whole: every request it
 	// makes, the repository and all its submodules count against the same

@@ -75,6 +75,7 @@ func (c *Client) Open(ctx context.Context, rawURL string, opts CheckoutOptions) 
 	if err := validateWorkspaceOptions(opts); err != nil {
 		return nil, nil, err
 	}
+	opts.index = true
 	commit, err := c.Clone(ctx, rawURL, opts)
 	if err != nil {
 		return nil, nil, err

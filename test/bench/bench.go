@@ -268,6 +268,17 @@ func (cfg Config) withHelmDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// ChangeSteps splits the change phase's time.
+type ChangeSteps struct {
+	// ChangedSeconds runs from the start of the change until the source
+	// server holds it (the commit, push or put returned).
+	ChangedSeconds float64 `json:"changed_seconds"`
+	// ArtifactSeconds runs from the start of the change until application
+	// 0's source has an artifact of it, as a watch of the source saw it
+	// (a watch of its own: it may see it after the Kustomization's).
+	ArtifactSeconds float64 `json:"artifact_seconds"`
+}
+
 // Result holds the figures of one run. The JSON keys are the benchmark's
 // published format; Details are shown in the table only.
 type Result struct {
@@ -299,6 +310,9 @@ type Result struct {
 	// applied. A -kind helmrelease run has no change phase and leaves it
 	// out.
 	ChangeToAppliedSeconds float64 `json:"change_to_applied_seconds,omitempty"`
+	// ChangeSteps splits ChangeToAppliedSeconds: when the change was in
+	// the source server, and when the source had the artifact of it.
+	ChangeSteps *ChangeSteps `json:"change_steps,omitempty"`
 	// NoopTickSeconds runs from the first reconcile request of the no-op
 	// tick until every object has handled it.
 	NoopTickSeconds float64 `json:"noop_tick_seconds"`

@@ -79,6 +79,8 @@ func TestSmoke(t *testing.T) {
 			g.Expect(res.N).To(Equal(tc.n))
 			g.Expect(res.ReadySeconds).To(BeNumerically(">", 0))
 			g.Expect(res.ChangeToAppliedSeconds).To(BeNumerically(">", 0))
+			g.Expect(res.ChangeSteps).NotTo(BeNil())
+			g.Expect(res.ChangeSteps.ChangedSeconds).To(BeNumerically("<=", res.ChangeSteps.ArtifactSeconds))
 			g.Expect(res.NoopTickSeconds).To(BeNumerically(">", 0))
 			g.Expect(res.APIRequests).To(BeNumerically(">", 0))
 			g.Expect(res.Source).To(Equal(tc.kind))
@@ -100,7 +102,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			keys := 15
+			keys := 16
 			g.Expect(res.ReadyRequests).NotTo(BeNil())
 			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue("Kustomization", BeNumerically(">", 0)))
 			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue(tc.kind, BeNumerically(">", 0)))
@@ -117,6 +119,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(got).To(HaveKeyWithValue("layout", tc.layout))
 			g.Expect(got).To(HaveKeyWithValue("source", tc.kind))
 			g.Expect(got).To(HaveKeyWithValue("noop_tick_downloads", HaveLen(len(tc.downloads))))
+			g.Expect(got).To(HaveKeyWithValue("change_steps", HaveKey("artifact_seconds")))
 			for _, key := range []string{"ready_seconds", "peak_rss_bytes", "cpu_seconds", "api_requests",
 				"change_to_applied_seconds", "noop_tick_seconds", "noop_tick_writes"} {
 				g.Expect(got).To(HaveKeyWithValue(key, BeNumerically(">=", 0)))

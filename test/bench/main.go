@@ -434,6 +434,9 @@ func printTable(w io.Writer, res *Result) {
 	}
 	if res.Helm == nil {
 		row("change_to_applied_seconds", fmt.Sprintf("%.2f", res.ChangeToAppliedSeconds))
+		if st := res.ChangeSteps; st != nil {
+			row("  in the source server, artifact after", fmt.Sprintf("%.2fs, %.2fs", st.ChangedSeconds, st.ArtifactSeconds))
+		}
 	}
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
 	row("noop_tick_downloads", formatCounts(res.NoopTickDownloads))

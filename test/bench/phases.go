@@ -145,6 +145,8 @@ func (r *run) changePhase(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	steps := &ChangeSteps{ChangedSeconds: time.Since(start).Seconds()}
+	artifact := r.waitArtifact(ctx, head, start, steps)
 	token := "bench-change-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	src := r.kit.NewObject()
 	src.SetNamespace(r.ns)
@@ -157,7 +159,12 @@ func (r *run) changePhase(ctx context.Context, res *Result) error {
 		return r.withOutput(fmt.Errorf("waiting for the change to be applied: %w", err))
 	}
 	res.ChangeToAppliedSeconds = time.Since(start).Seconds()
-	r.logf("change applied in %.2fs", res.ChangeToAppliedSeconds)
+	if err := <-artifact; err != nil {
+		return err
+	}
+	res.ChangeSteps = steps
+	r.logf("change applied in %.2fs (in the source server after %.2fs, its artifact after %.2fs)",
+		res.ChangeToAppliedSeconds, steps.ChangedSeconds, steps.ArtifactSeconds)
 	// Let every Kustomization settle on its source's head (in the monorepo
 	// layout, every one of them applies the new revision).
 	heads, err := r.kit.Heads()
@@ -172,6 +179,24 @@ func (r *run) changePhase(ctx context.Context, res *Result) error {
 		return r.withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
 	}
 	return nil
+}
+
+// waitArtifact waits, in the background, until application 0's source has
+// an artifact of head, and records when in steps; the channel gets the
+// wait's error once it ends.
+func (r *run) waitArtifact(ctx context.Context, head string, start time.Time, steps *ChangeSteps) <-chan error {
+	done := make(chan error, 1)
+	atHead := func(obj client.Object) bool {
+		a, ok := obj.(interface{ GetArtifact() *meta.Artifact })
+		return ok && a.GetArtifact() != nil && strings.HasSuffix(a.GetArtifact().Revision, ":"+head)
+	}
+	go func() {
+		err := waitAll(ctx, r.c, r.ns, r.kit.NewList(), 1, atHead, describeSource,
+			client.MatchingFields{"metadata.name": r.kit.SourceName(0)})
+		steps.ArtifactSeconds = time.Since(start).Seconds()
+		done <- err
+	}()
+	return done
 }
 
 // noopTick requests a reconcile of every object in all with nothing

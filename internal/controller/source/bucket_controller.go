@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"os"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +14,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=buckets,verbs=get;list;watch;create;update;patch;delete
@@ -99,7 +99,5 @@ type bucketScope struct {
 }
 
 func (sc *bucketScope) cleanup() {
-	if sc.workDir != "" {
-		_ = os.RemoveAll(sc.workDir)
-	}
+	workdir.RemoveLater(sc.workDir)
 }

@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +20,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch;create;update;patch;delete
@@ -153,7 +153,5 @@ type gitScope struct {
 }
 
 func (sc *gitScope) cleanup() {
-	if sc.workDir != "" {
-		_ = os.RemoveAll(sc.workDir)
-	}
+	workdir.RemoveLater(sc.workDir)
 }

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,6 +15,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/workdir"
 )
 
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;update;patch;delete
@@ -100,7 +100,5 @@ type ociScope struct {
 }
 
 func (sc *ociScope) cleanup() {
-	if sc.workDir != "" {
-		_ = os.RemoveAll(sc.workDir)
-	}
+	workdir.RemoveLater(sc.workDir)
 }
