@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,10 +12,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	hchart "helm.sh/helm/v4/pkg/chart/v2"
+	hrelease "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -204,6 +208,50 @@ func TestQuietRunReadsNoRelease(t *testing.T) {
 	g.Expect(got.Status.History[0].Version).To(Equal(2), "the new version, not the remembered one")
 	g.Expect(got.Status.History[0].Status).To(Equal("deployed"))
 }
+
+// TestFirstInstallReadsNoHistory: the first install of a name records the
+// one release it made as the history, without reading the records back;
+// the history is the one Helm's storage holds.
+func TestFirstInstallReadsNoHistory(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	newRepository(t, g, ns, helmtest.Chart(t, "app", "1.0.0"))
+	hr := newRelease(g, ns, "first", "app")
+	got := waitForHR(g, client.ObjectKeyFromObject(hr), hrReady("1.0.0"))
+	g.Expect(secretLists.In(ns)).To(Equal(firstInstallLists),
+		"the lists of an install: the recovery of a pending release and Helm's check that the name is free")
+
+	stored, err := storedHistory(ns, "first")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Status.History).To(HaveLen(1))
+	// As the API server keeps it: times to the second.
+	data, err := json.Marshal(snapshots(stored, 0))
+	g.Expect(err).NotTo(HaveOccurred())
+	var want helmv2.Snapshots
+	g.Expect(json.Unmarshal(data, &want)).To(Succeed())
+	g.Expect(got.Status.History).To(Equal(want))
+}
+
+// storedHistory reads the records of the release name from Helm's storage
+// in ns.
+func storedHistory(ns, name string) ([]*hrelease.Release, error) {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	found, err := driver.NewSecrets(cs.CoreV1().Secrets(ns)).Query(map[string]string{"name": name, "owner": "helm"})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*hrelease.Release, 0, len(found))
+	for _, r := range found {
+		out = append(out, r.(*hrelease.Release))
+	}
+	return out, nil
+}
+
+// firstInstallLists is what the first install of a release lists.
+const firstInstallLists = 2
 
 // releaseSecretVersion returns the resourceVersion of a release record.
 func releaseSecretVersion(g *WithT, ns, name string, version int) string {

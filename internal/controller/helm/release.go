@@ -36,6 +36,9 @@ type releaseScope struct {
 	last *hrelease.Release
 	// acted is set when the run changed the release's records.
 	acted bool
+	// installedFirst is set when the run installed a name that had no
+	// record: the release it made is then the whole history.
+	installedFirst bool
 	// applied holds the versions that the applies of the run's install or
 	// upgrade left the release's objects at; appliedVersion is the version
 	// of the release they made, once it deployed.
@@ -211,6 +214,7 @@ func (r *HelmReleaseReconciler) act(ctx context.Context, obj *helmv2.HelmRelease
 		err error
 	)
 	if action == helmv2.ReleaseActionInstall {
+		sc.installedFirst = last == nil
 		rel, err = r.install(ctx, obj, sc, last)
 	} else {
 		rel, err = helmAction(helmv2.ReleaseActionUpgrade, func() (*hrelease.Release, error) {

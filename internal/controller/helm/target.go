@@ -137,8 +137,14 @@ func (r *HelmReleaseReconciler) recordRelease(ctx context.Context, obj *helmv2.H
 		obj.Status.Inventory = nil
 		return nil
 	}
-	if latest := obj.Status.History.Latest(); sc.acted || latest == nil || latest.Version != sc.last.Version ||
-		latest.Status != string(sc.last.Info.Status) || latest.Name != sc.last.Name {
+	latest := obj.Status.History.Latest()
+	switch {
+	case sc.installedFirst && sc.last.Version == 1:
+		// The one record of the name, whatever the test or remediation
+		// that followed the install did to it.
+		obj.Status.History = snapshots([]*hrelease.Release{sc.last}, obj.GetMaxHistory())
+	case sc.acted || latest == nil || latest.Version != sc.last.Version ||
+		latest.Status != string(sc.last.Info.Status) || latest.Name != sc.last.Name:
 		history, err := sc.runner.History(sc.last.Name, obj.GetMaxHistory())
 		if err != nil {
 			return outcome.Fail(helmv2.GetLastReleaseFailedReason, fmt.Errorf("reading the release history: %w", err))
