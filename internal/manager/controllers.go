@@ -348,9 +348,9 @@ func (m *Manager) versionsOf(owner ssa.Owner) (*versions.Cache, error) {
 }
 
 // versionsSelected returns a versions cache, run by the manager, of the
-// objects that the label selector selects.
-func (m *Manager) versionsSelected(selector string) (*versions.Cache, error) {
-	selected, err := versions.New(m.GetConfig(), m.GetRESTMapper(), selector)
+// objects that the label selector selects, made with opts.
+func (m *Manager) versionsSelected(selector string, opts ...versions.Option) (*versions.Cache, error) {
+	selected, err := versions.New(m.GetConfig(), m.GetRESTMapper(), selector, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,9 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		ChartCacheMaxMemory:  opts.Helm.ChartCacheMaxMemory,
 		Sandbox:              renderer,
 	}
-	owned, err := m.versionsOf(ssa.Owner{Group: helmv2.GroupVersion.Group})
+	// Drift detection judges the objects of a release by the helm
+	// controller's own fields in them (see versions.WithFieldsOf).
+	owned, err := m.versionsSelected(ssa.Owner{Group: helmv2.GroupVersion.Group}.NameLabel(), versions.WithFieldsOf(helmaction.FieldManager))
 	if err != nil {
 		return err
 	}

@@ -25,12 +25,19 @@ import (
 // Runnable: its watches run once it is started.
 type Cache struct {
 	cache cache.Cache
+	// fieldManager is the manager whose FieldsDigest the cache keeps, if
+	// any (see WithFieldsOf).
+	fieldManager string
 }
 
 // New returns a Cache of the objects that selector selects (a label
 // selector: "owner=helm"; a bare key selects the objects that carry it,
 // whatever its value), on the cluster of cfg, whose kinds mapper resolves.
-func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string) (*Cache, error) {
+func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string, opts ...Option) (*Cache, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	selected, err := labels.Parse(selector)
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
@@ -41,13 +48,13 @@ func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string) (*Cache, 
 	c, err := cache.New(cfg, cache.Options{
 		Mapper:                      mapper,
 		DefaultLabelSelector:        selected,
-		DefaultTransform:            nameAndVersion,
+		DefaultTransform:            keep(o.fieldManager),
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	return &Cache{cache: c}, nil
+	return &Cache{cache: c, fieldManager: o.fieldManager}, nil
 }
 
 // Start runs the watches until ctx ends.
@@ -60,16 +67,27 @@ func (c *Cache) Start(ctx context.Context) error {
 // kind starts its watch and answers false: the caller reads the object
 // itself, as it does for any object the watch does not hold.
 func (c *Cache) ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	obj, ok := c.held(ctx, gvk, client.ObjectKey{Namespace: namespace, Name: name})
+	if !ok {
+		return "", false
+	}
+	return obj.GetResourceVersion(), true
+}
+
+// held returns what the cache holds of the object, when the watch of its
+// kind has synced and holds it; the first question about a kind starts its
+// watch.
+func (c *Cache) held(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, bool) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil || !inf.HasSynced() {
-		return "", false
+		return nil, false
 	}
-	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		return "", false
+	if err := c.cache.Get(ctx, key, obj); err != nil {
+		return nil, false
 	}
-	return obj.GetResourceVersion(), true
+	return obj, true
 }
 
 // Synced tells whether the watch of kind gvk has synced, so that an object
@@ -82,14 +100,27 @@ func (c *Cache) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
 	return err == nil && inf.HasSynced()
 }
 
-// nameAndVersion keeps of a watched object its kind, name, namespace and
-// resourceVersion.
-func nameAndVersion(o any) (any, error) {
-	m, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return o, nil
+// keep returns the transform that keeps of a watched object its kind,
+// name, namespace and resourceVersion, and the FieldsDigest of
+// fieldManager when there is one. Like every informer transform it may
+// be given what it returned before, and returns it unchanged.
+func keep(fieldManager string) func(o any) (any, error) {
+	return func(o any) (any, error) {
+		m, ok := o.(*metav1.PartialObjectMetadata)
+		if !ok || m.UID == "" {
+			// Not an object of the API server's (which all have a
+			// UID): one kept already, which the informer may pass
+			// again.
+			return o, nil
+		}
+		kept := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+		}}
+		if fieldManager != "" {
+			if digest := FieldsDigest(m, fieldManager); digest != "" {
+				kept.Annotations = map[string]string{fieldsAnnotation: digest}
+			}
+		}
+		return kept, nil
 	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
-	}}, nil
 }

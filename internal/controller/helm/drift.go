@@ -19,7 +19,7 @@ import (
 
 // localVersions returns r.Versions when obj's release is on the local
 // cluster, whose objects it watches; nil otherwise.
-func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) ssa.VersionReader {
+func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) FieldsReader {
 	if r.Versions == nil || obj.Spec.KubeConfig != nil {
 		return nil
 	}

@@ -23,11 +23,11 @@ import (
 // namespace.
 var dryRuns = &testutil.RequestCounter{Match: testutil.IsDryRun}
 
-// versionTable is a VersionReader that answers from a map of
-// "namespace/name" to resourceVersion.
+// versionTable is a FieldsReader that answers from a map of
+// "namespace/name" to fields version.
 type versionTable map[string]string
 
-func (v versionTable) ResourceVersion(_ context.Context, _ schema.GroupVersionKind, namespace, name string) (string, bool) {
+func (v versionTable) FieldsVersion(_ context.Context, _ schema.GroupVersionKind, namespace, name string) (string, bool) {
 	version, ok := v[namespace+"/"+name]
 	return version, ok
 }
@@ -95,8 +95,9 @@ func TestSyncedVersionsToCheck(t *testing.T) {
 
 // TestDriftDetectionLeavesOutObjectsThatDidNotMove: once drift detection
 // found a release's objects in sync and the watch of versions holds them,
-// a run sends no dry run; an object edited since is compared, and its
-// drift corrected, again.
+// a run sends no dry run, nor after another manager wrote a field of its
+// own; an object whose release fields were edited since is compared, and
+// its drift corrected, again.
 func TestDriftDetectionLeavesOutObjectsThatDidNotMove(t *testing.T) {
 	g := NewWithT(t)
 	ns, hr, got := deployedWithDriftDetection(t, g)
@@ -115,10 +116,22 @@ func TestDriftDetectionLeavesOutObjectsThatDidNotMove(t *testing.T) {
 	got = waitForHR(g, key, hrReady("1.0.0"))
 	g.Expect(conditions.Get(got, helmv2.DriftedCondition).Reason).To(Equal(helmv2.NoDriftDetectedReason))
 
+	// A write of another manager's own field (as a controller writes a
+	// status) moves the object's version but none of the release's
+	// fields: the runs after it compare nothing either.
 	cm := configMap(g, ns, "app-cm")
+	cm.Annotations["example.com/note"] = "another manager's"
+	g.Expect(env.Client.Update(context.Background(), cm, client.FieldOwner("annotator"))).To(Succeed())
+	before := dryRuns.In(ns)
+	for i := range 3 {
+		reconcileAndWait(g, hr, fmt.Sprintf("annotated-%d", i))
+	}
+	g.Expect(dryRuns.In(ns)).To(Equal(before), "another manager's field is not the release's")
+
+	cm = configMap(g, ns, "app-cm")
 	cm.Data["greeting"] = "changed by hand"
 	g.Expect(env.Client.Update(context.Background(), cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
-	before := dryRuns.In(ns)
+	before = dryRuns.In(ns)
 	reconcileUntil(g, hr, "edited", func(hr *helmv2.HelmRelease) bool {
 		return conditions.Reason(hr, helmv2.DriftedCondition) == helmv2.DriftCorrectedReason
 	})

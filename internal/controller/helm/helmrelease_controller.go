@@ -24,7 +24,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/dependency"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
-	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;update;patch;delete
@@ -66,11 +65,11 @@ type HelmReleaseReconciler struct {
 	// and time; when nil, SetupWithManager makes one with the default
 	// limits.
 	Sandbox *sandbox.Renderer
-	// Versions, when set, tells the resourceVersion that the objects
+	// Versions, when set, tells the fields version that the objects
 	// labelled with their HelmRelease have now: drift detection leaves out
-	// the objects still at the version at which it last found them without
-	// drift (releases on the local cluster only).
-	Versions ssa.VersionReader
+	// the objects still at the fields version at which it last found them
+	// without drift (releases on the local cluster only).
+	Versions FieldsReader
 	// Releases, when set, remembers the newest release of each HelmRelease
 	// on the local cluster, so that a run with nothing new reads no
 	// release Secret.

@@ -12,6 +12,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // Kind says how an object drifted.
@@ -53,7 +54,8 @@ type Report struct {
 	// Entries holds one Entry per drifted object.
 	Entries []Entry
 	// InSync holds the objects compared and found without drift, with the
-	// resourceVersion they had.
+	// fields version (versions.FieldsDigest of the field manager) they
+	// had.
 	InSync map[inventory.ObjMetadata]string
 
 	// ignore are the rules of the detection, for Correct.
@@ -188,7 +190,7 @@ func Detect(ctx context.Context, m *ssa.Manager, objs []*unstructured.Unstructur
 		kind, drifted := compare(p, ignore)
 		if !drifted {
 			if p.Live != nil {
-				report.InSync[p.Object] = p.Live.GetResourceVersion()
+				report.InSync[p.Object] = versions.FieldsDigest(p.Live, m.FieldManager())
 			}
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
 	"github.com/windlass-dev/windlass/internal/ssa"
+	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // compile compiles HelmRelease ignore rules as the controller does.
@@ -163,15 +164,15 @@ func TestDetect(t *testing.T) {
 			}
 			g.Expect(got).To(Equal(want))
 			g.Expect(report.Drifted()).To(Equal(len(want) > 0))
-			g.Expect(report.InSync).To(Equal(r.inSync(t, report)), "every object compared and not drifted, at its version")
+			g.Expect(report.InSync).To(Equal(r.inSync(t, report, fm)), "every object compared and not drifted, at its fields version")
 		})
 	}
 }
 
 // inSync returns the objects of the release that Detect compares (those
 // not annotated driftDetection: disabled) less the drifted ones of report,
-// each with the resourceVersion it has in the cluster.
-func (r *installed) inSync(t *testing.T, report *Report) map[inventory.ObjMetadata]string {
+// each with the fields version of manager it has in the cluster.
+func (r *installed) inSync(t *testing.T, report *Report, manager string) map[inventory.ObjMetadata]string {
 	t.Helper()
 	drifted := map[inventory.ObjMetadata]bool{}
 	for _, id := range report.DriftedObjects() {
@@ -183,7 +184,7 @@ func (r *installed) inSync(t *testing.T, report *Report) map[inventory.ObjMetada
 		if Disabled(o) || drifted[id] {
 			continue
 		}
-		out[id] = r.get(t, o.GetAPIVersion(), o.GetKind(), o.GetName()).GetResourceVersion()
+		out[id] = versions.FieldsDigest(r.get(t, o.GetAPIVersion(), o.GetKind(), o.GetName()), manager)
 	}
 	return out
 }

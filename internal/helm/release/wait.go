@@ -14,6 +14,7 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/inventory"
+	objversions "github.com/windlass-dev/windlass/internal/versions"
 )
 
 // Polls of a checkWaiter: the first soon after the action applied, then
@@ -55,8 +56,9 @@ func (c *checkingClient) IsReachable() error {
 	return nil
 }
 
-// AppliedFunc receives the resourceVersion that the API server gave each
-// object an apply of an action applied, by object.
+// AppliedFunc receives, by object, the fields version (see
+// versions.FieldsDigest, of FieldManager) that the API server's answer to
+// an apply of an action gave each object it applied.
 type AppliedFunc func(map[inventory.ObjMetadata]string)
 
 // observeApplied makes the applies of the action of cfg report to fn.
@@ -84,8 +86,8 @@ func (c *checkingClient) Update(original, target kube.ResourceList, opts ...kube
 	return res, err
 }
 
-// report gives c.applied the versions of the objects of resources that
-// the API server returned.
+// report gives c.applied the fields versions of the objects of resources
+// that the API server returned.
 func (c *checkingClient) report(resources kube.ResourceList) {
 	if c.applied == nil {
 		return
@@ -93,7 +95,7 @@ func (c *checkingClient) report(resources kube.ResourceList) {
 	applied := appliedObjects(resources)
 	out := make(map[inventory.ObjMetadata]string, len(applied))
 	for _, u := range applied {
-		out[inventory.ObjMetadataOf(u)] = u.GetResourceVersion()
+		out[inventory.ObjMetadataOf(u)] = objversions.FieldsDigest(u, FieldManager)
 	}
 	c.applied(out)
 }
