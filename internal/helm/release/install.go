@@ -100,7 +100,7 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	if err := r.applyCRDs(waitCtx, ch, policy); err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
-	cfg, err := r.config(waitCtx, opts.Namespace)
+	cfg, rec, err := r.recordedConfig(waitCtx, opts.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
@@ -140,6 +140,11 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 	rel = restore(rel)
 	if err != nil {
 		return rel, fmt.Errorf("installing release %s: %w", opts.ReleaseName, withoutSecrets(err, rel))
+	}
+	if cerr == nil {
+		// The install's last write stored rel: the next run need not
+		// read it back.
+		r.remember(rec, rel)
 	}
 	return rel, cerr
 }

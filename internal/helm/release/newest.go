@@ -190,8 +190,8 @@ func copySummary(rel *releasev1.Release) *releasev1.Release {
 
 // recordingSecrets is the Secrets client of a Runner's storage that tells
 // a NewestCache what it lists and writes: the resourceVersion of each
-// release Secret listed, and the names of the releases it writes, which
-// the cache forgets.
+// release Secret listed or written, and the names of the releases it
+// writes, which the cache forgets.
 type recordingSecrets struct {
 	typedcorev1.SecretInterface
 	namespace string
@@ -206,27 +206,42 @@ func (s *recordingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*
 	if err != nil {
 		return list, err
 	}
+	for i := range list.Items {
+		s.record(&list.Items[i])
+	}
+	return list, nil
+}
+
+// Create forgets the release, then creates as the wrapped client and
+// records the version written.
+func (s *recordingSecrets) Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	s.forget(secret)
+	created, err := s.SecretInterface.Create(ctx, secret, opts)
+	if err == nil {
+		s.record(created)
+	}
+	return created, err
+}
+
+// Update forgets the release, then updates as the wrapped client and
+// records the version written.
+func (s *recordingSecrets) Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	s.forget(secret)
+	updated, err := s.SecretInterface.Update(ctx, secret, opts)
+	if err == nil {
+		s.record(updated)
+	}
+	return updated, err
+}
+
+// record records the version of secret, as the API server answered it.
+func (s *recordingSecrets) record(secret *corev1.Secret) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.listed == nil {
 		s.listed = map[string]string{}
 	}
-	for i := range list.Items {
-		s.listed[list.Items[i].Name] = list.Items[i].ResourceVersion
-	}
-	return list, nil
-}
-
-// Create forgets the release, then creates as the wrapped client.
-func (s *recordingSecrets) Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
-	s.forget(secret)
-	return s.SecretInterface.Create(ctx, secret, opts)
-}
-
-// Update forgets the release, then updates as the wrapped client.
-func (s *recordingSecrets) Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
-	s.forget(secret)
-	return s.SecretInterface.Update(ctx, secret, opts)
+	s.listed[secret.Name] = secret.ResourceVersion
 }
 
 // Delete forgets the release whose remembered newest version the Secret
@@ -244,8 +259,8 @@ func (s *recordingSecrets) forget(secret *corev1.Secret) {
 	s.newest.forgetSecret(s.namespace, secret.Name)
 }
 
-// listedVersion returns the resourceVersion listed for the Secret of
-// version of release name.
+// listedVersion returns the resourceVersion listed or written for the
+// Secret of version of release name.
 func (s *recordingSecrets) listedVersion(name string, version int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

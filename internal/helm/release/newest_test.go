@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/testutil"
 	objversions "github.com/windlass-dev/windlass/internal/versions"
@@ -110,6 +112,29 @@ func TestNewestCache(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(hist[0].Chart.Templates).NotTo(BeEmpty(), "what was stored is the full release")
 	recoverUntil(g, f, lists, "v3=failed")
+}
+
+// TestInstallRemembersTheRelease: the release an install stored is the
+// newest without a read: once the watch of release Secrets holds the
+// version the install wrote, RecoverPending answers it without a list.
+func TestInstallRemembersTheRelease(t *testing.T) {
+	g := NewWithT(t)
+	f, lists := newestFixture(t)
+	f.install(t, "app", basicChart(t, "1.0.0"), map[string]any{"greeting": "one"})
+
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.storage, Name: secretName("app", 1)}, secret)).To(Succeed())
+	g.Eventually(func() string {
+		v, _ := f.runner.newest.versions.ResourceVersion(context.Background(), secretKind, f.storage, secret.Name)
+		return v
+	}, 30*time.Second, 50*time.Millisecond).Should(Equal(secret.ResourceVersion))
+	before := lists.In(f.storage)
+	rel, recovered, err := f.runner.RecoverPending(context.Background(), "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(recovered).To(BeFalse())
+	g.Expect(versions([]*releasev1.Release{rel})).To(Equal([]string{"v1=deployed"}))
+	g.Expect(rel.Config).To(HaveKeyWithValue("greeting", "one"))
+	g.Expect(lists.In(f.storage)).To(Equal(before), "answered without reading storage")
 }
 
 // fakeVersions answers every Secret at version "1".

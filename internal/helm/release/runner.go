@@ -117,13 +117,20 @@ func (r *Runner) recordedStorage() (*storage.Storage, *recordingSecrets, error) 
 // config builds the action configuration of one action whose objects go to
 // namespace; waits of the action end when waitCtx ends.
 func (r *Runner) config(waitCtx context.Context, namespace string) (*action.Configuration, error) {
-	store, err := r.storage()
+	cfg, _, err := r.recordedConfig(waitCtx, namespace)
+	return cfg, err
+}
+
+// recordedConfig is config, with the Secrets client that records what the
+// storage lists and writes when the Runner has a NewestCache.
+func (r *Runner) recordedConfig(waitCtx context.Context, namespace string) (*action.Configuration, *recordingSecrets, error) {
+	store, rec, err := r.recordedStorage()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	caps, err := r.getter.capabilities()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kc := &kube.Client{Factory: r.getter.factory, Namespace: namespace}
 	// The legacy waiter reads the client's context; the others get it
@@ -136,7 +143,7 @@ func (r *Runner) config(waitCtx context.Context, namespace string) (*action.Conf
 	cfg.Releases = store
 	cfg.Capabilities = caps
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })
-	return cfg, nil
+	return cfg, rec, nil
 }
 
 // Last returns the newest release called releaseName, or nil when there is
@@ -147,6 +154,16 @@ func (r *Runner) Last(releaseName string) (*releasev1.Release, error) {
 		return nil, err
 	}
 	return hist[0], nil
+}
+
+// remember keeps rel, which an action of the Runner wrote last, as the
+// newest release of its name: rec recorded the version of its Secret that
+// the write's answer gave, as a list would have.
+func (r *Runner) remember(rec *recordingSecrets, rel *releasev1.Release) {
+	if rec == nil || rel == nil {
+		return
+	}
+	r.newest.put(r.newestScope, r.storageNamespace, rel, rec.listedVersion(rel.Name, rel.Version))
 }
 
 // History returns up to max releases called releaseName, newest first (all
