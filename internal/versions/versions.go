@@ -4,8 +4,9 @@
 // release Secrets): an applier that remembers the version it last saw an object
 // at knows, without a request, that nothing about it changed. A watch
 // starts on the first question about a kind and keeps only names and
-// versions, so that it holds a few hundred bytes per owned object and
-// nothing of the objects that are not owned.
+// versions (and, for a cache made WithFieldsOf, a digest of one field
+// manager's entry), so that it holds a few hundred bytes per owned object
+// and nothing of the objects that are not owned.
 package versions
 
 import (

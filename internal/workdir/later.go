@@ -26,9 +26,9 @@ var later = struct {
 }{}
 
 // RemoveLater removes dir and everything in it soon, in the background
-// (nothing when dir is empty),
-// ignoring errors as a deferred os.RemoveAll does: what stays behind is
-// in the process's work folder, which Remove and Sweep remove.
+// (nothing when dir is empty), ignoring errors as a deferred os.RemoveAll
+// does: what stays behind is in the process's work folder, which Remove
+// and Sweep remove.
 func RemoveLater(dir string) {
 	if dir == "" {
 		return
