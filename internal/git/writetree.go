@@ -100,7 +100,7 @@ func (w *treeWriter) writeEntry(e object.TreeEntry, p string) error {
 		// each, as git leaves it.
 		return os.Mkdir(abs, 0o755)
 	case filemode.Symlink:
-		target, err := w.readBlob(e.Hash, p)
+		target, err := w.readLink(e.Hash, p)
 		if err != nil {
 			return err
 		}
@@ -145,12 +145,19 @@ func (w *treeWriter) writeFile(e object.TreeEntry, p, abs string) (err error) {
 	return err
 }
 
-// readBlob reads the blob hash of the entry at p, counting it against the
-// budget.
-func (w *treeWriter) readBlob(hash plumbing.Hash, p string) ([]byte, error) {
+// maxLinkTarget is the longest target a symbolic link may have (Linux's
+// PATH_MAX): a longer one is refused before it is read into memory.
+const maxLinkTarget = 4096
+
+// readLink reads the target of the link at p, stored in the blob hash,
+// counting it against the budget.
+func (w *treeWriter) readLink(hash plumbing.Hash, p string) ([]byte, error) {
 	blob, err := object.GetBlob(w.objects, hash)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	if blob.Size > maxLinkTarget {
+		return nil, fmt.Errorf("%w %q: a link target of %d bytes", errInvalidEntry, p, blob.Size)
 	}
 	if err := w.budget.take(blob.Size); err != nil {
 		return nil, err

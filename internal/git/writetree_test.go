@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -94,6 +95,11 @@ func TestWriteTree_RefusesEntries(t *testing.T) {
 	tests := []struct {
 		name    string
 		entries []object.TreeEntry
+		// target is the links' target; a folder outside when empty.
+		target string
+		// want is the error: errInvalidEntry (refused before anything is
+		// written for the entry) when nil.
+		want error
 	}{
 		{name: "dot dot", entries: []object.TreeEntry{{Name: "..", Mode: filemode.Dir}}},
 		{name: "dot", entries: []object.TreeEntry{{Name: ".", Mode: filemode.Regular}}},
@@ -103,9 +109,11 @@ func TestWriteTree_RefusesEntries(t *testing.T) {
 		{name: "a separator", entries: []object.TreeEntry{{Name: "../escape", Mode: filemode.Regular}}},
 		{name: "a backslash", entries: []object.TreeEntry{{Name: `..\escape`, Mode: filemode.Regular}}},
 		{name: "a control character", entries: []object.TreeEntry{{Name: "a\x01", Mode: filemode.Regular}}},
-		{name: "empty", entries: []object.TreeEntry{{Name: "", Mode: filemode.Regular}}},
-		{name: "a name twice", entries: []object.TreeEntry{{Name: "f", Mode: filemode.Regular}, {Name: "f", Mode: filemode.Regular}}},
-		{name: "a link, then a folder of the same name", entries: []object.TreeEntry{
+		{name: "empty", want: object.ErrMalformedTree, entries: []object.TreeEntry{{Name: "", Mode: filemode.Regular}}},
+		{name: "a name twice", want: fs.ErrExist, entries: []object.TreeEntry{{Name: "f", Mode: filemode.Regular}, {Name: "f", Mode: filemode.Regular}}},
+		{name: "a link target longer than a path", target: strings.Repeat("a/", 2049),
+			entries: []object.TreeEntry{{Name: "long", Mode: filemode.Symlink}}},
+		{name: "a link, then a folder of the same name", want: fs.ErrExist, entries: []object.TreeEntry{
 			{Name: "evil", Mode: filemode.Symlink, Hash: plumbing.ZeroHash},
 			{Name: "evil", Mode: filemode.Dir, Hash: plumbing.ZeroHash},
 		}},
@@ -114,11 +122,19 @@ func TestWriteTree_RefusesEntries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			outside := t.TempDir()
-			repo, commit := craftedCommit(t, outside, tt.entries)
+			target := tt.target
+			if target == "" {
+				target = outside
+			}
+			repo, commit := craftedCommit(t, target, tt.entries)
 			root := filepath.Join(t.TempDir(), "work")
 			g.Expect(os.Mkdir(root, 0o755)).To(Succeed())
 
-			g.Expect(writeTree(repo, commit, root, nil, nil)).NotTo(Succeed())
+			want := tt.want
+			if want == nil {
+				want = errInvalidEntry
+			}
+			g.Expect(writeTree(repo, commit, root, nil, nil)).To(MatchError(want))
 			g.Expect(os.ReadDir(outside)).To(BeEmpty(), "nothing is written outside the work directory")
 			g.Expect(os.ReadDir(filepath.Dir(root))).To(HaveLen(1), "nothing is written beside it")
 		})
