@@ -7,12 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Seen remembers, per owner (a Kustomization, a HelmRelease), the
-// resourceVersion at which each of its objects was last seen in some state
-// (healthy, in sync), and against what basis the state was judged: an
-// object still at that version, judged against the same basis, is still in
-// that state, and need not be read again. It is safe for concurrent use,
-// and what Known returns is never changed afterwards.
+// Seen remembers, per owner (a Kustomization, a HelmRelease), the version
+// (a resourceVersion, or a fields version: see FieldsDigest) at which each
+// of its objects was last seen in some state (healthy, in sync), and
+// against what basis the state was judged: an object still at that
+// version, judged against the same basis, is still in that state, and need
+// not be read again. It is safe for concurrent use, and what Known returns
+// is never changed afterwards.
 type Seen[K comparable] struct {
 	mu      sync.Mutex
 	byOwner map[types.NamespacedName]seenState[K]

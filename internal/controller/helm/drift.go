@@ -35,8 +35,8 @@ func (r *HelmReleaseReconciler) localReleases(obj *helmv2.HelmRelease) *release.
 	return r.Releases
 }
 
-// appliedInSync tells whether the versions that the run's action applied
-// are versions at which the objects are without drift: the action deployed
+// appliedInSync tells whether the fields versions that the run's action
+// applied are ones at which the objects are without drift: the action deployed
 // the release that drift detection compares against, with server-side
 // apply, so that each object was then what the release declares.
 func appliedInSync(sc *releaseScope) bool {

@@ -39,15 +39,15 @@ type releaseScope struct {
 	// installedFirst is set when the run installed a name that had no
 	// record: the release it made is then the whole history.
 	installedFirst bool
-	// applied holds the versions that the applies of the run's install or
-	// upgrade left the release's objects at; appliedVersion is the version
+	// applied holds the fields versions that the applies of the run's
+	// install or upgrade left the release's objects at; appliedVersion is the version
 	// of the release they made, once it deployed.
 	applied        map[inventory.ObjMetadata]string
 	appliedVersion int
 }
 
-// observeApplied records the versions an apply of the run's action left
-// objects at (a helmaction.AppliedFunc).
+// observeApplied records the fields versions an apply of the run's
+// action left objects at (a helmaction.AppliedFunc).
 func (sc *releaseScope) observeApplied(versions map[inventory.ObjMetadata]string) {
 	if sc.applied == nil {
 		sc.applied = map[inventory.ObjMetadata]string{}
