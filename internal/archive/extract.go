@@ -67,13 +67,29 @@ func WithSkipSymlinks() ExtractOption {
 // On error, entries extracted so far may remain in dir; nothing is ever
 // written outside dir.
 func Extract(r io.Reader, dir string, opts ...ExtractOption) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating extraction directory: %w", err)
+	}
+	return extractWanted(r, dir, newExtractOptions(opts), nil)
+}
+
+// newExtractOptions applies opts to the defaults.
+func newExtractOptions(opts []ExtractOption) extractOptions {
 	o := extractOptions{maxSize: DefaultMaxSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating extraction directory: %w", err)
-	}
+	return o
+}
+
+// wantFunc tells whether the entry at name, cleaned as cleanEntryName
+// returns it, is written; nil wants every entry.
+type wantFunc func(name string, isDir bool) bool
+
+// extractWanted reads the archive in r and writes under dir the entries
+// that want wants. Every entry is checked, written or not, and the size cap
+// counts the whole archive.
+func extractWanted(r io.Reader, dir string, o extractOptions, want wantFunc) error {
 	gr, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("reading gzip header: %w", err)
@@ -89,7 +105,7 @@ func Extract(r io.Reader, dir string, opts ...ExtractOption) error {
 		if err != nil {
 			return fmt.Errorf("reading archive: %w", err)
 		}
-		if err := extractEntry(tr, hdr, dir, o, lr); err != nil {
+		if err := extractEntry(tr, hdr, dir, o, lr, want); err != nil {
 			return err
 		}
 	}
@@ -105,7 +121,7 @@ func drain(r io.Reader) error {
 }
 
 // extractEntry writes one tar entry under dir.
-func extractEntry(tr *tar.Reader, hdr *tar.Header, dir string, o extractOptions, lr *limitReader) error {
+func extractEntry(tr *tar.Reader, hdr *tar.Header, dir string, o extractOptions, lr *limitReader, want wantFunc) error {
 	switch hdr.Typeflag {
 	case tar.TypeXGlobalHeader:
 		return nil
@@ -128,15 +144,19 @@ func extractEntry(tr *tar.Reader, hdr *tar.Header, dir string, o extractOptions,
 		}
 		return fmt.Errorf("%w: file entry %q names the root", ErrUnsafeEntry, hdr.Name)
 	}
+	isDir := hdr.Typeflag == tar.TypeDir
+	if !isDir && hdr.Size > lr.remaining {
+		return fmt.Errorf("%w: entry %q is %d bytes", ErrTooLarge, name, hdr.Size)
+	}
+	if want != nil && !want(name, isDir) {
+		return nil // its content is read past, and counted, by the next tr.Next
+	}
 	target, err := securejoin.SecureJoin(dir, name)
 	if err != nil {
 		return fmt.Errorf("confining entry %q: %w", name, err)
 	}
-	if hdr.Typeflag == tar.TypeDir {
+	if isDir {
 		return extractDir(target, name, hdr.Mode)
-	}
-	if hdr.Size > lr.remaining {
-		return fmt.Errorf("%w: entry %q is %d bytes", ErrTooLarge, name, hdr.Size)
 	}
 	return extractFile(tr, target, name, hdr.Mode)
 }

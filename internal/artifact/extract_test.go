@@ -127,3 +127,53 @@ func TestExtractToOptions(t *testing.T) {
 	err := s.ExtractTo(a, "apps", filepath.Join(t.TempDir(), "out"), archive.WithMaxSize(1024))
 	g.Expect(err).To(MatchError(archive.ErrTooLarge))
 }
+
+// TestPatchToVerifiesDigest: the tree of an earlier artifact is patched
+// into a newer one's only from a file that matches the newer one's digest;
+// a tampered or missing file leaves the tree as it was.
+func TestPatchToVerifiesDigest(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, s *Storage, a meta.Artifact)
+		want   error
+	}{
+		{name: "tampered", want: ErrDigestMismatch, mutate: func(t *testing.T, s *Storage, a meta.Artifact) {
+			if err := os.WriteFile(s.LocalPath(a), []byte("not the archive"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "missing", want: ErrNotFound, mutate: func(t *testing.T, s *Storage, a meta.Artifact) {
+			if err := os.Remove(s.LocalPath(a)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := newStorage(t)
+			src := t.TempDir()
+			archived := func(fileName, content string) meta.Artifact {
+				writeTree(t, src, map[string]string{"apps/a/app.yaml": content})
+				a := s.NewArtifactFor("GitRepository", obj("default", "monorepo"), fileName, fileName)
+				g.Expect(s.Archive(&a, src, nil)).To(Succeed())
+				return a
+			}
+			earlier, newer := archived("one.tar.gz", "a: 1\n"), archived("two.tar.gz", "a: 2\n")
+			tree := t.TempDir()
+			g.Expect(s.ExtractTo(earlier, "", tree)).To(Succeed())
+
+			patched, err := s.PatchTo(earlier, newer, tree)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(patched).To(BeTrue())
+			g.Expect(os.ReadFile(filepath.Join(tree, "apps/a/app.yaml"))).To(Equal([]byte("a: 2\n")))
+
+			later := archived("three.tar.gz", "a: 3\n")
+			tt.mutate(t, s, later)
+			patched, err = s.PatchTo(newer, later, tree)
+			g.Expect(err).To(MatchError(tt.want))
+			g.Expect(patched).To(BeFalse())
+			g.Expect(os.ReadFile(filepath.Join(tree, "apps/a/app.yaml"))).To(Equal([]byte("a: 2\n")), "nothing is patched from an unverified artifact")
+		})
+	}
+}

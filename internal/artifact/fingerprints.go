@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	"fmt"
+	"io"
 	"path"
 	"strings"
 	"sync"
@@ -80,4 +82,35 @@ func (s *Storage) PathChanged(old, new meta.Artifact, p string) (changed, known 
 // cleanTreePath returns p as a key of archive.Fingerprints.
 func cleanTreePath(p string) string {
 	return strings.TrimPrefix(path.Clean("/"+p), "/")
+}
+
+// PatchTo turns dir, where ExtractTo extracted the artifact old, into the
+// tree of new, an artifact of the same object, verifying new's digest
+// first and writing only the folders that changed (see archive.Patch).
+// patched is false, and dir untouched, when this Storage did not archive
+// both or kept no fingerprints of them: extract new instead. On error, dir
+// holds part of each tree: the caller removes it.
+func (s *Storage) PatchTo(old, new meta.Artifact, dir string, opts ...archive.ExtractOption) (patched bool, err error) {
+	if path.Dir(old.Path) != path.Dir(new.Path) {
+		return false, nil
+	}
+	before, after := s.fingerprints.get(old), s.fingerprints.get(new)
+	if before == nil || after == nil {
+		return false, nil
+	}
+	f, err := s.open(new)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := verifyFile(f, new); err != nil {
+		return false, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return false, fmt.Errorf("rewinding artifact %s: %w", new.Path, err)
+	}
+	if err := archive.Patch(f, dir, before, after, opts...); err != nil {
+		return false, fmt.Errorf("patching the tree of artifact %s: %w", new.Path, err)
+	}
+	return true, nil
 }

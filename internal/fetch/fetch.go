@@ -50,6 +50,25 @@ func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
 	return err
 }
 
+// Patch turns dir, the tree of the artifact old, into the tree of new, an
+// artifact of the same source, writing only the folders that changed; it
+// returns false, leaving dir alone, when the storage cannot tell what
+// changed.
+func (l *Local) Patch(_ context.Context, old, new meta.Artifact, dir string) (bool, error) {
+	patched, err := l.Storage.PatchTo(old, new, dir)
+	if errors.Is(err, artifact.ErrNotFound) {
+		return false, fmt.Errorf("%w: %s", ErrNotFound, new.Path)
+	}
+	return patched, err
+}
+
+// Patcher is a Fetcher that can also turn the tree of an earlier artifact
+// of a source into the tree of a newer one; TreeCache uses it.
+type Patcher interface {
+	Fetcher
+	Patch(ctx context.Context, old, new meta.Artifact, dir string) (bool, error)
+}
+
 // HTTP downloads artifacts from their URL.
 type HTTP struct {
 	// Client makes the requests; its Timeout bounds each attempt.

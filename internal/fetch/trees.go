@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"os"
+	"path"
 	"sync"
 	"time"
 
@@ -19,16 +20,16 @@ import (
 // most recently used, for the next builds of the same artifacts.
 const maxIdleTrees = 16
 
-// TreeKey identifies the tree of an artifact: its digest, or, for an
+// treeKey identifies the tree of an artifact: its digest, or, for an
 // artifact published without one, its URL and revision.
-func TreeKey(a *meta.Artifact) string {
+func treeKey(a *meta.Artifact) string {
 	if a.Digest != "" {
 		return a.Digest
 	}
 	return "url:" + a.URL + "@" + a.Revision
 }
 
-// TreeCache holds the extracted trees of artifacts, by TreeKey, for
+// TreeCache holds the extracted trees of artifacts, by treeKey, for
 // readers that only read them. Its zero value is ready to use.
 type TreeCache struct {
 	mu    sync.Mutex
@@ -37,25 +38,36 @@ type TreeCache struct {
 
 type sourceTree struct {
 	dir      string
+	artifact meta.Artifact // what the tree holds
 	ready    chan struct{} // closed once the tree is extracted, or failed
 	err      error
 	users    int
 	lastUsed time.Time
 }
 
-// Acquire returns the folder of the tree of the artifact with key,
-// extracting it with extract into a new private folder when no tree of it is
-// kept, and the function that ends its use. A failed extraction is not kept:
-// every build that waited for it gets its error, and the next one tries
-// again.
-func (s *TreeCache) Acquire(ctx context.Context, key string, extract func(dir string) error) (string, func(), error) {
+// AcquireArtifact returns the folder of the tree of the artifact a, which
+// f fetches into a new private folder when no tree of a is kept, and the
+// function that ends its use. A failed fetch is not kept: every build that
+// waited for it gets its error, and the next one tries again. When no
+// tree of a is kept but an idle tree of an earlier artifact of the same
+// source is (its file in the same folder of storage), and f is a Patcher,
+// that tree becomes a's by a patch that writes only the folders that
+// changed: the Kustomizations of a monorepo then pay for a commit's
+// folders, not for the repository's. A tree the patch cannot make is
+// removed and a's extracted anew.
+func (s *TreeCache) AcquireArtifact(ctx context.Context, a meta.Artifact, f Fetcher) (string, func(), error) {
+	key := treeKey(&a)
 	s.mu.Lock()
 	if s.trees == nil {
 		s.trees = map[string]*sourceTree{}
 	}
 	t, found := s.trees[key]
+	var previous *sourceTree
 	if !found {
-		t = &sourceTree{ready: make(chan struct{})}
+		if _, canPatch := f.(Patcher); canPatch {
+			previous = s.takeIdleOfSource(a)
+		}
+		t = &sourceTree{ready: make(chan struct{}), artifact: a}
 		s.trees[key] = t
 	}
 	t.users++
@@ -63,7 +75,7 @@ func (s *TreeCache) Acquire(ctx context.Context, key string, extract func(dir st
 	release := func() { s.release(t) }
 
 	if !found {
-		t.dir, t.err = extractTree(extract)
+		t.dir, t.err = makeTree(ctx, a, f, previous)
 		if t.err != nil {
 			s.mu.Lock()
 			delete(s.trees, key)
@@ -82,6 +94,50 @@ func (s *TreeCache) Acquire(ctx context.Context, key string, extract func(dir st
 		return "", nil, t.err
 	}
 	return t.dir, release, nil
+}
+
+// makeTree patches previous, the tree of an earlier artifact of a's source
+// when there is one, into a's tree, or fetches a with f into a new folder.
+func makeTree(ctx context.Context, a meta.Artifact, f Fetcher, previous *sourceTree) (string, error) {
+	if previous != nil {
+		patched, err := f.(Patcher).Patch(ctx, previous.artifact, a, previous.dir)
+		if patched && err == nil {
+			return previous.dir, nil
+		}
+		_ = os.RemoveAll(previous.dir)
+	}
+	return extractTree(func(dir string) error { return f.Fetch(ctx, a, dir) })
+}
+
+// takeIdleOfSource removes from the cache, and returns, the most recently
+// used idle tree of an artifact of the same source as a, or nil.
+func (s *TreeCache) takeIdleOfSource(a meta.Artifact) *sourceTree {
+	source := sourceFolder(a)
+	if source == "" {
+		return nil
+	}
+	var newest string
+	for key, t := range s.trees {
+		if t.users == 0 && sourceFolder(t.artifact) == source &&
+			(newest == "" || t.lastUsed.After(s.trees[newest].lastUsed)) {
+			newest = key
+		}
+	}
+	if newest == "" {
+		return nil
+	}
+	t := s.trees[newest]
+	delete(s.trees, newest)
+	return t
+}
+
+// sourceFolder is the folder of storage that holds a's file, shared by the
+// artifacts of one source; "" for an artifact without a path or a digest.
+func sourceFolder(a meta.Artifact) string {
+	if a.Path == "" || a.Digest == "" {
+		return ""
+	}
+	return path.Dir(a.Path)
 }
 
 func extractTree(extract func(dir string) error) (string, error) {

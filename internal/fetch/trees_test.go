@@ -10,20 +10,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/artifact"
 )
 
 func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	g := NewWithT(t)
 	var trees TreeCache
 	var fetches atomic.Int32
-	extract := func(dir string) error {
+	extract := fetchFunc(func(dir string) error {
 		fetches.Add(1)
 		return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources: []\n"), 0o644)
-	}
+	})
 
 	var wg sync.WaitGroup
 	dirs := make([]string, 8)
@@ -33,7 +36,7 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dirs[i], releases[i], errs[i] = trees.Acquire(context.Background(), "sha256:a", extract)
+			dirs[i], releases[i], errs[i] = trees.AcquireArtifact(context.Background(), art("sha256:a"), extract)
 		}()
 	}
 	wg.Wait()
@@ -48,23 +51,23 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	}
 
 	// A failed extraction is not kept: the next build tries again.
-	_, _, err := trees.Acquire(context.Background(), "sha256:bad", func(string) error { return errors.New("gone") })
+	_, _, err := trees.AcquireArtifact(context.Background(), art("sha256:bad"), fetchFunc(func(string) error { return errors.New("gone") }))
 	g.Expect(err).To(MatchError("gone"))
-	_, release, err := trees.Acquire(context.Background(), "sha256:bad", extract)
+	_, release, err := trees.AcquireArtifact(context.Background(), art("sha256:bad"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	release()
 
 	// Idle trees past the bound are removed, the least recently used first.
 	for i := range maxIdleTrees {
-		_, release, err := trees.Acquire(context.Background(), fmt.Sprintf("sha256:%d", i), extract)
+		_, release, err := trees.AcquireArtifact(context.Background(), art(fmt.Sprintf("sha256:%d", i)), extract)
 		g.Expect(err).NotTo(HaveOccurred())
 		release()
 	}
 	g.Expect(dirs[0]).NotTo(BeADirectory(), "the oldest idle tree is gone")
 	g.Expect(trees.idle()).To(Equal(maxIdleTrees))
-	g.Expect(TreeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
+	g.Expect(treeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
 		"an artifact without a digest is never shared with another")
-	inUse, release, err := trees.Acquire(context.Background(), "sha256:in-use", extract)
+	inUse, release, err := trees.AcquireArtifact(context.Background(), art("sha256:in-use"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	trees.RemoveAll()
 	g.Expect(inUse).To(BeADirectory(), "a tree in use is never removed")
@@ -80,10 +83,10 @@ func TestTreesArePrivateAndApart(t *testing.T) {
 	g := NewWithT(t)
 	var trees TreeCache
 	defer trees.RemoveAll()
-	extract := func(dir string) error { return os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o600) }
-	a, releaseA, err := trees.Acquire(context.Background(), "sha256:tenant-a", extract)
+	extract := fetchFunc(func(dir string) error { return os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o600) })
+	a, releaseA, err := trees.AcquireArtifact(context.Background(), art("sha256:tenant-a"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
-	b, releaseB, err := trees.Acquire(context.Background(), "sha256:tenant-b", extract)
+	b, releaseB, err := trees.AcquireArtifact(context.Background(), art("sha256:tenant-b"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer releaseB()
 
@@ -102,8 +105,80 @@ func TestTreesArePrivateAndApart(t *testing.T) {
 	g.Expect(a).NotTo(BeADirectory(), "an idle tree is removed")
 	g.Expect(filepath.Join(b, "a.yaml")).To(BeARegularFile(), "a tree in use stays")
 
-	again, releaseAgain, err := trees.Acquire(context.Background(), "sha256:tenant-a", extract)
+	again, releaseAgain, err := trees.AcquireArtifact(context.Background(), art("sha256:tenant-a"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer releaseAgain()
 	g.Expect(again).NotTo(Equal(a), "a new extraction gets a new name")
+}
+
+// fetchFunc is a Fetcher that unpacks every artifact with itself.
+type fetchFunc func(dir string) error
+
+func (f fetchFunc) Fetch(_ context.Context, _ meta.Artifact, dir string) error { return f(dir) }
+
+// art is an artifact with digest.
+func art(digest string) meta.Artifact { return meta.Artifact{Digest: digest} }
+
+// TestTreesOfANewRevisionArePatched: the idle tree of a source's earlier
+// artifact becomes the tree of its new one by rewriting only the folders
+// that changed; a tree in use, a tree of another source, and a tree whose
+// change the storage cannot tell are never patched.
+func TestTreesOfANewRevisionArePatched(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	storage, err := artifact.New(t.TempDir(), "storage.example", time.Minute, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	local := &Local{Storage: storage}
+	src := t.TempDir()
+	archive := func(name, revision string, files map[string]string) meta.Artifact {
+		for p, content := range files {
+			g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)).To(Succeed())
+			g.Expect(os.WriteFile(filepath.Join(src, p), []byte(content), 0o644)).To(Succeed())
+		}
+		a := storage.NewArtifactFor("GitRepository", &metav1.ObjectMeta{Name: name, Namespace: "default"}, revision, revision+".tar.gz")
+		g.Expect(storage.Archive(&a, src, nil)).To(Succeed())
+		return a
+	}
+	var trees TreeCache
+	defer trees.RemoveAll()
+	acquired := func(a meta.Artifact) (string, func()) {
+		dir, release, err := trees.AcquireArtifact(ctx, a, local)
+		g.Expect(err).NotTo(HaveOccurred())
+		return dir, release
+	}
+
+	first := archive("monorepo", "one", map[string]string{"apps/a/app.yaml": "a: 1\n", "apps/b/app.yaml": "b: 1\n"})
+	dir, release := acquired(first)
+	release()
+	untouched := filepath.Join(dir, "apps/b/app.yaml")
+	longAgo := time.Date(2001, time.January, 1, 0, 0, 0, 0, time.UTC)
+	g.Expect(os.Chtimes(untouched, longAgo, longAgo)).To(Succeed())
+
+	second := archive("monorepo", "two", map[string]string{"apps/a/app.yaml": "a: 2\n"})
+	patched, releasePatched := acquired(second)
+	g.Expect(patched).To(Equal(dir), "the idle tree of the earlier revision is patched")
+	g.Expect(os.ReadFile(filepath.Join(patched, "apps/a/app.yaml"))).To(Equal([]byte("a: 2\n")))
+	fi, err := os.Stat(untouched)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fi.ModTime()).To(BeTemporally("==", longAgo), "the folder the commit did not touch is not written")
+
+	third := archive("monorepo", "three", map[string]string{"apps/b/app.yaml": "b: 3\n"})
+	fresh, releaseFresh := acquired(third)
+	g.Expect(fresh).NotTo(Equal(patched), "a tree in use is not patched")
+	g.Expect(os.ReadFile(filepath.Join(patched, "apps/a/app.yaml"))).To(Equal([]byte("a: 2\n")), "and stays as its builds read it")
+	releasePatched()
+	releaseFresh()
+
+	other := archive("other", "one", map[string]string{"apps/c/app.yaml": "c: 1\n"})
+	otherDir, releaseOther := acquired(other)
+	g.Expect(otherDir).NotTo(BeElementOf(patched, fresh), "a tree of another source is not patched")
+	releaseOther()
+
+	storage.ForgetTrees("GitRepository", "default", "monorepo")
+	fourth := archive("monorepo", "four", map[string]string{"apps/a/app.yaml": "a: 4\n"})
+	unknown, releaseUnknown := acquired(fourth)
+	defer releaseUnknown()
+	g.Expect(unknown).NotTo(BeElementOf(patched, fresh), "without the fingerprints of both trees, the tree is extracted anew")
+	g.Expect(fresh).NotTo(BeADirectory(), "and the tree that could not be patched is removed")
+	g.Expect(os.ReadFile(filepath.Join(unknown, "apps/b/app.yaml"))).To(Equal([]byte("b: 3\n")))
 }

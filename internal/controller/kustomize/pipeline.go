@@ -15,7 +15,6 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/build"
-	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
@@ -181,9 +180,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 // tree shared with the other Kustomizations of the same artifact.
 func (r *KustomizationReconciler) buildRevision(ctx context.Context, obj *kustomizev1.Kustomization, source sourceref.Source,
 	in *buildInputs) ([]*unstructured.Unstructured, error) {
-	dir, release, err := r.trees.Acquire(ctx, fetch.TreeKey(source.GetArtifact()), func(dir string) error {
-		return r.fetchArtifact(ctx, source, dir)
-	})
+	dir, release, err := r.acquireTree(ctx, source)
 	if err != nil {
 		return nil, err
 	}

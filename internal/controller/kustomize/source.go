@@ -31,17 +31,20 @@ func (r *KustomizationReconciler) getSource(ctx context.Context, obj *kustomizev
 	return resolver.Get(ctx, obj.Namespace, sourceRef(obj))
 }
 
-// fetchArtifact unpacks the source's artifact into dir. An artifact that a
-// newer revision replaced meanwhile is waited for, not failed on.
-func (r *KustomizationReconciler) fetchArtifact(ctx context.Context, source sourceref.Source, dir string) error {
+// acquireTree returns the tree of the source's artifact, shared with the
+// other Kustomizations of the same artifact (see fetch.TreeCache), and the
+// function that ends its use. An artifact that a newer revision replaced
+// meanwhile is waited for, not failed on.
+func (r *KustomizationReconciler) acquireTree(ctx context.Context, source sourceref.Source) (string, func(), error) {
 	a := source.GetArtifact()
-	err := r.Fetcher.Fetch(ctx, *a, dir)
+	dir, release, err := r.trees.AcquireArtifact(ctx, *a, r.Fetcher)
 	switch {
+	case err == nil || ctx.Err() != nil:
+		return dir, release, err
 	case errors.Is(err, fetch.ErrNotFound):
-		return outcome.Wait(kustomizev1.ArtifactFailedReason,
+		return "", nil, outcome.Wait(kustomizev1.ArtifactFailedReason,
 			fmt.Errorf("artifact for revision '%s' is gone from storage, waiting for the source's next artifact", a.Revision), r.DependencyRequeue)
-	case err != nil:
-		return outcome.Fail(kustomizev1.ArtifactFailedReason, fmt.Errorf("fetching the artifact of revision '%s': %w", a.Revision, err))
+	default:
+		return "", nil, outcome.Fail(kustomizev1.ArtifactFailedReason, fmt.Errorf("fetching the artifact of revision '%s': %w", a.Revision, err))
 	}
-	return nil
 }

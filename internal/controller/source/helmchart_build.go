@@ -46,9 +46,7 @@ func (r *HelmChartReconciler) fromSourceArtifact(ctx context.Context, obj *sourc
 		sc.upToDate = true
 		return nil
 	}
-	root, release, err := r.trees.Acquire(ctx, fetch.TreeKey(a), func(dir string) error {
-		return r.Storage.ExtractTo(*a, "", dir)
-	})
+	root, release, err := r.trees.AcquireArtifact(ctx, *a, &fetch.Local{Storage: r.Storage})
 	if err != nil {
 		return chartPullFailed(obj, nil, fmt.Errorf("extracting the artifact of %s '%s' (revision '%s'): %w",
 			obj.Spec.SourceRef.Kind, obj.Spec.SourceRef.Name, a.Revision, err))
