@@ -62,6 +62,7 @@ type KustomizationReconciler struct {
 	Versions ssa.VersionReader
 
 	waits   healthWaits
+	heads   headStarts
 	applied appliedStates
 	healthy healthyVersions
 	trees   fetch.TreeCache

@@ -53,6 +53,9 @@ type ksScope struct {
 // complete apply and nothing drifted, the run goes from the target straight
 // to the health checks (see applied.go).
 func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, patcher *patch.Helper) (outcome.Result, error) {
+	source, key := sourceKey(obj), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	r.heads.wait(ctx, source, key)
+	defer r.heads.ran(source, key)
 	return reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher},
 		r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
 }

@@ -3,6 +3,7 @@ package kustomize
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +59,7 @@ type sourceEventHandler struct {
 }
 
 // Update wakes the source's Kustomizations, those whose folder changed
-// first.
+// first, with a head start over the others (see headStarts).
 func (h *sourceEventHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrlreconcile.Request]) {
 	pq, ranked := q.(priorityqueue.PriorityQueue[ctrlreconcile.Request])
 	before, after := artifactOf(e.ObjectOld), artifactOf(e.ObjectNew)
@@ -67,13 +68,22 @@ func (h *sourceEventHandler) Update(ctx context.Context, e event.UpdateEvent, q 
 		return
 	}
 	list := h.r.list(ctx, sourceMatch(h.kind, e.ObjectNew))
+	priorities := make([]int, len(list.Items))
+	var changed []types.NamespacedName
 	for i := range list.Items {
 		ks := &list.Items[i]
-		priority := normalPriority
-		if changed, known := h.r.Changes.PathChanged(*before, *after, ks.Spec.Path); known && changed {
-			priority = urgentPriority
+		priorities[i] = normalPriority
+		if pathChanged, known := h.r.Changes.PathChanged(*before, *after, ks.Spec.Path); known && pathChanged {
+			priorities[i] = urgentPriority
+			changed = append(changed, client.ObjectKeyFromObject(ks))
 		}
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(priority)}, ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(ks)})
+	}
+	if len(changed) > 0 && len(changed) < len(list.Items) {
+		h.r.heads.begin(sourceref.KeyOf(h.kind, e.ObjectNew), changed)
+	}
+	for i := range list.Items {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(priorities[i])},
+			ctrlreconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 }
 

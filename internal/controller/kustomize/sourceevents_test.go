@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -17,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
@@ -33,8 +35,9 @@ func (c changedFolders) PathChanged(old, new meta.Artifact, path string) (bool, 
 
 // TestSourceEventsRankChangedFolders wakes the Kustomizations of a
 // monorepo whose artifact changed, with a fake client and a real priority
-// queue: those whose folder changed come out of the queue first, the others
-// after them; without ChangedPaths every one is woken all the same.
+// queue: those whose folder changed come out of the queue first, with a
+// head start over the others; without ChangedPaths every one is woken all
+// the same.
 func TestSourceEventsRankChangedFolders(t *testing.T) {
 	const apps = 20
 	changed := changedFolders{"./apps/app-07": true, "./apps/app-13": true}
@@ -89,8 +92,16 @@ func TestSourceEventsRankChangedFolders(t *testing.T) {
 			}
 			g.Expect(order).To(ContainElements("app-00", "app-19"))
 			g.Expect(order).NotTo(ContainElement("other"))
-			if tt.first != nil {
-				g.Expect(order[:len(tt.first)]).To(ConsistOf(tt.first))
+			if tt.first == nil {
+				g.Expect(r.heads.bySource).To(BeEmpty(), "no head start when nothing tells which folders changed")
+				return
+			}
+			g.Expect(order[:len(tt.first)]).To(ConsistOf(tt.first))
+			hs := r.heads.bySource[sourceref.KeyOf(sourcev1.GitRepositoryKind, update.ObjectNew)]
+			g.Expect(hs).NotTo(BeNil(), "the changed Kustomizations get a head start over the others")
+			g.Expect(hs.running).To(HaveLen(len(tt.first)))
+			for _, name := range tt.first {
+				g.Expect(hs.running).To(HaveKey(types.NamespacedName{Namespace: "default", Name: name}))
 			}
 		})
 	}
