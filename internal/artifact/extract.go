@@ -28,17 +28,11 @@ func (s *Storage) ExtractTo(a meta.Artifact, subPath, destDir string, opts ...ar
 	if err != nil {
 		return err
 	}
-	f, err := s.open(a)
+	f, err := s.openVerified(a)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := verifyFile(f, a); err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewinding artifact %s: %w", a.Path, err)
-	}
 	if sub == "" {
 		if err := archive.Extract(f, destDir, opts...); err != nil {
 			return fmt.Errorf("extracting artifact %s: %w", a.Path, err)
@@ -46,6 +40,25 @@ func (s *Storage) ExtractTo(a meta.Artifact, subPath, destDir string, opts ...ar
 		return nil
 	}
 	return extractSubPath(f, a.Path, sub, destDir, opts)
+}
+
+// openVerified opens the file of a, checks it against a's digest and
+// returns it rewound: read once, it cannot change between the check and
+// its use. The caller closes it.
+func (s *Storage) openVerified(a meta.Artifact) (*os.File, error) {
+	f, err := s.open(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyFile(f, a); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rewinding artifact %s: %w", a.Path, err)
+	}
+	return f, nil
 }
 
 // cleanSubPath validates a path inside an artifact and returns it cleaned;

@@ -2,7 +2,6 @@ package artifact
 
 import (
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"sync"
@@ -98,17 +97,11 @@ func (s *Storage) PatchTo(old, new meta.Artifact, dir string, opts ...archive.Ex
 	if before == nil || after == nil {
 		return false, nil
 	}
-	f, err := s.open(new)
+	f, err := s.openVerified(new)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	if err := verifyFile(f, new); err != nil {
-		return false, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return false, fmt.Errorf("rewinding artifact %s: %w", new.Path, err)
-	}
 	if err := archive.Patch(f, dir, before, after, opts...); err != nil {
 		return false, fmt.Errorf("patching the tree of artifact %s: %w", new.Path, err)
 	}
