@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -64,6 +65,7 @@ also run split, one controller per deployment.`,
 	fs.DurationVar(&o.MaxRetryDelay, "max-retry-delay", o.MaxRetryDelay, "longest delay between retries of a failed reconciliation")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", o.WatchAllNamespaces, "watch every namespace; when false, only the runtime namespace ($RUNTIME_NAMESPACE)")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "reconcile only the objects that match this label selector (sharding)")
+	manager.BindShardFlags(fs, &o.Shards)
 	fs.StringVar(&o.EventsAddr, "events-addr", "", "the notification controller's event endpoint, when it runs in another process: events are posted there")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse references to objects in other namespaces")
 	fs.BoolVar(&o.InsecureAllowHTTP, "insecure-allow-http", o.InsecureAllowHTTP, "allow plain-HTTP source URLs; when false they stall, and a plain-HTTP proxy in the environment stops the controller from starting")
@@ -109,7 +111,10 @@ func (f *controllerFlags) run(cmd *cobra.Command) error {
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
-	return nil
+	// Stopped: no reconcile runs, the other replicas may take the objects.
+	leaving, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return mgr.Leave(leaving)
 }
 
 // restConfig loads the kubeconfig at path, or the default one.

@@ -82,6 +82,10 @@ type Kind struct {
 	// Unsharded kinds are read by every shard in full: a Gate that a shard
 	// could not see would count as closed for its consumers.
 	Unsharded bool
+	// CachedByHolder kinds are cached, when the replicas share the objects
+	// (--shards=auto), only by the replica that holds each object: no
+	// other kind's controller watches them (dependsOn reads them).
+	CachedByHolder bool
 	// Gates is how objects of the kind wait behind spec.gates.
 	Gates GateRole
 	// DependsOn returns an object's spec.dependsOn; nil for kinds without.

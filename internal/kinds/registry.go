@@ -67,8 +67,9 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*kustomizev1.Kustomization).Spec.DependsOn
 		},
-		Info:       kustomizationInfo,
-		Controller: KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
+		Info:           kustomizationInfo,
+		CachedByHolder: true,
+		Controller:     KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
 	{
@@ -103,8 +104,9 @@ var All = []Kind{
 		DependsOn: func(o client.Object) []meta.DependencyReference {
 			return o.(*helmv2.HelmRelease).Spec.DependsOn
 		},
-		Info:       helmReleaseInfo,
-		Controller: HelmController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
+		Info:           helmReleaseInfo,
+		CachedByHolder: true,
+		Controller:     HelmController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"helmrelease"}, Aliases: []string{"hr", "helmreleases"},
 	},
 	{
@@ -136,8 +138,9 @@ var All = []Kind{
 		LastHandled: func(o client.Object) string {
 			return o.(*imagev1.ImageUpdateAutomation).Status.GetLastHandledReconcileRequest()
 		},
-		Info:       imageUpdateAutomationInfo,
-		Controller: ImageAutomationController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
+		Info:           imageUpdateAutomationInfo,
+		CachedByHolder: true,
+		Controller:     ImageAutomationController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "update"}, Aliases: []string{"imageupdateautomation", "imageupdateautomations", "iua"},
 	},
 	{

@@ -24,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/ui"
 )
 
@@ -52,6 +53,9 @@ type Manager struct {
 	// ui is the web UI's server, when it is served: the controllers set
 	// up after it hand it what only they can do (previews).
 	ui *ui.Server
+	// Shard is this replica's membership of the ring of replicas that
+	// share the objects (--shards=auto); nil otherwise.
+	Shard *shard.Member
 }
 
 // New builds a manager for the cluster behind cfg.
@@ -60,14 +64,25 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts, err := opts.cacheOptions()
+	var member string
+	if opts.Shards.auto() {
+		if member, err = opts.Shards.memberName(); err != nil {
+			return nil, err
+		}
+	}
+	cacheOpts, err := opts.cacheOptions(member)
 	if err != nil {
 		return nil, err
 	}
+	var newClient client.NewClientFunc
+	if opts.Shards.auto() {
+		newClient = newShardClient
+	}
 	mgr, err := ctrl.NewManager(withQuietWarnings(cfg), ctrl.Options{
-		Scheme: scheme.New(),
-		Cache:  cacheOpts,
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Scheme:    scheme.New(),
+		Cache:     cacheOpts,
+		NewClient: newClient,
+		Client:    client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// The metrics port is served by metricsServer.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        opts.HealthAddr,
@@ -99,6 +114,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		return nil, err
 	}
 	if err := m.startUI(ctx, opts); err != nil {
+		return nil, err
+	}
+	selector, _ := opts.watchSelector()
+	if err := m.startShard(cfg, controllers, &opts, member, selector); err != nil {
 		return nil, err
 	}
 	var served []kinds.Kind
@@ -145,26 +164,41 @@ func (o Options) leaderElectionID(controllers []string) string {
 	return "windlass-" + strings.Join(controllers, "-") + "-leader-election"
 }
 
-// cacheOptions restricts the shared cache to the watched namespace and, for
-// the Windlass kinds, to the shard's label selector. Cached objects are kept
-// without their managed fields, which no reconciler reads: memory then
+// cacheOptions restricts the shared cache to the watched namespace, and
+// each kind's objects to those its cacheSelector selects (member is this
+// replica's name when the replicas share the objects). Cached objects are
+// kept without their managed fields, which no reconciler reads: memory then
 // grows with the objects' specs and statuses only.
-func (o Options) cacheOptions() (cache.Options, error) {
+func (o Options) cacheOptions(member string) (cache.Options, error) {
 	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if !o.WatchAllNamespaces {
 		opts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
-	if o.WatchLabelSelector != "" {
-		selector, err := labels.Parse(o.WatchLabelSelector)
-		if err != nil {
-			return opts, fmt.Errorf("invalid --watch-label-selector: %w", err)
-		}
-		opts.ByObject = map[client.Object]cache.ByObject{}
-		for _, k := range kinds.Where(func(k kinds.Kind) bool { return !k.Unsharded }) {
-			opts.ByObject[k.New()] = cache.ByObject{Label: selector}
+	selector, err := o.watchSelector()
+	if err != nil {
+		return opts, err
+	}
+	for _, k := range kinds.All {
+		if s := o.cacheSelector(k, selector, member); s != nil {
+			if opts.ByObject == nil {
+				opts.ByObject = map[client.Object]cache.ByObject{}
+			}
+			opts.ByObject[k.New()] = cache.ByObject{Label: s}
 		}
 	}
 	return opts, nil
+}
+
+// watchSelector returns the --watch-label-selector, nil when none.
+func (o Options) watchSelector() (labels.Selector, error) {
+	if o.WatchLabelSelector == "" {
+		return nil, nil
+	}
+	selector, err := labels.Parse(o.WatchLabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --watch-label-selector: %w", err)
+	}
+	return selector, nil
 }
 
 func (o Options) rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request] {
@@ -173,7 +207,7 @@ func (o Options) rateLimiter() workqueue.TypedRateLimiter[ctrlreconcile.Request]
 
 // controllerOptions are the options of each kind's controller.
 func (o Options) controllerOptions() reconcile.ControllerOptions {
-	return reconcile.ControllerOptions{MaxConcurrentReconciles: o.Concurrent, RateLimiter: o.rateLimiter()}
+	return reconcile.ControllerOptions{MaxConcurrentReconciles: o.Concurrent, RateLimiter: o.rateLimiter(), Sharder: o.sharder}
 }
 
 // setup sets up the controller called name.

@@ -105,7 +105,11 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	events := m.events(NotificationController)
 	alerts := &notifyctrl.AlertReconciler{Client: m.GetClient(), Dispatcher: m.dispatcher, Events: events,
 		AllowLinkLocal: opts.Notification.AllowLinkLocal, AllowLoopback: opts.AllowLoopback, NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
-	if err := alerts.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+	// Every replica reconciles every Alert: each sends the alerts of the
+	// objects it holds.
+	alertOpts := opts.controllerOptions()
+	alertOpts.Sharder = nil
+	if err := alerts.SetupWithManager(ctx, m, alertOpts); err != nil {
 		return err
 	}
 	receivers := &notifyctrl.ReceiverReconciler{Client: m.GetClient(), Events: events,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/isolate"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ui"
 )
 
@@ -52,6 +53,11 @@ type Options struct {
 	Namespace string
 	// WatchLabelSelector restricts the watched Windlass objects (sharding).
 	WatchLabelSelector string
+	// Shards share the objects among the replicas.
+	Shards ShardOptions
+	// sharder is this replica's membership when the replicas share the
+	// objects: set by New for the controllers.
+	sharder reconcile.Sharder
 	// NoCrossNamespaceRefs refuses references to objects in other
 	// namespaces.
 	NoCrossNamespaceRefs bool
@@ -117,6 +123,7 @@ func DefaultOptions() Options {
 		MinRetryDelay:            750 * time.Millisecond,
 		MaxRetryDelay:            15 * time.Minute,
 		WatchAllNamespaces:       true,
+		Shards:                   defaultShardOptions(),
 		InsecureAllowHTTP:        true,
 		Namespace:                runtimeNamespace(),
 		ChildProcessesMaxMemory:  isolate.DefaultPoolMemory,
@@ -171,6 +178,9 @@ func (o Options) selectedControllers() ([]string, error) {
 
 func (o Options) validate() error {
 	if err := o.UISignIn.validate(o.UIAddr); err != nil {
+		return err
+	}
+	if err := o.Shards.validate(o); err != nil {
 		return err
 	}
 	switch {

@@ -63,6 +63,10 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 	}
 	obj := r.Kind.New()
 	b := NewControllerManagedBy(mgr, obj, opts)
+	if opts.Sharder != nil {
+		r.sharder = opts.Sharder
+		b = b.WatchesRawSource(opts.Sharder.Handovers(r.Kind.Name))
+	}
 	indexer := mgr.GetFieldIndexer()
 	if row.Gates != kinds.NoGates {
 		if err := indexer.IndexField(ctx, obj, gate.IndexKey, gate.IndexValues); err != nil {

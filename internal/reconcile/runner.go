@@ -120,6 +120,10 @@ type Runner[T Object] struct {
 	NoCrossNamespaceRefs bool
 	// Kind is the kind reconciled.
 	Kind Kind[T]
+
+	// sharder, set by Setup when the replicas share the objects, tells
+	// which this replica reconciles.
+	sharder Sharder
 }
 
 // NormalPriority is the work-queue priority of a run that asks for none:
@@ -141,6 +145,14 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.sharder != nil {
+		if held, err := r.sharder.Holds(ctx, r.Client, obj); !held {
+			if err == nil {
+				r.forget(req.NamespacedName)
+			}
+			return ctrl.Result{}, err
+		}
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		// A deleted object's series are forgotten, not observed again.

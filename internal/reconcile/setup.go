@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"context"
+
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -9,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/windlass-dev/windlass/internal/predicates"
 )
@@ -19,17 +22,40 @@ type ControllerOptions struct {
 	MaxConcurrentReconciles int
 	// RateLimiter spaces the retries of failed reconciliations.
 	RateLimiter workqueue.TypedRateLimiter[ctrlreconcile.Request]
+	// Sharder, when set, decides which objects this replica reconciles:
+	// the replicas share them (windlass controller --shards=auto).
+	Sharder Sharder
+}
+
+// Sharder decides which objects this replica reconciles when several
+// replicas share them (internal/shard).
+type Sharder interface {
+	// Holds reports whether this replica reconciles obj now; when obj
+	// belongs to another replica, it hands it over first. The runner asks
+	// it from the worker of obj, before anything else.
+	Holds(ctx context.Context, c client.Client, obj client.Object) (bool, error)
+	// Handovers returns the source of the requests that ask the
+	// controller of kind to reconcile, and so hand over, objects.
+	Handovers(kind string) source.Source
+	// Mine passes the events of the objects this replica holds, or held
+	// before the change.
+	Mine() predicate.Predicate
+	// Moves passes the changes that may change who holds an object.
+	Moves() predicate.Predicate
 }
 
 // NewControllerManagedBy starts the controller of a kind whose objects are
 // like obj: it reconciles them when their generation changes or a
 // reconcile is requested (reconcile.fluxcd.io/requestedAt), with opts.
-// The kind adds its watches and calls Complete.
+// With a Sharder, it reconciles only the objects this replica holds, and
+// those whose holder changes. The kind adds its watches and calls Complete.
 func NewControllerManagedBy(mgr ctrl.Manager, obj client.Object, opts ControllerOptions) *builder.Builder {
+	var wakes predicate.Predicate = predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{})
+	if opts.Sharder != nil {
+		wakes = predicate.And(opts.Sharder.Mine(), predicate.Or(wakes, opts.Sharder.Moves()))
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(obj, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{}),
-		)).
+		For(obj, builder.WithPredicates(wakes)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             opts.RateLimiter,

@@ -1,0 +1,101 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Holds reports whether this member reconciles obj now: it holds obj, and
+// has not handed it over. When the ring gives obj to another member, Holds
+// hands it over first, on condition that this member still holds it: call
+// it from the worker that reconciles obj, so that no run of it is under
+// way here when the other member starts one.
+func (m *Member) Holds(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	m.mu.Lock()
+	ring, ready := m.ring, m.ready
+	if obj.GetLabels()[HolderLabel] != m.opts.Name {
+		// The cache has seen the object leave: it is not released any more.
+		delete(m.released, obj.GetUID())
+		m.mu.Unlock()
+		return false, nil
+	}
+	_, released := m.released[obj.GetUID()]
+	m.mu.Unlock()
+	if released {
+		return false, nil
+	}
+	owner := ring.Owner(Key(obj, m.opts.By))
+	if !ready || !ring.Has(m.opts.Name) || owner == m.opts.Name {
+		return true, nil
+	}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, handover(m.opts.Name, owner))); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			// Gone, or no longer ours to hand over.
+			return false, nil
+		}
+		return false, err
+	}
+	m.mu.Lock()
+	m.released[obj.GetUID()] = time.Now()
+	m.mu.Unlock()
+	ctrl.LoggerFrom(ctx).V(1).Info("Handed over", "to", owner)
+	return false, nil
+}
+
+// handover is the JSON patch that makes to the holder of an object that
+// from holds, and fails when from does not.
+func handover(from, to string) []byte {
+	path := "/metadata/labels/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(HolderLabel)
+	patch, _ := json.Marshal([]map[string]string{
+		{"op": "test", "path": path, "value": from},
+		{"op": "replace", "path": path, "value": to},
+	})
+	return patch
+}
+
+// Handovers returns the source of the requests by which the member asks
+// the controller of kind to hand over objects (see Holds).
+func (m *Member) Handovers(kind string) source.Source {
+	ch, ok := m.subs[kind]
+	if !ok {
+		ch = make(chan event.GenericEvent)
+	}
+	return source.Channel(ch, &handler.EnqueueRequestForObject{})
+}
+
+// Mine passes the events of the objects this member holds, or held before
+// the change: a controller gets no event of another member's objects.
+func (m *Member) Mine() predicate.Predicate {
+	held := func(o client.Object) bool { return o != nil && o.GetLabels()[HolderLabel] == m.opts.Name }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return held(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return held(e.ObjectNew) || held(e.ObjectOld) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return held(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return held(e.Object) },
+	}
+}
+
+// Moves passes the changes that may change who holds an object: of its
+// holder, or of the key it is hashed by.
+func (m *Member) Moves() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()
+			return o[HolderLabel] != n[HolderLabel] || o[KeyLabel] != n[KeyLabel]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

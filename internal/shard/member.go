@@ -1,0 +1,321 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/windlass-dev/windlass/internal/kinds"
+)
+
+// Options configure a Member.
+type Options struct {
+	// Name is the member's name: a label value (the pod's name, say).
+	Name string
+	// Ring names the ring: the replicas that run the same controllers.
+	Ring string
+	// Namespace holds the members' Leases.
+	Namespace string
+	// By is what objects are hashed by.
+	By By
+	// LeaseDuration is how long a member that stopped renewing its Lease
+	// still counts as live; it renews every fifth of it, and gives up (see
+	// OnLost) when it could not for two thirds of it, before the others
+	// take its objects.
+	LeaseDuration time.Duration
+	// OnLost is called when the member could not renew its Lease in time:
+	// it must stop reconciling at once. Nil logs and exits the process.
+	OnLost func()
+	// Kinds are the kinds whose objects the member holds.
+	Kinds []kinds.Kind
+	// Selector, when not empty, is the --watch-label-selector: only the
+	// objects it selects are shared.
+	Selector labels.Selector
+	// WatchNamespace, when not empty, is the one namespace watched.
+	WatchNamespace string
+}
+
+// Member is one replica's membership of the ring: it keeps its Lease,
+// follows the others', claims the objects it owns that nobody holds, and
+// asks its controllers to hand over the objects that the ring gives to
+// another member. It is a manager runnable that every replica runs.
+type Member struct {
+	opts   Options
+	leases kubernetesLeases
+	md     metadata.Interface
+	cache  client.Reader
+	mapper apimeta.RESTMapper
+
+	mu       sync.Mutex
+	ring     Ring
+	ready    bool
+	seen     map[string]observation
+	released map[types.UID]time.Time
+	subs     map[string]chan event.GenericEvent
+	resource map[string]schema.GroupVersionResource
+
+	// changed is poked when a Lease changes; rebalanceAsked when the ring
+	// does.
+	changed, rebalanceAsked chan struct{}
+	claims                  *claimQueue
+}
+
+// observation is when a member's Lease was last seen to change.
+type observation struct {
+	resourceVersion string
+	at              time.Time
+	duration        time.Duration
+}
+
+// kubernetesLeases is the Lease client of the members' namespace.
+type kubernetesLeases struct {
+	cs        kubernetes.Interface
+	namespace string
+}
+
+// NewMember returns the member opts describes, reaching the API server
+// through cfg; cache is the manager's cache, in which the member lists the
+// objects it holds, and mapper names their resources.
+func NewMember(cfg *rest.Config, cache client.Reader, mapper apimeta.RESTMapper, opts Options) (*Member, error) {
+	if err := CheckMemberName(opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.LeaseDuration <= 0 {
+		return nil, errors.New("the shard lease duration must be positive")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{
+		opts: opts, leases: kubernetesLeases{cs: cs, namespace: opts.Namespace}, md: md, cache: cache, mapper: mapper,
+		seen: map[string]observation{}, released: map[types.UID]time.Time{}, subs: map[string]chan event.GenericEvent{},
+		resource: map[string]schema.GroupVersionResource{}, changed: make(chan struct{}, 1), rebalanceAsked: make(chan struct{}, 1),
+	}
+	m.claims = newClaimQueue()
+	for _, k := range opts.Kinds {
+		m.subs[k.Kind] = make(chan event.GenericEvent, 1024)
+	}
+	return m, nil
+}
+
+// Name returns the member's name.
+func (m *Member) Name() string { return m.opts.Name }
+
+// Ring returns the live members as this member sees them.
+func (m *Member) Ring() Ring {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ring
+}
+
+// NeedLeaderElection is false: every replica is a member.
+func (m *Member) NeedLeaderElection() bool { return false }
+
+// renewEvery is how often the member renews its Lease.
+func (m *Member) renewEvery() time.Duration { return m.opts.LeaseDuration / 5 }
+
+// renewDeadline is how long renewals may fail before the member gives up.
+func (m *Member) renewDeadline() time.Duration { return m.opts.LeaseDuration * 2 / 3 }
+
+// Start keeps the member's Lease and follows the ring until ctx is done.
+func (m *Member) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("member", m.opts.Name, "ring", m.opts.Ring)
+	ctx = ctrl.LoggerInto(ctx, log)
+	if err := m.renew(ctx); err != nil {
+		return fmt.Errorf("joining the shard ring: %w", err)
+	}
+	lastRenew := time.Now()
+	leaseInformer, err := m.watchLeases(ctx)
+	if err != nil {
+		return err
+	}
+	unlabelled, err := m.watchUnlabelled(ctx)
+	if err != nil {
+		return err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), append(unlabelled, leaseInformer.HasSynced)...) {
+		return ctx.Err()
+	}
+	go m.runClaims(ctx)
+	go m.rebalanceOnChange(ctx)
+	go m.follow(ctx, leaseInformer.GetStore())
+	m.observe(ctx, leaseInformer.GetStore())
+	renew := time.NewTicker(m.renewEvery())
+	defer renew.Stop()
+	look := time.NewTicker(time.Second)
+	defer look.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-renew.C:
+			if err := m.renew(ctx); err != nil {
+				log.Error(err, "Renewing the shard lease")
+				if time.Since(lastRenew) > m.renewDeadline() {
+					m.lost(ctx)
+					return fmt.Errorf("the shard lease was not renewed for %s", time.Since(lastRenew).Round(time.Second))
+				}
+				continue
+			}
+			lastRenew = time.Now()
+		case <-look.C:
+			m.observe(ctx, leaseInformer.GetStore())
+		}
+	}
+}
+
+// lost stops the member's reconciling: the others take its objects once
+// its Lease expires.
+func (m *Member) lost(ctx context.Context) {
+	ctrl.LoggerFrom(ctx).Info("Lost the shard lease: stopping, the other members take the objects")
+	if m.opts.OnLost != nil {
+		m.opts.OnLost()
+		return
+	}
+	os.Exit(1)
+}
+
+// renew creates or renews the member's Lease.
+func (m *Member) renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.renewEvery())
+	defer cancel()
+	leases := m.leases.cs.CoordinationV1().Leases(m.leases.namespace)
+	now := metav1.NewMicroTime(time.Now())
+	lease, err := leases.Get(ctx, leaseName(m.opts.Name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: leaseName(m.opts.Name), Namespace: m.leases.namespace,
+				Labels: map[string]string{RingLabel: m.opts.Ring}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.opts.Name), AcquireTime: &now, RenewTime: &now,
+				LeaseDurationSeconds: ptr.To(int32(m.opts.LeaseDuration / time.Second))},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	lease.Spec.RenewTime = &now
+	lease.Spec.HolderIdentity = ptr.To(m.opts.Name)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.opts.LeaseDuration / time.Second))
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}
+
+// Leave deletes the member's Lease, so that the others take its objects
+// at once: call it after the manager stopped, when no reconcile runs.
+func (m *Member) Leave(ctx context.Context) error {
+	err := m.leases.cs.CoordinationV1().Leases(m.leases.namespace).Delete(ctx, leaseName(m.opts.Name), metav1.DeleteOptions{})
+	return client.IgnoreNotFound(err)
+}
+
+// watchLeases starts the informer of the ring's Leases.
+func (m *Member) watchLeases(ctx context.Context) (cache.SharedIndexInformer, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(m.leases.cs, 0,
+		informers.WithNamespace(m.leases.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = RingLabel + "=" + m.opts.Ring }))
+	inf := factory.Coordination().V1().Leases().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.poke() },
+		UpdateFunc: func(any, any) { m.poke() },
+		DeleteFunc: func(any) { m.poke() },
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	return inf, nil
+}
+
+// poke asks for the Leases to be looked at again soon.
+func (m *Member) poke() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// observe works out the live members from the Leases in store: a member
+// is live while its Lease changed less than its duration ago, as this
+// member's clock measures it (no two clocks are compared). This member is
+// live while it runs.
+func (m *Member) observe(ctx context.Context, store cache.Store) {
+	now := time.Now()
+	live := []string{m.opts.Name}
+	m.mu.Lock()
+	present := map[string]bool{}
+	for _, o := range store.List() {
+		lease := o.(*coordinationv1.Lease)
+		name := ptr.Deref(lease.Spec.HolderIdentity, "")
+		if name == "" || lease.Name != leaseName(name) {
+			continue
+		}
+		present[name] = true
+		seen, ok := m.seen[name]
+		if !ok || seen.resourceVersion != lease.ResourceVersion {
+			seen = observation{resourceVersion: lease.ResourceVersion, at: now,
+				duration: time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second}
+			m.seen[name] = seen
+		}
+		if name != m.opts.Name && now.Sub(seen.at) < max(seen.duration, m.opts.LeaseDuration) {
+			live = append(live, name)
+		}
+	}
+	for name := range m.seen {
+		if !present[name] {
+			delete(m.seen, name)
+		}
+	}
+	for uid, at := range m.released {
+		if now.Sub(at) > time.Minute {
+			delete(m.released, uid)
+		}
+	}
+	ring := NewRing(live...)
+	changed := !m.ready || !ring.Equal(m.ring)
+	m.ring, m.ready = ring, true
+	m.mu.Unlock()
+	if changed {
+		ctrl.LoggerFrom(ctx).Info("Shard ring", "members", ring.Members())
+		select {
+		case m.rebalanceAsked <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// follow observes the Leases in store whenever they change, between the
+// ticks of Start that see Leases expire.
+func (m *Member) follow(ctx context.Context, store cache.Store) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.changed:
+			m.observe(ctx, store)
+		}
+	}
+}

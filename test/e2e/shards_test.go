@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/shard"
+	"github.com/windlass-dev/windlass/internal/testutil/testenv"
+)
+
+// The size of the sharding story: namespaces, each with a GitRepository
+// and its Kustomizations.
+const (
+	shardNamespaces       = 30
+	shardKustomizations   = 10
+	shardLeaseDuration    = 6 * time.Second
+	shardRuntimeNamespace = "windlass-system"
+)
+
+// Three replicas started with --shards=auto share the objects: each object
+// is held by exactly one replica, the one whose own metrics say it
+// reconciled it. A replica killed with SIGKILL loses its objects to the
+// others, which reconcile every one of them; started again, it takes its
+// share back, and again each object is reconciled by one replica only.
+func TestShards_ShareFailoverAndRejoin(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, kc := privateControlPlane(t, g)
+	g.Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shardRuntimeNamespace}})).To(Succeed())
+	url, sha := servedRepo(t, "shards", map[string]string{
+		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${app}\ndata:\n  app: ${app}\n",
+	})
+
+	replicas := map[string]*controller{}
+	for _, name := range []string{"r0", "r1", "r2"} {
+		replicas[name] = startReplica(t, g, kc, name)
+	}
+	objects := createShardedApps(g, cp, url)
+	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	holders := expectHeldOnce(g, cp, replicas, objects)
+	t.Logf("shares: %v", shareSizes(holders))
+	for name := range replicas {
+		g.Expect(shareSizes(holders)).To(HaveKeyWithValue(name, BeNumerically(">", 0)), "every replica holds a share")
+	}
+
+	killed := replicas["r1"]
+	killed.Kill()
+	killedAt := time.Now()
+	delete(replicas, "r1")
+	var orphans []string
+	for obj, holder := range holders {
+		if holder == "r1" {
+			orphans = append(orphans, obj)
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		reconciled := reconciledBy(g, replicas)
+		for _, obj := range orphans {
+			g.Expect(reconciled[obj]).To(HaveLen(1), "%s is reconciled by a live replica", obj)
+		}
+	}, 2*time.Minute, interval).Should(Succeed())
+	t.Logf("the %d objects of the killed replica were reconciled by the others %.1fs after the kill (lease %s)",
+		len(orphans), time.Since(killedAt).Seconds(), shardLeaseDuration)
+	expectHeldOnce(g, cp, replicas, objects)
+
+	replicas["r1"] = startReplica(t, g, kc, "r1")
+	g.Eventually(func(g Gomega) {
+		held := expectHeldOnce(g, cp, replicas, objects)
+		g.Expect(shareSizes(held)).To(HaveKeyWithValue("r1", BeNumerically(">", 0)), "the replica that came back takes a share")
+	}, 2*time.Minute, interval).Should(Succeed())
+	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+}
+
+// startReplica starts a replica of the controller called name, sharing the
+// objects of cp (kc) with the others.
+func startReplica(t *testing.T, g *WithT, kc, name string) *controller {
+	t.Helper()
+	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace},
+		"--shards=auto", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		proc.Kill()
+		if t.Failed() {
+			t.Logf("windlass controller %s output (last lines):\n%s", name, lastLines(proc.Output(), 60))
+		}
+	})
+	g.Expect(proc.waitReady(timeout)).To(Succeed(), proc.Output)
+	return proc
+}
+
+// createShardedApps creates the story's namespaces, each with a
+// GitRepository of url and Kustomizations that apply a ConfigMap each, and
+// returns the objects as the metrics name them (kind/namespace/name).
+func createShardedApps(g *WithT, cp *testenv.Environment, url string) []string {
+	ctx := context.Background()
+	var objects []string
+	for i := range shardNamespaces {
+		ns := fmt.Sprintf("shards-%02d", i)
+		g.Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		createIn(g, cp, &sourcev1.GitRepository{}, gitRepositoryYAML(ns, "repo", url))
+		objects = append(objects, "GitRepository/"+ns+"/repo")
+		for j := range shardKustomizations {
+			name := fmt.Sprintf("app-%d", j)
+			createIn(g, cp, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: 10m
+  path: ./app
+  prune: true
+  targetNamespace: %s
+  sourceRef: {kind: GitRepository, name: repo}
+  postBuild:
+    substitute: {app: %s}
+`, name, ns, ns, name))
+			objects = append(objects, "Kustomization/"+ns+"/"+name)
+		}
+	}
+	return objects
+}
+
+// waitAllApplied waits until every Kustomization of cp is Ready with
+// revision applied.
+func waitAllApplied(g *WithT, cp *testenv.Environment, revision string, replicas map[string]*controller) {
+	g.Eventually(func(g Gomega) {
+		var list kustomizev1.KustomizationList
+		g.Expect(cp.Client.List(context.Background(), &list)).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(shardNamespaces * shardKustomizations))
+		notReady := 0
+		for _, ks := range list.Items {
+			if !conditions.IsTrue(&ks, meta.ReadyCondition) || ks.Status.LastAppliedRevision != revision {
+				notReady++
+			}
+		}
+		g.Expect(notReady).To(BeZero(), "Kustomizations not applied")
+	}, 3*time.Minute, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
+}
+
+// expectHeldOnce checks that each object is reconciled by exactly one live
+// replica, by their own metrics, and that it is the holder its label
+// names; it returns the holder of each object.
+func expectHeldOnce(g Gomega, cp *testenv.Environment, replicas map[string]*controller, objects []string) map[string]string {
+	reconciled := reconciledBy(g, replicas)
+	labels := holderLabels(g, cp)
+	holders := map[string]string{}
+	for _, obj := range objects {
+		g.Expect(reconciled[obj]).To(HaveLen(1), "%s is reconciled by one replica", obj)
+		g.Expect(labels).To(HaveKeyWithValue(obj, reconciled[obj][0]), "%s is held by the replica that reconciles it", obj)
+		holders[obj] = reconciled[obj][0]
+	}
+	return holders
+}
+
+// objectSeries matches the per-object duration series, whose labels are
+// kind, name and namespace.
+var objectSeries = regexp.MustCompile(`^gotk_reconcile_duration_seconds_count\{kind="([^"]+)",name="([^"]+)",namespace="([^"]+)"\}`)
+
+// reconciledBy returns, for each object, the replicas whose metrics have a
+// series of its runs (a replica forgets those of the objects it hands
+// over).
+func reconciledBy(g Gomega, replicas map[string]*controller) map[string][]string {
+	out := map[string][]string{}
+	for name, proc := range replicas {
+		for _, line := range metricLines(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "gotk_reconcile_duration_seconds_count") {
+			if m := objectSeries.FindStringSubmatch(line); m != nil {
+				obj := m[1] + "/" + m[3] + "/" + m[2]
+				out[obj] = append(out[obj], name)
+			}
+		}
+	}
+	for _, rs := range out {
+		sort.Strings(rs)
+	}
+	return out
+}
+
+// holderLabels returns the holder label of every GitRepository and
+// Kustomization of cp.
+func holderLabels(g Gomega, cp *testenv.Environment) map[string]string {
+	ctx := context.Background()
+	out := map[string]string{}
+	var repos sourcev1.GitRepositoryList
+	g.Expect(cp.Client.List(ctx, &repos)).To(Succeed())
+	for _, r := range repos.Items {
+		out["GitRepository/"+r.Namespace+"/"+r.Name] = r.Labels[shard.HolderLabel]
+	}
+	var ks kustomizev1.KustomizationList
+	g.Expect(cp.Client.List(ctx, &ks)).To(Succeed())
+	for _, k := range ks.Items {
+		out["Kustomization/"+k.Namespace+"/"+k.Name] = k.Labels[shard.HolderLabel]
+	}
+	return out
+}
+
+// shareSizes counts the objects each replica holds.
+func shareSizes(holders map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, h := range holders {
+		out[h]++
+	}
+	return out
+}
+
+// replicaTails returns the last lines of every replica's output.
+func replicaTails(replicas map[string]*controller) string {
+	var out string
+	for name, proc := range replicas {
+		out += fmt.Sprintf("--- %s:\n%s\n", name, lastLines(proc.Output(), 30))
+	}
+	return out
+}
