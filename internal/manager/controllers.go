@@ -14,7 +14,6 @@ import (
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
@@ -299,6 +298,7 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
 		Storage:              m.Storage,
+		Remote:               remoteArtifacts(opts),
 		IndexCache:           m.HelmIndexes,
 		MaxIndexSize:         opts.Source.HelmIndexMaxSize,
 		JitterPercent:        opts.IntervalJitterPercentage,
@@ -312,14 +312,10 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 }
 
 func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
-	var fetcher fetch.Fetcher = fetch.NewHTTP()
-	if m.Storage != nil {
-		fetcher = &fetch.Local{Storage: m.Storage}
-	}
 	r := &kustomizectrl.KustomizationReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(KustomizeController),
-		Fetcher:              fetcher,
+		Fetcher:              m.artifacts(opts),
 		Applier:              m.targets(opts),
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
@@ -373,10 +369,7 @@ func (m *Manager) targets(opts Options) *impersonation.Factory {
 }
 
 func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
-	var reader fetch.Reader = fetch.NewHTTP()
-	if m.Storage != nil {
-		reader = &fetch.Local{Storage: m.Storage}
-	}
+	reader := m.artifacts(opts)
 	renderer := sandbox.New(opts.Helm.Render, m.children)
 	r := &helmctrl.HelmReleaseReconciler{
 		Client:               m.GetClient(),

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/shard"
 )
@@ -188,4 +189,36 @@ func (m *Manager) Leave(ctx context.Context) error {
 		return nil
 	}
 	return m.Shard.Leave(ctx)
+}
+
+// artifactSource reads and unpacks artifacts: a Fetcher, a Patcher and a
+// Reader.
+type artifactSource interface {
+	fetch.Fetcher
+	fetch.Reader
+}
+
+// artifacts returns how the appliers of this process read the artifacts
+// of their sources: from the storage of the source controller of this
+// process, over HTTP when it runs elsewhere, and when the replicas share
+// the sources, from storage when this replica holds the source and over
+// HTTP otherwise.
+func (m *Manager) artifacts(opts Options) artifactSource {
+	switch {
+	case m.Storage == nil:
+		return fetch.NewHTTP()
+	case opts.Shards.auto():
+		return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
+	default:
+		return &fetch.Local{Storage: m.Storage}
+	}
+}
+
+// remoteArtifacts returns the HTTP fetcher of the artifacts that another
+// replica stores, when the replicas share the sources; nil otherwise.
+func remoteArtifacts(opts Options) *fetch.HTTP {
+	if !opts.Shards.auto() {
+		return nil
+	}
+	return fetch.NewHTTP()
 }

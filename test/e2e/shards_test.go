@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -29,23 +35,34 @@ const (
 	shardRuntimeNamespace = "windlass-system"
 )
 
-// Three replicas started with --shards=auto share the objects: each object
-// is held by exactly one replica, the one whose own metrics say it
-// reconciled it. A replica killed with SIGKILL loses its objects to the
-// others, which reconcile every one of them; started again, it takes its
-// share back, and again each object is reconciled by one replica only.
+// Three replicas started with --shards=auto --shard-by=object share the
+// objects: each object is held by exactly one replica, the one whose own
+// metrics say it reconciled it, and a Kustomization whose GitRepository or
+// dependency another replica holds reads them across (the artifact over
+// HTTP). A replica killed with SIGKILL loses its objects to the others,
+// which reconcile every one of them; started again, it takes its share
+// back, and again each object is reconciled by one replica only. All along,
+// the API server refuses a status written by a replica that does not hold
+// the object, and the test checks that no replica was refused.
 func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, kc := privateControlPlane(t, g)
+	cp, _ := privateControlPlane(t, g)
 	g.Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shardRuntimeNamespace}})).To(Succeed())
+	kubeconfigs := map[string]string{}
+	for _, name := range []string{"r0", "r1", "r2"} {
+		kc, err := cp.KubeconfigFileOf(t.TempDir(), name)
+		g.Expect(err).NotTo(HaveOccurred())
+		kubeconfigs[name] = kc
+	}
+	denyStatusOfOthers(t, g, cp, kubeconfigs)
 	url, sha := servedRepo(t, "shards", map[string]string{
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${app}\ndata:\n  app: ${app}\n",
 	})
 
 	replicas := map[string]*controller{}
 	for _, name := range []string{"r0", "r1", "r2"} {
-		replicas[name] = startReplica(t, g, kc, name)
+		replicas[name] = startReplica(t, g, kubeconfigs[name], name)
 	}
 	objects := createShardedApps(g, cp, url)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
@@ -75,12 +92,16 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 		len(orphans), time.Since(killedAt).Seconds(), shardLeaseDuration)
 	expectHeldOnce(g, cp, replicas, objects)
 
-	replicas["r1"] = startReplica(t, g, kc, "r1")
+	replicas["r1"] = startReplica(t, g, kubeconfigs["r1"], "r1")
 	g.Eventually(func(g Gomega) {
 		held := expectHeldOnce(g, cp, replicas, objects)
 		g.Expect(shareSizes(held)).To(HaveKeyWithValue("r1", BeNumerically(">", 0)), "the replica that came back takes a share")
 	}, 2*time.Minute, interval).Should(Succeed())
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	for name, proc := range replicas {
+		g.Expect(proc.Output()).NotTo(ContainSubstring(notHolderMessage), "%s wrote the status of an object it did not hold", name)
+	}
+	g.Expect(killed.Output()).NotTo(ContainSubstring(notHolderMessage))
 }
 
 // startReplica starts a replica of the controller called name, sharing the
@@ -88,7 +109,8 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 func startReplica(t *testing.T, g *WithT, kc, name string) *controller {
 	t.Helper()
 	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace},
-		"--shards=auto", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String())
+		"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
+		"--requeue-dependency=2s")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		proc.Kill()
@@ -101,8 +123,9 @@ func startReplica(t *testing.T, g *WithT, kc, name string) *controller {
 }
 
 // createShardedApps creates the story's namespaces, each with a
-// GitRepository of url and Kustomizations that apply a ConfigMap each, and
-// returns the objects as the metrics name them (kind/namespace/name).
+// GitRepository of url and Kustomizations that apply a ConfigMap each, all
+// but the first depending on the first, and returns the objects as the
+// metrics name them (kind/namespace/name).
 func createShardedApps(g *WithT, cp *testenv.Environment, url string) []string {
 	ctx := context.Background()
 	var objects []string
@@ -125,7 +148,7 @@ spec:
   sourceRef: {kind: GitRepository, name: repo}
   postBuild:
     substitute: {app: %s}
-`, name, ns, ns, name))
+%s`, name, ns, ns, name, dependsOnFirst(j)))
 			objects = append(objects, "Kustomization/"+ns+"/"+name)
 		}
 	}
@@ -221,4 +244,92 @@ func replicaTails(replicas map[string]*controller) string {
 		out += fmt.Sprintf("--- %s:\n%s\n", name, lastLines(proc.Output(), 30))
 	}
 	return out
+}
+
+// dependsOnFirst returns the dependsOn of the j-th Kustomization of a
+// namespace: the first, for all but the first.
+func dependsOnFirst(j int) string {
+	if j == 0 {
+		return ""
+	}
+	return "  dependsOn: [{name: app-0}]\n"
+}
+
+// notHolderMessage is how the API server refuses a status written by a
+// replica that does not hold the object.
+const notHolderMessage = "written by a replica that does not hold it"
+
+// denyStatusOfOthers makes the API server of cp refuse the status of a
+// GitRepository or Kustomization written by one of the users of
+// kubeconfigs (the replicas) that its holder label does not name, and
+// checks that it does.
+func denyStatusOfOthers(t *testing.T, g *WithT, cp *testenv.Environment, kubeconfigs map[string]string) {
+	ctx := context.Background()
+	var users []string
+	for name := range kubeconfigs {
+		users = append(users, "'"+name+"'")
+	}
+	sort.Strings(users)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-by-holder"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{sourcev1.GroupVersion.Group, kustomizev1.GroupVersion.Group}, APIVersions: []string{"*"},
+							Resources: []string{"gitrepositories/status", "kustomizations/status"},
+						},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("!(request.userInfo.username in [%s]) || "+
+					"(has(oldObject.metadata.labels) && '%s' in oldObject.metadata.labels && "+
+					"oldObject.metadata.labels['%s'] == request.userInfo.username)",
+					strings.Join(users, ","), shard.HolderLabel, shard.HolderLabel),
+				Message: notHolderMessage,
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-by-holder"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	g.Expect(cp.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(cp.Client.Create(ctx, binding)).To(Succeed())
+
+	// The probe: a GitRepository held by r0, whose status r1 may not write
+	// and r0 may.
+	probe := &sourcev1.GitRepository{}
+	createIn(g, cp, probe, gitRepositoryYAML(shardRuntimeNamespace, "probe", "https://example.com/probe"))
+	probe.Labels = map[string]string{shard.HolderLabel: "r0"}
+	g.Expect(cp.Client.Update(ctx, probe)).To(Succeed())
+	writeStatus := func(user string) error {
+		c := clientOf(g, kubeconfigs[user])
+		obj := &sourcev1.GitRepository{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(probe), obj); err != nil {
+			return err
+		}
+		obj.Status.ObservedGeneration++
+		return c.Status().Update(ctx, obj)
+	}
+	g.Eventually(func() error { return writeStatus("r1") }, timeout, interval).Should(MatchError(ContainSubstring(notHolderMessage)))
+	g.Expect(writeStatus("r0")).To(Succeed())
+	g.Expect(cp.Client.Delete(ctx, probe)).To(Succeed())
+	t.Cleanup(func() { _ = cp.Client.Delete(ctx, binding); _ = cp.Client.Delete(ctx, policy) })
+}
+
+// clientOf returns a client of the cluster and user of kubeconfig.
+func clientOf(g *WithT, kubeconfig string) client.Client {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	return c
 }

@@ -46,7 +46,7 @@ func (r *HelmChartReconciler) fromSourceArtifact(ctx context.Context, obj *sourc
 		sc.upToDate = true
 		return nil
 	}
-	root, release, err := r.trees.AcquireArtifact(ctx, *a, &fetch.Local{Storage: r.Storage})
+	root, release, err := r.trees.AcquireArtifact(ctx, *a, r.sourceFetcher())
 	if err != nil {
 		return chartPullFailed(obj, nil, fmt.Errorf("extracting the artifact of %s '%s' (revision '%s'): %w",
 			obj.Spec.SourceRef.Kind, obj.Spec.SourceRef.Name, a.Revision, err))
@@ -239,3 +239,13 @@ func artifactOf(repo *sourcev1.HelmRepository) *meta.Artifact {
 // errNoFetcher is returned for a dependency repository that is neither
 // http(s):// nor oci://.
 var errNoFetcher = errors.New("only http://, https:// and oci:// dependency repositories are supported; repository aliases are not: vendor the dependency in charts/ or name its repository's URL")
+
+// sourceFetcher returns how the artifacts of the charts' sources are read:
+// from storage, or over HTTP too when r.Remote is set.
+func (r *HelmChartReconciler) sourceFetcher() fetch.Patcher {
+	local := &fetch.Local{Storage: r.Storage}
+	if r.Remote == nil {
+		return local
+	}
+	return &fetch.LocalOrHTTP{Local: local, HTTP: r.Remote}
+}

@@ -51,6 +51,10 @@ type HelmChartReconciler struct {
 	Events *event.Recorder
 	// Storage holds the artifacts, the HelmCharts' and their sources'.
 	Storage *artifact.Storage
+	// Remote, when set, downloads from their URL the artifacts of sources
+	// that Storage does not hold: the replicas share the sources
+	// (--shards=auto), and another may hold a chart's source.
+	Remote *fetch.HTTP
 	// IndexCache keeps parsed indexes by artifact digest: the same as the
 	// HelmRepositoryReconciler's, so that a repository's index is parsed
 	// once for all its charts. Nil makes a cache of

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
 	"github.com/windlass-dev/windlass/internal/oci"
@@ -77,25 +79,39 @@ func (r *HelmChartReconciler) pullHTTPChart(ctx context.Context, obj *sourcev1.H
 // loadIndex reads and parses the index artifact a from storage, checking
 // that it is the content its digest names.
 func (r *HelmChartReconciler) loadIndex(ctx context.Context, a meta.Artifact) (*repository.Index, error) {
-	f, err := r.Storage.Open(a)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	limit := r.MaxIndexSize
 	if limit <= 0 {
 		limit = repository.DefaultMaxIndexSize
 	}
+	data, err := r.readIndex(ctx, a, limit)
+	if err != nil {
+		return nil, err
+	}
+	if got := repository.Revision(data); got != a.Digest {
+		return nil, fmt.Errorf("%s does not match its digest", a.Path)
+	}
+	return repository.ParseIndexBounded(ctx, data)
+}
+
+// readIndex returns the bytes of the index artifact a, at most limit, from
+// storage, or from its URL when storage does not hold it and r.Remote is
+// set (the HelmRepository is held by another replica).
+func (r *HelmChartReconciler) readIndex(ctx context.Context, a meta.Artifact, limit int64) ([]byte, error) {
+	f, err := r.Storage.Open(a)
+	if errors.Is(err, artifact.ErrNotFound) && r.Remote != nil {
+		return r.Remote.ReadAll(ctx, a, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var buf bytes.Buffer
 	if n, err := io.Copy(&buf, io.LimitReader(f, limit+1)); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", a.Path, err)
 	} else if n > limit {
 		return nil, fmt.Errorf("%s is larger than the limit of %d bytes", a.Path, limit)
 	}
-	if got := repository.Revision(buf.Bytes()); got != a.Digest {
-		return nil, fmt.Errorf("%s does not match its digest", a.Path)
-	}
-	return repository.ParseIndexBounded(ctx, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // pullOCIChart pulls the highest version of spec.version of the chart from

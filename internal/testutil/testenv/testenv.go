@@ -155,6 +155,13 @@ func (e *Environment) KubeconfigFile(dir string) (string, error) {
 	return e.writeKubeconfig(dir, "e2e-admin")
 }
 
+// KubeconfigFileOf writes to dir/kubeconfig the kubeconfig of userName, a
+// new administrator (group system:masters): for tests that tell apart the
+// requests of several processes by their user.
+func (e *Environment) KubeconfigFileOf(dir, userName string) (string, error) {
+	return e.writeKubeconfig(dir, userName)
+}
+
 // writeKubeconfig issues the system:masters user userName and writes its
 // kubeconfig to dir/kubeconfig.
 func (e *Environment) writeKubeconfig(dir, userName string) (string, error) {
