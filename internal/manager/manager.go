@@ -127,7 +127,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		}
 		served = append(served, kinds.OfController(name)...)
 	}
-	if err := mgr.Add(&resourceMetrics{cache: mgr.GetCache(), kinds: served}); err != nil {
+	metricsOf := &resourceMetrics{cache: mgr.GetCache(), kinds: served}
+	if m.Shard != nil {
+		metricsOf.reports = m.Shard.Reports
+	}
+	if err := mgr.Add(metricsOf); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(&pageOut{cache: mgr.GetCache()}); err != nil {
@@ -142,6 +146,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 type resourceMetrics struct {
 	cache client.Reader
 	kinds []kinds.Kind
+	// reports, when set, passes the objects this replica reports: those it
+	// holds, when the replicas share the objects.
+	reports func(obj client.Object, static bool) bool
 }
 
 // NeedLeaderElection is true: the leader reports.
@@ -149,7 +156,7 @@ func (r *resourceMetrics) NeedLeaderElection() bool { return true }
 
 // Start reports until ctx is done.
 func (r *resourceMetrics) Start(ctx context.Context) error {
-	metrics.Resources.Serve(ctx, r.cache, r.kinds)
+	metrics.Resources.Serve(ctx, r.cache, r.kinds, r.reports)
 	return nil
 }
 

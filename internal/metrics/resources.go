@@ -58,6 +58,9 @@ type resources struct {
 type resourceSource struct {
 	reader client.Reader
 	kinds  []kinds.Kind
+	// reports, when set, tells which objects this process reports: the
+	// replicas that share the objects report those they hold.
+	reports func(obj client.Object, static bool) bool
 }
 
 // Resources are the series about every object of the served kinds, that
@@ -65,10 +68,11 @@ type resourceSource struct {
 var Resources = &resources{sources: map[*resourceSource]struct{}{}}
 
 // Serve reports the objects of ks that reader (a manager's cache) holds,
-// until ctx is done: called by the elected manager only, so that a
-// standby replica reports nothing twice.
-func (r *resources) Serve(ctx context.Context, reader client.Reader, ks []kinds.Kind) {
-	src := &resourceSource{reader: reader, kinds: ks}
+// and that reports (when not nil) passes, until ctx is done: called by the
+// elected manager only, so that a standby replica reports nothing twice,
+// and with reports by the replicas that share the objects.
+func (r *resources) Serve(ctx context.Context, reader client.Reader, ks []kinds.Kind, reports func(obj client.Object, static bool) bool) {
+	src := &resourceSource{reader: reader, kinds: ks, reports: reports}
 	r.mu.Lock()
 	r.sources[src] = struct{}{}
 	r.mu.Unlock()
@@ -120,7 +124,9 @@ func (r *resources) objectsOf(ctx context.Context) ([]facts, map[string]int) {
 				return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 			})
 			for _, obj := range items {
-				all = append(all, factsOf(k, obj))
+				if s.reports == nil || s.reports(obj, k.Static) {
+					all = append(all, factsOf(k, obj))
+				}
 			}
 		}
 	}

@@ -35,7 +35,7 @@ func served(t *testing.T, ks []kinds.Kind, objs ...client.Object) *resources {
 	r := &resources{sources: map[*resourceSource]struct{}{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go r.Serve(ctx, c, ks)
+	go r.Serve(ctx, c, ks, nil)
 	NewWithT(t).Eventually(func() int {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -107,7 +107,7 @@ func TestResourcesReportNothingOnceTheManagerStops(t *testing.T) {
 	r := &resources{sources: map[*resourceSource]struct{}{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { r.Serve(ctx, c, kinds.All); close(done) }()
+	go func() { r.Serve(ctx, c, kinds.All, nil); close(done) }()
 	g.Eventually(func(g Gomega) {
 		_, families := text(g, r)
 		g.Expect(families["gotk_resource_info"].GetMetric()).To(HaveLen(1))
@@ -116,4 +116,29 @@ func TestResourcesReportNothingOnceTheManagerStops(t *testing.T) {
 	<-done
 	_, families := text(g, r)
 	g.Expect(families["gotk_resource_info"].GetMetric()).To(BeEmpty(), "a standby replica reports nothing")
+}
+
+func TestResourcesReportOnlyWhatReportsPasses(t *testing.T) {
+	g := NewWithT(t)
+	held := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "team-a", Labels: map[string]string{"holder": "me"}}}
+	other := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team-a", Labels: map[string]string{"holder": "you"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(held, other).Build()
+	r := &resources{sources: map[*resourceSource]struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ks := kinds.Where(func(k kinds.Kind) bool { return k.Kind == sourcev1.GitRepositoryKind })
+	go r.Serve(ctx, c, ks, func(obj client.Object, static bool) bool {
+		return !static && obj.GetLabels()["holder"] == "me"
+	})
+	g.Eventually(func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.sources)
+	}).Should(Equal(1))
+	out, families := text(g, r)
+	g.Expect(families).To(HaveKey("gotk_resource_info"))
+	g.Expect(families["gotk_resource_info"].Metric).To(HaveLen(1), out)
+	g.Expect(out).To(ContainSubstring(`name="held"`))
+	g.Expect(out).NotTo(ContainSubstring(`name="other"`))
+	g.Expect(out).To(MatchRegexp(`windlass_cache_objects\{kind="GitRepository"\} 2`), "the cache still holds both")
 }

@@ -71,7 +71,7 @@ func BenchmarkScrapeOf1000Applications(b *testing.B) {
 	r := &resources{sources: map[*resourceSource]struct{}{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go r.Serve(ctx, c, kinds.All)
+	go r.Serve(ctx, c, kinds.All, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(Reconciles)
 	for {

@@ -147,7 +147,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.sharder != nil {
-		if held, err := r.sharder.Holds(ctx, r.Client, obj); !held {
+		if held, err := r.sharder.Holds(ctx, r.Client, r.Kind.Name, obj); !held {
 			if err == nil {
 				r.forget(req.NamespacedName)
 			}

@@ -33,7 +33,7 @@ type Sharder interface {
 	// Holds reports whether this replica reconciles obj now; when obj
 	// belongs to another replica, it hands it over first. The runner asks
 	// it from the worker of obj, before anything else.
-	Holds(ctx context.Context, c client.Client, obj client.Object) (bool, error)
+	Holds(ctx context.Context, c client.Client, kind string, obj client.Object) (bool, error)
 	// Handovers returns the source of the requests that ask the
 	// controller of kind to reconcile, and so hand over, objects.
 	Handovers(kind string) source.Source

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
 // Holds reports whether this member reconciles obj now: it holds obj, and
@@ -21,7 +23,7 @@ import (
 // hands it over first, on condition that this member still holds it: call
 // it from the worker that reconciles obj, so that no run of it is under
 // way here when the other member starts one.
-func (m *Member) Holds(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+func (m *Member) Holds(ctx context.Context, c client.Client, kind string, obj client.Object) (bool, error) {
 	m.mu.Lock()
 	ring, ready := m.ring, m.ready
 	if obj.GetLabels()[HolderLabel] != m.opts.Name {
@@ -49,6 +51,7 @@ func (m *Member) Holds(ctx context.Context, c client.Client, obj client.Object) 
 	m.mu.Lock()
 	m.released[obj.GetUID()] = time.Now()
 	m.mu.Unlock()
+	metrics.ShardMoves.WithLabelValues(kind, "handed_over").Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed over", "to", owner)
 	return false, nil
 }
@@ -98,4 +101,14 @@ func (m *Member) Moves() predicate.Predicate {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// Reports reports whether this member reports obj in its metrics: it
+// holds it, or, for a kind without status that nobody holds (Alerts and
+// Providers, read by every member), the ring gives it to this member.
+func (m *Member) Reports(obj client.Object, static bool) bool {
+	if holder := obj.GetLabels()[HolderLabel]; holder != "" || !static {
+		return holder == m.opts.Name
+	}
+	return m.Ring().Owner(Key(obj, m.opts.By)) == m.opts.Name
 }

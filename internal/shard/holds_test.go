@@ -64,7 +64,7 @@ func TestHolds(t *testing.T) {
 			if tt.released {
 				m.released[ks.UID] = time.Now()
 			}
-			held, err := m.Holds(context.Background(), env.Client, ks.DeepCopy())
+			held, err := m.Holds(context.Background(), env.Client, "Kustomization", ks.DeepCopy())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(held).To(Equal(tt.wantHeld))
 			stored := &kustomizev1.Kustomization{}
@@ -101,7 +101,7 @@ func TestHoldsHandsOverOnlyWhatItHolds(t *testing.T) {
 	m := &Member{opts: Options{Name: "me", By: ByObject}, released: map[types.UID]time.Time{}, ring: ring, ready: true}
 	stale := ks.DeepCopy()
 	stale.Labels[HolderLabel] = "me"
-	held, err := m.Holds(context.Background(), env.Client, stale)
+	held, err := m.Holds(context.Background(), env.Client, "Kustomization", stale)
 	g.Expect(err).NotTo(HaveOccurred(), "a failed handover is not an error: the object is no longer ours")
 	g.Expect(held).To(BeFalse())
 	stored := &kustomizev1.Kustomization{}
@@ -139,4 +139,23 @@ func TestKey(t *testing.T) {
 	g.Expect(CheckMemberName("windlass-7d9f8c6b5-x2k4j")).To(Succeed())
 	g.Expect(CheckMemberName("")).To(MatchError(ContainSubstring("empty")))
 	g.Expect(CheckMemberName("Upper_Case.ok")).To(MatchError(ContainSubstring("Lease name")))
+}
+
+func TestReports(t *testing.T) {
+	g := NewWithT(t)
+	ring := NewRing("me", "other")
+	m := &Member{opts: Options{Name: "me", By: ByObject}, ring: ring, ready: true}
+	obj := func(name, holder string) *kustomizev1.Kustomization {
+		o := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if holder != "" {
+			o.Labels = map[string]string{HolderLabel: holder}
+		}
+		return o
+	}
+	g.Expect(m.Reports(obj("a", "me"), false)).To(BeTrue())
+	g.Expect(m.Reports(obj("a", "other"), false)).To(BeFalse())
+	g.Expect(m.Reports(obj("a", ""), false)).To(BeFalse(), "nobody holds it yet")
+	mine, others := nameOwnedBy(g, ring, "ns", "me"), nameOwnedBy(g, ring, "ns", "other")
+	g.Expect(m.Reports(obj(mine, ""), true)).To(BeTrue(), "an Alert that the ring gives to this member")
+	g.Expect(m.Reports(obj(others, ""), true)).To(BeFalse())
 }

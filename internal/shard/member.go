@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
 // Options configure a Member.
@@ -295,6 +296,7 @@ func (m *Member) observe(ctx context.Context, store cache.Store) {
 		}
 	}
 	ring := NewRing(live...)
+	metrics.ShardMembers.Set(float64(len(ring.Members())))
 	changed := !m.ready || !ring.Equal(m.ring)
 	m.ring, m.ready = ring, true
 	m.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
 // rebalanceOnChange rebalances whenever the ring changes.
@@ -104,7 +105,7 @@ func (m *Member) claimOrphans(ctx context.Context, k kinds.Kind, ring Ring) erro
 		for i := range list.Items {
 			obj := &list.Items[i]
 			if ring.Owner(Key(obj, m.opts.By)) == m.opts.Name {
-				if err := m.claim(ctx, gvr, obj); err != nil {
+				if err := m.claim(ctx, k.Kind, gvr, obj); err != nil {
 					return err
 				}
 			}
@@ -145,13 +146,14 @@ func (m *Member) resourceOf(k kinds.Kind) (schema.GroupVersionResource, error) {
 // claim writes this member as obj's holder, unless obj changed since it
 // was read (its holder's too): then the change is someone else's to make,
 // or the next look's.
-func (m *Member) claim(ctx context.Context, gvr schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) error {
+func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) error {
 	body := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:%q}}}`, obj.ResourceVersion, HolderLabel, m.opts.Name)
 	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err == nil {
+		metrics.ShardMoves.WithLabelValues(kind, "claimed").Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Claimed", "resource", gvr.Resource, "namespace", obj.Namespace, "name", obj.Name,
 			"from", obj.Labels[HolderLabel])
 	}
@@ -261,5 +263,5 @@ func (m *Member) claimUnheld(ctx context.Context, item claimItem) error {
 	if err != nil {
 		return err
 	}
-	return m.claim(ctx, gvr, obj)
+	return m.claim(ctx, item.kind, gvr, obj)
 }

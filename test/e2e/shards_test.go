@@ -68,8 +68,10 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
 	holders := expectHeldOnce(g, cp, replicas, objects)
 	t.Logf("shares: %v", shareSizes(holders))
-	for name := range replicas {
+	for name, proc := range replicas {
 		g.Expect(shareSizes(holders)).To(HaveKeyWithValue(name, BeNumerically(">", 0)), "every replica holds a share")
+		g.Expect(scrape(g, "http://"+proc.MetricsAddr+"/metrics")).To(ContainSubstring("\nwindlass_shard_members 3\n"),
+			"%s sees three members", name)
 	}
 
 	killed := replicas["r1"]
