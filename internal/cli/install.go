@@ -21,6 +21,7 @@ type installFlags struct {
 	version       string
 	networkPolicy bool
 	split         bool
+	replicas      int
 	ui            bool
 	monitoring    bool
 	timeout       time.Duration
@@ -61,6 +62,7 @@ manifests instead, and needs no cluster.`,
 	fs.StringVar(&f.version, "version", "", "the image tag (default: this client's version, or latest for a development build)")
 	fs.BoolVar(&f.networkPolicy, "network-policy", true, "let only the pods of the namespace reach the controllers' artifact and image tags ports")
 	fs.BoolVar(&f.split, "split", false, "run one Deployment per controller rather than one for all")
+	fs.IntVar(&f.replicas, "replicas", 1, "pods per Deployment: with more than one, they share the objects (controller --shards=auto), each reconciling its share, and take over a lost pod's share within the lease duration")
 	fs.BoolVar(&f.ui, "ui", false, "serve the web UI behind the Service windlass-ui, signing users in with a Kubernetes token, and grant the controllers the token reviews, access reviews and impersonation that sign-in needs")
 	fs.BoolVar(&f.monitoring, "monitoring", false, "add a PodMonitor of the controllers, a PrometheusRule of the alerts and the Grafana dashboard in a ConfigMap (label grafana_dashboard) for the Prometheus Operator and Grafana's sidecar")
 	fs.BoolVar(&f.force, "force", false, "install even into the cluster of windlass dev, whose controllers run in windlass dev")
@@ -76,7 +78,7 @@ func (f *installFlags) options() install.Options {
 	}
 	return install.Options{
 		Components: f.components, Registry: f.registry, Version: version, Namespace: f.kube.namespace,
-		NetworkPolicy: f.networkPolicy, Split: f.split, UI: f.ui, Monitoring: f.monitoring,
+		NetworkPolicy: f.networkPolicy, Split: f.split, UI: f.ui, Monitoring: f.monitoring, Replicas: f.replicas,
 	}
 }
 

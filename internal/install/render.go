@@ -108,6 +108,10 @@ type Options struct {
 	// need: a PodMonitor of the controllers, a PrometheusRule of the
 	// alerts and the dashboard's ConfigMap (package monitoring).
 	Monitoring bool
+	// Replicas is how many pods each Deployment runs (1 when zero): with
+	// more than one, they share the objects (--shards=auto) and each
+	// advertises its artifacts at its pod's address.
+	Replicas int
 }
 
 // DefaultVersion is the image tag that matches a client of version
@@ -145,6 +149,12 @@ func (o Options) complete() (Options, error) {
 		return o, err
 	}
 	o.Components = components
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Replicas < 1 {
+		return o, fmt.Errorf("invalid --replicas %d: at least 1", o.Replicas)
+	}
 	return o, nil
 }
 
@@ -347,16 +357,30 @@ func (d deployment) runs(name string) bool {
 	return slices.Contains(d.controllers, name)
 }
 
+// podIPVariable is the environment variable that holds the pod's address
+// when the replicas share the objects.
+const podIPVariable = "POD_IP"
+
+// ArtifactPort is the port the source controller serves artifacts on.
+const ArtifactPort = 9090
+
 // args are the arguments of d's container. The source controller and the
 // image reflector keep their files under /data (an emptyDir). In a split
 // installation the notification controller serves its event endpoint, and
 // the other controllers post their events to it.
-func (d deployment) args(split, notifications bool) []string {
+func (d deployment) args(split, notifications bool, replicas int) []string {
 	args := []string{"controller", "--controllers=" + strings.Join(d.controllers, ","), "--enable-leader-election", "--log-encoding=json"}
+	if replicas > 1 {
+		args[2] = "--shards=" + manager.ShardsAuto
+	}
 	if d.runs(manager.SourceController) || d.runs(manager.ImageReflectorController) {
 		args = append(args, "--storage-path=/data")
 	}
-	if d.runs(manager.SourceController) {
+	switch {
+	case d.runs(manager.SourceController) && replicas > 1:
+		// Each replica serves the artifacts of the sources it holds.
+		args = append(args, fmt.Sprintf("--storage-adv-addr=$(%s):%d", podIPVariable, ArtifactPort))
+	case d.runs(manager.SourceController):
 		args = append(args, "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
 	}
 	if d.runs(manager.ImageReflectorController) {
@@ -417,7 +441,7 @@ func writeOverlay(fsys filesys.FileSystem, o Options) error {
 		dir := "deployments/" + d.name
 		k.Resources = append(k.Resources, dir)
 		d.ui = o.UI && i == 0
-		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d, d.args(o.Split, notifications)); err != nil {
+		if err := writeDeployment(fsys, path.Join(overlayRoot, dir), d, d.args(o.Split, notifications, o.Replicas), o.Replicas); err != nil {
 			return err
 		}
 		if d.ui {
@@ -493,12 +517,18 @@ func writeMonitoring(fsys filesys.FileSystem, dir string) error {
 // runs with args, into dir. Every Deployment has the emptyDirs of the base
 // at /data and /tmp (the root file system is read-only); the one that runs
 // the image reflector also exposes the image tags port.
-func writeDeployment(fsys filesys.FileSystem, dir string, d deployment, args []string) error {
+func writeDeployment(fsys filesys.FileSystem, dir string, d deployment, args []string, replicas int) error {
 	ops := []jsonPatch{
 		{Op: "replace", Path: "/metadata/name", Value: d.name},
+		{Op: "replace", Path: "/spec/replicas", Value: replicas},
 		{Op: "replace", Path: "/spec/selector/matchLabels/app", Value: d.name},
 		{Op: "replace", Path: "/spec/template/metadata/labels/app", Value: d.name},
 		{Op: "replace", Path: "/spec/template/spec/containers/0/args", Value: args},
+	}
+	if replicas > 1 {
+		ops = append(ops, jsonPatch{Op: "add", Path: "/spec/template/spec/containers/0/env/-", Value: map[string]any{
+			"name": podIPVariable, "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "status.podIP"}},
+		}})
 	}
 	if d.runs(manager.ImageReflectorController) {
 		ops = append(ops, jsonPatch{Op: "add", Path: "/spec/template/spec/containers/0/ports/-",

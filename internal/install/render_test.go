@@ -293,3 +293,27 @@ func TestImageTag(t *testing.T) {
 	g.Expect(DefaultVersion("dev")).To(Equal("latest"))
 	g.Expect(DefaultVersion("v0.3.0")).To(Equal("v0.3.0"))
 }
+
+// TestRenderReplicas runs several pods per Deployment that share the
+// objects, each advertising its artifacts at its own address.
+func TestRenderReplicas(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(g, Options{Version: "v1", Replicas: 3})
+	d := find(objs, "Deployment", AllInOneDeployment)
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	g.Expect(replicas).To(BeEquivalentTo(3))
+	args := containerArgs(g, d)
+	g.Expect(args).To(ContainElements("--shards=auto", "--storage-adv-addr=$(POD_IP):9090"))
+	g.Expect(args).NotTo(ContainElement("--enable-leader-election"), "every replica reconciles its share")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	env := containers[0].(map[string]any)["env"].([]any)
+	g.Expect(env).To(ContainElement(HaveKeyWithValue("name", "POD_IP")))
+
+	one := find(render(g, Options{Version: "v1"}), "Deployment", AllInOneDeployment)
+	replicas, _, _ = unstructured.NestedInt64(one.Object, "spec", "replicas")
+	g.Expect(replicas).To(BeEquivalentTo(1))
+	g.Expect(containerArgs(g, one)).To(ContainElement("--enable-leader-election"))
+
+	_, err := Render(Options{Version: "v1", Replicas: -1})
+	g.Expect(err).To(MatchError(ContainSubstring("invalid --replicas -1")))
+}

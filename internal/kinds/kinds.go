@@ -86,6 +86,10 @@ type Kind struct {
 	// (--shards=auto), only by the replica that holds each object: no
 	// other kind's controller watches them (dependsOn reads them).
 	CachedByHolder bool
+	// ShardAsOne kinds are held, when the replicas share the objects, by
+	// one replica for all their objects: an ImagePolicy reads the tags that
+	// its ImageRepository's scan keeps in memory.
+	ShardAsOne bool
 	// Gates is how objects of the kind wait behind spec.gates.
 	Gates GateRole
 	// DependsOn returns an object's spec.dependsOn; nil for kinds without.

@@ -117,6 +117,7 @@ var All = []Kind{
 			return o.(*imagev1.ImageRepository).Status.GetLastHandledReconcileRequest()
 		},
 		Info:       imageRepositoryInfo,
+		ShardAsOne: true,
 		Controller: ImageReflectorController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "repository"}, Aliases: []string{"imagerepository", "imagerepositories", "imgrepo"},
 	},
@@ -128,6 +129,7 @@ var All = []Kind{
 			return o.(*imagev1.ImagePolicy).Status.GetLastHandledReconcileRequest()
 		},
 		Info:       imagePolicyInfo,
+		ShardAsOne: true,
 		Controller: ImageReflectorController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
 		Words: []string{"image", "policy"}, Aliases: []string{"imagepolicy", "imagepolicies", "imgpol"},
 	},

@@ -148,7 +148,7 @@ type resourceMetrics struct {
 	kinds []kinds.Kind
 	// reports, when set, passes the objects this replica reports: those it
 	// holds, when the replicas share the objects.
-	reports func(obj client.Object, static bool) bool
+	reports func(kind string, obj client.Object) bool
 }
 
 // NeedLeaderElection is true: the leader reports.

@@ -60,7 +60,7 @@ type resourceSource struct {
 	kinds  []kinds.Kind
 	// reports, when set, tells which objects this process reports: the
 	// replicas that share the objects report those they hold.
-	reports func(obj client.Object, static bool) bool
+	reports func(kind string, obj client.Object) bool
 }
 
 // Resources are the series about every object of the served kinds, that
@@ -71,7 +71,7 @@ var Resources = &resources{sources: map[*resourceSource]struct{}{}}
 // and that reports (when not nil) passes, until ctx is done: called by the
 // elected manager only, so that a standby replica reports nothing twice,
 // and with reports by the replicas that share the objects.
-func (r *resources) Serve(ctx context.Context, reader client.Reader, ks []kinds.Kind, reports func(obj client.Object, static bool) bool) {
+func (r *resources) Serve(ctx context.Context, reader client.Reader, ks []kinds.Kind, reports func(kind string, obj client.Object) bool) {
 	src := &resourceSource{reader: reader, kinds: ks, reports: reports}
 	r.mu.Lock()
 	r.sources[src] = struct{}{}
@@ -124,7 +124,7 @@ func (r *resources) objectsOf(ctx context.Context) ([]facts, map[string]int) {
 				return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 			})
 			for _, obj := range items {
-				if s.reports == nil || s.reports(obj, k.Static) {
+				if s.reports == nil || s.reports(k.Kind, obj) {
 					all = append(all, factsOf(k, obj))
 				}
 			}

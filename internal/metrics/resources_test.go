@@ -127,8 +127,8 @@ func TestResourcesReportOnlyWhatReportsPasses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ks := kinds.Where(func(k kinds.Kind) bool { return k.Kind == sourcev1.GitRepositoryKind })
-	go r.Serve(ctx, c, ks, func(obj client.Object, static bool) bool {
-		return !static && obj.GetLabels()["holder"] == "me"
+	go r.Serve(ctx, c, ks, func(kind string, obj client.Object) bool {
+		return kind == sourcev1.GitRepositoryKind && obj.GetLabels()["holder"] == "me"
 	})
 	g.Eventually(func() int {
 		r.mu.Lock()

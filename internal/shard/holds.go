@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
@@ -37,7 +39,7 @@ func (m *Member) Holds(ctx context.Context, c client.Client, kind string, obj cl
 	if released {
 		return false, nil
 	}
-	owner := ring.Owner(Key(obj, m.opts.By))
+	owner := ring.Owner(m.keyOf(kind, obj))
 	if !ready || !ring.Has(m.opts.Name) || owner == m.opts.Name {
 		return true, nil
 	}
@@ -103,12 +105,23 @@ func (m *Member) Moves() predicate.Predicate {
 	}
 }
 
-// Reports reports whether this member reports obj in its metrics: it
-// holds it, or, for a kind without status that nobody holds (Alerts and
-// Providers, read by every member), the ring gives it to this member.
-func (m *Member) Reports(obj client.Object, static bool) bool {
-	if holder := obj.GetLabels()[HolderLabel]; holder != "" || !static {
+// Reports reports whether this member reports obj, of kind, in its
+// metrics: it holds it, or, for a kind without status that nobody holds
+// (Alerts and Providers, read by every member), the ring gives it to this
+// member.
+func (m *Member) Reports(kind string, obj client.Object) bool {
+	row, _ := kinds.Named(kind)
+	if holder := obj.GetLabels()[HolderLabel]; holder != "" || !row.Static {
 		return holder == m.opts.Name
 	}
-	return m.Ring().Owner(Key(obj, m.opts.By)) == m.opts.Name
+	return m.Ring().Owner(m.keyOf(kind, obj)) == m.opts.Name
+}
+
+// keyOf returns what obj, of kind, is hashed by: Key, or for the kinds
+// held as one, the controller that serves them.
+func (m *Member) keyOf(kind string, obj metav1.Object) string {
+	if row, ok := kinds.Named(kind); ok && row.ShardAsOne {
+		return "controller:" + row.Controller
+	}
+	return Key(obj, m.opts.By)
 }

@@ -152,10 +152,29 @@ func TestReports(t *testing.T) {
 		}
 		return o
 	}
-	g.Expect(m.Reports(obj("a", "me"), false)).To(BeTrue())
-	g.Expect(m.Reports(obj("a", "other"), false)).To(BeFalse())
-	g.Expect(m.Reports(obj("a", ""), false)).To(BeFalse(), "nobody holds it yet")
+	g.Expect(m.Reports("Kustomization", obj("a", "me"))).To(BeTrue())
+	g.Expect(m.Reports("Kustomization", obj("a", "other"))).To(BeFalse())
+	g.Expect(m.Reports("Kustomization", obj("a", ""))).To(BeFalse(), "nobody holds it yet")
 	mine, others := nameOwnedBy(g, ring, "ns", "me"), nameOwnedBy(g, ring, "ns", "other")
-	g.Expect(m.Reports(obj(mine, ""), true)).To(BeTrue(), "an Alert that the ring gives to this member")
-	g.Expect(m.Reports(obj(others, ""), true)).To(BeFalse())
+	g.Expect(m.Reports("Alert", obj(mine, ""))).To(BeTrue(), "an Alert that the ring gives to this member")
+	g.Expect(m.Reports("Alert", obj(others, ""))).To(BeFalse())
+}
+
+func TestImageReflectorKindsAreHeldAsOne(t *testing.T) {
+	g := NewWithT(t)
+	ring := NewRing("a", "b", "c")
+	m := &Member{opts: Options{Name: "a", By: ByObject}, ring: ring, ready: true}
+	owners := map[string]bool{}
+	for i := range 50 {
+		for _, kind := range []string{"ImageRepository", "ImagePolicy"} {
+			obj := &metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%d", i), Name: "app"}
+			owners[ring.Owner(m.keyOf(kind, obj))] = true
+		}
+	}
+	g.Expect(owners).To(HaveLen(1), "an ImagePolicy is held with the ImageRepository whose tags it reads")
+	spread := map[string]bool{}
+	for i := range 50 {
+		spread[ring.Owner(m.keyOf("Kustomization", &metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%d", i), Name: "app"}))] = true
+	}
+	g.Expect(spread).To(HaveLen(3))
 }

@@ -69,7 +69,7 @@ func (m *Member) askHandovers(ctx context.Context, k kinds.Kind, ring Ring) erro
 		return err
 	}
 	for _, obj := range k.Items(list) {
-		if ring.Owner(Key(obj, m.opts.By)) == m.opts.Name {
+		if ring.Owner(m.keyOf(k.Kind, obj)) == m.opts.Name {
 			continue
 		}
 		select {
@@ -104,7 +104,7 @@ func (m *Member) claimOrphans(ctx context.Context, k kinds.Kind, ring Ring) erro
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			if ring.Owner(Key(obj, m.opts.By)) == m.opts.Name {
+			if ring.Owner(m.keyOf(k.Kind, obj)) == m.opts.Name {
 				if err := m.claim(ctx, k.Kind, gvr, obj); err != nil {
 					return err
 				}
@@ -255,7 +255,7 @@ func (m *Member) claimUnheld(ctx context.Context, item claimItem) error {
 		return nil
 	}
 	ring := m.Ring()
-	if !ring.Has(m.opts.Name) || ring.Owner(Key(obj, m.opts.By)) != m.opts.Name {
+	if !ring.Has(m.opts.Name) || ring.Owner(m.keyOf(item.kind, obj)) != m.opts.Name {
 		return nil
 	}
 	k, _ := kinds.Named(item.kind)
