@@ -155,11 +155,7 @@ func (m *Member) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	unlabelled, err := m.watchUnlabelled(ctx)
-	if err != nil {
-		return err
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), append(unlabelled, leaseInformer.HasSynced)...) {
+	if !cache.WaitForCacheSync(ctx.Done(), leaseInformer.HasSynced) {
 		return ctx.Err()
 	}
 	go m.runClaims(ctx)

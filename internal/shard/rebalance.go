@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,7 @@ func (m *Member) rebalanceOnChange(ctx context.Context) {
 
 // rebalance makes the objects' holders follow the ring: it asks the
 // controllers to hand over what this member holds and another owns, and
-// claims what this member owns and nobody live holds.
+// watches anew what no live member holds, to claim what this member owns.
 func (m *Member) rebalance(ctx context.Context) {
 	ring := m.Ring()
 	if !ring.Has(m.opts.Name) {
@@ -46,14 +47,9 @@ func (m *Member) rebalance(ctx context.Context) {
 		if err := m.askHandovers(ctx, k, ring); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects to hand over", "kind", k.Kind)
 		}
-		if err := m.claimOrphans(ctx, k, ring); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Claiming the objects of members that left", "kind", k.Kind)
-		}
 	}
-	for kind, store := range m.unlabelledStores() {
-		for _, key := range store.ListKeys() {
-			m.claims.Add(claimItem{kind: kind, key: key})
-		}
+	if err := m.claims.watch(ctx, m, ring); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Watching the objects no member holds")
 	}
 }
 
@@ -79,41 +75,6 @@ func (m *Member) askHandovers(ctx context.Context, k kinds.Kind, ring Ring) erro
 		}
 	}
 	return nil
-}
-
-// claimOrphans claims the objects of k that this member owns and whose
-// holder is not in the ring: a member that left or died.
-func (m *Member) claimOrphans(ctx context.Context, k kinds.Kind, ring Ring) error {
-	held, err := labels.NewRequirement(HolderLabel, selection.Exists, nil)
-	if err != nil {
-		return err
-	}
-	notLive, err := labels.NewRequirement(HolderLabel, selection.NotIn, ring.Members())
-	if err != nil {
-		return err
-	}
-	gvr, err := m.resourceOf(k)
-	if err != nil {
-		return err
-	}
-	opts := metav1.ListOptions{LabelSelector: m.selector(*held, *notLive).String(), Limit: 500}
-	for {
-		list, err := m.md.Resource(gvr).Namespace(m.opts.WatchNamespace).List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if ring.Owner(m.keyOf(k.Kind, obj)) == m.opts.Name {
-				if err := m.claim(ctx, k.Kind, gvr, obj); err != nil {
-					return err
-				}
-			}
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return nil
-		}
-	}
 }
 
 // selector is the --watch-label-selector with reqs added.
@@ -160,57 +121,87 @@ func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersion
 	return err
 }
 
-// claimItem is an object that nobody held when its informer saw it.
+// claimItem is an object that no live member held when its informer saw
+// it.
 type claimItem struct {
 	kind, key string
 }
 
-// claimQueue claims the objects that nobody holds, one at a time.
+// claimQueue claims the objects that no live member holds, one at a time,
+// from the informers that watch them.
 type claimQueue struct {
 	workqueue.TypedInterface[claimItem]
+
+	mu     sync.Mutex
 	stores map[string]cache.Store
+	// stop ends the informers of the ring before the current one.
+	stop context.CancelFunc
 }
 
 func newClaimQueue() *claimQueue {
 	return &claimQueue{TypedInterface: workqueue.NewTyped[claimItem](), stores: map[string]cache.Store{}}
 }
 
-// unlabelledStores returns the stores of the objects that nobody holds,
-// by kind.
-func (m *Member) unlabelledStores() map[string]cache.Store { return m.claims.stores }
+// store returns the store of the unheld objects of kind.
+func (q *claimQueue) store(kind string) cache.Store {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.stores[kind]
+}
 
-// watchUnlabelled starts, for each kind, the informer of the metadata of
-// the objects that nobody holds (in a steady state, none: it costs a watch
-// and little memory), and returns their HasSynced.
-func (m *Member) watchUnlabelled(ctx context.Context) ([]cache.InformerSynced, error) {
-	unheld, err := labels.NewRequirement(HolderLabel, selection.DoesNotExist, nil)
+// watch replaces the informers of the objects that no member of ring holds
+// (unlabelled, or labelled with a member that left): one per kind, of the
+// objects' metadata, selected by label, so that in a steady state they
+// hold nothing. Each object they report is queued to be claimed.
+func (q *claimQueue) watch(ctx context.Context, m *Member, ring Ring) error {
+	unheld, err := labels.NewRequirement(HolderLabel, selection.NotIn, ring.Members())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	selector := m.selector(*unheld).String()
+	watchCtx, stop := context.WithCancel(ctx)
+	stores := map[string]cache.Store{}
 	var synced []cache.InformerSynced
 	for _, k := range m.opts.Kinds {
 		gvr, err := m.resourceOf(k)
 		if err != nil {
-			return nil, err
+			stop()
+			return err
 		}
 		inf := metadatainformer.NewFilteredMetadataInformer(m.md, gvr, m.opts.WatchNamespace, 0, cache.Indexers{},
 			func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
+		kind := k.Kind
 		add := func(obj any) {
 			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-				m.claims.Add(claimItem{kind: k.Kind, key: key})
+				q.Add(claimItem{kind: kind, key: key})
 			}
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: add, UpdateFunc: func(_, obj any) { add(obj) },
 		}); err != nil {
-			return nil, err
+			stop()
+			return err
 		}
-		m.claims.stores[k.Kind] = inf.GetStore()
-		go inf.Run(ctx.Done())
+		stores[kind] = inf.GetStore()
+		go inf.Run(watchCtx.Done())
 		synced = append(synced, inf.HasSynced)
 	}
-	return synced, nil
+	q.mu.Lock()
+	if q.stop != nil {
+		q.stop()
+	}
+	q.stores, q.stop = stores, stop
+	q.mu.Unlock()
+	if !cache.WaitForCacheSync(watchCtx.Done(), synced...) {
+		return ctx.Err()
+	}
+	// What the handlers queued before the stores were swapped in.
+	for kind, store := range stores {
+		for _, key := range store.ListKeys() {
+			q.Add(claimItem{kind: kind, key: key})
+		}
+	}
+	return nil
 }
 
 // runClaims claims the queued objects that this member owns, until ctx is
@@ -242,19 +233,22 @@ func (m *Member) retryClaim(ctx context.Context, item claimItem) {
 	}
 }
 
-// claimUnheld claims the object of item when nobody holds it yet and this
-// member owns it.
+// claimUnheld claims the object of item when no live member holds it and
+// this member owns it.
 func (m *Member) claimUnheld(ctx context.Context, item claimItem) error {
-	store := m.claims.stores[item.kind]
+	store := m.claims.store(item.kind)
+	if store == nil {
+		return nil
+	}
 	o, exists, err := store.GetByKey(item.key)
 	if err != nil || !exists {
 		return err
 	}
 	obj, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok || obj.Labels[HolderLabel] != "" {
+	ring := m.Ring()
+	if !ok || ring.Has(obj.Labels[HolderLabel]) {
 		return nil
 	}
-	ring := m.Ring()
 	if !ring.Has(m.opts.Name) || ring.Owner(m.keyOf(item.kind, obj)) != m.opts.Name {
 		return nil
 	}
