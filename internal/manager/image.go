@@ -54,7 +54,7 @@ func (m *Manager) setupImageReflector(ctx context.Context, opts Options) error {
 	if opts.Image.TagsAddr == "" {
 		return nil
 	}
-	return m.Add(apiServer(opts.Image.TagsAddr, imagectrl.TagsHandler(m.GetClient(), store, m.tagsGuard(opts))))
+	return m.Add(apiServer(opts.Image.TagsAddr, m.forwardTags(imagectrl.TagsHandler(m.GetClient(), store, m.tagsGuard(opts)))))
 }
 
 // tagsGuard returns what admits the callers of the tags server: nil, every

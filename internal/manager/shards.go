@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,8 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/shard"
 )
 
@@ -172,7 +176,7 @@ func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Optio
 	s, err := shard.NewMember(cfg, m.GetCache(), m.GetRESTMapper(), shard.Options{
 		Name: member, Ring: opts.ringName(controllers), Namespace: opts.Namespace, By: by,
 		LeaseDuration: opts.Shards.LeaseDuration, Kinds: heldKinds(controllers), Selector: selector,
-		WatchNamespace: watchNamespace,
+		WatchNamespace: watchNamespace, Addresses: shardAddresses(controllers, opts),
 	})
 	if err != nil {
 		return err
@@ -221,4 +225,49 @@ func remoteArtifacts(opts Options) *fetch.HTTP {
 		return nil
 	}
 	return fetch.NewHTTP()
+}
+
+// imageTagsAddress names the address of a replica's tags server on its
+// Lease.
+const imageTagsAddress = "image-tags"
+
+// shardAddresses are the base URLs of what this replica serves that only
+// the holder of an object can answer: the scanned tags.
+func shardAddresses(controllers []string, opts *Options) map[string]string {
+	if !slices.Contains(controllers, ImageReflectorController) || opts.Image.TagsAddr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(opts.Image.TagsAddr)
+	if err != nil {
+		return nil
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if host = os.Getenv("POD_IP"); host == "" {
+			host, _ = os.Hostname()
+		}
+	}
+	return map[string]string{imageTagsAddress: "http://" + net.JoinHostPort(host, port)}
+}
+
+// forwardTags passes a request for the tags of an ImageRepository that
+// another replica holds to that replica.
+func (m *Manager) forwardTags(tags http.Handler) http.Handler {
+	if m.Shard == nil {
+		return tags
+	}
+	return shard.Forward(tags, func(r *http.Request) string {
+		namespace, name, ok := registry.ParseTagsPath(r.URL.Path)
+		if !ok {
+			return ""
+		}
+		var repo imagev1.ImageRepository
+		if err := m.GetClient().Get(r.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &repo); err != nil {
+			return ""
+		}
+		holder := repo.Labels[shard.HolderLabel]
+		if holder == "" || holder == m.Shard.Name() {
+			return ""
+		}
+		return m.Shard.AddressOf(holder, imageTagsAddress)
+	})
 }

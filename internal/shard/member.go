@@ -54,6 +54,9 @@ type Options struct {
 	Selector labels.Selector
 	// WatchNamespace, when not empty, is the one namespace watched.
 	WatchNamespace string
+	// Addresses are the base URLs of what this member serves, by name
+	// (image-tags, say), published on its Lease for the others (AddressOf).
+	Addresses map[string]string
 }
 
 // Member is one replica's membership of the ring: it keeps its Lease,
@@ -79,6 +82,8 @@ type Member struct {
 	// does.
 	changed, rebalanceAsked chan struct{}
 	claims                  *claimQueue
+	// leases holds the members' Leases, once Start watches them.
+	leaseStore cache.Store
 }
 
 // observation is when a member's Lease was last seen to change.
@@ -158,6 +163,9 @@ func (m *Member) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), leaseInformer.HasSynced) {
 		return ctx.Err()
 	}
+	m.mu.Lock()
+	m.leaseStore = leaseInformer.GetStore()
+	m.mu.Unlock()
 	go m.runClaims(ctx)
 	go m.rebalanceOnChange(ctx)
 	go m.follow(ctx, leaseInformer.GetStore())
@@ -207,7 +215,7 @@ func (m *Member) renew(ctx context.Context) error {
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: leaseName(m.opts.Name), Namespace: m.leases.namespace,
-				Labels: map[string]string{RingLabel: m.opts.Ring}},
+				Labels: map[string]string{RingLabel: m.opts.Ring}, Annotations: m.addressAnnotations()},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.opts.Name), AcquireTime: &now, RenewTime: &now,
 				LeaseDurationSeconds: ptr.To(int32(m.opts.LeaseDuration / time.Second))},
 		}, metav1.CreateOptions{})
@@ -216,6 +224,7 @@ func (m *Member) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	lease.Annotations = m.addressAnnotations()
 	lease.Spec.RenewTime = &now
 	lease.Spec.HolderIdentity = ptr.To(m.opts.Name)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.opts.LeaseDuration / time.Second))
@@ -316,4 +325,36 @@ func (m *Member) follow(ctx context.Context, store cache.Store) {
 			m.observe(ctx, store)
 		}
 	}
+}
+
+// addressPrefix starts the annotations of a member's Lease that hold its
+// addresses.
+const addressPrefix = "address.shard.windlass.dev/"
+
+// addressAnnotations are the annotations of the member's addresses.
+func (m *Member) addressAnnotations() map[string]string {
+	if len(m.opts.Addresses) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m.opts.Addresses))
+	for name, addr := range m.opts.Addresses {
+		out[addressPrefix+name] = addr
+	}
+	return out
+}
+
+// AddressOf returns the base URL that member published as name, "" when
+// it published none or is not known.
+func (m *Member) AddressOf(member, name string) string {
+	m.mu.Lock()
+	store := m.leaseStore
+	m.mu.Unlock()
+	if store == nil {
+		return ""
+	}
+	o, ok, err := store.GetByKey(m.leases.namespace + "/" + leaseName(member))
+	if err != nil || !ok {
+		return ""
+	}
+	return o.(*coordinationv1.Lease).Annotations[addressPrefix+name]
 }

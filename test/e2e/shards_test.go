@@ -17,12 +17,14 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
+	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -100,6 +102,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 		g.Expect(shareSizes(held)).To(HaveKeyWithValue("r1", BeNumerically(">", 0)), "the replica that came back takes a share")
 	}, 2*time.Minute, interval).Should(Succeed())
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	expectTagsFromEveryReplica(t, g, cp, replicas)
 	for name, proc := range replicas {
 		g.Expect(proc.Output()).NotTo(ContainSubstring(notHolderMessage), "%s wrote the status of an object it did not hold", name)
 	}
@@ -112,7 +115,7 @@ func startReplica(t *testing.T, g *WithT, kc, name string) *controller {
 	t.Helper()
 	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace},
 		"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
-		"--requeue-dependency=2s")
+		"--requeue-dependency=2s", "--insecure-image-tags")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		proc.Kill()
@@ -334,4 +337,29 @@ func clientOf(g *WithT, kubeconfig string) client.Client {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	return c
+}
+
+// expectTagsFromEveryReplica scans an image repository with one replica
+// (the image kinds are held as one) and reads its tags from every replica:
+// the others forward the request to the holder.
+func expectTagsFromEveryReplica(t *testing.T, g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
+	ctx := context.Background()
+	image := testutil.StartRegistry(t, "", "") + "/podinfo"
+	testutil.PushImage(t, image, []string{"6.0.0", "6.1.0"})
+	repo := createIn(g, cp, &imagev1.ImageRepository{}, fmt.Sprintf(`
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: podinfo, namespace: shards-00}
+spec: {image: %s, interval: 1h, insecure: true}
+`, image))
+	g.Eventually(func(g Gomega) {
+		g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(repo), repo)).To(Succeed())
+		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
+		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(2))
+	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
+	holder := repo.Labels[shard.HolderLabel]
+	for name, proc := range replicas {
+		body := scrape(g, "http://"+proc.TagsAddr+"/images/shards-00/podinfo/tags")
+		g.Expect(body).To(ContainSubstring("6.1.0"), "the tags from %s (held by %s)", name, holder)
+	}
 }

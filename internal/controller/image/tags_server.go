@@ -23,7 +23,9 @@ import (
 // one. With a guard, only to callers who may get the ImageRepository (and
 // the ImagePolicy) they ask about (see TagsAccess); without one, to
 // anyone who reaches it. Every replica serves it: one that is not the
-// leader serves the tags of its own store, which may be older.
+// leader serves the tags of its own store, which may be older (with
+// --shards=auto, the manager passes the request on to the replica that
+// holds the ImageRepository).
 func TagsHandler(c client.Reader, store *registry.Store, guard *kubeauth.Guard) http.Handler {
 	if guard != nil {
 		g := *guard
