@@ -19,6 +19,7 @@ import (
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/shard"
 )
 
 func newExportCommand() *cobra.Command {
@@ -112,8 +113,8 @@ func cleanManifest(obj client.Object) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("exporting %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	metadata := map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}
-	if labels := obj.GetLabels(); len(labels) > 0 {
-		metadata["labels"] = stringMap(labels)
+	if labels := userLabels(obj.GetLabels()); len(labels) > 0 {
+		metadata["labels"] = labels
 	}
 	if annotations := userAnnotations(obj.GetAnnotations()); len(annotations) > 0 {
 		metadata["annotations"] = annotations
@@ -129,6 +130,14 @@ func cleanManifest(obj client.Object) (*unstructured.Unstructured, error) {
 
 // cleanScheme knows the kinds that cleanManifest exports.
 var cleanScheme = scheme.New()
+
+// userLabels returns labels without those the cluster writes: the replica
+// that holds the object (--shards=auto), which Git must not pin.
+func userLabels(labels map[string]string) map[string]any {
+	out := stringMap(labels)
+	delete(out, shard.HolderLabel)
+	return out
+}
 
 // userAnnotations returns annotations without those the cluster writes.
 func userAnnotations(annotations map[string]string) map[string]any {
