@@ -60,6 +60,7 @@ see ` + "`windlass events --for Alert/NAME`" + `), and ` + "`get all`" + ` leave
 		}
 	}
 	cmd.AddCommand(f.command("all", nil, "Show every Windlass object that a controller reconciles", true, reconciled...))
+	cmd.AddCommand(f.shardsCommand())
 	parents := map[string]*cobra.Command{}
 	for _, g := range kindGroups {
 		group := f.groupCommand(g)
