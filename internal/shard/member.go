@@ -270,31 +270,8 @@ func (m *Member) poke() {
 // live while it runs.
 func (m *Member) observe(ctx context.Context, store cache.Store) {
 	now := time.Now()
-	live := []string{m.opts.Name}
 	m.mu.Lock()
-	present := map[string]bool{}
-	for _, o := range store.List() {
-		lease := o.(*coordinationv1.Lease)
-		name := ptr.Deref(lease.Spec.HolderIdentity, "")
-		if name == "" || lease.Name != leaseName(name) {
-			continue
-		}
-		present[name] = true
-		seen, ok := m.seen[name]
-		if !ok || seen.resourceVersion != lease.ResourceVersion {
-			seen = observation{resourceVersion: lease.ResourceVersion, at: now,
-				duration: time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second}
-			m.seen[name] = seen
-		}
-		if name != m.opts.Name && now.Sub(seen.at) < max(seen.duration, m.opts.LeaseDuration) {
-			live = append(live, name)
-		}
-	}
-	for name := range m.seen {
-		if !present[name] {
-			delete(m.seen, name)
-		}
-	}
+	live := m.liveMembers(store.List(), now)
 	for uid, at := range m.released {
 		if now.Sub(at) > time.Minute {
 			delete(m.released, uid)
@@ -312,6 +289,36 @@ func (m *Member) observe(ctx context.Context, store cache.Store) {
 		default:
 		}
 	}
+}
+
+// liveMembers returns this member and those whose Lease, among leases,
+// changed less than its duration ago by this member's clock, recording
+// when each changed last. Called with mu held.
+func (m *Member) liveMembers(leases []any, now time.Time) []string {
+	live := []string{m.opts.Name}
+	present := map[string]bool{}
+	for _, o := range leases {
+		lease := o.(*coordinationv1.Lease)
+		member, ok := ReadLease(lease)
+		if !ok {
+			continue
+		}
+		present[member.Member] = true
+		seen, known := m.seen[member.Member]
+		if !known || seen.resourceVersion != lease.ResourceVersion {
+			seen = observation{resourceVersion: lease.ResourceVersion, at: now, duration: member.Duration}
+			m.seen[member.Member] = seen
+		}
+		if member.Member != m.opts.Name && now.Sub(seen.at) < max(seen.duration, m.opts.LeaseDuration) {
+			live = append(live, member.Member)
+		}
+	}
+	for name := range m.seen {
+		if !present[name] {
+			delete(m.seen, name)
+		}
+	}
+	return live
 }
 
 // follow observes the Leases in store whenever they change, between the

@@ -1,0 +1,47 @@
+package shard
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func lease(name, holder, resourceVersion string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: resourceVersion, Labels: map[string]string{RingLabel: "windlass"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(15))},
+	}
+}
+
+// TestLiveMembers times the changes of the others' Leases by this member's
+// clock: a member whose Lease stopped changing for its duration is not live
+// any more, whatever its renew time says.
+func TestLiveMembers(t *testing.T) {
+	g := NewWithT(t)
+	m := &Member{opts: Options{Name: "me", LeaseDuration: 15 * time.Second}, seen: map[string]observation{},
+		released: map[types.UID]time.Time{}}
+	start := time.Unix(1700000000, 0)
+	leases := []any{
+		lease("windlass-shard-me", "me", "1"),
+		lease("windlass-shard-a", "a", "1"),
+		lease("windlass-shard-b", "b", "1"),
+		lease("windlass-leader-election", "c", "1"), // not a member's Lease
+		lease("windlass-shard-d", "", "1"),          // nobody holds it
+	}
+	g.Expect(NewRing(m.liveMembers(leases, start)...).Members()).To(Equal([]string{"a", "b", "me"}),
+		"a Lease seen for the first time counts as live for its duration")
+
+	leases[1] = lease("windlass-shard-a", "a", "2") // a renews, b does not
+	g.Expect(NewRing(m.liveMembers(leases, start.Add(10*time.Second))...).Members()).To(Equal([]string{"a", "b", "me"}))
+	g.Expect(NewRing(m.liveMembers(leases, start.Add(16*time.Second))...).Members()).To(Equal([]string{"a", "me"}),
+		"b stopped renewing 16s ago by this member's clock")
+
+	g.Expect(m.liveMembers(leases[:1], start.Add(17*time.Second))).To(Equal([]string{"me"}), "deleted Leases leave")
+	g.Expect(m.seen).To(HaveLen(1), "and are forgotten")
+	g.Expect(m.liveMembers(nil, start)).To(Equal([]string{"me"}), "this member is live while it runs")
+}
