@@ -52,6 +52,13 @@ func seedExportObjects(t *testing.T, g *WithT) {
 		ks.Status.LastAppliedRevision = "main@sha1:0123456789abcdef"
 		conditions.MarkTrue(ks, meta.ReadyCondition, kustomizev1.ReconciliationSucceededReason, "Applied revision: main@sha1:0123456789abcdef")
 	})
+	// The namespace outlives the test (no controller empties it): the
+	// objects go, so that no later test counts their holder.
+	t.Cleanup(func() {
+		for _, o := range []client.Object{app, infra, ks} {
+			_ = env.Client.Delete(context.Background(), o)
+		}
+	})
 }
 
 // TestExport prints objects of a namespace as YAML for Git: without
