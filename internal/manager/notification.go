@@ -119,6 +119,11 @@ func (m *Manager) setupNotification(ctx context.Context, opts Options) error {
 	}
 	server := &notifyctrl.WebhookServer{Client: m.GetClient(), Events: events, Addr: opts.Notification.ReceiverAddr,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs}
+	if m.Shard != nil {
+		// A webhook may name objects that another replica holds, and
+		// caches alone.
+		server.Targets = m.GetAPIReader()
+	}
 	if err := server.SetupWithManager(ctx, m); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/scheme"
@@ -103,6 +105,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}, 2*time.Minute, interval).Should(Succeed())
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
 	expectTagsFromEveryReplica(t, g, cp, replicas)
+	expectWebhookReachesEveryHolder(g, cp, replicas)
 	for name, proc := range replicas {
 		g.Expect(proc.Output()).NotTo(ContainSubstring(notHolderMessage), "%s wrote the status of an object it did not hold", name)
 	}
@@ -144,7 +147,7 @@ func createShardedApps(g *WithT, cp *testenv.Environment, url string) []string {
 			createIn(g, cp, &kustomizev1.Kustomization{}, fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: %s, namespace: %s}
+metadata: {name: %s, namespace: %s, labels: {tier: apps}}
 spec:
   interval: 10m
   path: ./app
@@ -362,4 +365,48 @@ spec: {image: %s, interval: 1h, insecure: true}
 		body := scrape(g, "http://"+proc.TagsAddr+"/images/shards-00/podinfo/tags")
 		g.Expect(body).To(ContainSubstring("6.1.0"), "the tags from %s (held by %s)", name, holder)
 	}
+}
+
+// expectWebhookReachesEveryHolder posts to a generic Receiver, through one
+// replica, a webhook that names every Kustomization of a namespace by
+// label: each is reconciled, whichever replica holds it.
+func expectWebhookReachesEveryHolder(g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
+	ctx := context.Background()
+	const ns = "shards-01"
+	g.Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook-token"},
+		StringData: map[string]string{"token": "h00k-t0ken"}})).To(Succeed())
+	rcv := createIn(g, cp, &notificationv1.Receiver{}, fmt.Sprintf(`
+apiVersion: notification.toolkit.fluxcd.io/v1
+kind: Receiver
+metadata: {name: hook, namespace: %s}
+spec:
+  type: generic
+  secretRef: {name: hook-token}
+  resources:
+  - {apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, name: "*", matchLabels: {tier: apps}}
+`, ns))
+	g.Eventually(func(g Gomega) {
+		g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(rcv), rcv)).To(Succeed())
+		g.Expect(rcv.Status.WebhookPath).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
+	var list kustomizev1.KustomizationList
+	g.Expect(cp.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	holders := map[string]bool{}
+	for _, ks := range list.Items {
+		holders[ks.Labels[shard.HolderLabel]] = true
+	}
+	g.Expect(len(holders)).To(BeNumerically(">", 1), "the namespace's Kustomizations are spread over replicas")
+
+	resp, err := httpClient.Post("http://"+replicas["r0"].ReceiverAddr+rcv.Status.WebhookPath, "application/json", strings.NewReader("{}"))
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Eventually(func(g Gomega) {
+		g.Expect(cp.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for _, ks := range list.Items {
+			requested := ks.Annotations[meta.ReconcileRequestAnnotation]
+			g.Expect(requested).NotTo(BeEmpty(), "%s was asked to reconcile", ks.Name)
+			g.Expect(ks.Status.LastHandledReconcileAt).To(Equal(requested), "%s (held by %s) reconciled", ks.Name, ks.Labels[shard.HolderLabel])
+		}
+	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
 }

@@ -62,6 +62,10 @@ type WebhookServer struct {
 	// client reads Secrets from the API), selects objects by their
 	// metadata and patches their annotations.
 	Client client.Client
+	// Targets, when set, selects the objects to annotate instead of
+	// Client: the API server, when the replicas share the objects
+	// (--shards=auto) and each caches only its share of some kinds.
+	Targets client.Reader
 	// Events records, on the Receiver, each request handled or refused.
 	Events *event.Recorder
 	// Addr is the address to listen on, such as ":9292".

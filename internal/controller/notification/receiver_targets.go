@@ -197,7 +197,7 @@ func (s *WebhookServer) requestAll(ctx context.Context, rcv *notificationv1.Rece
 	done := map[string]bool{}
 	requested := 0
 	for _, ref := range rcv.Spec.Resources {
-		targets, err := selectTargets(ctx, s.Client, rcv, ref, s.NoCrossNamespaceRefs)
+		targets, err := selectTargets(ctx, s.targets(), rcv, ref, s.NoCrossNamespaceRefs)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -264,4 +264,12 @@ func (s *WebhookServer) request(ctx context.Context, t target) error {
 		return fmt.Errorf("annotating %s '%s/%s': %w", t.ref.Kind, t.obj.Namespace, t.obj.Name, err)
 	}
 	return nil
+}
+
+// targets returns the reader of the objects to annotate.
+func (s *WebhookServer) targets() client.Reader {
+	if s.Targets != nil {
+		return s.Targets
+	}
+	return s.Client
 }
