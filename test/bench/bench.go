@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,14 @@ type Config struct {
 	// default), or ControllersReference, the reference toolkit's
 	// source-controller and kustomize-controller (see reference.go).
 	Controllers string
+	// Replicas is the number of `windlass controller` processes; above
+	// one they share the objects (--shards=auto, see replicas.go), and a
+	// failover phase ends the run. 0 means 1.
+	Replicas int
+	// ShardBy is the replicas' --shard-by (object when empty), and
+	// ShardLeaseDuration their --shard-lease-duration (15s when zero).
+	ShardBy            string
+	ShardLeaseDuration time.Duration
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -139,6 +148,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	var err error
 	if cfg, err = cfg.withControllers(); err != nil {
+		return cfg, err
+	}
+	if cfg, err = cfg.withReplicas(); err != nil {
 		return cfg, err
 	}
 	if cfg.Image {
@@ -350,6 +362,9 @@ type Result struct {
 	// Reference holds the figures of each reference controller in a
 	// -controllers reference run, nil otherwise.
 	Reference *ReferenceResult `json:"reference,omitempty"`
+	// Replicas holds the figures of each replica and the failover of a
+	// run with more than one, nil otherwise.
+	Replicas *ReplicasResult `json:"replicas,omitempty"`
 
 	Details Details `json:"-"`
 }
@@ -451,6 +466,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	res.Details.SetupSeconds = time.Since(setupStart).Seconds()
 	r.logf("%s %s n=%d: set up in %.1fs (namespace %s)", cfg.Source, cfg.Layout, cfg.N, res.Details.SetupSeconds, r.ns)
 	if err := r.measure(ctx, res); err != nil {
+		if r.ctrl.Exited() && !strings.Contains(err.Error(), "output:\n") {
+			err = r.withOutput(err)
+		}
 		return nil, err
 	}
 	res.Details.PeakRSSAnonBytes = peakAnon()
@@ -464,6 +482,9 @@ func Run(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	}
 	if r.ctrl.Exited() {
 		return nil, r.withOutput(errors.New("the controller exited during the run"))
+	}
+	if err := r.failoverPhase(ctx, res); err != nil {
+		return nil, err
 	}
 	if cfg.Cleanup {
 		if err := deleteAlerts(ctx, r.c, r.ns); err != nil {
@@ -495,6 +516,9 @@ type run struct {
 	// (r.ctrl is then source-controller, with kustomize-controller in its
 	// group), nil otherwise.
 	ref *referenceRun
+	// replicas are the replicas of a run with more than one (r.ctrl is
+	// the first, the others in its group), nil otherwise.
+	replicas *replicaRun
 }
 
 // logf writes a progress line.
@@ -534,6 +558,9 @@ func (r *run) startController(ctx context.Context, cl *Cluster, tmp string) erro
 	if r.cfg.Controllers == ControllersReference {
 		return r.startReference(ctx, cl, tmp)
 	}
+	if r.cfg.Replicas > 1 {
+		return r.startReplicas(ctx, cl, tmp)
+	}
 	// -ui collects the controller's garbage through pprof before reading
 	// its heap.
 	if (r.cfg.ProfileDir != "" || r.cfg.UI) && r.cfg.PprofAddr == "" {
@@ -572,13 +599,12 @@ func (r *run) withOutput(err error) error {
 	if err == nil {
 		return nil
 	}
-	out := r.ctrl.Output()
-	if len(out) > 8000 {
-		out = "…" + out[len(out)-8000:]
-	}
+	out := outputTail(r.ctrl, 8000)
 	what := "windlass controller"
 	if r.ref != nil {
 		what = "a reference controller"
+	} else if r.replicas != nil {
+		what = "a windlass replica"
 	}
 	if r.ctrl.Exited() {
 		return fmt.Errorf("%w\n%s exited (%v); output:\n%s", err, what, r.ctrl.Err(), out)

@@ -30,8 +30,8 @@ const smokeGateN = 5
 // plane, and checks that every application becomes Ready, that the no-op
 // tick downloads and writes nothing, that the JSON file holds every
 // figure, and that the gate held every application without applying
-// anything, cheaply; then an -alert run, an -image run (see smokeImage)
-// and a -ui run (see smokeUI).
+// anything, cheaply; then an -alert run, an -image run (see smokeImage),
+// a -ui run (see smokeUI) and a run on two replicas (see smokeReplicas).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and the controller")
@@ -136,6 +136,7 @@ func TestSmoke(t *testing.T) {
 	t.Run("alert", func(t *testing.T) { smokeAlert(t, cl) })
 	t.Run("image", func(t *testing.T) { smokeImage(t, cl) })
 	t.Run("ui", func(t *testing.T) { smokeUI(t, cl) })
+	t.Run("replicas", func(t *testing.T) { smokeReplicas(t, cl) })
 }
 
 // smokeHelm runs the benchmark with smokeN HelmReleases on cl, in

@@ -102,6 +102,9 @@ func (r *run) readyPhase(ctx context.Context, res *Result, sources, kss []client
 		return err
 	}
 	res.CPUSeconds = st.CPUSeconds
+	if err := r.recordReplicasReady(); err != nil {
+		return err
+	}
 	res.Details.ReadyCPU = cpuDelta(cpu0, processCPU())
 	res.Details.ReadyServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
 	if res.APIRequests, _, err = r.ctrl.apiRequests(); err != nil {
@@ -205,7 +208,7 @@ func (r *run) waitArtifact(ctx context.Context, head string, start time.Time, st
 func (r *run) noopTick(ctx context.Context, res *Result, all []client.Object) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
-	before, err := snapshotStorage(r.ctrl.StoragePath)
+	before, err := r.snapshotStorages()
 	if err != nil {
 		return err
 	}
@@ -305,13 +308,14 @@ func (r *run) waitHandled(ctx context.Context, all []client.Object, token string
 // writtenSince returns the artifact files, relative to the storage
 // folder and sorted, created or changed since the snapshot before.
 func (r *run) writtenSince(before map[string]fileState) ([]string, error) {
-	after, err := snapshotStorage(r.ctrl.StoragePath)
+	after, err := r.snapshotStorages()
 	if err != nil {
 		return nil, err
 	}
 	written := writtenFiles(before, after)
+	base := r.storageBase()
 	for i, p := range written {
-		if rel, err := filepath.Rel(r.ctrl.StoragePath, p); err == nil {
+		if rel, err := filepath.Rel(base, p); err == nil {
 			written[i] = rel
 		}
 	}

@@ -39,13 +39,30 @@ type RequestBudget struct {
 type requestCounts map[string]int64
 
 // apiRequestsByRequest scrapes the controller's windlass_api_requests_total
-// by verb and resource, without the watches.
+// by verb and resource, without the watches, summed over the processes of
+// its group (the replicas of a -replicas run).
 func (c *controller) apiRequestsByRequest() (requestCounts, error) {
-	body, err := c.metrics()
-	if err != nil {
-		return nil, err
+	var bodies [][]byte
+	for _, p := range c.all() {
+		body, err := p.metrics()
+		if err != nil {
+			return nil, err
+		}
+		bodies = append(bodies, body)
 	}
-	return parseAPIRequests(body), nil
+	return sumAPIRequests(bodies), nil
+}
+
+// sumAPIRequests adds up the windlass_api_requests_total of several
+// expositions (see parseAPIRequests).
+func sumAPIRequests(bodies [][]byte) requestCounts {
+	out := requestCounts{}
+	for _, body := range bodies {
+		for k, v := range parseAPIRequests(body) {
+			out[k] += v
+		}
+	}
+	return out
 }
 
 // awaitAPIRequests is apiRequestsByRequest once the controller's metrics

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/windlass-dev/windlass/internal/shard"
+)
+
+// With -replicas N (N > 1) the run starts N `windlass controller`
+// processes, r0 to rN-1, with --shards=auto, --shard-name r<i>,
+// --shard-by (-shard-by, object by default: the Kustomizations of the
+// default layout all live in one namespace) and --shard-lease-duration
+// (-shard-lease-duration), each with its own ports, artifact storage and
+// metrics, all as the one ServiceAccount. r.ctrl is r0, with the others in
+// its group: the run's figures (peak_rss_bytes, cpu_seconds,
+// api_requests, ready_requests, noop_tick_requests, the no-op tick's
+// files) are their sums, and ReplicasResult splits them. After the usual
+// phases, the failover phase kills the replica that holds the most
+// objects and times until the others have reconciled every one of them.
+
+// The defaults of -shard-by and -shard-lease-duration.
+const (
+	defaultShardBy            = "object"
+	defaultShardLeaseDuration = 15 * time.Second
+)
+
+// ReplicasResult holds the figures of a run with more than one replica.
+type ReplicasResult struct {
+	// Count is the number of replicas, ShardBy their --shard-by, and
+	// LeaseDurationSeconds their --shard-lease-duration.
+	Count                int     `json:"count"`
+	ShardBy              string  `json:"shard_by"`
+	LeaseDurationSeconds float64 `json:"lease_duration_seconds"`
+	// Replicas are each replica's figures, r0 first.
+	Replicas []ReplicaFigures `json:"replicas"`
+	// PeakRSSSumBytes is the sum of their VmHWM before the failover.
+	PeakRSSSumBytes int64 `json:"peak_rss_sum_bytes"`
+	// UnheldObjects counts the objects of the shared kinds that no
+	// replica's holder label named before the failover (0).
+	UnheldObjects int `json:"unheld_objects"`
+	// FailoverSeconds runs from the kill of one replica until the
+	// survivors' metrics have a run of every object it held (Failover).
+	FailoverSeconds float64         `json:"failover_seconds"`
+	Failover        *FailoverResult `json:"failover"`
+}
+
+// ReplicaFigures are one replica's figures.
+type ReplicaFigures struct {
+	Name string `json:"name"`
+	// PeakRSSBytes is its VmHWM before the failover.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// StartupCPUSeconds is its CPU time once every replica saw the
+	// others, CPUSeconds at the end of the ready phase.
+	StartupCPUSeconds float64 `json:"startup_cpu_seconds"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	// APIRequests is its rest_client_requests_total at the end of the
+	// ready phase.
+	APIRequests int64 `json:"api_requests"`
+	// HeldObjects counts the objects whose holder label names it, Members
+	// the windlass_shard_members it reports and Moves its
+	// windlass_shard_moves_total by move, before the failover.
+	HeldObjects int              `json:"held_objects"`
+	Members     int              `json:"members"`
+	Moves       map[string]int64 `json:"moves"`
+	// LogErrors counts the lines it logged (at --log-level error) before
+	// the failover.
+	LogErrors int `json:"log_errors"`
+}
+
+// replicaRun are the replicas of a run and their figures, filled in as
+// the phases go.
+type replicaRun struct {
+	procs   []*controller
+	figures []ReplicaFigures
+}
+
+// withReplicas checks -replicas, -shard-by and -shard-lease-duration and
+// fills in their defaults; more than one replica measures Windlass
+// without the flags that need a single process.
+func (cfg Config) withReplicas() (Config, error) {
+	if cfg.Replicas < 0 {
+		return cfg, errors.New("-replicas must not be negative")
+	}
+	if cfg.Replicas <= 1 {
+		cfg.Replicas = 1
+		if cfg.ShardBy != "" || cfg.ShardLeaseDuration != 0 {
+			return cfg, errors.New("-shard-by and -shard-lease-duration need -replicas above 1")
+		}
+		return cfg, nil
+	}
+	refuse := func(what string) error {
+		return fmt.Errorf("-replicas %d does not run with %s", cfg.Replicas, what)
+	}
+	switch {
+	case cfg.Controllers != ControllersWindlass:
+		return cfg, refuse("-controllers " + cfg.Controllers)
+	case cfg.UI:
+		return cfg, refuse("-ui")
+	case cfg.Image:
+		return cfg, refuse("-image")
+	case cfg.ProfileDir != "":
+		return cfg, refuse("-profile")
+	case cfg.PprofAddr != "":
+		return cfg, refuse("-pprof-addr")
+	}
+	if cfg.ShardBy == "" {
+		cfg.ShardBy = defaultShardBy
+	}
+	if _, err := shard.ParseBy(cfg.ShardBy); err != nil {
+		return cfg, fmt.Errorf("-shard-by: %w", err)
+	}
+	if cfg.ShardLeaseDuration == 0 {
+		cfg.ShardLeaseDuration = defaultShardLeaseDuration
+	}
+	if cfg.ShardLeaseDuration < 3*time.Second {
+		return cfg, errors.New("-shard-lease-duration must be at least 3s")
+	}
+	return cfg, nil
+}
+
+// replicaName names the i-th replica.
+func replicaName(i int) string { return fmt.Sprintf("r%d", i) }
+
+// startReplicas starts the replicas, each with its storage in tmp, and
+// waits until each is ready and sees all of them.
+func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error {
+	rr := &replicaRun{}
+	for i := range r.cfg.Replicas {
+		name := replicaName(i)
+		p, err := startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage-"+name), r.cfg.Concurrent, "",
+			r.cfg.KubeconfigViaEnv, r.replicaFlags(name)...)
+		if err != nil {
+			for _, q := range rr.procs {
+				q.stop(10 * time.Second)
+			}
+			return err
+		}
+		p.name = name
+		rr.procs = append(rr.procs, p)
+		rr.figures = append(rr.figures, ReplicaFigures{Name: name})
+	}
+	r.ctrl, r.replicas = rr.procs[0], rr
+	r.ctrl.group = rr.procs[1:]
+	err := r.ctrl.waitReady(ctx, time.Minute)
+	if err == nil {
+		err = r.waitMembers(ctx, time.Minute)
+	}
+	if err != nil {
+		r.ctrl.stop(10 * time.Second)
+		return r.withOutput(err)
+	}
+	for i, p := range rr.procs {
+		st, err := p.procStats()
+		if err != nil {
+			return err
+		}
+		rr.figures[i].StartupCPUSeconds = st.CPUSeconds
+	}
+	return nil
+}
+
+// replicaFlags are the flags of the replica name besides startController's.
+func (r *run) replicaFlags(name string) []string {
+	flags := []string{"--shards=auto", "--shard-name", name, "--shard-by", r.cfg.ShardBy,
+		"--shard-lease-duration", r.cfg.ShardLeaseDuration.String()}
+	if r.cfg.Alert {
+		flags = append(flags, "--rate-limit-interval", r.cfg.AlertWindow.String())
+	}
+	return flags
+}
+
+// waitMembers waits until every replica reports all of them as members,
+// so that the objects are shared from their creation on.
+func (r *run) waitMembers(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		seen, err := membersSeen(r.replicas.procs)
+		if err == nil && !slices.ContainsFunc(seen, func(n int) bool { return n != len(seen) }) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replicas do not all see %d members after %s: %v (%v)", len(r.replicas.procs), bound, seen, err)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// membersSeen returns the windlass_shard_members of each of procs.
+func membersSeen(procs []*controller) ([]int, error) {
+	var out []int
+	for _, p := range procs {
+		body, err := p.metrics()
+		if err != nil {
+			return out, err
+		}
+		v, _ := sampleValue(body, "windlass_shard_members")
+		out = append(out, int(v))
+	}
+	return out, nil
+}
+
+// recordReplicasReady records each replica's CPU time and API requests at
+// the end of the ready phase.
+func (r *run) recordReplicasReady() error {
+	if r.replicas == nil {
+		return nil
+	}
+	for i, p := range r.replicas.procs {
+		st, err := p.procStats()
+		if err != nil {
+			return err
+		}
+		body, err := p.metrics()
+		if err != nil {
+			return err
+		}
+		f := &r.replicas.figures[i]
+		f.CPUSeconds = st.CPUSeconds
+		if f.APIRequests, _, err = sumRESTRequests(bytes.NewReader(body)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storagePaths are the artifact folders of the controller processes.
+func (r *run) storagePaths() []string {
+	var out []string
+	for _, p := range r.ctrl.all() {
+		if p.StoragePath != "" {
+			out = append(out, p.StoragePath)
+		}
+	}
+	return out
+}
+
+// snapshotStorages is snapshotStorage of every artifact folder of the run.
+func (r *run) snapshotStorages() (map[string]fileState, error) {
+	out := map[string]fileState{}
+	for _, dir := range r.storagePaths() {
+		files, err := snapshotStorage(dir)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, files)
+	}
+	return out, nil
+}
+
+// storageBase is the folder the written files are named relative to: the
+// artifact folder, or with several (one per replica) the folder of them.
+func (r *run) storageBase() string {
+	paths := r.storagePaths()
+	if len(paths) == 1 {
+		return paths[0]
+	}
+	return filepath.Dir(paths[0])
+}
+
+// formatInts lists counts by name, sorted: "r0=3 r2=4".
+func formatInts(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return orNone(strings.Join(parts, " "))
+}
+
+// replicasRows are the table rows of a run with more than one replica.
+func replicasRows(rr *ReplicasResult) [][2]string {
+	rows := [][2]string{{"replicas", fmt.Sprintf("%d: --shards=auto --shard-by=%s --shard-lease-duration=%s (figures above are their sums)",
+		rr.Count, rr.ShardBy, time.Duration(rr.LeaseDurationSeconds*float64(time.Second)))}}
+	for _, f := range rr.Replicas {
+		moves := make(map[string]int, len(f.Moves))
+		for k, v := range f.Moves {
+			moves[k] = int(v)
+		}
+		rows = append(rows, [2]string{"  " + f.Name, fmt.Sprintf(
+			"VmHWM %.1f MiB, CPU %.2fs at start-up, %.2fs at ready, %d API requests at ready, holds %d objects, sees %d members, moves %s, %d error lines",
+			float64(f.PeakRSSBytes)/(1<<20), f.StartupCPUSeconds, f.CPUSeconds, f.APIRequests, f.HeldObjects, f.Members, formatInts(moves), f.LogErrors)})
+	}
+	rows = append(rows, [2]string{"  peak RSS, sum of VmHWM", fmt.Sprintf("%.1f MiB (%d objects held by none)",
+		float64(rr.PeakRSSSumBytes)/(1<<20), rr.UnheldObjects)})
+	if fo := rr.Failover; fo != nil {
+		rows = append(rows,
+			[2]string{"failover_seconds", fmt.Sprintf("%.2f (killed %s holding %d objects: %s; taken over by %s; lease %gs)",
+				rr.FailoverSeconds, fo.Killed, fo.Objects, formatInts(fo.ObjectsByKind), formatInts(fo.TakenOverBy), rr.LeaseDurationSeconds)},
+			[2]string{"  after the kill", failoverAfterRow(fo)})
+	}
+	return rows
+}
+
+// failoverAfterRow describes what the failover left.
+func failoverAfterRow(fo *FailoverResult) string {
+	ready := fmt.Sprintf("every application Ready after %.2fs", fo.ReadySeconds)
+	if fo.NotReady > 0 {
+		ready = fmt.Sprintf("%d applications not Ready once the takeover settled, e.g. %s", fo.NotReady, fo.NotReadyExample)
+	}
+	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects still labelled %s; %d of its objects had a series on a survivor before; the survivors logged %d error lines",
+		ready, fo.ArtifactsOnKilled, fo.Killed, fo.LeftWithKilled, fo.Killed, fo.ReconciledBefore, fo.LogErrors)
+}
+
+// logErrors counts the error lines ("level":"error") of a replica's
+// output.
+func logErrors(output string) int {
+	return strings.Count(output, `"level":"error"`)
+}
+
+// outputTail returns the last n bytes of c's output; with a group, the
+// last n/len bytes of each process's, under its name.
+func outputTail(c *controller, n int) string {
+	tail := func(s string, n int) string {
+		if len(s) > n {
+			return "…" + s[len(s)-n:]
+		}
+		return s
+	}
+	if len(c.group) == 0 {
+		return tail(c.Process.Output(), n)
+	}
+	var b strings.Builder
+	for _, p := range c.all() {
+		state := "running"
+		if p.Process.Exited() {
+			state = fmt.Sprintf("exited: %v", p.Process.Err())
+		}
+		fmt.Fprintf(&b, "--- %s (pid %d, %s):\n%s\n", p.name, p.Pid(), state, tail(p.Process.Output(), n/len(c.all())))
+	}
+	return b.String()
+}

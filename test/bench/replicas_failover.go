@@ -1,0 +1,456 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/shard"
+)
+
+// The failover phase of a -replicas run (see replicas.go): once the usual
+// phases are done, it reads the holder label of every shared object,
+// kills (SIGKILL) the replica that holds the most, and times until the
+// survivors' own metrics have a gotk_reconcile_duration_seconds_count
+// series of every object it held; then it checks that every application
+// is Ready again and that no source still advertises an artifact in the
+// killed replica's storage.
+
+// failoverPoll is how often the failover phase scrapes the survivors.
+const failoverPoll = 250 * time.Millisecond
+
+// failoverReadyBound bounds the wait, once every object of the killed
+// replica is taken over, until every application is Ready again (the
+// run's -timeout when shorter). An application still not Ready then is
+// reported (NotReady), not an error of the run.
+const failoverReadyBound = 2 * time.Minute
+
+// FailoverResult is what the failover phase measured.
+type FailoverResult struct {
+	// Killed is the replica killed (SIGKILL), Objects the objects its
+	// holder label named just before, by kind in ObjectsByKind.
+	Killed        string         `json:"killed"`
+	Objects       int            `json:"objects"`
+	ObjectsByKind map[string]int `json:"objects_by_kind"`
+	// TakenOverBy counts those objects by the survivor whose metrics got
+	// a run of each first.
+	TakenOverBy map[string]int `json:"taken_over_by"`
+	// ReconciledBefore counts those of its objects that a survivor's
+	// metrics already had a series of before the kill (a handover left
+	// behind); they count as taken over once that series changes.
+	ReconciledBefore int `json:"reconciled_by_survivors_before"`
+	// ReadySeconds runs from the kill until every application was seen
+	// Ready, checked once they were all taken over and the survivors'
+	// API requests (but for their Leases) stood still for a second; left
+	// out when some were still not Ready failoverReadyBound later:
+	// NotReady counts them, and NotReadyExample describes the first by
+	// name.
+	ReadySeconds    float64 `json:"ready_seconds,omitempty"`
+	NotReady        int     `json:"not_ready"`
+	NotReadyExample string  `json:"not_ready_example,omitempty"`
+	// ArtifactsOnKilled counts the sources whose artifact URL names the
+	// killed replica's storage address then (0: their new holders stored
+	// them again).
+	ArtifactsOnKilled int `json:"artifacts_on_killed"`
+	// LeftWithKilled counts the objects still labelled with the killed
+	// replica then (0).
+	LeftWithKilled int `json:"left_with_killed"`
+	// LogErrors counts the lines the survivors logged from the kill until
+	// then.
+	LogErrors int `json:"log_errors"`
+
+	// seconds is ReplicasResult.FailoverSeconds, unrounded.
+	seconds float64
+}
+
+// failoverPhase records the replicas' figures, then kills the one that
+// holds the most objects and measures how long the others take to
+// reconcile every one of them (see failover). It does nothing with one
+// replica.
+func (r *run) failoverPhase(ctx context.Context, res *Result) error {
+	if r.replicas == nil {
+		return nil
+	}
+	holders, err := holderLabels(ctx, r.c)
+	if err != nil {
+		return err
+	}
+	rr := &ReplicasResult{Count: r.cfg.Replicas, ShardBy: r.cfg.ShardBy, LeaseDurationSeconds: r.cfg.ShardLeaseDuration.Seconds(),
+		UnheldObjects: len(heldBy(holders, ""))}
+	if err := r.recordReplicasHolding(rr, holders); err != nil {
+		return err
+	}
+	res.Replicas = rr
+	names := make([]string, 0, len(rr.Replicas))
+	for _, f := range rr.Replicas {
+		names = append(names, f.Name)
+	}
+	fo, err := r.failover(ctx, mostHeld(holders, names), holders)
+	if err != nil {
+		return r.withOutput(err)
+	}
+	rr.Failover = fo
+	rr.FailoverSeconds = round2(fo.seconds)
+	r.logf("failover: %s killed holding %d objects; the others reconciled them after %.2fs (lease %s): %s",
+		fo.Killed, fo.Objects, rr.FailoverSeconds, r.cfg.ShardLeaseDuration, formatInts(fo.TakenOverBy))
+	return nil
+}
+
+// recordReplicasHolding records each replica's peak memory, held
+// objects, members and moves into rr, before the failover.
+func (r *run) recordReplicasHolding(rr *ReplicasResult, holders map[string]string) error {
+	for i, p := range r.replicas.procs {
+		f := &r.replicas.figures[i]
+		st, err := p.procStats()
+		if err != nil {
+			return err
+		}
+		body, err := p.metrics()
+		if err != nil {
+			return err
+		}
+		members, _ := sampleValue(body, "windlass_shard_members")
+		f.PeakRSSBytes, f.Members, f.Moves = st.PeakRSSBytes, int(members), shardMoves(body)
+		f.HeldObjects = len(heldBy(holders, f.Name))
+		f.LogErrors = logErrors(p.Output())
+		rr.PeakRSSSumBytes += st.PeakRSSBytes
+	}
+	rr.Replicas = slices.Clone(r.replicas.figures)
+	return nil
+}
+
+// failover kills the replica victim, waits until the survivors' metrics
+// have a run of every object that victim held by holders, then checks
+// what it left (see afterFailover).
+func (r *run) failover(ctx context.Context, victim string, holders map[string]string) (*FailoverResult, error) {
+	orphans := heldBy(holders, victim)
+	fo := &FailoverResult{Killed: victim, Objects: len(orphans), ObjectsByKind: byKind(orphans)}
+	killed, survivors := r.splitReplicas(victim)
+	baseline, err := scrapeReconciled(survivors)
+	if err != nil {
+		return nil, err
+	}
+	fo.ReconciledBefore = len(takenOver(orphans, map[string]map[string]float64{}, baseline))
+	logged := 0
+	for _, p := range survivors {
+		logged += logErrors(p.Output())
+	}
+	killedAt := time.Now()
+	killed.Kill()
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer cancel()
+	takers, err := waitTakenOver(wctx, survivors, orphans, baseline)
+	if err != nil {
+		return nil, err
+	}
+	fo.seconds = time.Since(killedAt).Seconds()
+	fo.TakenOverBy = countValues(takers)
+	if err := settle(ctx, survivors); err != nil {
+		return nil, err
+	}
+	if err := r.afterFailover(ctx, fo, killed, killedAt); err != nil {
+		return nil, err
+	}
+	for _, p := range survivors {
+		fo.LogErrors += logErrors(p.Output())
+	}
+	fo.LogErrors -= logged
+	for name, p := range survivors {
+		if p.Process.Exited() {
+			return nil, fmt.Errorf("replica %s exited during the failover: %v", name, p.Process.Err())
+		}
+	}
+	return fo, nil
+}
+
+// splitReplicas returns the replica victim and the others, by name.
+func (r *run) splitReplicas(victim string) (*controller, map[string]*controller) {
+	var killed *controller
+	survivors := map[string]*controller{}
+	for _, p := range r.replicas.procs {
+		if p.name == victim {
+			killed = p
+		} else {
+			survivors[p.name] = p
+		}
+	}
+	return killed, survivors
+}
+
+// settle waits until the survivors' API requests, but for their Leases'
+// renewals, have stood still for a second (at most settleBound): the runs
+// that follow the takeover are then done, and the applications' state is
+// what they left.
+func settle(ctx context.Context, survivors map[string]*controller) error {
+	start := time.Now()
+	prev := int64(-1)
+	for time.Since(start) < settleBound {
+		var bodies [][]byte
+		for _, p := range survivors {
+			body, err := p.metrics()
+			if err != nil {
+				return err
+			}
+			bodies = append(bodies, body)
+		}
+		cur := requestsButLeases(sumAPIRequests(bodies))
+		if cur == prev {
+			return nil
+		}
+		prev = cur
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requestsButLeases adds up counts but for the requests on Leases.
+func requestsButLeases(counts requestCounts) int64 {
+	var n int64
+	for k, v := range counts {
+		if _, resource, _ := strings.Cut(k, " "); !strings.HasPrefix(resource, "leases") {
+			n += v
+		}
+	}
+	return n
+}
+
+// afterFailover waits, at most failoverReadyBound, until every
+// application is Ready, and records into fo how long that took or how
+// many were not, the sources whose artifact is still in the storage of
+// killed, and the objects still labelled with it.
+func (r *run) afterFailover(ctx context.Context, fo *FailoverResult, killed *controller, killedAt time.Time) error {
+	wctx, cancel := context.WithTimeout(ctx, min(failoverReadyBound, r.cfg.ReadyTimeout))
+	defer cancel()
+	err := waitAll(wctx, r.c, r.apps.ns, r.apps.newList(), r.cfg.N, r.apps.ready, r.apps.describe, r.apps.opts...)
+	switch {
+	case err == nil:
+		fo.ReadySeconds = round2(time.Since(killedAt).Seconds())
+	case ctx.Err() != nil:
+		return err
+	default:
+		if fo.NotReady, fo.NotReadyExample, err = r.notReady(ctx); err != nil {
+			return err
+		}
+		r.logf("after the failover: %d %s not Ready after %.0fs, e.g. %s", fo.NotReady, r.apps.kind,
+			time.Since(killedAt).Seconds(), fo.NotReadyExample)
+	}
+	if fo.ArtifactsOnKilled, err = r.artifactsAt(ctx, killed.StorageAddr); err != nil {
+		return err
+	}
+	after, err := holderLabels(ctx, r.c)
+	if err != nil {
+		return err
+	}
+	fo.LeftWithKilled = len(heldBy(after, fo.Killed))
+	return nil
+}
+
+// notReady counts the applications that are not Ready, and describes the
+// first by name.
+func (r *run) notReady(ctx context.Context) (int, string, error) {
+	list := r.apps.newList()
+	if err := r.c.List(ctx, list, append([]client.ListOption{client.InNamespace(r.apps.ns)}, r.apps.opts...)...); err != nil {
+		return 0, "", err
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return 0, "", err
+	}
+	n, first, example := 0, "", ""
+	for _, item := range items {
+		obj := item.(client.Object)
+		if r.apps.ready(obj) {
+			continue
+		}
+		n++
+		if name := obj.GetNamespace() + "/" + obj.GetName(); first == "" || name < first {
+			first, example = name, name+": "+r.apps.describe(obj)
+		}
+	}
+	return n, example, nil
+}
+
+// artifactsAt counts the run's sources whose artifact URL names the
+// storage address addr.
+func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
+	list := r.kit.NewList()
+	if err := r.c.List(ctx, list, client.InNamespace(r.ns)); err != nil {
+		return 0, err
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, item := range items {
+		a, ok := item.(interface{ GetArtifact() *meta.Artifact })
+		if ok && a.GetArtifact() != nil && strings.Contains(a.GetArtifact().URL, "//"+addr+"/") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// waitTakenOver scrapes the survivors every failoverPoll until each of
+// orphans is taken over (see takenOver), and returns who took each.
+func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
+	baseline map[string]map[string]float64) (map[string]string, error) {
+	takers := map[string]string{}
+	for {
+		scrapes, err := scrapeReconciled(survivors)
+		if err != nil {
+			return nil, err
+		}
+		for obj, by := range takenOver(orphans, baseline, scrapes) {
+			if _, ok := takers[obj]; !ok {
+				takers[obj] = by
+			}
+		}
+		if len(takers) == len(orphans) {
+			return takers, nil
+		}
+		if err := sleep(ctx, failoverPoll); err != nil {
+			var left []string
+			for _, o := range orphans {
+				if _, ok := takers[o]; !ok {
+					left = append(left, o)
+				}
+			}
+			return nil, fmt.Errorf("%d objects of the killed replica not reconciled by another (%s): %w",
+				len(left), strings.Join(firstN(left, 5), " "), err)
+		}
+	}
+}
+
+// scrapeReconciled returns, by replica, the objects its metrics have a
+// run of (see reconciledObjects).
+func scrapeReconciled(procs map[string]*controller) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	for name, p := range procs {
+		body, err := p.metrics()
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", name, err)
+		}
+		out[name] = reconciledObjects(body)
+	}
+	return out, nil
+}
+
+// holderLabels returns the holder label of every object of the kinds the
+// replicas share, in every namespace, by "Kind/namespace/name"; "" for an
+// object without one.
+func holderLabels(ctx context.Context, c client.Client) (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range kinds.Where(func(k kinds.Kind) bool { return !k.Static }) {
+		list := k.NewList()
+		if err := c.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", k.Kind, err)
+		}
+		for _, o := range k.Items(list) {
+			out[heldKey(k.Kind, o.GetNamespace(), o.GetName())] = o.GetLabels()[shard.HolderLabel]
+		}
+	}
+	return out, nil
+}
+
+// heldKey names an object as the failover phase keys it.
+func heldKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// reconciledObjects reads the gotk_reconcile_duration_seconds_count series
+// of a replica's metrics: the objects it has reconciled (and not handed
+// over since), by heldKey, with their count of runs.
+func reconciledObjects(body []byte) map[string]float64 {
+	out := map[string]float64{}
+	forEachSample(body, "gotk_reconcile_duration_seconds_count", func(l map[string]string, v float64) {
+		if l["kind"] != "" && l["name"] != "" {
+			out[heldKey(l["kind"], l["namespace"], l["name"])] = v
+		}
+	})
+	return out
+}
+
+// shardMoves reads windlass_shard_moves_total by move (claimed,
+// handed_over), summed over the kinds.
+func shardMoves(body []byte) map[string]int64 {
+	out := map[string]int64{}
+	forEachSample(body, "windlass_shard_moves_total", func(l map[string]string, v float64) {
+		out[l["move"]] += int64(v)
+	})
+	return out
+}
+
+// takenOver returns the objects of orphans that a replica's scrape has a
+// series of whose count differs from that replica's baseline (none
+// before, or more runs), with the first such replica by name.
+func takenOver(orphans []string, baseline, scrapes map[string]map[string]float64) map[string]string {
+	out := map[string]string{}
+	names := slices.Sorted(maps.Keys(scrapes))
+	for _, obj := range orphans {
+		for _, name := range names {
+			v, ok := scrapes[name][obj]
+			if ok && v != baseline[name][obj] {
+				out[obj] = name
+				break
+			}
+		}
+	}
+	return out
+}
+
+// heldBy returns the objects that holders says member holds, sorted.
+func heldBy(holders map[string]string, member string) []string {
+	var out []string
+	for obj, h := range holders {
+		if h == member {
+			out = append(out, obj)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mostHeld returns the member of names that holders names most often, the
+// first by name on a tie.
+func mostHeld(holders map[string]string, names []string) string {
+	counts := countValues(holders)
+	best := ""
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if best == "" || counts[name] > counts[best] {
+			best = name
+		}
+	}
+	return best
+}
+
+// countValues counts the values of m.
+func countValues(m map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, v := range m {
+		out[v]++
+	}
+	return out
+}
+
+// byKind counts objects by the kind of their heldKey.
+func byKind(objs []string) map[string]int {
+	out := map[string]int{}
+	for _, o := range objs {
+		kind, _, _ := strings.Cut(o, "/")
+		out[kind]++
+	}
+	return out
+}
+
+// round2 rounds to two decimals.
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
