@@ -63,6 +63,34 @@ func (ArtifactChanged) Update(e event.UpdateEvent) bool {
 // Delete passes the deletion of a source.
 func (ArtifactChanged) Delete(event.DeleteEvent) bool { return true }
 
+// ArtifactMoved passes the updates in which a source's artifact, the same
+// content, is served at another URL: another replica holds the source
+// (--shards=auto), and a consumer that could not download it from the
+// replica that went must try again at once.
+type ArtifactMoved struct {
+	predicate.Funcs
+}
+
+// Create passes nothing: ArtifactChanged does.
+func (ArtifactMoved) Create(event.CreateEvent) bool { return false }
+
+// Update passes a change of the artifact's URL.
+func (ArtifactMoved) Update(e event.UpdateEvent) bool {
+	oldSource, ok1 := e.ObjectOld.(ArtifactSource)
+	newSource, ok2 := e.ObjectNew.(ArtifactSource)
+	if !ok1 || !ok2 {
+		return false
+	}
+	a, b := oldSource.GetArtifact(), newSource.GetArtifact()
+	return a != nil && b != nil && a.URL != b.URL
+}
+
+// Delete passes nothing: ArtifactChanged does.
+func (ArtifactMoved) Delete(event.DeleteEvent) bool { return false }
+
+// Generic passes nothing.
+func (ArtifactMoved) Generic(event.GenericEvent) bool { return false }
+
 // readyObject is an object with conditions.
 type readyObject interface {
 	GetConditions() []metav1.Condition

@@ -78,3 +78,20 @@ func TestBecameReady(t *testing.T) {
 		})
 	}
 }
+
+func TestArtifactMoved(t *testing.T) {
+	g := NewWithT(t)
+	repo := func(url string) *sourcev1.GitRepository {
+		r := &sourcev1.GitRepository{}
+		if url != "" {
+			r.Status.Artifact = &meta.Artifact{URL: url, Revision: "main@sha1:abc", Digest: "sha256:01"}
+		}
+		return r
+	}
+	moved := ArtifactMoved{}
+	g.Expect(moved.Update(event.UpdateEvent{ObjectOld: repo("http://10.0.0.1:9090/a.tar.gz"), ObjectNew: repo("http://10.0.0.2:9090/a.tar.gz")})).To(BeTrue())
+	g.Expect(moved.Update(event.UpdateEvent{ObjectOld: repo("http://10.0.0.1:9090/a.tar.gz"), ObjectNew: repo("http://10.0.0.1:9090/a.tar.gz")})).To(BeFalse())
+	g.Expect(moved.Update(event.UpdateEvent{ObjectOld: repo(""), ObjectNew: repo("http://10.0.0.2:9090/a.tar.gz")})).To(BeFalse(), "a first artifact is ArtifactChanged's")
+	g.Expect(moved.Create(event.CreateEvent{Object: repo("http://x/a")})).To(BeFalse())
+	g.Expect(moved.Delete(event.DeleteEvent{Object: repo("http://x/a")})).To(BeFalse())
+}

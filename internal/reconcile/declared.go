@@ -91,7 +91,7 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 			return nil, fmt.Errorf("indexing %s sources: %w", row.Kind, err)
 		}
 		for _, src := range kinds.SourcesFor(s.Use) {
-			var wakes predicate.Predicate = predicates.ArtifactChanged{}
+			var wakes predicate.Predicate = predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.ArtifactMoved{})
 			if s.Wakes != nil {
 				wakes = s.Wakes(src.Kind)
 			}

@@ -125,9 +125,9 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 // can be read again).
 func sourceChanged(kind string) predicate.Predicate {
 	if kind == sourcev1.HelmRepositoryKind {
-		return predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.BecameReady{})
+		return predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.ArtifactMoved{}, predicates.BecameReady{})
 	}
-	return predicates.ArtifactChanged{}
+	return predicate.Or[client.Object](predicates.ArtifactChanged{}, predicates.ArtifactMoved{})
 }
 
 // store returns the storage steps shared with the other source kinds.
