@@ -205,9 +205,11 @@ func (m *Member) lost(ctx context.Context) {
 	os.Exit(1)
 }
 
-// renew creates or renews the member's Lease.
+// renew creates or renews the member's Lease. A renewal may take half the
+// time the member has before it gives up: a busy API server answers late,
+// and the next tick tries again.
 func (m *Member) renew(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, m.renewEvery())
+	ctx, cancel := context.WithTimeout(ctx, m.renewDeadline()/2)
 	defer cancel()
 	leases := m.leases.cs.CoordinationV1().Leases(m.leases.namespace)
 	now := metav1.NewMicroTime(time.Now())
