@@ -197,15 +197,7 @@ func ringKinds(ring string) []kinds.Kind {
 	if !ok {
 		controllers = manager.AllControllers
 	}
-	var out []kinds.Kind
-	for _, name := range controllers {
-		for _, k := range kinds.OfController(name) {
-			if !k.Static {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
+	return manager.HeldKinds(controllers)
 }
 
 // ringControllers returns the controllers whose replicas form ring: every

@@ -95,10 +95,10 @@ func (o ShardOptions) memberName() (string, error) {
 	return host, shard.CheckMemberName(host)
 }
 
-// heldKinds are the kinds of controllers whose objects the replicas share:
+// HeldKinds are the kinds of controllers whose objects the replicas share:
 // every kind with a status (Alerts and Providers are read by every
 // replica, which sends the alerts of its own objects).
-func heldKinds(controllers []string) []kinds.Kind {
+func HeldKinds(controllers []string) []kinds.Kind {
 	var out []kinds.Kind
 	for _, name := range controllers {
 		for _, k := range kinds.OfController(name) {
@@ -175,7 +175,7 @@ func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Optio
 	}
 	s, err := shard.NewMember(cfg, m.GetCache(), m.GetRESTMapper(), shard.Options{
 		Name: member, Ring: opts.ringName(controllers), Namespace: opts.Namespace, By: by,
-		LeaseDuration: opts.Shards.LeaseDuration, Kinds: heldKinds(controllers), Selector: selector,
+		LeaseDuration: opts.Shards.LeaseDuration, Kinds: HeldKinds(controllers), Selector: selector,
 		WatchNamespace: watchNamespace, Addresses: shardAddresses(controllers, opts),
 	})
 	if err != nil {

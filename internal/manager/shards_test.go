@@ -93,6 +93,6 @@ func TestRingName(t *testing.T) {
 
 func TestHeldKinds(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(kinds.Names(heldKinds([]string{"notification"}))).To(Equal([]string{"Receiver"}), "Alerts and Providers are read by every replica")
-	g.Expect(kinds.Names(heldKinds([]string{"kustomize", "gating"}))).To(Equal([]string{"Kustomization", "Gate"}))
+	g.Expect(kinds.Names(HeldKinds([]string{"notification"}))).To(Equal([]string{"Receiver"}), "Alerts and Providers are read by every replica")
+	g.Expect(kinds.Names(HeldKinds([]string{"kustomize", "gating"}))).To(Equal([]string{"Kustomization", "Gate"}))
 }
