@@ -48,16 +48,25 @@ func (ArtifactChanged) Create(e event.CreateEvent) bool {
 
 // Update passes a change of the artifact's digest or revision.
 func (ArtifactChanged) Update(e event.UpdateEvent) bool {
-	oldSource, ok1 := e.ObjectOld.(ArtifactSource)
-	newSource, ok2 := e.ObjectNew.(ArtifactSource)
-	if !ok1 || !ok2 {
+	a, b, ok := artifactsOf(e)
+	if !ok {
 		return false
 	}
-	a, b := oldSource.GetArtifact(), newSource.GetArtifact()
 	if a == nil || b == nil {
 		return a != b
 	}
 	return a.Digest != b.Digest || a.Revision != b.Revision
+}
+
+// artifactsOf returns the artifacts of a source before and after the
+// update e, and false when its objects are not sources.
+func artifactsOf(e event.UpdateEvent) (before, after *meta.Artifact, ok bool) {
+	oldSource, ok1 := e.ObjectOld.(ArtifactSource)
+	newSource, ok2 := e.ObjectNew.(ArtifactSource)
+	if !ok1 || !ok2 {
+		return nil, nil, false
+	}
+	return oldSource.GetArtifact(), newSource.GetArtifact(), true
 }
 
 // Delete passes the deletion of a source.
@@ -76,13 +85,8 @@ func (ArtifactMoved) Create(event.CreateEvent) bool { return false }
 
 // Update passes a change of the artifact's URL.
 func (ArtifactMoved) Update(e event.UpdateEvent) bool {
-	oldSource, ok1 := e.ObjectOld.(ArtifactSource)
-	newSource, ok2 := e.ObjectNew.(ArtifactSource)
-	if !ok1 || !ok2 {
-		return false
-	}
-	a, b := oldSource.GetArtifact(), newSource.GetArtifact()
-	return a != nil && b != nil && a.URL != b.URL
+	a, b, ok := artifactsOf(e)
+	return ok && a != nil && b != nil && a.URL != b.URL
 }
 
 // Delete passes nothing: ArtifactChanged does.

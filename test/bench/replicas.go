@@ -215,6 +215,17 @@ func (r *run) recordReplicasReady() error {
 	if r.replicas == nil {
 		return nil
 	}
+	return r.eachReplica(func(f *ReplicaFigures, p *controller, st procStats, body []byte) error {
+		var err error
+		f.CPUSeconds = st.CPUSeconds
+		f.APIRequests, _, err = sumRESTRequests(bytes.NewReader(body))
+		return err
+	})
+}
+
+// eachReplica calls fn with each replica's figures, process, process
+// statistics and metrics, read now.
+func (r *run) eachReplica(fn func(f *ReplicaFigures, p *controller, st procStats, body []byte) error) error {
 	for i, p := range r.replicas.procs {
 		st, err := p.procStats()
 		if err != nil {
@@ -224,9 +235,7 @@ func (r *run) recordReplicasReady() error {
 		if err != nil {
 			return err
 		}
-		f := &r.replicas.figures[i]
-		f.CPUSeconds = st.CPUSeconds
-		if f.APIRequests, _, err = sumRESTRequests(bytes.NewReader(body)); err != nil {
+		if err := fn(&r.replicas.figures[i], p, st, body); err != nil {
 			return err
 		}
 	}

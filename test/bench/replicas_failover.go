@@ -108,21 +108,16 @@ func (r *run) failoverPhase(ctx context.Context, res *Result) error {
 // recordReplicasHolding records each replica's peak memory, held
 // objects, members and moves into rr, before the failover.
 func (r *run) recordReplicasHolding(rr *ReplicasResult, holders map[string]string) error {
-	for i, p := range r.replicas.procs {
-		f := &r.replicas.figures[i]
-		st, err := p.procStats()
-		if err != nil {
-			return err
-		}
-		body, err := p.metrics()
-		if err != nil {
-			return err
-		}
+	err := r.eachReplica(func(f *ReplicaFigures, p *controller, st procStats, body []byte) error {
 		members, _ := sampleValue(body, "windlass_shard_members")
 		f.PeakRSSBytes, f.Members, f.Moves = st.PeakRSSBytes, int(members), shardMoves(body)
 		f.HeldObjects = len(heldBy(holders, f.Name))
 		f.LogErrors = logErrors(p.Output())
 		rr.PeakRSSSumBytes += st.PeakRSSBytes
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	rr.Replicas = slices.Clone(r.replicas.figures)
 	return nil
