@@ -193,39 +193,11 @@ func countHeld(ctx context.Context, c client.Client, k kinds.Kind) (map[string]i
 // `windlass controller` names it), or of every controller when the name
 // is not one this build makes.
 func ringKinds(ring string) []kinds.Kind {
-	controllers, ok := ringControllers(ring)
+	controllers, ok := manager.RingControllers(ring)
 	if !ok {
 		controllers = manager.AllControllers
 	}
 	return manager.HeldKinds(controllers)
-}
-
-// ringControllers returns the controllers whose replicas form ring: every
-// controller for "windlass", else those that "windlass-" + their names
-// joined by "-" names; false when ring names a controller this build does
-// not know.
-func ringControllers(ring string) ([]string, bool) {
-	if ring == "windlass" {
-		return manager.AllControllers, true
-	}
-	rest, ok := strings.CutPrefix(ring, "windlass-")
-	if !ok {
-		return nil, false
-	}
-	var out []string
-	for _, word := range strings.Split(rest, "-") {
-		if n := len(out); n > 0 && !slices.Contains(manager.AllControllers, out[n-1]) {
-			out[n-1] += "-" + word // a controller whose name has a dash: image-reflector
-			continue
-		}
-		out = append(out, word)
-	}
-	for _, name := range out {
-		if !slices.Contains(manager.AllControllers, name) {
-			return nil, false
-		}
-	}
-	return out, true
 }
 
 // printShards prints the members as a table, ages counted up to at, then

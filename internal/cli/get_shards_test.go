@@ -165,7 +165,7 @@ func TestRingControllers(t *testing.T) {
 		"other":                                     nil,
 	} {
 		g := NewWithT(t)
-		got, ok := ringControllers(ring)
+		got, ok := manager.RingControllers(ring)
 		g.Expect(ok).To(Equal(want != nil), ring)
 		if want != nil {
 			g.Expect(got).To(Equal(want), ring)

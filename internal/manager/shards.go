@@ -162,6 +162,34 @@ func (o Options) ringName(controllers []string) string {
 	return "windlass-" + strings.Join(controllers, "-")
 }
 
+// RingControllers returns the controllers whose replicas form ring (the
+// inverse of ringName): every controller for "windlass", else those that
+// "windlass-" + their names joined by "-" names; false when ring names a
+// controller this build does not know.
+func RingControllers(ring string) ([]string, bool) {
+	if ring == "windlass" {
+		return AllControllers, true
+	}
+	rest, ok := strings.CutPrefix(ring, "windlass-")
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, word := range strings.Split(rest, "-") {
+		if n := len(out); n > 0 && !slices.Contains(AllControllers, out[n-1]) {
+			out[n-1] += "-" + word // a controller whose name has a dash: image-reflector
+			continue
+		}
+		out = append(out, word)
+	}
+	for _, name := range out {
+		if !slices.Contains(AllControllers, name) {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
 // startShard makes this replica a member of the ring of the replicas that
 // run controllers, when they share the objects.
 func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Options, member string, selector labels.Selector) error {

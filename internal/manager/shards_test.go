@@ -89,6 +89,11 @@ func TestRingName(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Options{}.ringName(AllControllers)).To(Equal("windlass"))
 	g.Expect(Options{Controllers: []string{"kustomize"}}.ringName([]string{"kustomize"})).To(Equal("windlass-kustomize"))
+	for _, subset := range [][]string{{"kustomize"}, {"source", "image-reflector"}, {"image-reflector", "image-automation"}} {
+		back, ok := RingControllers(Options{Controllers: subset}.ringName(subset))
+		g.Expect(ok).To(BeTrue())
+		g.Expect(back).To(Equal(subset), "RingControllers reads back what ringName names")
+	}
 }
 
 func TestHeldKinds(t *testing.T) {
