@@ -24,6 +24,9 @@ import (
 type Helper struct {
 	client client.Client
 	before client.Object
+	// written is the resourceVersion of the server's answer to the last
+	// patch sent.
+	written string
 }
 
 // NewHelper snapshots obj; later patches send what changed since.
@@ -47,19 +50,31 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	status, statusChanged := changes["status"]
 	delete(changes, "status")
 	if len(changes) > 0 {
-		if err := h.client.Patch(ctx, h.answerFor(obj), rawMergePatch(changes)); err != nil {
+		answer := h.answerFor(obj)
+		if err := h.client.Patch(ctx, answer, rawMergePatch(changes)); err != nil {
 			return fmt.Errorf("patching %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
+		h.written = answer.GetResourceVersion()
 	}
 	if statusChanged {
-		patch := rawMergePatch(map[string]json.RawMessage{"status": status})
-		err := h.client.Status().Patch(ctx, h.answerFor(obj), patch)
+		answer := h.answerFor(obj)
+		err := h.client.Status().Patch(ctx, answer, rawMergePatch(map[string]json.RawMessage{"status": status}))
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching status of %s: %w", client.ObjectKeyFromObject(obj), err)
+		}
+		if err == nil {
+			h.written = answer.GetResourceVersion()
 		}
 	}
 	h.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// Written returns the resourceVersion the object had after the last patch
+// this helper sent, or "" when it sent none: the version a cache must have
+// seen before it shows the helper's writes.
+func (h *Helper) Written() string {
+	return h.written
 }
 
 // Changes returns the names of the top-level fields of obj's status that

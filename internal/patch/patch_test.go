@@ -34,6 +34,7 @@ func TestPatchWritesFinalizersAndStatusAndKeepsLocalState(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 
 	h := NewHelper(obj, env.Client)
+	g.Expect(h.Written()).To(BeEmpty(), "nothing sent yet")
 	controllerutil.AddFinalizer(obj, meta.Finalizer)
 	conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "stored")
 	obj.Status.ObservedGeneration = obj.Generation
@@ -45,11 +46,14 @@ func TestPatchWritesFinalizersAndStatusAndKeepsLocalState(t *testing.T) {
 	g.Expect(got.Finalizers).To(ContainElement(meta.Finalizer))
 	g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue())
 	g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	g.Expect(h.Written()).To(Equal(got.ResourceVersion), "the version the last patch left")
+	g.Expect(obj.ResourceVersion).NotTo(Equal(got.ResourceVersion), "the local object is not overwritten")
 
 	rv := got.ResourceVersion
 	g.Expect(h.Patch(ctx, obj)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 	g.Expect(got.ResourceVersion).To(Equal(rv), "nothing changed, so nothing is sent")
+	g.Expect(h.Written()).To(Equal(rv))
 }
 
 func TestPatchOfDeletedObjectStatusIsNotAnError(t *testing.T) {

@@ -124,7 +124,15 @@ type Runner[T Object] struct {
 	// sharder, set by Setup when the replicas share the objects, tells
 	// which this replica reconciles.
 	sharder Sharder
+	// writes keeps the versions runs read before they wrote, by which a
+	// run tells a cache that has not yet seen the last run's writes.
+	writes ownWrites
 }
+
+// cacheCatchUp is how soon a run that found the cache behind the last
+// run's own writes looks again: the informer's watch usually brings the
+// write within milliseconds.
+const cacheCatchUp = 50 * time.Millisecond
 
 // NormalPriority is the work-queue priority of a run that asks for none:
 // the queue would otherwise keep the priority the run came in with.
@@ -146,6 +154,10 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.writes.behind(req.NamespacedName, obj.GetResourceVersion()) {
+		ctrl.LoggerFrom(ctx).V(1).Info("The cache has not seen the last run's writes yet", "resourceVersion", obj.GetResourceVersion())
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
 	if r.sharder != nil {
 		if held, err := r.sharder.Holds(ctx, r.Client, r.Kind.Name, obj); !held {
 			if err == nil {
@@ -160,6 +172,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	}
 	defer metrics.RecordDuration(r.Kind.Name, obj, start)
 	patcher := patch.NewHelper(obj, r.Client)
+	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
@@ -326,6 +339,7 @@ func (r *Runner[T]) revision(obj T) string {
 // forget drops what the process keeps of the deleted object key: its
 // metric series and the kind's own state.
 func (r *Runner[T]) forget(key types.NamespacedName) {
+	r.writes.forget(key)
 	metrics.Forget(r.Kind.Name, key)
 	if r.Kind.Forget != nil {
 		r.Kind.Forget(key)
