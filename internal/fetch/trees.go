@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path"
 	"sync"
@@ -55,7 +56,29 @@ type sourceTree struct {
 // changed: the Kustomizations of a monorepo then pay for a commit's
 // folders, not for the repository's. A tree the patch cannot make is
 // removed and a's extracted anew.
+//
+// Sources with the same content share one tree, but not one address: a
+// build that waited for the fetch of another source's artifact of the same
+// digest, which failed (its storage gone with a replica, say, or its
+// caller's context ended), fetches its own artifact once before it fails.
 func (s *TreeCache) AcquireArtifact(ctx context.Context, a meta.Artifact, f Fetcher) (string, func(), error) {
+	dir, release, failed, err := s.acquire(ctx, a, f)
+	if err != nil && failed != nil && ctx.Err() == nil && worthOwnFetch(a, failed) {
+		dir, release, _, err = s.acquire(ctx, a, f)
+	}
+	return dir, release, err
+}
+
+// worthOwnFetch tells whether a build of a, whose wait for the shared
+// fetch of failed ended in its error, may succeed with a fetch of its own:
+// the shared fetch was of another address, or was cancelled by its caller.
+func worthOwnFetch(a meta.Artifact, failed *sourceTree) bool {
+	return failed.artifact.URL != a.URL || errors.Is(failed.err, context.Canceled) || errors.Is(failed.err, context.DeadlineExceeded)
+}
+
+// acquire is one try of AcquireArtifact; when it waited for a fetch that
+// another build started and that failed, it returns that tree too.
+func (s *TreeCache) acquire(ctx context.Context, a meta.Artifact, f Fetcher) (string, func(), *sourceTree, error) {
 	key := treeKey(&a)
 	s.mu.Lock()
 	if s.trees == nil {
@@ -87,13 +110,16 @@ func (s *TreeCache) AcquireArtifact(ctx context.Context, a meta.Artifact, f Fetc
 	case <-t.ready:
 	case <-ctx.Done():
 		release()
-		return "", nil, ctx.Err()
+		return "", nil, nil, ctx.Err()
 	}
 	if t.err != nil {
 		release()
-		return "", nil, t.err
+		if found {
+			return "", nil, t, t.err
+		}
+		return "", nil, nil, t.err
 	}
-	return t.dir, release, nil
+	return t.dir, release, nil, nil
 }
 
 // makeTree patches previous, the tree of an earlier artifact of a's source

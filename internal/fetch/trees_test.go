@@ -182,3 +182,77 @@ func TestTreesOfANewRevisionArePatched(t *testing.T) {
 	g.Expect(fresh).NotTo(BeADirectory(), "and the tree that could not be patched is removed")
 	g.Expect(os.ReadFile(filepath.Join(unknown, "apps/b/app.yaml"))).To(Equal([]byte("b: 3\n")))
 }
+
+// TestTreeWaiterFetchesItsOwnAfterASharedFailure: two sources with the same
+// content share one fetch; when the one fetched from another address fails
+// (its storage gone), the build that waited for it fetches its own artifact
+// instead of failing. A waiter of the same address gets the failure.
+func TestTreeWaiterFetchesItsOwnAfterASharedFailure(t *testing.T) {
+	tests := []struct {
+		name        string
+		waiterURL   string
+		wantErr     bool
+		wantFetches int32
+	}{
+		{name: "another address", waiterURL: "http://live/b.tar.gz", wantFetches: 2},
+		{name: "the same address", waiterURL: "http://gone/a.tar.gz", wantErr: true, wantFetches: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var trees TreeCache
+			defer trees.RemoveAll()
+			var fetches atomic.Int32
+			unblock := make(chan struct{})
+			f := urlFetch(func(a meta.Artifact, dir string) error {
+				fetches.Add(1)
+				if strings.HasPrefix(a.URL, "http://gone/") {
+					<-unblock
+					return errors.New("connection refused")
+				}
+				return os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o600)
+			})
+			first := meta.Artifact{Digest: "sha256:same", URL: "http://gone/a.tar.gz"}
+			waiter := meta.Artifact{Digest: "sha256:same", URL: tt.waiterURL}
+			firstErr := make(chan error, 1)
+			go func() {
+				_, _, err := trees.AcquireArtifact(context.Background(), first, f)
+				firstErr <- err
+			}()
+			g.Eventually(func() int { return trees.usersOf(treeKey(&first)) }).Should(Equal(1))
+			waited := make(chan error, 1)
+			go func() {
+				_, release, err := trees.AcquireArtifact(context.Background(), waiter, f)
+				if err == nil {
+					release()
+				}
+				waited <- err
+			}()
+			g.Eventually(func() int { return trees.usersOf(treeKey(&first)) }).Should(Equal(2), "the second build waits for the first's fetch")
+			close(unblock)
+			g.Expect(<-firstErr).To(MatchError("connection refused"))
+			if tt.wantErr {
+				g.Expect(<-waited).To(MatchError("connection refused"))
+			} else {
+				g.Expect(<-waited).NotTo(HaveOccurred())
+			}
+			g.Expect(fetches.Load()).To(Equal(tt.wantFetches))
+		})
+	}
+}
+
+// urlFetch is a Fetcher that unpacks every artifact with itself, told
+// which artifact.
+type urlFetch func(a meta.Artifact, dir string) error
+
+func (f urlFetch) Fetch(_ context.Context, a meta.Artifact, dir string) error { return f(a, dir) }
+
+// usersOf is how many builds use or wait for the tree of key.
+func (s *TreeCache) usersOf(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.trees[key]; ok {
+		return t.users
+	}
+	return 0
+}
