@@ -123,12 +123,14 @@ func cachedByHolder() []client.Object {
 // cacheSelector returns the label selector of the cache of k's objects, nil
 // for all of them: the --watch-label-selector (selector, nil when none)
 // for the kinds it shards, and with --shards=auto, what this replica holds
-// (member) of the kinds cached by holder.
+// (member) of the kinds cached by holder. A replica that serves the web UI
+// caches every object of those kinds too: the overview of any replica
+// shows them all, and the controllers still run only those it holds.
 func (o Options) cacheSelector(k kinds.Kind, selector labels.Selector, member string) labels.Selector {
 	if k.Unsharded {
 		return nil
 	}
-	if !o.Shards.auto() || !k.CachedByHolder {
+	if !o.Shards.auto() || !k.CachedByHolder || o.UIAddr != "" {
 		return selector
 	}
 	held, _ := labels.NewRequirement(shard.HolderLabel, selection.Equals, []string{member})

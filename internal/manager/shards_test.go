@@ -78,6 +78,10 @@ func TestShardCacheSelectors(t *testing.T) {
 		"ImageUpdateAutomation": "shard.windlass.dev/holder=r1",
 	}), "the sources, Gates, Receivers, Alerts, Providers and image policies are read across replicas: cached in full")
 
+	withUI := o
+	withUI.UIAddr = "127.0.0.1:9880"
+	g.Expect(selectors(g, withUI, "r1")).To(BeEmpty(), "a replica that serves the UI caches every object, for its overview")
+
 	o.WatchLabelSelector = "team=a"
 	got = selectors(g, o, "r1")
 	g.Expect(got).To(HaveKeyWithValue("Kustomization", "shard.windlass.dev/holder=r1,team=a"))

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/state"
 )
 
@@ -30,6 +32,9 @@ type row struct {
 	// Reason and Message are those of the Ready condition, or of what
 	// holds the object back.
 	Reason, Message string
+	// Shard is the replica that holds the object, when the replicas share
+	// the objects (controller --shards=auto).
+	Shard string
 }
 
 // kindCount is how many objects of a kind stand in each state.
@@ -41,14 +46,15 @@ type kindCount struct {
 
 // filter selects the objects the overview lists.
 type filter struct {
-	Namespace, Kind, Query string
-	State                  state.State
+	Namespace, Kind, Query, Shard string
+	State                         state.State
 }
 
 // matches reports whether r passes f.
 func (f filter) matches(r row) bool {
 	return (f.Namespace == "" || r.Namespace == f.Namespace) && (f.Kind == "" || r.Kind == f.Kind) &&
-		(f.State == "" || r.State == f.State) && (f.Query == "" || strings.Contains(r.Name, f.Query))
+		(f.State == "" || r.State == f.State) && (f.Query == "" || strings.Contains(r.Name, f.Query)) &&
+		(f.Shard == "" || r.Shard == f.Shard)
 }
 
 // overviewPage is what the overview shows.
@@ -62,6 +68,9 @@ type overviewPage struct {
 	Filter     filter
 	Kinds      []string
 	Namespaces []string
+	// Shards are the replicas that hold the objects, when the replicas
+	// share them: the objects' table then says which holds each.
+	Shards []string
 	// Events are the latest events; NoEvents says this UI keeps none
 	// (it runs apart from the controllers).
 	Events   []recentEvent
@@ -73,8 +82,8 @@ type overviewPage struct {
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	page := overviewPage{States: state.All, Filter: filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"),
-		State: state.State(q.Get("state")), Query: strings.TrimSpace(q.Get("q"))}}
-	namespaces := map[string]bool{}
+		State: state.State(q.Get("state")), Query: strings.TrimSpace(q.Get("q")), Shard: q.Get("shard")}}
+	namespaces, shards := map[string]bool{}, map[string]bool{}
 	for _, k := range s.Kinds {
 		rows, err := s.rows(r, k)
 		if err != nil {
@@ -87,6 +96,9 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		for _, row := range rows {
 			count.Counts[row.State]++
 			namespaces[row.Namespace] = true
+			if row.Shard != "" {
+				shards[row.Shard] = true
+			}
 			switch row.State {
 			case state.Failing, state.Stalled:
 				page.Attention = append(page.Attention, row)
@@ -103,10 +115,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		page.Counts = append(page.Counts, count)
 	}
-	for ns := range namespaces {
-		page.Namespaces = append(page.Namespaces, ns)
-	}
-	slices.Sort(page.Namespaces)
+	page.Namespaces, page.Shards = slices.Sorted(maps.Keys(namespaces)), slices.Sorted(maps.Keys(shards))
 	page.Now, page.NoEvents = s.now(), s.Events == nil
 	page.Events = s.recentEvents(r, overviewEvents, func(e recentEvent) bool {
 		return page.Filter.Namespace == "" || e.Namespace == page.Filter.Namespace
@@ -134,7 +143,8 @@ func (s *Server) rows(r *http.Request, k kinds.Kind) ([]row, error) {
 
 // rowOf returns the row of obj, of kind k.
 func rowOf(k kinds.Kind, obj object) row {
-	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: state.Of(obj, k.Static)}
+	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: state.Of(obj, k.Static),
+		Shard: obj.GetLabels()[shard.HolderLabel]}
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		r.Reason, r.Message = c.Reason, c.Message
 	}

@@ -18,9 +18,11 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	notifyv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/scheme"
+	"github.com/windlass-dev/windlass/internal/shard"
 )
 
 // cond returns a condition of obj's generation.
@@ -103,6 +105,33 @@ func TestOverviewShowsWhatNeedsAttention(t *testing.T) {
 	objects = section(body, "objects")
 	g.Expect(objects).To(ContainSubstring("HelmRelease team-b/cache"))
 	g.Expect(objects).NotTo(Or(ContainSubstring("team-a"), ContainSubstring("team-b/db")))
+}
+
+// TestOverviewNamesTheShard: when the replicas share the objects, the
+// objects' table names the replica that holds each, and filters by it;
+// without sharing it has no such column.
+func TestOverviewNamesTheShard(t *testing.T) {
+	g := NewWithT(t)
+	_, body := get(g, testServer(testObjects()...), "/")
+	g.Expect(section(body, "objects")).NotTo(ContainSubstring("<th>Shard</th>"), "no column when nothing is shared")
+
+	objs := testObjects()
+	objs[0].SetLabels(map[string]string{shard.HolderLabel: "windlass-0"})
+	objs[1].SetLabels(map[string]string{shard.HolderLabel: "windlass-1"})
+	objs[2].SetLabels(map[string]string{shard.HolderLabel: "windlass-1"})
+	h := testServer(append(objs, &notifyv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "slack"}})...)
+	_, body = get(g, h, "/")
+	objects := section(body, "objects")
+	g.Expect(objects).To(ContainSubstring("<th>Shard</th>"))
+	g.Expect(objects).To(MatchRegexp(`Kustomization team-a/app</a></td>\s*<td[^>]*>Failing</td>.*</td><td class="shard">windlass-0</td>`))
+	g.Expect(objects).To(MatchRegexp(`GitRepository team-a/app</a></td>.*\n?.*<td class="shard">windlass-1</td>`))
+	g.Expect(objects).To(MatchRegexp(`Provider team-a/slack</a></td>.*\n?.*<td class="shard"><span class="muted">every replica</span></td>`))
+	g.Expect(body).To(ContainSubstring(`<select name="shard"><option value="">all</option><option>windlass-0</option><option>windlass-1</option></select>`))
+
+	_, body = get(g, h, "/?shard=windlass-1")
+	objects = section(body, "objects")
+	g.Expect(objects).To(And(ContainSubstring("GitRepository team-a/app"), ContainSubstring("Kustomization team-b/db")))
+	g.Expect(objects).NotTo(Or(ContainSubstring("Kustomization team-a/app"), ContainSubstring("HelmRelease")))
 }
 
 func TestObjectPage(t *testing.T) {
