@@ -113,6 +113,8 @@ type controller struct {
 	// HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr and TagsAddr are
 	// host:port addresses the controller serves on.
 	HealthAddr, MetricsAddr, StorageAddr, ReceiverAddr, TagsAddr string
+	// StoragePath is the folder of its artifacts.
+	StoragePath string
 }
 
 // shardLabel is the sharding label: the shared controller leaves alone the
@@ -141,7 +143,8 @@ func startControllerWith(kubeconfig, storagePath, selector string, env []string,
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], ReceiverAddr: ports[3], TagsAddr: ports[4]}
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], ReceiverAddr: ports[3], TagsAddr: ports[4],
+		StoragePath: storagePath}
 	args := []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--storage-path", storagePath,

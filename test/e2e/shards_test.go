@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/testutil"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
 
@@ -47,7 +50,9 @@ const (
 // which reconcile every one of them; started again, it takes its share
 // back, and again each object is reconciled by one replica only. All along,
 // the API server refuses a status written by a replica that does not hold
-// the object, and the test checks that no replica was refused.
+// the object, and the test checks that no replica was refused. The web UI
+// of one replica lists every Kustomization and names the replica that
+// holds each.
 func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -64,8 +69,10 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${app}\ndata:\n  app: ${app}\n",
 	})
 
-	replicas := map[string]*controller{}
-	for _, name := range []string{"r0", "r1", "r2"} {
+	uiAddrs, err := childproc.FreeAddrs(1)
+	g.Expect(err).NotTo(HaveOccurred())
+	replicas := map[string]*controller{"r0": startReplica(t, g, kubeconfigs["r0"], "r0", "--ui-addr", uiAddrs[0])}
+	for _, name := range []string{"r1", "r2"} {
 		replicas[name] = startReplica(t, g, kubeconfigs[name], name)
 	}
 	objects := createShardedApps(g, cp, url)
@@ -104,21 +111,66 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 		g.Expect(shareSizes(held)).To(HaveKeyWithValue("r1", BeNumerically(">", 0)), "the replica that came back takes a share")
 	}, 2*time.Minute, interval).Should(Succeed())
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	expectArtifactsOnlyAtHolders(g, cp, replicas)
 	expectTagsFromEveryReplica(t, g, cp, replicas)
 	expectWebhookReachesEveryHolder(g, cp, replicas)
+	expectOverviewNamesEveryHolder(g, cp, uiAddrs[0])
 	for name, proc := range replicas {
 		g.Expect(proc.Output()).NotTo(ContainSubstring(notHolderMessage), "%s wrote the status of an object it did not hold", name)
 	}
 	g.Expect(killed.Output()).NotTo(ContainSubstring(notHolderMessage))
 }
 
+// expectArtifactsOnlyAtHolders checks that the artifacts of every
+// GitRepository are in the storage of the replica that holds it and of no
+// other live one: a replica that handed a source over removed them once
+// the new holder published its own.
+func expectArtifactsOnlyAtHolders(g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
+	g.Eventually(func(g Gomega) {
+		for obj, holder := range holderLabels(g, cp) {
+			rel, ok := strings.CutPrefix(obj, "GitRepository/")
+			if !ok {
+				continue
+			}
+			for name, proc := range replicas {
+				_, err := os.Stat(filepath.Join(proc.StoragePath, "gitrepository", rel))
+				g.Expect(err == nil).To(Equal(name == holder), "%s has the artifacts of %s, held by %s", name, obj, holder)
+			}
+		}
+	}, timeout, interval).Should(Succeed())
+}
+
+// overviewShard matches a Kustomization's row of the UI's objects table:
+// its namespace/name and the replica the Shard column names.
+var overviewShard = regexp.MustCompile(`Kustomization ([^<]+)</a></td>(?s:.*?)<td class="shard">([^<]+)</td>`)
+
+// expectOverviewNamesEveryHolder checks that the overview of the replica
+// serving the UI at addr lists every Kustomization, those the others hold
+// too, each with the replica its holder label names.
+func expectOverviewNamesEveryHolder(g *WithT, cp *testenv.Environment, addr string) {
+	want := map[string]string{}
+	for obj, holder := range holderLabels(g, cp) {
+		if name, ok := strings.CutPrefix(obj, "Kustomization/"); ok {
+			want[name] = holder
+		}
+	}
+	g.Expect(shareSizes(want)).To(HaveLen(3), "the three replicas hold Kustomizations")
+	g.Eventually(func(g Gomega) map[string]string {
+		shown := map[string]string{}
+		for _, m := range overviewShard.FindAllStringSubmatch(scrape(g, "http://"+addr+"/?kind=Kustomization"), -1) {
+			shown[m[1]] = m[2]
+		}
+		return shown
+	}, timeout, interval).Should(Equal(want), "the overview lists every Kustomization with its holder")
+}
+
 // startReplica starts a replica of the controller called name, sharing the
 // objects of cp (kc) with the others.
-func startReplica(t *testing.T, g *WithT, kc, name string) *controller {
+func startReplica(t *testing.T, g *WithT, kc, name string, extra ...string) *controller {
 	t.Helper()
-	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace},
-		"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
-		"--requeue-dependency=2s", "--insecure-image-tags")
+	args := append([]string{"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
+		"--requeue-dependency=2s", "--insecure-image-tags"}, extra...)
+	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace}, args...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		proc.Kill()

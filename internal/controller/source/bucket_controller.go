@@ -57,7 +57,7 @@ type BucketReconciler struct {
 // and their gates.
 func (r *BucketReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	kind := sourceKind(r.store(), func() *sourcev1.Bucket { return &sourcev1.Bucket{} }, bucketNegativeConditions, r.checkServed, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, r.store(), kind, opts)
 	if err != nil {
 		return err
 	}

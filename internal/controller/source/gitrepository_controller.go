@@ -87,7 +87,7 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	}
 	kind := sourceKind(r.store(), func() *sourcev1.GitRepository { return &sourcev1.GitRepository{} }, gitRepositoryNegativeConditions, r.checkServed, r.run)
 	kind.Held = r.held
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, r.store(), kind, opts)
 	if err != nil {
 		return err
 	}

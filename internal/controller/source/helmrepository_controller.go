@@ -81,7 +81,7 @@ func (r *HelmRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctr
 	kind := sourceKind(r.store(), func() *sourcev1.HelmRepository { return &sourcev1.HelmRepository{} },
 		helmRepositoryNegativeConditions, r.checkServed, r.run)
 	kind.SuccessMessage = helmRepositoryReadyMessage
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, r.store(), kind, opts)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ type OCIRepositoryReconciler struct {
 // OCIRepositories and their gates.
 func (r *OCIRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	kind := sourceKind(r.store(), func() *sourcev1.OCIRepository { return &sourcev1.OCIRepository{} }, ociRepositoryNegativeConditions, r.checkServed, r.run)
-	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, kind, opts)
+	b, runner, err := newControllerFor(ctx, mgr, gatedSource{r.Client, r.Events, r.JitterPercent, r.NoCrossNamespaceRefs}, r.store(), kind, opts)
 	if err != nil {
 		return err
 	}

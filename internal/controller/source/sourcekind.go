@@ -45,11 +45,18 @@ type gatedSource struct {
 
 // newControllerFor returns the runner of kind and the builder of its
 // controller, set up by the runner (Runner.Setup: its gates, its sources);
-// the caller may add watches before it completes it with the runner.
-func newControllerFor[T sourceObject](ctx context.Context, mgr ctrl.Manager, s gatedSource, kind reconcile.Kind[T],
+// the caller may add watches before it completes it with the runner. When
+// the replicas share the objects, the artifacts of the sources handed over
+// leave store once their new holder published its own.
+func newControllerFor[T sourceObject](ctx context.Context, mgr ctrl.Manager, s gatedSource, store artifactStore, kind reconcile.Kind[T],
 	opts reconcile.ControllerOptions) (*builder.Builder, *reconcile.Runner[T], error) {
 	runner := &reconcile.Runner[T]{
 		Client: s.client, Events: s.events, JitterPercent: s.jitterPercent, NoCrossNamespaceRefs: s.noCrossNamespaceRefs, Kind: kind,
+	}
+	if opts.Sharder != nil {
+		if err := store.sweepHandedOver(ctx, mgr.GetCache(), kind.New(), opts.Sharder); err != nil {
+			return nil, nil, err
+		}
 	}
 	b, err := runner.Setup(ctx, mgr, opts)
 	return b, runner, err

@@ -1,0 +1,62 @@
+package source
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/shard"
+)
+
+// TestSweepHandedOver: a replica removes the artifacts of a source it no
+// longer holds once the new holder published its own, and not before;
+// never those of a source it holds or that nobody holds yet.
+func TestSweepHandedOver(t *testing.T) {
+	storage, err := artifact.New(t.TempDir(), "r0.example:9090", time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := artifactStore{kind: sourcev1.GitRepositoryKind, storage: storage}
+	repo := func(holder, url string) *sourcev1.GitRepository {
+		r := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"}}
+		if holder != "" {
+			r.Labels = map[string]string{shard.HolderLabel: holder}
+		}
+		if url != "" {
+			a := storage.NewArtifactFor(sourcev1.GitRepositoryKind, r, "main@sha1:1", "1.tar.gz")
+			a.URL = url
+			r.Status.Artifact = &a
+		}
+		return r
+	}
+	ours := storage.NewArtifactFor(sourcev1.GitRepositoryKind, repo("", ""), "main@sha1:1", "1.tar.gz").URL
+	theirs := "http://r1.example:9090/gitrepository/team-a/app/1.tar.gz"
+	tests := []struct {
+		name      string
+		obj       *sourcev1.GitRepository
+		held      bool
+		wantSwept bool
+	}{
+		{name: "held here", obj: repo("r0", ours), held: true},
+		{name: "handed over, the new holder has not published yet", obj: repo("r1", ours)},
+		{name: "handed over and published by the new holder", obj: repo("r1", theirs), wantSwept: true},
+		{name: "nobody holds it yet", obj: repo("", theirs)},
+		{name: "no artifact", obj: repo("r1", "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			a := storage.NewArtifactFor(sourcev1.GitRepositoryKind, tt.obj, "main@sha1:1", "1.tar.gz")
+			g.Expect(store.copyBytes(tt.obj, &a, []byte("content"))).To(Succeed())
+			if store.handedOver(tt.obj, tt.held) {
+				store.sweep(context.Background(), tt.obj)
+			}
+			g.Expect(storage.ArtifactExists(a)).To(Equal(!tt.wantSwept))
+		})
+	}
+}
