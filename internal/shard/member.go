@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -84,6 +85,11 @@ type Member struct {
 	claims                  *claimQueue
 	// leases holds the members' Leases, once Start watches them.
 	leaseStore cache.Store
+	// process tells this process's writes of the member's Lease from
+	// those of another process started with the same name; wrote says
+	// that this process wrote it once.
+	process string
+	wrote   bool
 }
 
 // observation is when a member's Lease was last seen to change.
@@ -123,6 +129,7 @@ func NewMember(cfg *rest.Config, cache client.Reader, mapper apimeta.RESTMapper,
 		resource: map[string]schema.GroupVersionResource{}, changed: make(chan struct{}, 1), rebalanceAsked: make(chan struct{}, 1),
 	}
 	m.claims = newClaimQueue()
+	m.process = rand.Text()
 	for _, k := range opts.Kinds {
 		m.subs[k.Kind] = make(chan event.GenericEvent, 1024)
 	}
@@ -181,6 +188,10 @@ func (m *Member) Start(ctx context.Context) error {
 		case <-renew.C:
 			if err := m.renew(ctx); err != nil {
 				log.Error(err, "Renewing the shard lease")
+				if errors.Is(err, errSameName) {
+					m.lost(ctx)
+					return err
+				}
 				if time.Since(lastRenew) > m.renewDeadline() {
 					m.lost(ctx)
 					return fmt.Errorf("the shard lease was not renewed for %s", time.Since(lastRenew).Round(time.Second))
@@ -205,9 +216,20 @@ func (m *Member) lost(ctx context.Context) {
 	os.Exit(1)
 }
 
+// errSameName is the error of a member whose Lease another process wrote:
+// two replicas run with one --shard-name, and both would reconcile the
+// objects of that name.
+var errSameName = errors.New("another process renews this member's shard lease: give each replica its own --shard-name")
+
+// processAnnotation records, on a member's Lease, the process that last
+// wrote it.
+const processAnnotation = "process.shard.windlass.dev/id"
+
 // renew creates or renews the member's Lease. A renewal may take half the
 // time the member has before it gives up: a busy API server answers late,
-// and the next tick tries again.
+// and the next tick tries again. A Lease that another process wrote since
+// this one first did is not renewed (errSameName); one left by an earlier
+// process of the member (restarted before its Lease expired) is.
 func (m *Member) renew(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.renewDeadline()/2)
 	defer cancel()
@@ -221,16 +243,21 @@ func (m *Member) renew(ctx context.Context) error {
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.opts.Name), AcquireTime: &now, RenewTime: &now,
 				LeaseDurationSeconds: ptr.To(int32(m.opts.LeaseDuration / time.Second))},
 		}, metav1.CreateOptions{})
+		m.wrote = m.wrote || err == nil
 		return err
 	}
 	if err != nil {
 		return err
+	}
+	if m.wrote && lease.Annotations[processAnnotation] != m.process {
+		return errSameName
 	}
 	lease.Annotations = m.addressAnnotations()
 	lease.Spec.RenewTime = &now
 	lease.Spec.HolderIdentity = ptr.To(m.opts.Name)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(m.opts.LeaseDuration / time.Second))
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	m.wrote = m.wrote || err == nil
 	return err
 }
 
@@ -340,12 +367,11 @@ func (m *Member) follow(ctx context.Context, store cache.Store) {
 // addresses.
 const addressPrefix = "address.shard.windlass.dev/"
 
-// addressAnnotations are the annotations of the member's addresses.
+// addressAnnotations are the annotations of the member's Lease: its
+// addresses and its process.
 func (m *Member) addressAnnotations() map[string]string {
-	if len(m.opts.Addresses) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m.opts.Addresses))
+	out := make(map[string]string, len(m.opts.Addresses)+1)
+	out[processAnnotation] = m.process
 	for name, addr := range m.opts.Addresses {
 		out[addressPrefix+name] = addr
 	}

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -44,4 +45,29 @@ func TestLiveMembers(t *testing.T) {
 	g.Expect(m.liveMembers(leases[:1], start.Add(17*time.Second))).To(Equal([]string{"me"}), "deleted Leases leave")
 	g.Expect(m.seen).To(HaveLen(1), "and are forgotten")
 	g.Expect(m.liveMembers(nil, start)).To(Equal([]string{"me"}), "this member is live while it runs")
+}
+
+// TestMembersOfOneNameAreRefused: a second process started with a member's
+// name takes the Lease over, and the first, at its next renewal, finds
+// another process's write and stops (errSameName); a process that restarts
+// (the first renewal of its life) renews the Lease its earlier process left.
+func TestMembersOfOneNameAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	opts := Options{Name: "twin", Ring: "windlass", Namespace: env.CreateNamespace(t), LeaseDuration: 15 * time.Second}
+	member := func() *Member {
+		m, err := NewMember(env.Config, env.Client, env.Client.RESTMapper(), opts)
+		g.Expect(err).NotTo(HaveOccurred())
+		return m
+	}
+	first, second := member(), member()
+	g.Expect(first.renew(ctx)).To(Succeed())
+	g.Expect(first.renew(ctx)).To(Succeed(), "its own Lease")
+	g.Expect(second.renew(ctx)).To(Succeed(), "a process's first renewal takes the Lease over, as after a restart")
+	g.Expect(first.renew(ctx)).To(MatchError(errSameName), "another process wrote its Lease")
+	g.Expect(second.renew(ctx)).To(Succeed())
+
+	restarted := member()
+	g.Expect(restarted.renew(ctx)).To(Succeed())
+	g.Expect(restarted.renew(ctx)).To(Succeed())
 }
