@@ -2,7 +2,9 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/metrics"
 )
@@ -108,8 +111,7 @@ func (m *Member) resourceOf(k kinds.Kind) (schema.GroupVersionResource, error) {
 // was read (its holder's too): then the change is someone else's to make,
 // or the next look's.
 func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) error {
-	body := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{%q:%q}}}`, obj.ResourceVersion, HolderLabel, m.opts.Name)
-	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, claimPatch(obj, m.opts.Name), metav1.PatchOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -119,6 +121,19 @@ func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersion
 			"from", obj.Labels[HolderLabel])
 	}
 	return err
+}
+
+// claimPatch is the merge patch that makes holder obj's holder, on
+// condition that obj is still at the version read. It also adds the
+// reconcilers' finalizer to an object that lacks it and is not being
+// deleted, which the holder's first run would add by a request of its own.
+func claimPatch(obj *metav1.PartialObjectMetadata, holder string) []byte {
+	metadata := map[string]any{"resourceVersion": obj.ResourceVersion, "labels": map[string]string{HolderLabel: holder}}
+	if obj.DeletionTimestamp == nil && !slices.Contains(obj.Finalizers, meta.Finalizer) {
+		metadata["finalizers"] = append(slices.Clone(obj.Finalizers), meta.Finalizer)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": metadata}) // maps of strings always marshal
+	return patch
 }
 
 // claimItem is an object that no live member held when its informer saw
