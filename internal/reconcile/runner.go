@@ -124,8 +124,8 @@ type Runner[T Object] struct {
 	// sharder, set by Setup when the replicas share the objects, tells
 	// which this replica reconciles.
 	sharder Sharder
-	// writes keeps the versions runs read before they wrote, by which a
-	// run tells a cache that has not yet seen the last run's writes.
+	// writes keeps the version each object's last run left it at, by
+	// which a run tells a cache that has not yet seen that run's writes.
 	writes ownWrites
 }
 
