@@ -64,11 +64,17 @@ func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, f
 // checkStoredArtifact verifies that a is in storage with the digest it
 // claims. When it is not, it removes an altered file, logs and records a
 // Warning event, and returns why the artifact is unusable; it returns ""
-// for an artifact that is fine.
+// for an artifact that is fine. An artifact that another address stored
+// (another replica, whose objects this one took over) and that is not in
+// this storage is fetched again without a warning: nothing went wrong.
 func (s artifactStore) checkStoredArtifact(ctx context.Context, obj sourceObject, a meta.Artifact) string {
 	err := s.storage.Verify(a)
 	if err == nil {
 		return ""
+	}
+	if !s.storage.ArtifactExists(a) && a.URL != s.storage.NewArtifactFor(s.kind, obj, a.Revision, a.FileName()).URL {
+		ctrl.LoggerFrom(ctx).V(1).Info("Artifact stored at another address, fetching it again", "url", a.URL)
+		return storedElsewhere
 	}
 	why := "disappeared from storage"
 	if s.storage.ArtifactExists(a) {
@@ -80,6 +86,10 @@ func (s artifactStore) checkStoredArtifact(ctx context.Context, obj sourceObject
 		fmt.Sprintf("artifact for revision '%s' %s", a.Revision, why))
 	return why
 }
+
+// storedElsewhere says why an artifact that another replica stored is
+// built again.
+const storedElsewhere = "was stored at another address"
 
 // stored records a that was just written to storage as obj's artifact
 // (set writes it to the status), says so in the conditions, and collects

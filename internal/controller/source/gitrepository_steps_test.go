@@ -13,12 +13,14 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
@@ -155,16 +157,21 @@ func TestReconcileStorage(t *testing.T) {
 		name          string
 		damage        func(g *WithT, path string)
 		noArtifact    bool
+		elsewhere     bool
 		wantArtifact  bool
 		wantInStorage metav1.ConditionStatus
 		wantProgress  string
+		wantWarning   bool
 	}{
 		{name: "no artifact yet", noArtifact: true, wantProgress: "building artifact"},
 		{name: "stored", wantArtifact: true, wantInStorage: metav1.ConditionTrue},
+		{name: "stored here at another address", elsewhere: true, wantArtifact: true, wantInStorage: metav1.ConditionTrue},
 		{name: "gone from disk", damage: func(g *WithT, path string) { g.Expect(os.Remove(path)).To(Succeed()) },
-			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: disappeared from storage"},
+			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: disappeared from storage", wantWarning: true},
+		{name: "stored by another replica", elsewhere: true, damage: func(g *WithT, path string) { g.Expect(os.Remove(path)).To(Succeed()) },
+			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: was stored at another address"},
 		{name: "altered on disk", damage: func(g *WithT, path string) { g.Expect(os.WriteFile(path, []byte("x"), 0o600)).To(Succeed()) },
-			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: does not match its digest"},
+			wantInStorage: metav1.ConditionFalse, wantProgress: "building artifact: does not match its digest", wantWarning: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,14 +184,22 @@ func TestReconcileStorage(t *testing.T) {
 				g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 1\n"), 0o600)).To(Succeed())
 				a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
 				g.Expect(store.Archive(&a, src, nil)).To(Succeed())
-				a.URL = "http://old-address/" + a.Path
+				if tt.elsewhere {
+					a.URL = "http://old-address/" + a.Path
+				}
 				obj.Status.Artifact = &a
 				if tt.damage != nil {
 					tt.damage(g, store.LocalPath(a))
 				}
 			}
-			r := &GitRepositoryReconciler{Storage: store}
+			recorder := events.NewFakeRecorder(10)
+			r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}}
 			res, err := r.reconcileStorage(context.Background(), obj, &gitScope{})
+			warnings := 0
+			if tt.wantWarning {
+				warnings = 1
+			}
+			g.Expect(recorder.Events).To(HaveLen(warnings), "a warning only for an artifact lost or altered here")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(res).To(Equal(outcome.ResultSuccess))
 			g.Expect(obj.Status.Artifact != nil).To(Equal(tt.wantArtifact))
