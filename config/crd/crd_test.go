@@ -14,7 +14,7 @@ func TestObjectsAreTheWindlassKinds(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	kinds := map[string]bool{}
 	for _, c := range crds {
-		g.Expect(c.Spec.Group).To(HaveSuffix(".toolkit.fluxcd.io"))
+		g.Expect(c.Spec.Group).To(Or(HaveSuffix(".toolkit.fluxcd.io"), Equal("source.extensions.fluxcd.io")))
 		kinds[c.Spec.Names.Kind] = true
 	}
 	g.Expect(kinds).To(HaveKey("GitRepository"))

@@ -273,8 +273,7 @@ func (k *ksFlags) decryption() (*kustomizev1.Decryption, error) {
 }
 
 // sourceKinds are the kinds a Kustomization's source may be, the first the
-// default. The schema's ExternalArtifact is refused: Windlass does not
-// serve it (such a Kustomization would be Stalled).
+// default.
 var sourceKinds = kinds.Names(kinds.SourcesFor(kinds.KustomizationSource))
 
 // parseSourceRef parses --source: [Kind/][namespace/]name. A first part
@@ -291,10 +290,7 @@ func parseSourceRef(s string) (kustomizev1.CrossNamespaceSourceReference, error)
 	}
 	if len(parts) == 3 || (len(parts) == 2 && looksLikeKind(parts[0])) {
 		kind, ok := sourceKindNamed(parts[0])
-		switch {
-		case !ok && strings.EqualFold(parts[0], "ExternalArtifact"):
-			return ref, errors.New("--source kind ExternalArtifact is not served by Windlass: use GitRepository, OCIRepository or Bucket")
-		case !ok:
+		if !ok {
 			return ref, fmt.Errorf("--source kind %q is not one of %s", parts[0], strings.Join(sourceKinds, ", "))
 		}
 		ref.Kind, parts = kind, parts[1:]

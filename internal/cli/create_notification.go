@@ -24,27 +24,12 @@ import (
 	"github.com/windlass-dev/windlass/internal/webhook"
 )
 
-// eventSourceKinds are the kinds an Alert's event source or a Receiver's
-// resource may name (the schema's list, less unservedKinds); a Receiver may
-// name Gates too.
+// eventSourceKinds are the kinds an Alert's event source may name.
 var eventSourceKinds = kinds.Names(kinds.Where(func(k kinds.Kind) bool { return k.AlertSource }))
 
-// unservedKinds are in the reference API's lists of event sources and
-// receiver resources but do not exist in Windlass: the API server refuses
-// them, and so does the CLI, with the same words.
-var unservedKinds = []string{"ArtifactGenerator", "ExternalArtifact"}
-
-// parseNotificationKind is parseKindSelector, with a clear refusal of the
-// unservedKinds.
-func parseNotificationKind(flag, value string, kinds []string) (kindRef, error) {
-	kind, _, _ := strings.Cut(value, "/")
-	for _, k := range unservedKinds {
-		if strings.EqualFold(k, kind) {
-			return kindRef{}, fmt.Errorf("%s kind %s is not served by Windlass: no such kind exists here", flag, k)
-		}
-	}
-	return parseKindSelector(flag, value, kinds)
-}
+// receiverKinds are the kinds a Receiver's resource may name: those a
+// controller reconciles when asked, Gates included.
+var receiverKinds = kinds.Names(kinds.Where(func(k kinds.Kind) bool { return k.WebhookTarget }))
 
 // providerFlags are the flags of `create alert-provider`.
 type providerFlags struct {
@@ -211,7 +196,7 @@ func (a *alertFlags) object(name string, f *createFlags) (*notificationv1beta3.A
 	spec := notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: a.providerRef}, EventSeverity: a.severity,
 		InclusionList: a.inclusionList, ExclusionList: a.exclusionList}
 	for _, raw := range a.sources {
-		ref, err := parseNotificationKind("--event-source", raw, eventSourceKinds)
+		ref, err := parseKindSelector("--event-source", raw, eventSourceKinds)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +308,7 @@ func (r *receiverFlags) object(name string, f *createFlags) (*notificationv1.Rec
 // :open or :close after a Gate's name, and returns the action too.
 func parseReceiverResource(raw string) (kindRef, string, error) {
 	value, action, hasAction := strings.Cut(raw, ":")
-	ref, err := parseNotificationKind("--resource", value, append(slices.Clone(eventSourceKinds), notificationv1.GateKind))
+	ref, err := parseKindSelector("--resource", value, receiverKinds)
 	if err != nil || !hasAction {
 		return ref, "", err
 	}

@@ -237,7 +237,6 @@ func TestCreateBadFlags(t *testing.T) {
 		{"a bad name", []string{"create", "source", "git", "App_1", "--url", "https://example.com/app", "-n", ns}, `NAME "App_1" is not an object name`},
 		{"missing --source", append(ks, "--path", "./deploy"), "--source is required"},
 		{"a source of an unknown kind", append(ks, "--source", "HelmRepository/app"), `--source kind "HelmRepository" is not one of GitRepository`},
-		{"a source of a kind not served", append(ks, "--source", "ExternalArtifact/app"), "--source kind ExternalArtifact is not served by Windlass"},
 		{"a source of too many parts", append(ks, "--source", "GitRepository/ns/app/x"), "--source \"GitRepository/ns/app/x\" has too many parts"},
 		{"a path outside the source", append(ks, "--source", "app", "--path", "../other"), `--path "../other" leaves the source's root`},
 		{"an absolute path", append(ks, "--source", "app", "--path", "/etc"), `--path "/etc" leaves the source's root`},

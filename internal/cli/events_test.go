@@ -131,7 +131,7 @@ func TestEvents(t *testing.T) {
 	})
 	t.Run("bad flags are one-line errors", func(t *testing.T) {
 		for args, want := range map[string]string{
-			"--for Foo/app":     `unknown kind "Foo": use one of GitRepository (gitrepository, gitrepositories), OCIRepository (ocirepository, ocirepositories, ocirepo), Bucket (bucket, buckets), Kustomization (ks, kustomizations)`,
+			"--for Foo/app":     `unknown kind "Foo": use one of GitRepository (gitrepository, gitrepositories), OCIRepository (ocirepository, ocirepositories, ocirepo), Bucket (bucket, buckets), HelmRepository (helmrepository, helmrepositories, helmrepo)`,
 			"--for app":         `invalid --for "app": write KIND/NAME, e.g. Kustomization/app`,
 			"--types Error":     `invalid --types "Error": choose Normal, Warning or both`,
 			"--for ks/app -A":   "--for names an object of one namespace: use -n, not -A",

@@ -53,6 +53,11 @@ type objectKind struct {
 	// controller reports on it, so there is no reconciliation to request or
 	// wait for, and `get all` leaves it out.
 	static bool
+	// produced marks a kind whose status its producer writes
+	// (ExternalArtifacts): nothing reconciles or suspends its objects.
+	produced bool
+	// suspendPatch returns the patch that suspends or resumes an object.
+	suspendPatch func(suspend bool) []byte
 }
 
 // kindColumns are the columns of a kind's own table, between NAME and
@@ -83,8 +88,9 @@ func objectKindsOf(ks []kinds.Kind) []objectKind {
 func objectKindOf(k kinds.Kind) objectKind {
 	p := presentations[k.Kind]
 	ok := objectKind{
-		words: k.Words, aliases: k.Aliases, kind: k.Kind, static: k.Static, columns: p.columns,
-		new: func() reconcilable { return k.New().(reconcilable) },
+		words: k.Words, aliases: k.Aliases, kind: k.Kind, static: k.Static, produced: k.Produced, columns: p.columns,
+		suspendPatch: k.SuspendPatch,
+		new:          func() reconcilable { return k.New().(reconcilable) },
 		newList: func() (client.ObjectList, func() []reconcilable) {
 			l := k.NewList()
 			return l, func() []reconcilable { return reconcilables(k.Items(l)) }

@@ -26,7 +26,7 @@ func TestEveryKindHasItsVerbs(t *testing.T) {
 	withStatus := []string{"reconcile", "suspend", "resume"}
 	for _, k := range kinds.All {
 		verbs := all
-		if !k.Static {
+		if k.Reconciled() {
 			verbs = append(append([]string(nil), all...), withStatus...)
 		}
 		for _, verb := range verbs {
@@ -59,7 +59,7 @@ func TestObjectKindsFollowTheRegistry(t *testing.T) {
 		list, items := ok.newList()
 		g.Expect(list).NotTo(BeNil())
 		g.Expect(items()).To(BeEmpty())
-		g.Expect(ok.lastHandled == nil).To(Equal(k.Static), k.Kind)
+		g.Expect(ok.lastHandled == nil).To(Equal(!k.Reconciled()), k.Kind)
 		g.Expect(ok.dependsOn == nil).To(Equal(k.DependsOn == nil), k.Kind)
 		g.Expect(ok.revision).NotTo(BeNil(), k.Kind)
 	}
@@ -82,11 +82,14 @@ var minimalSpecs = map[string]string{
 	"Provider":              `{type: generic, address: "https://example.com/hook"}`,
 	"Alert":                 `{providerRef: {name: hook}, eventSources: [{kind: GitRepository, name: "*"}]}`,
 	"Receiver":              `{type: generic, secretRef: {name: token}, resources: [{kind: GitRepository, name: app}]}`,
+	"ArtifactGenerator":     `{sources: [{alias: src, kind: GitRepository, name: app}], artifacts: [{name: out, copy: [{from: "@src/**", to: "@artifact/"}]}]}`,
+	"ExternalArtifact":      `{sourceRef: {apiVersion: example.com/v1, kind: Release, name: app}}`,
 }
 
 // TestVerbsOverTheRegistry drives every verb of every kind of the
 // registry, under the kind's words, against the API server: get lists the
-// object; for a kind with a status, suspend sets spec.suspend, reconcile
+// object; for a kind a controller reconciles, suspend sets spec.suspend
+// (or the kind's suspend annotation), reconcile
 // refuses the suspended object with the command that resumes it, resume
 // waits for the request to be handled (a stand-in answers for the
 // controller), reconcile does the same; export writes the object without
@@ -113,7 +116,7 @@ func TestVerbsOverTheRegistry(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(out).To(ContainSubstring("verbs"))
 
-			if !k.Static {
+			if k.Reconciled() {
 				answerRequests(t, kindRef{kind: k.Kind, namespace: ns, name: "verbs"})
 				suspended := func() bool {
 					o, _ := kindOfRef(kindRef{kind: k.Kind})

@@ -79,7 +79,6 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"alert: no source", withProvider, "--event-source is required"},
 		{"alert: a source without a kind", append(withProvider, "--event-source", "app"), `--event-source "app" is not Kind/[NAMESPACE/]NAME`},
 		{"alert: a kind that sends no events", append(withProvider, "--event-source", "Gate/prod"), `--event-source kind "Gate" is not one of`},
-		{"alert: a kind not served", append(withProvider, "--event-source", "ExternalArtifact/app"), "--event-source kind ExternalArtifact is not served by Windlass"},
 		{"provider: azureeventhub, not served", append(provider, "--type", "azureeventhub", "--address", "https://x.example.com"), `--type "azureeventhub" is not a provider type`},
 		{"provider: googlepubsub, not served", append(provider, "--type", "googlepubsub", "--address", "https://x.example.com"), `--type "googlepubsub" is not a provider type`},
 		{"alert: a bad namespace", append(withProvider, "--event-source", "Kustomization/Apps/app"), `"Apps" is not a namespace name`},
@@ -92,7 +91,7 @@ func TestNotificationCreateBadFlags(t *testing.T) {
 		{"receiver: an action on a source", append(withType, "--resource", "GitRepository/app:open"), "only a Gate takes an action"},
 		{"receiver: another action", append(withType, "--resource", "Gate/prod:approve"), `the action "approve" is not open or close`},
 		{"receiver: a Gate opened unsigned", append(withType, "--resource", "Gate/prod"), "a Gate is opened only by a Receiver of --type generic-hmac"},
-		{"receiver: a kind not served", append(withType, "--resource", "artifactgenerator/gen"), "--resource kind ArtifactGenerator is not served by Windlass"},
+		{"receiver: a kind nothing reconciles", append(withType, "--resource", "ExternalArtifact/app"), `--resource kind "ExternalArtifact" is not one of`},
 		{"receiver: a bad name", append(withType, "--resource", "GitRepository/App"), `--resource "App" is not an object name`},
 	}
 	expectRefused(t, tests)

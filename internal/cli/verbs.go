@@ -53,7 +53,7 @@ zero when the object is not Ready.`,
 	}
 	f.bindWaiting(cmd)
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
-		if k.static {
+		if k.static || k.produced {
 			return nil // nothing reconciles it: it is read when it is used
 		}
 		leaf := &cobra.Command{
@@ -97,6 +97,9 @@ func newSuspensionCommand(use, short string, suspend bool) *cobra.Command {
 	f.bindWaiting(cmd)
 	cmd.PersistentFlags().BoolVar(&f.all, "all", false, "every object of the kind in the namespace")
 	addKindCommands(cmd, func(k objectKind) *cobra.Command {
+		if k.produced {
+			return nil // its producer writes it: suspend the producer
+		}
 		return &cobra.Command{
 			Use:     k.use("[NAME]"),
 			Short:   short + ": " + k.kind,
@@ -317,7 +320,8 @@ func (f *verbFlags) waitOutcome(ctx context.Context, c client.Client, w io.Write
 	return nil
 }
 
-// setSuspended sets spec.suspend of the objects named (or all of the
+// setSuspended sets spec.suspend (or the kind's suspend annotation) of the
+// objects named (or all of the
 // namespace); resuming also requests a reconciliation and waits for it.
 func (f *verbFlags) setSuspended(ctx context.Context, c client.Client, w io.Writer, k objectKind, names []string, suspend bool) error {
 	objs, err := f.selected(ctx, c, k, names)
@@ -330,7 +334,7 @@ func (f *verbFlags) setSuspended(ctx context.Context, c client.Client, w io.Writ
 		objs = dependency.Order(objs, k.dependsOn)
 	}
 	for _, obj := range objs {
-		patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)))
+		patch := client.RawPatch("application/merge-patch+json", k.suspendPatch(suspend))
 		if err := c.Patch(ctx, obj, patch); err != nil {
 			return fmt.Errorf("updating %s: %w", k.describe(obj), err)
 		}

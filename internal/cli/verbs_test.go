@@ -105,7 +105,7 @@ func TestVerbsBadInput(t *testing.T) {
 		{name: "neither a name nor --all", args: []string{"suspend", "ks", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a name and --all", args: []string{"resume", "ks", "app", "--all", "-n", ns}, wantErr: "name one object, or pass --all"},
 		{name: "a timeout out of range", args: []string{"reconcile", "ks", "app", "--timeout", "0s", "-n", ns}, wantErr: "--timeout must be positive"},
-		{name: "an unknown kind", args: []string{"get", "widgets", "-n", ns}, wantErr: `unknown kind "widgets" for "windlass get": choose one of alert, alert-provider, all, gate, helmrelease, images, kustomization, receiver, shards, sources`},
+		{name: "an unknown kind", args: []string{"get", "widgets", "-n", ns}, wantErr: `unknown kind "widgets" for "windlass get": choose one of alert, alert-provider, all, artifactgenerator, gate, helmrelease, images, kustomization, receiver, shards, sources`},
 		{name: "an unknown source kind", args: []string{"reconcile", "source", "svn", "app", "-n", ns}, wantErr: `unknown kind "svn" for "windlass reconcile source": choose one of bucket, chart, git, helm, oci`},
 	}
 	for _, tt := range tests {

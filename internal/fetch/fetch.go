@@ -43,6 +43,9 @@ type Local struct {
 
 // Fetch verifies the artifact's digest and unpacks it into dir.
 func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
+	if err := notStoredHere(a); err != nil {
+		return err
+	}
 	err := l.Storage.ExtractTo(a, "", dir)
 	if errors.Is(err, artifact.ErrNotFound) {
 		return fmt.Errorf("%w: %s", ErrNotFound, a.Path)
@@ -55,11 +58,23 @@ func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
 // returns false, leaving dir alone, when the storage cannot tell what
 // changed.
 func (l *Local) Patch(_ context.Context, old, new meta.Artifact, dir string) (bool, error) {
+	if err := notStoredHere(new); err != nil {
+		return false, err
+	}
 	patched, err := l.Storage.PatchTo(old, new, dir)
 	if errors.Is(err, artifact.ErrNotFound) {
 		return false, fmt.Errorf("%w: %s", ErrNotFound, new.Path)
 	}
 	return patched, err
+}
+
+// notStoredHere returns ErrNotFound, wrapped, for an artifact without a
+// path: one that only its URL reaches (see sourceref.Resolver.Get).
+func notStoredHere(a meta.Artifact) error {
+	if a.Path == "" {
+		return fmt.Errorf("%w: no path in this storage for '%s'", ErrNotFound, redact.URL(a.URL))
+	}
+	return nil
 }
 
 // Patcher is a Fetcher that can also turn the tree of an earlier artifact

@@ -22,12 +22,16 @@ import (
 const maxIdleTrees = 16
 
 // treeKey identifies the tree of an artifact: its digest, or, for an
-// artifact published without one, its URL and revision.
+// artifact published without one or only reached by its URL (see
+// Local.Fetch), its URL, revision and digest. Knowing the digest of an
+// artifact in this storage does not give its tree to an ExternalArtifact
+// of another producer that claims it: that one is downloaded from its own
+// URL, and checked against the digest.
 func treeKey(a *meta.Artifact) string {
-	if a.Digest != "" {
+	if a.Digest != "" && a.Path != "" {
 		return a.Digest
 	}
-	return "url:" + a.URL + "@" + a.Revision
+	return "url:" + a.URL + "@" + a.Revision + "@" + a.Digest
 }
 
 // TreeCache holds the extracted trees of artifacts, by treeKey, for

@@ -65,8 +65,12 @@ func TestSourceTreesShareOneExtractionPerDigest(t *testing.T) {
 	}
 	g.Expect(dirs[0]).NotTo(BeADirectory(), "the oldest idle tree is gone")
 	g.Expect(trees.idle()).To(Equal(maxIdleTrees))
-	g.Expect(treeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1"),
+	g.Expect(treeKey(&meta.Artifact{URL: "http://s/a.tar.gz", Revision: "main@sha1:1"})).To(Equal("url:http://s/a.tar.gz@main@sha1:1@"),
 		"an artifact without a digest is never shared with another")
+	g.Expect(treeKey(&meta.Artifact{URL: "http://p/a.tar.gz", Revision: "v1", Digest: "sha256:1"})).To(Equal("url:http://p/a.tar.gz@v1@sha256:1"),
+		"nor one reached by its URL only, whatever digest it claims")
+	g.Expect(treeKey(&meta.Artifact{Path: "gitrepository/ns/r/1.tar.gz", URL: "http://s/x", Digest: "sha256:1"})).To(Equal("sha256:1"),
+		"artifacts of this storage share trees by digest")
 	inUse, release, err := trees.AcquireArtifact(context.Background(), art("sha256:in-use"), extract)
 	g.Expect(err).NotTo(HaveOccurred())
 	trees.RemoveAll()
@@ -212,8 +216,8 @@ func TestTreeWaiterFetchesItsOwnAfterASharedFailure(t *testing.T) {
 				}
 				return os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o600)
 			})
-			first := meta.Artifact{Digest: "sha256:same", URL: "http://gone/a.tar.gz"}
-			waiter := meta.Artifact{Digest: "sha256:same", URL: tt.waiterURL}
+			first := meta.Artifact{Digest: "sha256:same", URL: "http://gone/a.tar.gz", Path: "gitrepository/ns/a/1.tar.gz"}
+			waiter := meta.Artifact{Digest: "sha256:same", URL: tt.waiterURL, Path: "gitrepository/ns/b/1.tar.gz"}
 			firstErr := make(chan error, 1)
 			go func() {
 				_, _, err := trees.AcquireArtifact(context.Background(), first, f)

@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"strings"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
@@ -9,6 +11,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 	"github.com/windlass-dev/windlass/internal/redact"
 )
 
@@ -108,4 +111,22 @@ func imageUpdateAutomationInfo(o client.Object) Info {
 
 func alertInfo(o client.Object) Info {
 	return Info{Source: o.(*notificationv1beta3.Alert).Spec.ProviderRef.Name}
+}
+
+func externalArtifactInfo(o client.Object) Info {
+	ea := o.(*sourcev1.ExternalArtifact)
+	info := Info{Revision: artifactRevision(ea.Status.Artifact)}
+	if ref := ea.Spec.SourceRef; ref != nil {
+		info.Source = ref.Name
+	}
+	return info
+}
+
+func artifactGeneratorInfo(o client.Object) Info {
+	ag := o.(*sourceextv1beta1.ArtifactGenerator)
+	names := make([]string, 0, len(ag.Spec.Sources))
+	for _, s := range ag.Spec.Sources {
+		names = append(names, s.Name)
+	}
+	return Info{Source: strings.Join(names, ",")}
 }

@@ -9,6 +9,7 @@
 package kinds
 
 import (
+	"fmt"
 	"slices"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -64,6 +65,8 @@ const (
 	// HelmChartSource: a HelmChart's spec.sourceRef (and so a HelmRelease's
 	// spec.chart.spec.sourceRef).
 	HelmChartSource
+	// GeneratorSource: an ArtifactGenerator's spec.sources.
+	GeneratorSource
 )
 
 // Kind is one kind Windlass serves.
@@ -105,8 +108,18 @@ type Kind struct {
 	// Static kinds have no status (Alerts and Providers): no controller
 	// reports on them, so nothing is requested of them or waited for.
 	Static bool
+	// Produced kinds have a status that their producer writes (an
+	// ExternalArtifact's, named by its spec.sourceRef): no controller of
+	// theirs reconciles them, so nothing is requested of them, and no
+	// replica holds them.
+	Produced bool
+	// SuspendAnnotation, when set, is the annotation that suspends the
+	// kind's objects ("Disabled") and resumes them ("Enabled"), in place of
+	// spec.suspend: the ArtifactGenerator's API has no spec.suspend.
+	SuspendAnnotation string
 	// LastHandled returns the reconcile request the controller last
-	// handled (status.lastHandledReconcileAt); nil for static kinds.
+	// handled (status.lastHandledReconcileAt); nil for static and produced
+	// kinds.
 	LastHandled func(client.Object) string
 	// Info returns what an object is at and where it takes it from; nil
 	// for kinds with neither (Gates, Providers, Receivers).
@@ -132,6 +145,25 @@ func (k Kind) Items(list client.ObjectList) []client.Object {
 		out = append(out, o.(client.Object))
 	}
 	return out
+}
+
+// Reconciled reports whether a controller reconciles the kind's objects:
+// it is neither static nor produced by another kind's controller.
+func (k Kind) Reconciled() bool {
+	return !k.Static && !k.Produced
+}
+
+// SuspendPatch returns the merge patch that suspends an object of the
+// kind, or resumes it.
+func (k Kind) SuspendPatch(suspend bool) []byte {
+	if k.SuspendAnnotation == "" {
+		return fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend)
+	}
+	value := "Enabled"
+	if suspend {
+		value = "Disabled"
+	}
+	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, k.SuspendAnnotation, value)
 }
 
 // IsSourceFor reports whether references of use may name the kind.

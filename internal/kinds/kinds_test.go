@@ -31,8 +31,9 @@ func TestEveryRowIsWhole(t *testing.T) {
 			g.Expect(listGVKs).To(ContainElement(k.GroupVersion.WithKind(k.Kind + "List")))
 			g.Expect(k.Items(k.NewList())).To(BeEmpty())
 			g.Expect(k.Controller).NotTo(BeEmpty())
-			g.Expect(k.LastHandled == nil).To(Equal(k.Static), "a kind with a status reports the requests it handled")
-			g.Expect(k.Static && (k.Gates != kinds.NoGates || k.WebhookTarget)).To(BeFalse(), "a static kind waits for nothing")
+			g.Expect(k.LastHandled == nil).To(Equal(!k.Reconciled()), "a kind its controller reconciles reports the requests it handled")
+			g.Expect(!k.Reconciled() && (k.Gates != kinds.NoGates || k.WebhookTarget)).To(BeFalse(), "a kind nothing reconciles waits for nothing")
+			g.Expect(k.Static && k.Produced).To(BeFalse(), "a kind without status has no producer writing it")
 			if k.DependsOn != nil {
 				g.Expect(k.Gates).To(Equal(kinds.ApplierGates), "what depends on others applies")
 				g.Expect(k.DependsOn(k.New())).To(BeEmpty())
@@ -90,11 +91,19 @@ func TestQueries(t *testing.T) {
 		}
 		return out
 	}
-	g.Expect(names(kinds.SourcesFor(kinds.KustomizationSource))).To(Equal([]string{"GitRepository", "OCIRepository", "Bucket"}))
-	g.Expect(names(kinds.SourcesFor(kinds.ChartRef))).To(Equal([]string{"OCIRepository", "HelmChart"}))
+	g.Expect(names(kinds.SourcesFor(kinds.KustomizationSource))).To(Equal([]string{"GitRepository", "OCIRepository", "Bucket", "ExternalArtifact"}))
+	g.Expect(names(kinds.SourcesFor(kinds.ChartRef))).To(Equal([]string{"OCIRepository", "HelmChart", "ExternalArtifact"}))
 	g.Expect(names(kinds.SourcesFor(kinds.HelmChartSource))).To(Equal([]string{"GitRepository", "Bucket", "HelmRepository"}))
+	g.Expect(names(kinds.SourcesFor(kinds.GeneratorSource))).To(Equal([]string{"GitRepository", "OCIRepository", "Bucket", "HelmChart", "ExternalArtifact"}))
 	g.Expect(names(kinds.WithDependsOn())).To(Equal([]string{"Kustomization", "HelmRelease"}))
 	g.Expect(names(kinds.OfController(kinds.NotificationController))).To(Equal([]string{"Provider", "Alert", "Receiver"}))
-	_, ok := kinds.Named("ExternalArtifact")
-	g.Expect(ok).To(BeFalse(), "a kind Windlass does not serve has no row")
+	_, ok := kinds.Named("ArtifactGenerators")
+	g.Expect(ok).To(BeFalse(), "a kind is named by its kind")
+	ea, _ := kinds.Named("ExternalArtifact")
+	g.Expect(ea.Reconciled()).To(BeFalse(), "its producer writes an ExternalArtifact")
+	ag, _ := kinds.Named("ArtifactGenerator")
+	g.Expect(string(ag.SuspendPatch(true))).To(Equal(`{"metadata":{"annotations":{"source.extensions.fluxcd.io/reconcile":"Disabled"}}}`))
+	g.Expect(string(ag.SuspendPatch(false))).To(Equal(`{"metadata":{"annotations":{"source.extensions.fluxcd.io/reconcile":"Enabled"}}}`))
+	ks, _ := kinds.Named("Kustomization")
+	g.Expect(string(ks.SuspendPatch(true))).To(Equal(`{"spec":{"suspend":true}}`))
 }

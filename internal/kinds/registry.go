@@ -11,13 +11,15 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	notificationv1beta3 "github.com/windlass-dev/windlass/api/notification/v1beta3"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 )
 
 // All are the kinds Windlass serves, in dependency order: sources before
-// what applies them (a HelmChart after the sources it is built from, a
-// HelmRelease after its chart); then the image kinds (a policy after the
-// repository it elects from, an automation after its policies); then
-// Gates, which sources, appliers and automations wait behind; last the
+// what uses them (a HelmChart after the sources it is built from, an
+// ArtifactGenerator after every source kind, its ExternalArtifacts after
+// it, Kustomizations and HelmReleases after all of them); then the image
+// kinds (a policy after the repository it elects from, an automation after
+// its policies); then Gates, which sources, appliers and automations wait behind; last the
 // notification kinds, which only watch or call on the others. The command
 // line lists kinds in this order.
 var All = []Kind{
@@ -30,7 +32,7 @@ var All = []Kind{
 		},
 		Info:       gitRepositoryInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
-		SourceFor: []Use{KustomizationSource, HelmChartSource},
+		SourceFor: []Use{KustomizationSource, HelmChartSource, GeneratorSource},
 		Words:     []string{"source", "git"}, Aliases: []string{"gitrepository", "gitrepositories"},
 	},
 	{
@@ -42,7 +44,7 @@ var All = []Kind{
 		},
 		Info:       ociRepositoryInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
-		SourceFor: []Use{KustomizationSource, ChartRef},
+		SourceFor: []Use{KustomizationSource, ChartRef, GeneratorSource},
 		Words:     []string{"source", "oci"}, Aliases: []string{"ocirepository", "ocirepositories", "ocirepo"},
 	},
 	{
@@ -54,23 +56,8 @@ var All = []Kind{
 		},
 		Info:       bucketInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
-		SourceFor: []Use{KustomizationSource, HelmChartSource},
+		SourceFor: []Use{KustomizationSource, HelmChartSource, GeneratorSource},
 		Words:     []string{"source", "bucket"}, Aliases: []string{"bucket", "buckets"},
-	},
-	{
-		GroupVersion: kustomizev1.GroupVersion, Kind: kustomizev1.KustomizationKind,
-		New:     func() client.Object { return &kustomizev1.Kustomization{} },
-		NewList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
-		LastHandled: func(o client.Object) string {
-			return o.(*kustomizev1.Kustomization).Status.GetLastHandledReconcileRequest()
-		},
-		DependsOn: func(o client.Object) []meta.DependencyReference {
-			return o.(*kustomizev1.Kustomization).Spec.DependsOn
-		},
-		Info:           kustomizationInfo,
-		CachedByHolder: true,
-		Controller:     KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
-		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
 	{
 		GroupVersion: sourcev1.GroupVersion, Kind: sourcev1.HelmRepositoryKind,
@@ -93,8 +80,44 @@ var All = []Kind{
 		},
 		Info:       helmChartInfo,
 		Controller: SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
-		SourceFor: []Use{ChartRef},
+		SourceFor: []Use{ChartRef, GeneratorSource},
 		Words:     []string{"source", "chart"}, Aliases: []string{"helmchart", "helmcharts", "hc"},
+	},
+	{
+		GroupVersion: sourceextv1beta1.GroupVersion, Kind: sourceextv1beta1.ArtifactGeneratorKind,
+		New:     func() client.Object { return &sourceextv1beta1.ArtifactGenerator{} },
+		NewList: func() client.ObjectList { return &sourceextv1beta1.ArtifactGeneratorList{} },
+		LastHandled: func(o client.Object) string {
+			return o.(*sourceextv1beta1.ArtifactGenerator).Status.GetLastHandledReconcileRequest()
+		},
+		Info:              artifactGeneratorInfo,
+		SuspendAnnotation: sourceextv1beta1.ReconcileAnnotation,
+		Controller:        SourceController, Gates: SourceGates, WebhookTarget: true, AlertSource: true,
+		Words: []string{"artifactgenerator"}, Aliases: []string{"artifactgenerators", "ag"},
+	},
+	{
+		GroupVersion: sourcev1.GroupVersion, Kind: sourcev1.ExternalArtifactKind,
+		New:        func() client.Object { return &sourcev1.ExternalArtifact{} },
+		NewList:    func() client.ObjectList { return &sourcev1.ExternalArtifactList{} },
+		Info:       externalArtifactInfo,
+		Controller: SourceController, Produced: true, AlertSource: true,
+		SourceFor: []Use{KustomizationSource, ChartRef, GeneratorSource},
+		Words:     []string{"source", "external"}, Aliases: []string{"externalartifact", "externalartifacts", "ea"},
+	},
+	{
+		GroupVersion: kustomizev1.GroupVersion, Kind: kustomizev1.KustomizationKind,
+		New:     func() client.Object { return &kustomizev1.Kustomization{} },
+		NewList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		LastHandled: func(o client.Object) string {
+			return o.(*kustomizev1.Kustomization).Status.GetLastHandledReconcileRequest()
+		},
+		DependsOn: func(o client.Object) []meta.DependencyReference {
+			return o.(*kustomizev1.Kustomization).Spec.DependsOn
+		},
+		Info:           kustomizationInfo,
+		CachedByHolder: true,
+		Controller:     KustomizeController, Gates: ApplierGates, WebhookTarget: true, AlertSource: true,
+		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
 	{
 		GroupVersion: helmv2.GroupVersion, Kind: helmv2.HelmReleaseKind,

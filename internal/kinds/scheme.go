@@ -15,12 +15,14 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	sourcev1beta1 "github.com/windlass-dev/windlass/api/source/v1beta1"
 	sourcev1beta2 "github.com/windlass-dev/windlass/api/source/v1beta2"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 )
 
 // apiVersions register the Go types of every API version Windlass serves:
 // the versions of All, and the older ones the CRDs still serve.
 var apiVersions = []func(*runtime.Scheme) error{
 	sourcev1.AddToScheme, sourcev1beta1.AddToScheme, sourcev1beta2.AddToScheme,
+	sourceextv1beta1.AddToScheme,
 	kustomizev1.AddToScheme, kustomizev1beta1.AddToScheme,
 	gatingv1alpha1.AddToScheme,
 	helmv2.AddToScheme,

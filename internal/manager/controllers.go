@@ -14,6 +14,7 @@ import (
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
@@ -274,7 +275,8 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 }
 
 // setupHelmSources sets up the HelmRepository and HelmChart reconcilers,
-// which share one cache of parsed repository indexes.
+// which share one cache of parsed repository indexes, and the
+// ArtifactGenerator reconciler, which may take HelmCharts.
 func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 	indexMemory := opts.Source.HelmIndexCacheMaxMemory
 	if indexMemory <= 0 {
@@ -308,7 +310,19 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		AllowLoopback:        opts.AllowLoopback,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
-	return hc.SetupWithManager(ctx, m, opts.controllerOptions())
+	if err := hc.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+		return err
+	}
+	ag := &sourcectrl.ArtifactGeneratorReconciler{
+		Client:               m.GetClient(),
+		Events:               m.events(SourceController),
+		Storage:              m.Storage,
+		Remote:               fetch.NewHTTP(),
+		JitterPercent:        opts.IntervalJitterPercentage,
+		DependencyRequeue:    opts.RequeueDependency,
+		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+	}
+	return ag.SetupWithManager(ctx, m, opts.controllerOptions())
 }
 
 func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {

@@ -124,7 +124,7 @@ func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("invalid --watch-label-selector")))
 	opts, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions("")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.ByObject).To(HaveLen(13), "the sources, Kustomizations, HelmReleases, Alerts, Providers, Receivers and the image kinds are sharded")
+	g.Expect(opts.ByObject).To(HaveLen(15), "the sources, ArtifactGenerators and ExternalArtifacts, Kustomizations, HelmReleases, Alerts, Providers, Receivers and the image kinds are sharded")
 	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
 }
 
@@ -189,7 +189,7 @@ func TestControllersTable(t *testing.T) {
 	}
 	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions("")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cache.ByObject).To(HaveLen(13), "every kind of every controller is sharded, but Gates, which every shard reads")
+	g.Expect(cache.ByObject).To(HaveLen(15), "every kind of every controller is sharded, but Gates, which every shard reads")
 }
 
 // TestLeaderElectionID: all controllers share one lease whatever this build

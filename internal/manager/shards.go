@@ -96,13 +96,14 @@ func (o ShardOptions) memberName() (string, error) {
 }
 
 // HeldKinds are the kinds of controllers whose objects the replicas share:
-// every kind with a status (Alerts and Providers are read by every
-// replica, which sends the alerts of its own objects).
+// every kind they reconcile (Alerts and Providers are read by every
+// replica, which sends the alerts of its own objects; ExternalArtifacts
+// by every replica, written by their producer's holder).
 func HeldKinds(controllers []string) []kinds.Kind {
 	var out []kinds.Kind
 	for _, name := range controllers {
 		for _, k := range kinds.OfController(name) {
-			if !k.Static {
+			if k.Reconciled() {
 				out = append(out, k)
 			}
 		}
@@ -234,18 +235,14 @@ type artifactSource interface {
 
 // artifacts returns how the appliers of this process read the artifacts
 // of their sources: from the storage of the source controller of this
-// process, over HTTP when it runs elsewhere, and when the replicas share
-// the sources, from storage when this replica holds the source and over
-// HTTP otherwise.
-func (m *Manager) artifacts(opts Options) artifactSource {
-	switch {
-	case m.Storage == nil:
+// process when it holds them, over HTTP otherwise (the source controller
+// runs elsewhere, another replica holds the source, or another producer
+// publishes the ExternalArtifact).
+func (m *Manager) artifacts(_ Options) artifactSource {
+	if m.Storage == nil {
 		return fetch.NewHTTP()
-	case opts.Shards.auto():
-		return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
-	default:
-		return &fetch.Local{Storage: m.Storage}
 	}
+	return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
 }
 
 // remoteArtifacts returns the HTTP fetcher of the artifacts that another

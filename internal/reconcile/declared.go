@@ -39,6 +39,9 @@ type SourceRef[T any] struct {
 	Use kinds.Use
 	// Ref returns the source that obj uses.
 	Ref func(obj T) sourceref.Ref
+	// Refs, in place of Ref, returns the sources obj uses, for a kind
+	// whose objects use several.
+	Refs func(obj T) []sourceref.Ref
 	// Wakes, when set, returns which changes of a source of kind reconcile
 	// the objects that use it; nil is a new artifact.
 	Wakes func(kind string) predicate.Predicate
@@ -85,9 +88,7 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 		}
 	}
 	if s := r.Kind.SourceRef; s != nil {
-		if err := indexer.IndexField(ctx, obj, SourceRefIndex, func(o client.Object) []string {
-			return []string{sourceref.Key(o.GetNamespace(), s.Ref(o.(T)))}
-		}); err != nil {
+		if err := indexer.IndexField(ctx, obj, SourceRefIndex, s.indexKeys); err != nil {
 			return nil, fmt.Errorf("indexing %s sources: %w", row.Kind, err)
 		}
 		for _, src := range kinds.SourcesFor(s.Use) {
@@ -103,6 +104,19 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 		}
 	}
 	return b, nil
+}
+
+// indexKeys returns the SourceRefIndex keys of o: those of its sources.
+func (s *SourceRef[T]) indexKeys(o client.Object) []string {
+	if s.Refs == nil {
+		return []string{sourceref.Key(o.GetNamespace(), s.Ref(o.(T)))}
+	}
+	refs := s.Refs(o.(T))
+	keys := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		keys = append(keys, sourceref.Key(o.GetNamespace(), ref))
+	}
+	return keys
 }
 
 // dependsOnKeys returns the index function of the dependencies of row's

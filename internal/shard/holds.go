@@ -106,12 +106,12 @@ func (m *Member) Moves() predicate.Predicate {
 }
 
 // Reports reports whether this member reports obj, of kind, in its
-// metrics: it holds it, or, for a kind without status that nobody holds
-// (Alerts and Providers, read by every member), the ring gives it to this
-// member.
+// metrics: it holds it, or, for a kind that nobody holds (Alerts and
+// Providers, ExternalArtifacts, read by every member), the ring gives it
+// to this member.
 func (m *Member) Reports(kind string, obj client.Object) bool {
 	row, _ := kinds.Named(kind)
-	if holder := obj.GetLabels()[HolderLabel]; holder != "" || !row.Static {
+	if holder := obj.GetLabels()[HolderLabel]; holder != "" || row.Reconciled() {
 		return holder == m.opts.Name
 	}
 	return m.Ring().Owner(m.keyOf(kind, obj)) == m.opts.Name

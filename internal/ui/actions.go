@@ -23,15 +23,15 @@ import (
 )
 
 // actions are what a page may ask of an object, and the patch each makes.
-var actions = map[string]func(now time.Time) []byte{
+var actions = map[string]func(k kinds.Kind, now time.Time) []byte{
 	"reconcile":         reconcilePatch,
 	reconcileWithSource: reconcilePatch,
-	"suspend":           func(time.Time) []byte { return []byte(`{"spec":{"suspend":true}}`) },
-	"resume":            func(time.Time) []byte { return []byte(`{"spec":{"suspend":false}}`) },
+	"suspend":           func(k kinds.Kind, _ time.Time) []byte { return k.SuspendPatch(true) },
+	"resume":            func(k kinds.Kind, _ time.Time) []byte { return k.SuspendPatch(false) },
 }
 
 // reconcilePatch is a reconcile request made at now.
-func reconcilePatch(now time.Time) []byte {
+func reconcilePatch(_ kinds.Kind, now time.Time) []byte {
 	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano))
 }
 
@@ -64,7 +64,7 @@ var gateActions = map[string]bool{"open": true, "close": true}
 func (s *Server) patchOf(k kinds.Kind, r *http.Request) ([]byte, error) {
 	name := r.PathValue("action")
 	if patch, ok := actions[name]; ok {
-		return patch(s.now()), nil
+		return patch(k, s.now()), nil
 	}
 	if k.Kind == imagev1.ImagePolicyKind && pinActions[name] {
 		return pinPatch(name, strings.TrimSpace(r.PostFormValue("tag")), s.now())
@@ -101,7 +101,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, known := s.kind(r.PathValue("kind"))
-	if !known || k.Static {
+	if !known || !k.Reconciled() {
 		s.fail(w, http.StatusNotFound, "no such action")
 		return
 	}

@@ -70,7 +70,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	key := client.ObjectKeyFromObject(obj)
 	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
-	if s.acts() && !k.Static {
+	if s.acts() && k.Reconciled() {
 		page.Actions, page.CSRF = s.actionsFor(r, obj), s.csrfFor(r)
 		if done := r.URL.Query().Get("done"); actions[done] != nil || gateActions[done] || pinActions[done] {
 			page.Done = done

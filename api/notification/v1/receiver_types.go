@@ -90,10 +90,10 @@ type ResourceReference struct {
 	// Kind of the objects. Besides the kinds of the reference API, Windlass
 	// accepts Gate (gating.toolkit.fluxcd.io): a request opens or closes
 	// the gate (see Action), so that an approval in a chat tool or a CI job
-	// can let a change through. ExternalArtifact and ArtifactGenerator are in
-	// the enum of the reference API but refused at admission: Windlass has
-	// no such kinds.
-	// +kubebuilder:validation:XValidation:rule="self != 'ExternalArtifact' && self != 'ArtifactGenerator'",messageExpression="'kind ' + self + ' is not served by Windlass: no such kind exists here'"
+	// can let a change through. ExternalArtifact is in the enum of the
+	// reference API but refused at admission: no controller reconciles an
+	// ExternalArtifact, its producer writes it.
+	// +kubebuilder:validation:XValidation:rule="self != 'ExternalArtifact'",message="kind ExternalArtifact is not reconciled: its producer writes it; name the producer, such as its ArtifactGenerator"
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Enum=Bucket;GitRepository;Kustomization;HelmRelease;HelmChart;HelmRepository;ImageRepository;ImagePolicy;ImageUpdateAutomation;OCIRepository;ArtifactGenerator;ExternalArtifact;Gate
 	// +required

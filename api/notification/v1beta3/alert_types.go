@@ -27,10 +27,7 @@ type EventSource struct {
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 
-	// Kind of the objects. ExternalArtifact and ArtifactGenerator are in the
-	// enum of the reference API but refused at admission: Windlass has no
-	// such kinds.
-	// +kubebuilder:validation:XValidation:rule="self != 'ExternalArtifact' && self != 'ArtifactGenerator'",messageExpression="'kind ' + self + ' is not served by Windlass: no such kind exists here'"
+	// Kind of the objects.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Enum=Bucket;GitRepository;Kustomization;HelmRelease;HelmChart;HelmRepository;ImageRepository;ImagePolicy;ImageUpdateAutomation;OCIRepository;ArtifactGenerator;ExternalArtifact
 	// +required

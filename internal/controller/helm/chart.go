@@ -246,7 +246,9 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, source sourceref.
 		}
 		r.charts.put(a.Digest, ch)
 	}
-	if _, oci := source.(*sourcev1.OCIRepository); oci {
+	switch source.(type) {
+	case *sourcev1.OCIRepository, *sourcev1.ExternalArtifact:
+		// The chart's version alone does not tell a new artifact.
 		ch = chartload.WithDigestVersion(ch, a.Digest)
 	}
 	return ch, nil

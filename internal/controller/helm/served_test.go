@@ -3,17 +3,21 @@ package helm
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/testutil"
 	"github.com/windlass-dev/windlass/internal/testutil/helmtest"
 )
@@ -39,8 +43,8 @@ func TestCheckServed(t *testing.T) {
 			wantReason: meta.UnsupportedVerificationReason, wantErr: "the chart comes from GitRepository 'charts'"},
 		{name: "chart verified with notation", verify: "notation",
 			wantReason: meta.UnsupportedVerificationProviderReason, wantErr: "spec.chart.spec.verify.provider 'notation' is not served by Windlass"},
-		{name: "chartRef to an ExternalArtifact", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "c"},
-			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'ExternalArtifact' is not served by Windlass (served: HelmChart, OCIRepository)"},
+		{name: "chartRef to a kind not served", chartRef: &helmv2.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "c"},
+			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'GitRepository' is not served by Windlass (served: ExternalArtifact, HelmChart, OCIRepository)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -105,17 +109,78 @@ func TestUnservedKubeConfigInstallsNothing(t *testing.T) {
 	}
 }
 
-// TestExternalArtifactChartRefIsStalled: ExternalArtifact, which the schema
-// accepts as a chartRef kind, is not served: Stalled with a reason that
-// names it.
-func TestExternalArtifactChartRefIsStalled(t *testing.T) {
+// TestExternalArtifactChartRef: a HelmRelease installs a chart that an
+// ArtifactGenerator composed from an OCIRepository's chart and a
+// GitRepository's values file (merged over the chart's values), written
+// as the reference's manifests are; a new values file upgrades it.
+func TestExternalArtifactChartRef(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	hr := newRelease(g, ns, "ext", "", func(hr *helmv2.HelmRelease) {
-		hr.Spec.Chart = nil
-		hr.Spec.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "chart"}
-	})
-	got := waitForHR(g, client.ObjectKeyFromObject(hr), hrReason(meta.ReadyCondition, "False", meta.UnsupportedSourceKindReason))
-	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
-	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("source kind 'ExternalArtifact' is not served by Windlass"))
+	registry := testutil.StartRegistry(t, "", "")
+	helmtest.PushOCI(t, registry, "charts/app", helmtest.Chart(t, "app", "1.0.0"))
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "values.git", "main")
+	repo.MustCommit(t, "main", map[string]string{"charts/app/values-prod.yaml": "greeting: hello prod\n"}, "values")
+	for _, obj := range []client.Object{
+		&sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-chart"}, Spec: sourcev1.OCIRepositorySpec{
+			URL: "oci://" + registry + "/charts/app", Insecure: true, Interval: metav1.Duration{Duration: time.Hour},
+			Reference:     &sourcev1.OCIRepositoryRef{Tag: "1.0.0"},
+			LayerSelector: &sourcev1.OCILayerSelector{MediaType: string(helmtest.OCIChartMediaType), Operation: sourcev1.OCILayerCopy},
+		}},
+		&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-values"}, Spec: sourcev1.GitRepositorySpec{
+			URL: base + "/values.git", Interval: metav1.Duration{Duration: time.Hour},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
+		}},
+	} {
+		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	}
+	for _, manifest := range []string{`apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata:
+  name: app
+spec:
+  sources:
+    - alias: chart
+      kind: OCIRepository
+      name: app-chart
+    - alias: repo
+      kind: GitRepository
+      name: app-values
+  artifacts:
+    - name: app-composite
+      originRevision: "@chart"
+      copy:
+        - from: "@chart/"
+          to: "@artifact/"
+        - from: "@repo/charts/app/values-prod.yaml"
+          to: "@artifact/app/values.yaml"
+          strategy: Merge
+`, `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: app
+spec:
+  interval: 15m
+  releaseName: app
+  chartRef:
+    kind: ExternalArtifact
+    name: app-composite
+`} {
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(manifest), &u.Object)).To(Succeed())
+		u.SetNamespace(ns)
+		g.Expect(env.Client.Create(ctx, u)).To(Succeed())
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	got := waitForHR(g, key, hrReady(""))
+	g.Expect(got.Status.History.Latest().ChartName).To(Equal("app"))
+	g.Expect(got.Status.History.Latest().ChartVersion).To(HavePrefix("1.0.0+"), "the version carries the artifact's digest")
+	g.Expect(configMap(g, ns, "app-cm").Data).To(HaveKeyWithValue("greeting", "hello prod"))
+
+	repo.MustCommit(t, "main", map[string]string{"charts/app/values-prod.yaml": "greeting: hello again\n"}, "values 2")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-values"}}, "values-2")
+	g.Eventually(func() string { return configMap(g, ns, "app-cm").Data["greeting"] }, 60*time.Second, 200*time.Millisecond).
+		Should(Equal("hello again"))
 }

@@ -8,11 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
@@ -31,8 +33,9 @@ func TestCheckServed(t *testing.T) {
 		{name: "remote cluster by configMapRef", kind: sourcev1.GitRepositoryKind,
 			kubeConfig: &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}},
 			wantReason: meta.UnsupportedKubeConfigReason, wantErr: "spec.kubeConfig.configMapRef (workload identity for remote clusters) is not served"},
-		{name: "ExternalArtifact source", kind: "ExternalArtifact",
-			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'ExternalArtifact' is not served by Windlass"},
+		{name: "ExternalArtifact source", kind: "ExternalArtifact"},
+		{name: "a source kind not served", kind: "HelmChart",
+			wantReason: meta.UnsupportedSourceKindReason, wantErr: "source kind 'HelmChart' is not served by Windlass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -82,16 +85,70 @@ func TestUnservedKubeConfigAppliesNothing(t *testing.T) {
 	}
 }
 
-// TestExternalArtifactSourceIsStalled: ExternalArtifact, which the schema
-// accepts, is not served: Stalled with a reason that names it.
-func TestExternalArtifactSourceIsStalled(t *testing.T) {
+// TestExternalArtifactSource: an ArtifactGenerator splits a monorepo into
+// one ExternalArtifact per application, each applied by its own
+// Kustomization, written as the reference's manifests are; a commit to one
+// application's folder is applied by that application's Kustomization
+// alone: the other is not written to, nor are its objects.
+func TestExternalArtifactSource(t *testing.T) {
 	g := NewWithT(t)
+	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	applyManifests(g, ns, strings.Replace(kustomization("ext", "app", "  path: ./\n"), "kind: GitRepository", "kind: ExternalArtifact", 1))
+	repo, src := appRepo(t, "mono", map[string]string{
+		"apps/a/cm.yaml": configMap(ns, "a", "1"), "apps/b/cm.yaml": configMap(ns, "b", "1"), "README.md": "mono\n",
+	})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, `apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata:
+  name: apps
+spec:
+  sources:
+    - alias: mono
+      kind: GitRepository
+      name: mono
+  artifacts:
+    - name: app-a
+      originRevision: "@mono"
+      copy:
+        - from: "@mono/apps/a/**"
+          to: "@artifact/"
+    - name: app-b
+      originRevision: "@mono"
+      copy:
+        - from: "@mono/apps/b/**"
+          to: "@artifact/"
+          exclude: ["*.md"]
+`)
+	for _, name := range []string{"a", "b"} {
+		applyManifests(g, ns, strings.Replace(kustomization(name, "app-"+name, "  path: ./\n"), "kind: GitRepository", "kind: ExternalArtifact", 1))
+	}
+	a := waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, ksReady(""))
+	b := waitForKs(g, client.ObjectKey{Namespace: ns, Name: "b"}, ksReady(""))
+	g.Expect(a.Status.LastAppliedRevision).To(HavePrefix("latest@sha256:"))
+	g.Expect(a.Status.LastAppliedOriginRevision).To(HavePrefix("main@sha1:"))
+	cmB := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, cmB)).To(Succeed())
 
-	got := waitForKs(g, client.ObjectKey{Namespace: ns, Name: "ext"}, ksReason("False", meta.UnsupportedSourceKindReason))
-	g.Expect(conditions.IsTrue(got, meta.StalledCondition)).To(BeTrue())
-	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(ContainSubstring("source kind 'ExternalArtifact' is not served by Windlass"))
+	repo.MustCommit(t, "main", map[string]string{"apps/a/cm.yaml": configMap(ns, "a", "2"), "README.md": "mono 2\n"}, "a: 2")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mono"}}, "a2")
+	g.Eventually(func() string {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, cm)).To(Succeed())
+		return cm.Data["value"]
+	}, timeout, interval).Should(Equal("2"))
+	waitForKs(g, client.ObjectKey{Namespace: ns, Name: "a"}, func(k *kustomizev1.Kustomization) bool {
+		return ksReady("")(k) && k.Status.LastAppliedRevision != a.Status.LastAppliedRevision
+	})
+	gen := &sourceextv1beta1.ArtifactGenerator{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, gen)).To(Succeed())
+	g.Expect(conditions.IsTrue(gen, meta.ReadyCondition)).To(BeTrue())
+	bNow := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(b), bNow)).To(Succeed())
+	g.Expect(bNow.ResourceVersion).To(Equal(b.ResourceVersion), "b's artifact did not change: b did not run")
+	cmBNow := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cmB), cmBNow)).To(Succeed())
+	g.Expect(cmBNow.ResourceVersion).To(Equal(cmB.ResourceVersion))
 }
 
 // TestSwitchToUnservedKubeConfigLeavesObjects: a Kustomization that applied

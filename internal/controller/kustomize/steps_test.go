@@ -148,8 +148,8 @@ func TestStep_ReconcileSource(t *testing.T) {
 		{name: "a source in its own namespace, named, with the lockdown", noCross: true,
 			ref:  kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app", Namespace: "apps"},
 			objs: []client.Object{gitSource("apps", "app", "main@sha1:1")}, wantSource: "GitRepository/apps/app"},
-		{name: "a kind Windlass does not serve stalls", ref: kustomizev1.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "app"},
-			wantErr: testutil.Stalled, wantReason: meta.UnsupportedSourceKindReason, wantMsg: "source kind 'ExternalArtifact' is not served"},
+		{name: "a kind Windlass does not serve stalls", ref: kustomizev1.CrossNamespaceSourceReference{Kind: "HelmChart", Name: "app"},
+			wantErr: testutil.Stalled, wantReason: meta.UnsupportedSourceKindReason, wantMsg: "source kind 'HelmChart' is not served"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

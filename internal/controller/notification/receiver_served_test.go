@@ -15,9 +15,9 @@ import (
 )
 
 // TestUnservedReceiverValues: type gcr, which the schema accepts, stalls
-// the Receiver with a reason naming it and publishes no webhook path; the
-// kinds that do not exist here (ExternalArtifact, ArtifactGenerator) are
-// refused by the API server with a message naming them.
+// the Receiver with a reason naming it and publishes no webhook path; an
+// ExternalArtifact, which nothing reconciles, is refused by the API server
+// with a message that says so.
 func TestUnservedReceiverValues(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.CreateNamespace(t)
@@ -29,7 +29,7 @@ func TestUnservedReceiverValues(t *testing.T) {
 	g.Expect(conditions.Message(latest, meta.ReadyCondition)).To(ContainSubstring("receiver type 'gcr' is not served by Windlass"))
 	g.Expect(latest.Status.WebhookPath).To(BeEmpty())
 
-	for _, kind := range []string{"ExternalArtifact", "ArtifactGenerator"} {
+	for _, kind := range []string{"ExternalArtifact"} {
 		bad := &notificationv1.Receiver{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns},
 			Spec: notificationv1.ReceiverSpec{Type: notificationv1.ReceiverTypeGeneric, SecretRef: meta.LocalObjectReference{Name: "token"},
@@ -37,6 +37,6 @@ func TestUnservedReceiverValues(t *testing.T) {
 		}
 		err := env.Client.Create(context.Background(), bad)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", kind, err)
-		g.Expect(err.Error()).To(ContainSubstring("kind " + kind + " is not served by Windlass"))
+		g.Expect(err.Error()).To(ContainSubstring("kind " + kind + " is not reconciled: its producer writes it"))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -105,7 +106,8 @@ type Resolver struct {
 // Get returns the source that an object of namespace references with ref.
 // A kind this build does not serve, or a refused cross-namespace
 // reference, stalls; a source that does not exist or has no artifact yet
-// is waited for.
+// is waited for. The path of an artifact outside the source's own folder
+// of storage is cleared (see OwnFolder).
 func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, error) {
 	key := types.NamespacedName{Namespace: Namespace(namespace, ref), Name: ref.Name}
 	if r.NoCrossNamespaceRefs && key.Namespace != namespace {
@@ -122,8 +124,23 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 		}
 		return nil, err
 	}
-	if source.GetArtifact() == nil {
+	a := source.GetArtifact()
+	if a == nil {
 		return nil, outcome.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key), r.Requeue)
 	}
+	if !OwnFolder(ref.Kind, source, a.Path) {
+		a.Path = ""
+	}
 	return source, nil
+}
+
+// OwnFolder reports whether p, an artifact's path in storage, lies in the
+// folder of source, an object of kind (<kind>/<namespace>/<name>/<file>):
+// so do the artifacts of every kind Windlass stores. An artifact elsewhere
+// (an ExternalArtifact that another producer published) is read from its
+// URL only, never from this storage: Get clears its path, so that its
+// status cannot make a consumer read another object's artifact.
+func OwnFolder(kind string, source client.Object, p string) bool {
+	dir, file := path.Split(p)
+	return file != "" && dir == strings.ToLower(kind)+"/"+source.GetNamespace()+"/"+source.GetName()+"/"
 }

@@ -42,8 +42,8 @@ func TestResolverGet(t *testing.T) {
 		{name: "same namespace named explicitly, locked", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "app", Namespace: "a"}, locked: true},
 		{name: "a kind not served", ref: Ref{Kind: "HelmChart", Name: "app"},
 			wantErr: "source kind 'HelmChart' is not served by Windlass", wantReason: meta.UnsupportedSourceKindReason, wantStall: true},
-		{name: "ExternalArtifact, which the schema accepts", ref: Ref{Kind: "ExternalArtifact", Name: "app"},
-			wantErr:    "source kind 'ExternalArtifact' is not served by Windlass (served: Bucket, GitRepository, OCIRepository)",
+		{name: "a kind not served, named with the served ones", ref: Ref{Kind: "HelmRepository", Name: "app"},
+			wantErr:    "source kind 'HelmRepository' is not served by Windlass (served: Bucket, ExternalArtifact, GitRepository, OCIRepository)",
 			wantReason: meta.UnsupportedSourceKindReason, wantStall: true},
 		{name: "missing", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "gone"},
 			wantErr: "source GitRepository 'a/gone' not found", wantReason: meta.ArtifactFailedReason},
@@ -80,7 +80,8 @@ func TestKindsCheck(t *testing.T) {
 		{kind: sourcev1.GitRepositoryKind, served: true},
 		{kind: sourcev1.OCIRepositoryKind, served: true},
 		{kind: sourcev1.BucketKind, served: true},
-		{kind: "ExternalArtifact"},
+		{kind: sourcev1.ExternalArtifactKind, served: true},
+		{kind: sourcev1.HelmRepositoryKind},
 		{kind: ""},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -90,6 +91,34 @@ func TestKindsCheck(t *testing.T) {
 				reason = ""
 			}
 			testutil.ExpectStall(g, Served().Check(tc.kind), reason, "source kind '"+tc.kind+"' is not served by Windlass")
+		})
+	}
+}
+
+// TestResolverGetClearsAForeignPath: an artifact whose path is not in its
+// source's own folder of storage is read by its URL only.
+func TestResolverGetClearsAForeignPath(t *testing.T) {
+	ea := func(name, path string) *sourcev1.ExternalArtifact {
+		return &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Status: sourcev1.ExternalArtifactStatus{Artifact: &meta.Artifact{Path: path, URL: "http://p/" + path, Digest: "sha256:1"}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		ea("own", "externalartifact/a/own/1.tar.gz"),
+		ea("foreign", "release/a/foreign/1.tar.gz"),
+		ea("other", "gitrepository/b/shared/1.tar.gz"),
+		ea("climbing", "externalartifact/a/climbing/../../b/x/1.tar.gz"),
+		ea("folder", "externalartifact/a/folder/"),
+	).Build()
+	r := &Resolver{Client: c, Kinds: Served(), Requeue: time.Second}
+	for name, want := range map[string]string{
+		"own": "externalartifact/a/own/1.tar.gz", "foreign": "", "other": "", "climbing": "", "folder": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			source, err := r.Get(context.Background(), "a", Ref{Kind: sourcev1.ExternalArtifactKind, Name: name})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(source.GetArtifact().Path).To(Equal(want))
+			g.Expect(source.GetArtifact().URL).NotTo(BeEmpty(), "the URL stays")
 		})
 	}
 }

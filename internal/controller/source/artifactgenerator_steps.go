@@ -1,0 +1,330 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/generator"
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
+	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
+	"github.com/windlass-dev/windlass/internal/workdir"
+)
+
+// checkGeneratorSpec (the kind's CheckSpec, run first) stalls a generator
+// whose spec can never work: an alias or artifact name given twice, an
+// alias that no source has, or a pathPattern, which Windlass does not
+// serve yet.
+func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
+	invalid := func(format string, args ...any) error {
+		return outcome.Stall(sourceextv1beta1.ValidationFailedReason, fmt.Errorf(format, args...))
+	}
+	if obj.Spec.PathPattern != "" {
+		return outcome.Stall(sourceextv1beta1.UnsupportedPathPatternReason,
+			fmt.Errorf("spec.pathPattern '%s' is not served by Windlass yet: list the artifacts one by one", obj.Spec.PathPattern))
+	}
+	aliases := map[string]bool{}
+	for _, s := range obj.Spec.Sources {
+		if aliases[s.Alias] {
+			return invalid("duplicate source alias '%s'", s.Alias)
+		}
+		aliases[s.Alias] = true
+	}
+	names := map[string]bool{}
+	for _, a := range obj.Spec.OutputArtifacts {
+		if names[a.Name] {
+			return invalid("duplicate artifact name '%s'", a.Name)
+		}
+		names[a.Name] = true
+		for field, ref := range map[string]string{"revision": a.Revision, "originRevision": a.OriginRevision} {
+			if alias := strings.TrimPrefix(ref, "@"); ref != "" && !aliases[alias] {
+				return invalid("artifact '%s': %s names the source alias '%s', which no source has", a.Name, field, alias)
+			}
+		}
+		for i, c := range a.Copy {
+			alias, _, _ := strings.Cut(strings.TrimPrefix(c.From, "@"), "/")
+			if !aliases[alias] {
+				return invalid("artifact '%s': copy[%d] from '%s' names the source alias '%s', which no source has", a.Name, i, c.From, alias)
+			}
+		}
+	}
+	return nil
+}
+
+// reconcileSources gets the generator's sources and tells whether what was
+// generated from them is still whole: then nothing is fetched or built. A
+// source that does not exist or has no artifact yet is waited for; one in
+// another namespace stalls under --no-cross-namespace-refs.
+func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) (outcome.Result, error) {
+	resolver := sourceref.Resolver{Client: r.Client, Kinds: sourceref.For(kinds.GeneratorSource),
+		NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.sourceRequeue()}
+	sc.sources = map[string]sourceref.Source{}
+	h := sha256.New()
+	for _, s := range obj.Spec.Sources {
+		src, err := resolver.Get(ctx, obj.Namespace, sourceref.Ref{Kind: s.Kind, Name: s.Name, Namespace: s.Namespace})
+		if err != nil {
+			return outcome.ResultEmpty, err
+		}
+		sc.sources[s.Alias] = src
+		a := src.GetArtifact()
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", s.Alias, sourceref.KeyOf(s.Kind, src), a.Digest, a.Revision, a.Metadata[meta.OriginRevisionKey])
+	}
+	sc.sourcesDigest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	sc.upToDate = obj.Status.ObservedSourcesDigest == sc.sourcesDigest && obj.Status.ObservedGeneration == obj.Generation &&
+		conditions.IsTrue(obj, meta.ReadyCondition) && r.inventoryWhole(ctx, obj)
+	if !sc.upToDate {
+		reconcile.MarkProgress(obj, "generating artifacts")
+	}
+	return outcome.ResultSuccess, nil
+}
+
+// inventoryWhole reports whether every artifact of the inventory is in
+// storage with its digest, and published by an ExternalArtifact of this
+// generator at this storage's address.
+func (r *ArtifactGeneratorReconciler) inventoryWhole(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator) bool {
+	for _, entry := range obj.Status.Inventory {
+		ea := &sourcev1.ExternalArtifact{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: entry.Namespace, Name: entry.Name}, ea); err != nil {
+			return false
+		}
+		a := ea.Status.Artifact
+		want := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea, "", entry.Filename)
+		if !generatedBy(ea, obj) || a == nil || a.Digest != entry.Digest || a.URL != want.URL || a.Path != want.Path {
+			return false
+		}
+		if err := r.Storage.Verify(*a); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Generated artifact not in storage, generating it again", "path", a.Path, "error", err.Error())
+			if r.Storage.ArtifactExists(*a) {
+				_ = os.Remove(r.Storage.LocalPath(*a))
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// generatedBy reports whether the generator obj generated ea.
+func generatedBy(ea *sourcev1.ExternalArtifact, obj *sourceextv1beta1.ArtifactGenerator) bool {
+	return ea.Labels[sourceextv1beta1.GeneratorLabel] == string(obj.UID)
+}
+
+// reconcileArtifacts builds each artifact from the sources' trees, stores
+// it, and publishes it as an ExternalArtifact.
+func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) (outcome.Result, error) {
+	if sc.upToDate {
+		return outcome.ResultSuccess, nil
+	}
+	if err := r.acquireTrees(ctx, obj, sc); err != nil {
+		return outcome.ResultEmpty, err
+	}
+	for _, spec := range obj.Spec.OutputArtifacts {
+		a, err := r.build(ctx, obj, sc, spec)
+		if err != nil {
+			return outcome.ResultEmpty, err
+		}
+		if err := r.publish(ctx, obj, spec.Name, a); err != nil {
+			return outcome.ResultEmpty, err
+		}
+		sc.generated = append(sc.generated, generated{name: spec.Name, artifact: a})
+	}
+	conditions.Delete(obj, sourcev1.FetchFailedCondition)
+	conditions.Delete(obj, sourcev1.BuildFailedCondition)
+	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
+	return outcome.ResultSuccess, nil
+}
+
+// acquireTrees extracts (or finds extracted) the artifact of every source.
+func (r *ArtifactGeneratorReconciler) acquireTrees(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) error {
+	sc.trees = map[string]string{}
+	for alias, src := range sc.sources {
+		dir, release, err := r.trees.AcquireArtifact(ctx, *src.GetArtifact(), r.sourceFetcher())
+		if err != nil {
+			err = fmt.Errorf("fetching the artifact of source '%s': %w", alias, err)
+			conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourceextv1beta1.SourceFetchFailedReason, "%s", err.Error())
+			return outcome.Fail(sourceextv1beta1.SourceFetchFailedReason, err)
+		}
+		sc.release = append(sc.release, release)
+		sc.trees[alias] = dir
+	}
+	return nil
+}
+
+// build builds the artifact spec into a folder and stores it, unless
+// storage holds that content already; it returns the stored artifact.
+func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope,
+	spec sourceextv1beta1.OutputArtifact) (meta.Artifact, error) {
+	dir, err := workdir.MkdirTemp("generator-*")
+	if err != nil {
+		return meta.Artifact{}, storageFailed(obj, sourcev1.DirCreationFailedReason, err)
+	}
+	defer workdir.RemoveLater(dir)
+	rules := make([]generator.Rule, 0, len(spec.Copy))
+	for _, c := range spec.Copy {
+		rules = append(rules, generator.Rule{From: c.From, To: c.To, Exclude: c.Exclude, Strategy: c.Strategy})
+	}
+	if err := (&generator.Builder{Sources: sc.trees, MaxSize: r.MaxSize}).Build(rules, dir); err != nil {
+		err = fmt.Errorf("artifact '%s': %w", spec.Name, err)
+		conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, meta.BuildFailedReason, "%s", err.Error())
+		return meta.Artifact{}, outcome.Fail(meta.BuildFailedReason, err)
+	}
+	content, err := generator.TreeDigest(dir)
+	if err != nil {
+		return meta.Artifact{}, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, err)
+	}
+	ea := &metav1.ObjectMeta{Namespace: obj.Namespace, Name: spec.Name}
+	a := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea, "", content+".tar.gz")
+	if stored := r.storedAs(ctx, obj, spec.Name, a); stored != nil {
+		a = *stored
+	} else if err := r.archive(obj, &a, dir); err != nil {
+		return meta.Artifact{}, err
+	}
+	a.Revision = "latest@" + a.Digest
+	if alias := strings.TrimPrefix(spec.Revision, "@"); alias != "" {
+		a.Revision = sc.sources[alias].GetArtifact().Revision
+	}
+	a.Metadata = nil
+	if alias := strings.TrimPrefix(spec.OriginRevision, "@"); alias != "" {
+		a.Metadata = map[string]string{meta.OriginRevisionKey: originRevision(*sc.sources[alias].GetArtifact())}
+	}
+	if _, err := r.Storage.GarbageCollect(ctx, a); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old generated artifacts failed", "artifact", spec.Name)
+	}
+	return a, nil
+}
+
+// storedAs returns the artifact that the ExternalArtifact name already
+// publishes when it is a, stored whole: its file, digest, size and time are
+// kept. It returns nil otherwise.
+func (r *ArtifactGeneratorReconciler) storedAs(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, name string, a meta.Artifact) *meta.Artifact {
+	ea := &sourcev1.ExternalArtifact{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, ea); err != nil || !generatedBy(ea, obj) {
+		return nil
+	}
+	old := ea.Status.Artifact
+	if old == nil || old.Path != a.Path || r.Storage.Verify(*old) != nil {
+		return nil
+	}
+	stored := old.DeepCopy()
+	stored.URL = a.URL
+	return stored
+}
+
+// archive packages dir into storage as a, under the lock of a's file.
+func (r *ArtifactGeneratorReconciler) archive(obj *sourceextv1beta1.ArtifactGenerator, a *meta.Artifact, dir string) error {
+	unlock, err := r.Storage.Lock(*a)
+	if err != nil {
+		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
+	}
+	defer unlock()
+	if err := r.Storage.Archive(a, dir, nil); err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving: %w", err))
+	}
+	return nil
+}
+
+// originRevision returns the revision of the origin of a: its
+// org.opencontainers.image.revision metadata, else its revision.
+func originRevision(a meta.Artifact) string {
+	if rev := a.Metadata[meta.OriginRevisionKey]; rev != "" {
+		return rev
+	}
+	return a.Revision
+}
+
+// reconcileInventory records what was generated, and deletes the
+// ExternalArtifacts of this generator that the spec no longer lists, with
+// their stored artifacts.
+func (r *ArtifactGeneratorReconciler) reconcileInventory(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) (outcome.Result, error) {
+	if sc.upToDate {
+		return outcome.ResultSuccess, nil
+	}
+	keep := map[string]bool{}
+	inventory := make([]sourceextv1beta1.ExternalArtifactReference, 0, len(sc.generated))
+	for _, g := range sc.generated {
+		keep[g.name] = true
+		inventory = append(inventory, sourceextv1beta1.ExternalArtifactReference{
+			Name: g.name, Namespace: obj.Namespace, Digest: g.artifact.Digest, Filename: g.artifact.FileName(),
+		})
+	}
+	if err := r.deleteGenerated(ctx, obj, func(name string) bool { return !keep[name] }); err != nil {
+		return outcome.ResultEmpty, err
+	}
+	slices.SortFunc(inventory, func(a, b sourceextv1beta1.ExternalArtifactReference) int { return strings.Compare(a.Name, b.Name) })
+	obj.Status.Inventory = inventory
+	obj.Status.ObservedSourcesDigest = sc.sourcesDigest
+	return outcome.ResultSuccess, nil
+}
+
+// removeAll deletes every ExternalArtifact of a deleted generator, with
+// its stored artifacts.
+func (r *ArtifactGeneratorReconciler) removeAll(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator) error {
+	return r.deleteGenerated(ctx, obj, func(string) bool { return true })
+}
+
+// deleteGenerated deletes the ExternalArtifacts of obj's namespace that obj
+// generated (its inventory's, and any other with its label) and whose name
+// drop reports, with their stored artifacts.
+func (r *ArtifactGeneratorReconciler) deleteGenerated(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, drop func(string) bool) error {
+	names := map[string]bool{}
+	for _, entry := range obj.Status.Inventory {
+		names[entry.Name] = true
+	}
+	list := &sourcev1.ExternalArtifactList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.Namespace),
+		client.MatchingLabels{sourceextv1beta1.GeneratorLabel: string(obj.UID)}); err != nil {
+		return err
+	}
+	for _, ea := range list.Items {
+		names[ea.Name] = true
+	}
+	var errs []error
+	for name := range names {
+		if drop(name) {
+			errs = append(errs, r.deleteOne(ctx, obj, name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return outcome.Fail(meta.ReconciliationFailedReason, err)
+	}
+	return nil
+}
+
+// deleteOne deletes the ExternalArtifact name, when obj generated it, and
+// its stored artifacts.
+func (r *ArtifactGeneratorReconciler) deleteOne(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, name string) error {
+	ea := &sourcev1.ExternalArtifact{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, ea)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case generatedBy(ea, obj):
+		if err := r.Delete(ctx, ea); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ExternalArtifact '%s': %w", name, err)
+		}
+		r.Events.Normal(ctx, obj, "ArtifactDeleted", "", fmt.Sprintf("deleted ExternalArtifact '%s'", name))
+	}
+	dir := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, &metav1.ObjectMeta{Namespace: obj.Namespace, Name: name}, "", "*")
+	if _, err := r.Storage.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing the artifacts of '%s': %w", name, err)
+	}
+	r.Storage.ForgetTrees(sourcev1.ExternalArtifactKind, obj.Namespace, name)
+	return nil
+}
