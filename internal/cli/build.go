@@ -83,8 +83,8 @@ is SOPS-encrypted (its values are then ciphertext, printed as they are).`,
 		},
 	}
 	leaf.Flags().BoolVar(&f.dryRun, "dry-run", false, "use no cluster: the spec comes from --kustomization-file or is empty, and substituteFrom is skipped")
-	cmd := f.command("build", "Print what a Kustomization or a HelmRelease would apply, built locally", leaf)
-	return addSubcommands(cmd, newBuildHelmReleaseCommand(&f.kube))
+	cmd := f.command("build", "Print what a Kustomization or a HelmRelease would apply, or what an ArtifactGenerator would generate, built locally", leaf)
+	return addSubcommands(cmd, newBuildHelmReleaseCommand(&f.kube), newBuildArtifactGeneratorCommand(&f.kube))
 }
 
 // command returns the command verb, whose one subcommand leaf is

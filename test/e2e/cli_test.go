@@ -83,7 +83,7 @@ spec: {interval: 5m, path: ./deploy, prune: true, targetNamespace: %s, sourceRef
 
 	_, errOut, code = runCLI(g, "get", "widgets")
 	g.Expect(code).To(Equal(1))
-	g.Expect(errOut).To(Equal("error: unknown kind \"widgets\" for \"windlass get\": choose one of alert, alert-provider, all, gate, helmrelease, images, kustomization, receiver, shards, sources (see windlass get --help)\n"))
+	g.Expect(errOut).To(Equal("error: unknown kind \"widgets\" for \"windlass get\": choose one of alert, alert-provider, all, artifactgenerator, gate, helmrelease, images, kustomization, receiver, shards, sources (see windlass get --help)\n"))
 }
 
 // TestCLI_MissingCRDs: in a cluster without the Windlass CRDs, `get` says

@@ -41,9 +41,6 @@ const (
 	// ValidationFailedReason: the spec can never work (a duplicate alias or
 	// artifact name, an alias that no source has).
 	ValidationFailedReason = "ValidationFailed"
-	// UnsupportedPathPatternReason: spec.pathPattern is set, which
-	// Windlass does not serve yet.
-	UnsupportedPathPatternReason = "UnsupportedPathPattern"
 )
 
 // DefaultInterval is how often an ArtifactGenerator is reconciled without

@@ -30,15 +30,10 @@ import (
 
 // checkGeneratorSpec (the kind's CheckSpec, run first) stalls a generator
 // whose spec can never work: an alias or artifact name given twice, an
-// alias that no source has, or a pathPattern, which Windlass does not
-// serve yet.
+// alias that no source has, a pathPattern that does not parse.
 func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
 	invalid := func(format string, args ...any) error {
 		return outcome.Stall(sourceextv1beta1.ValidationFailedReason, fmt.Errorf(format, args...))
-	}
-	if obj.Spec.PathPattern != "" {
-		return outcome.Stall(sourceextv1beta1.UnsupportedPathPatternReason,
-			fmt.Errorf("spec.pathPattern '%s' is not served by Windlass yet: list the artifacts one by one", obj.Spec.PathPattern))
 	}
 	aliases := map[string]bool{}
 	for _, s := range obj.Spec.Sources {
@@ -46,6 +41,15 @@ func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
 			return invalid("duplicate source alias '%s'", s.Alias)
 		}
 		aliases[s.Alias] = true
+	}
+	if obj.Spec.PathPattern != "" {
+		pattern, err := generator.ParsePattern(obj.Spec.PathPattern)
+		if err != nil {
+			return invalid("%s", err.Error())
+		}
+		if !aliases[pattern.Alias] {
+			return invalid("pathPattern '%s' names the source alias '%s', which no source has", obj.Spec.PathPattern, pattern.Alias)
+		}
 	}
 	names := map[string]bool{}
 	for _, a := range obj.Spec.OutputArtifacts {
@@ -60,7 +64,7 @@ func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
 		}
 		for i, c := range a.Copy {
 			alias, _, _ := strings.Cut(strings.TrimPrefix(c.From, "@"), "/")
-			if !aliases[alias] {
+			if !aliases[alias] && !strings.Contains(alias, "{") {
 				return invalid("artifact '%s': copy[%d] from '%s' names the source alias '%s', which no source has", a.Name, i, c.From, alias)
 			}
 		}
@@ -134,15 +138,23 @@ func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, ob
 	if err := r.acquireTrees(ctx, obj, sc); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	for _, spec := range obj.Spec.OutputArtifacts {
-		a, err := r.build(ctx, obj, sc, spec)
+	plan, err := planArtifacts(obj, sc.trees)
+	if err != nil {
+		var stalling *outcome.Stalling
+		if !errors.As(err, &stalling) {
+			conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, meta.BuildFailedReason, "%s", err.Error())
+		}
+		return outcome.ResultEmpty, err
+	}
+	for _, p := range plan {
+		a, err := r.build(ctx, obj, sc, p.Spec)
 		if err != nil {
 			return outcome.ResultEmpty, err
 		}
-		if err := r.publish(ctx, obj, spec.Name, a); err != nil {
+		if err := r.publish(ctx, obj, p.Spec.Name, p.Labels, a); err != nil {
 			return outcome.ResultEmpty, err
 		}
-		sc.generated = append(sc.generated, generated{name: spec.Name, artifact: a})
+		sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: a})
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
@@ -175,11 +187,7 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 		return meta.Artifact{}, storageFailed(obj, sourcev1.DirCreationFailedReason, err)
 	}
 	defer workdir.RemoveLater(dir)
-	rules := make([]generator.Rule, 0, len(spec.Copy))
-	for _, c := range spec.Copy {
-		rules = append(rules, generator.Rule{From: c.From, To: c.To, Exclude: c.Exclude, Strategy: c.Strategy})
-	}
-	if err := (&generator.Builder{Sources: sc.trees, MaxSize: r.MaxSize}).Build(rules, dir); err != nil {
+	if err := (&generator.Builder{Sources: sc.trees, MaxSize: r.MaxSize}).Build(generator.Rules(spec), dir); err != nil {
 		err = fmt.Errorf("artifact '%s': %w", spec.Name, err)
 		conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, meta.BuildFailedReason, "%s", err.Error())
 		return meta.Artifact{}, outcome.Fail(meta.BuildFailedReason, err)

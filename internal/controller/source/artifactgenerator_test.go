@@ -67,8 +67,8 @@ func eaFiles(t *testing.T, g *WithT, ns, name string) map[string]string {
 }
 
 // TestArtifactGenerator_ComposesAndSplits: a generator splits a monorepo
-// into one artifact per application and composes another from two
-// repositories; a commit to one application's folder changes that
+// into one artifact per application and composes another from three
+// sources (two repositories and an OCI artifact); a commit to one application's folder changes that
 // application's artifact and the composite only, the others keep their
 // revision and are not written; an artifact dropped from the spec, and
 // then the generator, take their ExternalArtifacts and stored files along.
@@ -88,17 +88,24 @@ func TestArtifactGenerator_ComposesAndSplits(t *testing.T) {
 	for name, url := range map[string]string{"mono": base + "/mono.git", "cfg": base + "/cfg.git"} {
 		g.Expect(env.Client.Create(ctx, mainBranch(newGitRepository(ns, name, url)))).To(Succeed())
 	}
+	reg := startCountingRegistry(t)
+	push(t, g, reg.host, "frontend:v1", map[string]string{"deploy/web.yaml": "web: 1\n", "docs/x.md": "x\n"}, "main@sha1:"+cfgSHA)
+	frontend := newOCIRepository(ns, "frontend", "oci://"+reg.host+"/frontend")
+	frontend.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: "v1"}
+	g.Expect(env.Client.Create(ctx, frontend)).To(Succeed())
 
 	gen := &sourceextv1beta1.ArtifactGenerator{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps", Labels: map[string]string{"sharding.fluxcd.io/key": "s1"}},
 		Spec: sourceextv1beta1.ArtifactGeneratorSpec{
-			Sources: []sourceextv1beta1.SourceReference{gitSource("mono", "mono"), gitSource("cfg", "cfg")},
+			Sources: []sourceextv1beta1.SourceReference{gitSource("mono", "mono"), gitSource("cfg", "cfg"),
+				{Alias: "frontend", Kind: sourcev1.OCIRepositoryKind, Name: "frontend"}},
 			OutputArtifacts: []sourceextv1beta1.OutputArtifact{
 				{Name: "app-a", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/a/**", "@artifact/", "*.md")}},
 				{Name: "app-b", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/b/**", "@artifact/")}},
 				{Name: "composite", Revision: "@cfg", OriginRevision: "@mono", Copy: []sourceextv1beta1.CopyOperation{
 					copyOp("@mono/apps/", "@artifact/", "*.md"),
 					copyOp("@cfg/envs/prod/configmap.yaml", "@artifact/env.yaml"),
+					copyOp("@frontend/deploy/*.yaml", "@artifact/frontend/"),
 				}},
 			},
 			CommonMetadata: &sourceextv1beta1.CommonMetadata{Labels: map[string]string{"team": "apps"}},
@@ -114,7 +121,7 @@ func TestArtifactGenerator_ComposesAndSplits(t *testing.T) {
 	g.Expect(eaFiles(t, g, ns, "app-a")).To(Equal(map[string]string{"deploy.yaml": "app: a\n"}))
 	g.Expect(eaFiles(t, g, ns, "app-b")).To(Equal(map[string]string{"deploy.yaml": "app: b\n"}))
 	g.Expect(eaFiles(t, g, ns, "composite")).To(Equal(map[string]string{
-		"apps/a/deploy.yaml": "app: a\n", "apps/b/deploy.yaml": "app: b\n", "env.yaml": "env: prod\n",
+		"apps/a/deploy.yaml": "app: a\n", "apps/b/deploy.yaml": "app: b\n", "env.yaml": "env: prod\n", "frontend/web.yaml": "web: 1\n",
 	}))
 	a, b, composite := externalArtifact(g, ns, "app-a"), externalArtifact(g, ns, "app-b"), externalArtifact(g, ns, "composite")
 	g.Expect(a.Status.Artifact.Revision).To(Equal("latest@" + a.Status.Artifact.Digest))
@@ -209,13 +216,6 @@ func TestArtifactGenerator_Faults(t *testing.T) {
 				waitForGenerator(g, gen, hasReason(meta.StalledCondition, metav1.ConditionTrue, sourceextv1beta1.ValidationFailedReason))
 			})
 		}
-		g := NewWithT(t)
-		gen := newGen("pattern", []sourceextv1beta1.SourceReference{gitSource("x", "app")}, artifacts(copyOp("@x/{app}/**", "@artifact/")))
-		gen.Spec.OutputArtifacts[0].Name = "{app}"
-		gen.Spec.PathPattern = "@x/apps/{app}"
-		g.Expect(env.Client.Create(ctx, gen)).To(Succeed())
-		got := waitForGenerator(g, gen, hasReason(meta.StalledCondition, metav1.ConditionTrue, sourceextv1beta1.UnsupportedPathPatternReason))
-		g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("spec.pathPattern '@x/apps/{app}' is not served"))
 	})
 
 	t.Run("the schema refuses a destination that climbs out", func(t *testing.T) {
@@ -293,4 +293,68 @@ func TestArtifactGenerator_Faults(t *testing.T) {
 		g.Eventually(func() error { return storage.Verify(*a) }, timeout, interval).Should(Succeed())
 		g.Expect(externalArtifact(g, ns, "restored").Status.Artifact.Digest).To(Equal(a.Digest), "the same content, the same digest")
 	})
+}
+
+// TestArtifactGenerator_PathPattern: a pathPattern generates the artifacts
+// once per folder it matches, named from the folder in lower case, the
+// copy operations taking the folder as it is named; a new folder adds its
+// artifacts, a folder removed takes its own away. Folders that make one
+// name stall the generator; a pattern that matches nothing fails it, and
+// the artifacts stay.
+func TestArtifactGenerator_PathPattern(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	mono := srv.MustInitRepo(t, "mono.git", "main")
+	mono.MustCommit(t, "main", map[string]string{
+		"apps/Auth/deploy.yaml": "app: auth\n", "apps/gateway/deploy.yaml": "app: gateway\n", "apps/README.md": "apps\n",
+	}, "apps")
+	g.Expect(env.Client.Create(ctx, mainBranch(newGitRepository(ns, "mono", base+"/mono.git")))).To(Succeed())
+	gen := &sourceextv1beta1.ArtifactGenerator{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: sourceextv1beta1.ArtifactGeneratorSpec{
+			Sources:     []sourceextv1beta1.SourceReference{gitSource("mono", "mono")},
+			PathPattern: "@mono/apps/{app}",
+			OutputArtifacts: []sourceextv1beta1.OutputArtifact{{Name: "{app}-svc",
+				Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/{app}/**", "@artifact/{app}/")}}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, gen)).To(Succeed())
+	got := waitForGenerator(g, gen, generatorReady)
+	g.Expect(got.Status.Inventory).To(HaveLen(2))
+	g.Expect(eaFiles(t, g, ns, "auth-svc")).To(Equal(map[string]string{"Auth/deploy.yaml": "app: auth\n"}))
+	g.Expect(eaFiles(t, g, ns, "gateway-svc")).To(Equal(map[string]string{"gateway/deploy.yaml": "app: gateway\n"}))
+	g.Expect(externalArtifact(g, ns, "auth-svc").Labels).To(HaveKeyWithValue("app", "auth"))
+
+	commit := func(token string, change func()) {
+		change()
+		testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mono"}}, token)
+	}
+	commit("web", func() { mono.MustCommit(t, "main", map[string]string{"apps/web/deploy.yaml": "app: web\n"}, "web") })
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool { return generatorReady(o) && len(o.Status.Inventory) == 3 })
+	g.Expect(eaFiles(t, g, ns, "web-svc")).To(Equal(map[string]string{"web/deploy.yaml": "app: web\n"}))
+	commit("no-gateway", func() { _, err := mono.Remove("main", []string{"apps/gateway/deploy.yaml"}, "no gateway"); g.Expect(err).NotTo(HaveOccurred()) })
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool { return generatorReady(o) && len(o.Status.Inventory) == 2 })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gateway-svc"}, &sourcev1.ExternalArtifact{}))
+	}, timeout, interval).Should(BeTrue())
+
+	commit("clash", func() { mono.MustCommit(t, "main", map[string]string{"apps/WEB/deploy.yaml": "app: WEB\n"}, "clash") })
+	got = waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		c := conditions.Get(o, meta.StalledCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == sourceextv1beta1.ValidationFailedReason
+	})
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("folders 'apps/WEB' and 'apps/web' both make the artifact name 'web-svc'"))
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(gen), gen)).To(Succeed())
+	gen.Spec.PathPattern = "@mono/services/{app}"
+	g.Expect(env.Client.Update(ctx, gen)).To(Succeed())
+	got = waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		c := conditions.Get(o, meta.ReadyCondition)
+		return c != nil && c.Reason == meta.BuildFailedReason && c.ObservedGeneration == o.Generation
+	})
+	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("matches no folder of source 'mono'"))
+	g.Expect(eaFiles(t, g, ns, "auth-svc")).To(HaveLen(1), "the artifacts generated before stay")
 }
