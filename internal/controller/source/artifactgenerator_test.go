@@ -333,10 +333,17 @@ func TestArtifactGenerator_PathPattern(t *testing.T) {
 		testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mono"}}, token)
 	}
 	commit("web", func() { mono.MustCommit(t, "main", map[string]string{"apps/web/deploy.yaml": "app: web\n"}, "web") })
-	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool { return generatorReady(o) && len(o.Status.Inventory) == 3 })
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		return generatorReady(o) && len(o.Status.Inventory) == 3
+	})
 	g.Expect(eaFiles(t, g, ns, "web-svc")).To(Equal(map[string]string{"web/deploy.yaml": "app: web\n"}))
-	commit("no-gateway", func() { _, err := mono.Remove("main", []string{"apps/gateway/deploy.yaml"}, "no gateway"); g.Expect(err).NotTo(HaveOccurred()) })
-	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool { return generatorReady(o) && len(o.Status.Inventory) == 2 })
+	commit("no-gateway", func() {
+		_, err := mono.Remove("main", []string{"apps/gateway/deploy.yaml"}, "no gateway")
+		g.Expect(err).NotTo(HaveOccurred())
+	})
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		return generatorReady(o) && len(o.Status.Inventory) == 2
+	})
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gateway-svc"}, &sourcev1.ExternalArtifact{}))
 	}, timeout, interval).Should(BeTrue())
