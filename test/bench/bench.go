@@ -93,6 +93,9 @@ type Config struct {
 	// requests while they are, and the time from the gate's opening until
 	// every one is Ready (see gatedRun).
 	Gate bool
+	// Generator adds, after the monorepo layout's phases, the same
+	// repository split by one ArtifactGenerator (see GeneratorResult).
+	Generator bool
 	// GateQuiet is the window over which the held phase's API requests
 	// are counted; 10s when zero.
 	GateQuiet time.Duration
@@ -162,6 +165,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, err
 	}
 	if err := cfg.checkUI(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.checkGenerator(); err != nil {
 		return cfg, err
 	}
 	if cfg.GitServer == "" {
@@ -280,6 +286,14 @@ func (cfg Config) withHelmDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// ChangeCost is what a change cost the controller.
+type ChangeCost struct {
+	// Requests is what it asked of the API server.
+	Requests int64 `json:"requests"`
+	// CPUSeconds is its CPU.
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
 // ChangeSteps splits the change phase's time.
 type ChangeSteps struct {
 	// ChangedSeconds runs from the start of the change until the source
@@ -365,6 +379,11 @@ type Result struct {
 	// Replicas holds the figures of each replica and the failover of a
 	// run with more than one, nil otherwise.
 	Replicas *ReplicasResult `json:"replicas,omitempty"`
+	// ChangeCost is what the change phase cost the controller, until its
+	// requests stood still (Kustomization runs).
+	ChangeCost *ChangeCost `json:"change_cost,omitempty"`
+	// Generator holds the figures of a -generator run, nil otherwise.
+	Generator *GeneratorResult `json:"generator,omitempty"`
 
 	Details Details `json:"-"`
 }

@@ -363,6 +363,9 @@ func TestConfigDefaults(t *testing.T) {
 		{"unknown kind", Config{N: 1, Kind: "deployment"}, "", "", "", `unknown kind "deployment"`},
 		{"namespaces of Kustomizations", Config{N: 1, Namespaces: NamespacesOne}, "", "", "", "-namespaces places HelmReleases"},
 		{"unknown namespaces", Config{N: 1, Kind: KindHelmRelease, Namespaces: "two"}, "", "", "", `unknown namespaces "two"`},
+		{"generator", Config{N: 1, Layout: LayoutMonorepo, Generator: true}, KindKustomization, SourceGit, LayoutMonorepo, ""},
+		{"generator per app", Config{N: 1, Generator: true}, "", "", "", "-generator splits a monorepo"},
+		{"generator gated", Config{N: 1, Layout: LayoutMonorepo, Generator: true, Gate: true}, "", "", "", "-generator runs alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

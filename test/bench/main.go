@@ -356,6 +356,7 @@ func main() {
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of the -profile profiles")
 	flag.DurationVar(&cfg.ReadyTimeout, "timeout", 10*time.Minute, "bound of each phase's wait")
 	flag.BoolVar(&cfg.KubeconfigViaEnv, "kubeconfig-via-env", false, "diagnostic: pass the kubeconfig in $KUBECONFIG rather than --kubeconfig")
+	flag.BoolVar(&cfg.Generator, "generator", false, "with -layout "+LayoutMonorepo+": after its phases, split the same repository with one ArtifactGenerator (pathPattern, an ExternalArtifact and a Kustomization per application) and measure a commit to one application's folder against the plain layout's")
 	flag.BoolVar(&cfg.Gate, "gate", false, "put every Kustomization behind one closed Gate: measure them held, the API requests while held, and the time from opening to all Ready")
 	flag.DurationVar(&cfg.GateQuiet, "gate-quiet", defaultGateQuiet, "with -gate, the window over which the held phase's API requests are counted")
 	flag.BoolVar(&cfg.Alert, "alert", false, "create a generic Provider posting to a loopback sink and an Alert (severity info) selecting every object of the run, count the messages by phase, and add a failure phase (git sources: a deleted branch, then a broken commit, each mended)")
@@ -447,6 +448,9 @@ func printTable(w io.Writer, res *Result) {
 		if st := res.ChangeSteps; st != nil {
 			row("  in the source server, artifact after", fmt.Sprintf("%.2fs, %.2fs", st.ChangedSeconds, st.ArtifactSeconds))
 		}
+		if cc := res.ChangeCost; cc != nil {
+			row("  change API requests, CPU seconds", fmt.Sprintf("%d, %.2f", cc.Requests, cc.CPUSeconds))
+		}
 	}
 	row("noop_tick_seconds", fmt.Sprintf("%.2f", res.NoopTickSeconds))
 	row("noop_tick_downloads", formatCounts(res.NoopTickDownloads))
@@ -468,6 +472,11 @@ func printTable(w io.Writer, res *Result) {
 		}
 	} else {
 		row("noop_tick_writes", fmt.Sprintf("%d (%d downloads, %d artifact files)", res.NoopTickWrites, d.NoopDownloads, d.NoopFiles))
+	}
+	if res.Generator != nil {
+		for _, r := range generatorRows(res.Generator, res.ChangeCost) {
+			row(r[0], r[1])
+		}
 	}
 	if res.Alert != nil {
 		for _, r := range alertRows(res.Alert) {

@@ -18,6 +18,7 @@ import (
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 )
 
 // workers is how many objects the benchmark creates or annotates at once.
@@ -61,7 +62,13 @@ func (r *run) measure(ctx context.Context, res *Result) error {
 		return err
 	}
 	r.alerts.mark(phaseNoop)
-	return r.noopTick(ctx, res, append(append([]client.Object{}, sources...), kss...))
+	if err := r.noopTick(ctx, res, append(append([]client.Object{}, sources...), kss...)); err != nil {
+		return err
+	}
+	if r.cfg.Generator {
+		return r.generatorPhase(ctx, res)
+	}
+	return nil
 }
 
 // readyPhase creates the sources and the Kustomizations and waits until
@@ -143,6 +150,14 @@ func (r *run) requestBudget(ctx context.Context, requests0 requestCounts, starte
 func (r *run) changePhase(ctx context.Context, res *Result) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
+	requests0, err := r.ctrl.apiRequestsByRequest()
+	if err != nil {
+		return err
+	}
+	st0, err := r.ctrl.stats()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	head, err := r.kit.Change(ctx)
 	if err != nil {
@@ -181,6 +196,22 @@ func (r *run) changePhase(ctx context.Context, res *Result) error {
 	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, r.cfg.N, settled, describeKs); err != nil {
 		return r.withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
 	}
+	return r.recordChangeCost(ctx, res, requests0, st0, start)
+}
+
+// recordChangeCost records in res what the change phase, started at start
+// with the controller's requests and stats at requests0 and st0, cost the
+// controller once its requests stand still.
+func (r *run) recordChangeCost(ctx context.Context, res *Result, requests0 requestCounts, st0 procStats, start time.Time) error {
+	budget, err := r.requestBudget(ctx, requests0, start)
+	if err != nil {
+		return err
+	}
+	st1, err := r.ctrl.stats()
+	if err != nil {
+		return err
+	}
+	res.ChangeCost = &ChangeCost{Requests: budget.Total, CPUSeconds: st1.CPUSeconds - st0.CPUSeconds}
 	return nil
 }
 
@@ -381,6 +412,9 @@ func cleanup(ctx context.Context, c client.WithWatch, ns string, kit sourceKit, 
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := deleteApps(ctx, c, apps); err != nil {
+		return fmt.Errorf("cleaning up: %w", err)
+	}
+	if err := c.DeleteAllOf(ctx, &sourceextv1beta1.ArtifactGenerator{}, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("cleaning up: %w", err)
 	}
 	if err := c.DeleteAllOf(ctx, kit.NewObject(), client.InNamespace(ns)); err != nil {

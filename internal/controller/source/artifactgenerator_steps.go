@@ -198,7 +198,8 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 	}
 	ea := &metav1.ObjectMeta{Namespace: obj.Namespace, Name: spec.Name}
 	a := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea, "", content+".tar.gz")
-	if stored := r.storedAs(ctx, obj, spec.Name, a); stored != nil {
+	stored := r.storedAs(ctx, obj, spec.Name, a)
+	if stored != nil {
 		a = *stored
 	} else if err := r.archive(obj, &a, dir); err != nil {
 		return meta.Artifact{}, err
@@ -210,6 +211,11 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 	a.Metadata = nil
 	if alias := strings.TrimPrefix(spec.OriginRevision, "@"); alias != "" {
 		a.Metadata = map[string]string{meta.OriginRevisionKey: originRevision(*sc.sources[alias].GetArtifact())}
+	}
+	if keepsOrigin(stored, a) {
+		// The same files at the same revision: the origin stays the one
+		// that last changed them, and the ExternalArtifact is not written.
+		a.Metadata = stored.Metadata
 	}
 	if _, err := r.Storage.GarbageCollect(ctx, a); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old generated artifacts failed", "artifact", spec.Name)
@@ -245,6 +251,14 @@ func (r *ArtifactGeneratorReconciler) archive(obj *sourceextv1beta1.ArtifactGene
 		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving: %w", err))
 	}
 	return nil
+}
+
+// keepsOrigin reports whether a, which has the content of stored, keeps
+// stored's origin revision: its revision is stored's, and both have an
+// origin revision or neither has.
+func keepsOrigin(stored *meta.Artifact, a meta.Artifact) bool {
+	return stored != nil && stored.Revision == a.Revision &&
+		(stored.Metadata[meta.OriginRevisionKey] == "") == (a.Metadata[meta.OriginRevisionKey] == "")
 }
 
 // originRevision returns the revision of the origin of a: its

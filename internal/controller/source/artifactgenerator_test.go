@@ -100,8 +100,8 @@ func TestArtifactGenerator_ComposesAndSplits(t *testing.T) {
 			Sources: []sourceextv1beta1.SourceReference{gitSource("mono", "mono"), gitSource("cfg", "cfg"),
 				{Alias: "frontend", Kind: sourcev1.OCIRepositoryKind, Name: "frontend"}},
 			OutputArtifacts: []sourceextv1beta1.OutputArtifact{
-				{Name: "app-a", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/a/**", "@artifact/", "*.md")}},
-				{Name: "app-b", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/b/**", "@artifact/")}},
+				{Name: "app-a", OriginRevision: "@mono", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/a/**", "@artifact/", "*.md")}},
+				{Name: "app-b", OriginRevision: "@mono", Copy: []sourceextv1beta1.CopyOperation{copyOp("@mono/apps/b/**", "@artifact/")}},
 				{Name: "composite", Revision: "@cfg", OriginRevision: "@mono", Copy: []sourceextv1beta1.CopyOperation{
 					copyOp("@mono/apps/", "@artifact/", "*.md"),
 					copyOp("@cfg/envs/prod/configmap.yaml", "@artifact/env.yaml"),
@@ -139,7 +139,7 @@ func TestArtifactGenerator_ComposesAndSplits(t *testing.T) {
 	g.Expect(composite.Status.Artifact.Metadata).To(HaveKeyWithValue(meta.OriginRevisionKey, "main@sha1:"+monoHead), "originRevision: @mono")
 
 	// A commit to application a's folder (and to a file no artifact takes).
-	mono.MustCommit(t, "main", map[string]string{"apps/a/deploy.yaml": "app: a2\n", "README.md": "mono 2\n"}, "a2")
+	a2 := mono.MustCommit(t, "main", map[string]string{"apps/a/deploy.yaml": "app: a2\n", "README.md": "mono 2\n"}, "a2")
 	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mono"}}, "a2")
 	g.Eventually(func() map[string]string { return eaFiles(t, g, ns, "app-a") }, timeout, interval).
 		Should(Equal(map[string]string{"deploy.yaml": "app: a2\n"}))
@@ -149,6 +149,8 @@ func TestArtifactGenerator_ComposesAndSplits(t *testing.T) {
 	b2, composite2 := externalArtifact(g, ns, "app-b"), externalArtifact(g, ns, "composite")
 	g.Expect(b2.ResourceVersion).To(Equal(b.ResourceVersion), "app-b is not written: its files did not change")
 	g.Expect(b2.Status.Artifact.Revision).To(Equal(b.Status.Artifact.Revision))
+	g.Expect(externalArtifact(g, ns, "app-a").Status.Artifact.Metadata).To(HaveKeyWithValue(meta.OriginRevisionKey, "main@sha1:"+a2),
+		"the origin of a changed artifact is the commit")
 	g.Expect(composite2.Status.Artifact.Digest).NotTo(Equal(composite.Status.Artifact.Digest))
 	g.Expect(eaFiles(t, g, ns, "composite")).To(HaveKeyWithValue("apps/a/deploy.yaml", "app: a2\n"))
 
