@@ -45,7 +45,7 @@ func (n *treeNode) subject() string {
 
 func newTreeCommand() *cobra.Command {
 	f := &treeFlags{}
-	cmd := &cobra.Command{Use: "tree", Short: "Show the objects a Kustomization or HelmRelease applied, as a tree"}
+	cmd := &cobra.Command{Use: "tree", Short: "Show the objects a Kustomization or HelmRelease applied, or what an ArtifactGenerator generates, as a tree"}
 	f.kube.bind(cmd)
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "", "print the tree as yaml or json instead of text")
 	cmd.AddCommand(&cobra.Command{
@@ -76,7 +76,7 @@ has kind, group, namespace, name and children.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, helmReleaseGroupKind, args[0])
 		},
-	})
+	}, f.newTreeArtifactGeneratorCommand())
 	return cmd
 }
 
@@ -85,6 +85,23 @@ var helmReleaseGroupKind = schema.GroupKind{Group: helmv2.GroupVersion.Group, Ki
 
 // run prints the tree of the Kustomization or HelmRelease (gk) name.
 func (f *treeFlags) run(cmd *cobra.Command, gk schema.GroupKind, name string) error {
+	return f.print(cmd, func(ctx context.Context, c client.Client) (*treeNode, error) {
+		id := inventory.ObjMetadata{Namespace: f.kube.namespace, Name: name, Group: gk.Group, Kind: gk.Kind}
+		inv, found, err := readInventory(ctx, c, id)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found:
+			return nil, fmt.Errorf("%s %s/%s not found: check its name and -n", gk.Kind, f.kube.namespace, name)
+		}
+		root := &treeNode{Kind: gk.Kind, Group: gk.Group, Namespace: id.Namespace, Name: name}
+		root.Children, err = inventoryNodes(ctx, c, id, inv, map[inventory.ObjMetadata]bool{id: true})
+		return root, err
+	})
+}
+
+// print prints the tree that build returns, in the format of -o.
+func (f *treeFlags) print(cmd *cobra.Command, build func(context.Context, client.Client) (*treeNode, error)) error {
 	if f.output != "" && f.output != "yaml" && f.output != "json" {
 		return fmt.Errorf("-o %q is not a format of tree: use yaml or json, or leave -o out for text", f.output)
 	}
@@ -92,17 +109,8 @@ func (f *treeFlags) run(cmd *cobra.Command, gk schema.GroupKind, name string) er
 	if err != nil {
 		return err
 	}
-	id := inventory.ObjMetadata{Namespace: f.kube.namespace, Name: name, Group: gk.Group, Kind: gk.Kind}
-	inv, found, err := readInventory(cmd.Context(), c, id)
-	switch {
-	case err != nil:
-		return err
-	case !found:
-		return fmt.Errorf("%s %s/%s not found: check its name and -n", gk.Kind, f.kube.namespace, name)
-	}
-	root := &treeNode{Kind: gk.Kind, Group: gk.Group, Namespace: id.Namespace, Name: name}
-	visited := map[inventory.ObjMetadata]bool{id: true}
-	if root.Children, err = inventoryNodes(cmd.Context(), c, id, inv, visited); err != nil {
+	root, err := build(cmd.Context(), c)
+	if err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 )
 
 // TestTree shows the inventory of a Kustomization that the controller
@@ -92,4 +93,47 @@ func TestTreeBadInput(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 		})
 	}
+}
+
+// TestTreeArtifactGenerator: the tree of a generator shows its
+// ExternalArtifacts, below each the Kustomizations that use it, and what
+// they applied.
+func TestTreeArtifactGenerator(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	gen := &sourceextv1beta1.ArtifactGenerator{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: sourceextv1beta1.ArtifactGeneratorSpec{
+			Sources: []sourceextv1beta1.SourceReference{{Alias: "m", Kind: "GitRepository", Name: "mono"}},
+			OutputArtifacts: []sourceextv1beta1.OutputArtifact{
+				{Name: "app-a", Copy: []sourceextv1beta1.CopyOperation{{From: "@m/a/**", To: "@artifact/"}}},
+				{Name: "app-b", Copy: []sourceextv1beta1.CopyOperation{{From: "@m/b/**", To: "@artifact/"}}},
+			}}}
+	createWithStatus(g, gen, func() {
+		for _, name := range []string{"app-a", "app-b"} {
+			gen.Status.Inventory = append(gen.Status.Inventory, sourceextv1beta1.ExternalArtifactReference{
+				Name: name, Namespace: ns, Digest: "sha256:1", Filename: "1.tar.gz"})
+		}
+	})
+	for _, app := range []string{"a", "b"} {
+		ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour},
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: "app-" + app}}}
+		createWithStatus(g, ks, func() {
+			ks.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{
+				{ID: ns + "_" + app + "-settings__ConfigMap", Version: "v1"},
+			}}
+		})
+	}
+	out, _, err := run(t, "tree", "artifactgenerator", "apps", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.ReplaceAll(out, ns, "NS")).To(Equal(`ArtifactGenerator/NS/apps
+├── ExternalArtifact/NS/app-a
+│   └── Kustomization/NS/a
+│       └── ConfigMap/NS/a-settings
+└── ExternalArtifact/NS/app-b
+    └── Kustomization/NS/b
+        └── ConfigMap/NS/b-settings
+`))
+	_, _, err = run(t, "tree", "ag", "missing", "-n", ns)
+	g.Expect(err).To(MatchError(ContainSubstring("ArtifactGenerator " + ns + "/missing not found")))
 }
