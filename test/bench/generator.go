@@ -179,15 +179,16 @@ func (r *run) generatorChange(ctx context.Context, kit *gitKit, gr *GeneratorRes
 		return r.withOutput(fmt.Errorf("waiting for the generator's change to be applied: %w", err))
 	}
 	gr.ChangeToAppliedSeconds = time.Since(start).Seconds()
-	budget, err := r.requestBudget(ctx, requests0, start)
+	if _, err := r.ctrl.waitRequestsStill(ctx, 10*time.Second); err != nil {
+		return err
+	}
+	requests1, err := r.ctrl.apiRequestsByRequest()
 	if err != nil {
 		return err
 	}
-	gr.ChangeRequests = budget.Total
-	gr.ChangeByRequest = map[string]float64{}
-	for k, v := range budget.ByRequest {
-		gr.ChangeByRequest[k] = v * float64(r.cfg.N)
-	}
+	// One "application": the budget's figures are the change's totals.
+	whole := budget(requests0, requests1, nil, 1, kustomizev1.KustomizationKind)
+	gr.ChangeRequests, gr.ChangeByRequest = whole.Total, whole.ByRequest
 	st1, err := r.ctrl.stats()
 	if err != nil {
 		return err
@@ -217,19 +218,10 @@ func generatorRows(gr *GeneratorResult, plain *ChangeCost) [][2]string {
 		{"generator: ready_seconds", fmt.Sprintf("%.2f", gr.ReadySeconds)},
 		{"generator: change_to_applied_seconds", fmt.Sprintf("%.2f (%d Kustomization(s) applied it)", gr.ChangeToAppliedSeconds, gr.ChangeApplied)},
 		{"generator: change API requests, CPU seconds", fmt.Sprintf("%d, %.2f", gr.ChangeRequests, gr.ChangeCPUSeconds)},
-		{"    by request", formatCounts(roundCounts(gr.ChangeByRequest))},
+		{"    by request", formatBudget(gr.ChangeByRequest)},
 	}
 	if plain != nil {
 		rows = append(rows, [2]string{"plain monorepo: change API requests, CPU seconds", fmt.Sprintf("%d, %.2f", plain.Requests, plain.CPUSeconds)})
 	}
 	return rows
-}
-
-// roundCounts returns counts rounded to whole requests.
-func roundCounts(m map[string]float64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range m {
-		out[k] = int64(v + 0.5)
-	}
-	return out
 }
