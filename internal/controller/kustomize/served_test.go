@@ -145,7 +145,8 @@ spec:
 	g.Expect(conditions.IsTrue(gen, meta.ReadyCondition)).To(BeTrue())
 	bNow := &kustomizev1.Kustomization{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(b), bNow)).To(Succeed())
-	g.Expect(bNow.ResourceVersion).To(Equal(b.ResourceVersion), "b's artifact did not change: b did not run")
+	g.Expect(bNow.Status.LastAttemptedRevision).To(Equal(b.Status.LastAttemptedRevision), "b's artifact did not change: b did not run")
+	g.Expect(bNow.Status.LastAppliedOriginRevision).To(Equal(b.Status.LastAppliedOriginRevision), "nor did its origin revision")
 	cmBNow := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cmB), cmBNow)).To(Succeed())
 	g.Expect(cmBNow.ResourceVersion).To(Equal(cmB.ResourceVersion))
