@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -62,4 +63,15 @@ func NewControllerManagedBy(mgr ctrl.Manager, obj client.Object, opts Controller
 			// The runner recovers the kind's work; this covers the rest.
 			RecoverPanic: ptr.To(true),
 		})
+}
+
+// OnStop returns what a reconciler adds to its manager so that stop runs
+// when the manager stops: what it keeps on disk (extracted trees) goes
+// with the process.
+func OnStop(stop func()) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		stop()
+		return nil
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/build"
@@ -107,11 +106,7 @@ func (r *KustomizationReconciler) runner() *reconcile.Runner[*kustomizev1.Kustom
 // becomes ready reconciles its dependents at once) and their gates.
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	// Extracted artifacts are removed when the manager stops.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		r.trees.RemoveAll()
-		return nil
-	})); err != nil {
+	if err := mgr.Add(reconcile.OnStop(r.trees.RemoveAll)); err != nil {
 		return err
 	}
 	runner := r.runner()

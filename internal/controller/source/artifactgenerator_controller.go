@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -80,11 +79,8 @@ type ArtifactGeneratorReconciler struct {
 // reconciles the generators that use it at once), and the deletion of
 // the ExternalArtifacts they generated.
 func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		r.trees.RemoveAll()
-		return nil
-	})); err != nil {
+	// Extracted artifacts are removed when the manager stops.
+	if err := mgr.Add(reconcile.OnStop(r.trees.RemoveAll)); err != nil {
 		return err
 	}
 	runner := &reconcile.Runner[*sourceextv1beta1.ArtifactGenerator]{

@@ -6,7 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -97,12 +96,8 @@ func (r *HelmChartReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.IndexCache == nil {
 		r.IndexCache = repository.NewIndexCache(DefaultHelmIndexCacheSize, DefaultHelmIndexCacheMaxMemory, DefaultHelmIndexCacheTTL)
 	}
-	// Extracted source artifacts are removed when the manager stops.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		r.trees.RemoveAll()
-		return nil
-	})); err != nil {
+	// Extracted artifacts are removed when the manager stops.
+	if err := mgr.Add(reconcile.OnStop(r.trees.RemoveAll)); err != nil {
 		return err
 	}
 	kind := sourceKind(r.store(), func() *sourcev1.HelmChart { return &sourcev1.HelmChart{} }, helmChartNegativeConditions, r.checkServed, r.run)
