@@ -14,6 +14,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 	"github.com/windlass-dev/windlass/internal/inventory"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/state"
@@ -45,14 +46,16 @@ const (
 
 // graphGroups are the kinds the graph shows, with their group.
 var graphGroups = map[string]int{
-	gatingv1alpha1.GateKind:       groupGates,
-	sourcev1.GitRepositoryKind:    groupSources,
-	sourcev1.OCIRepositoryKind:    groupSources,
-	sourcev1.HelmRepositoryKind:   groupSources,
-	sourcev1.BucketKind:           groupSources,
-	sourcev1.HelmChartKind:        groupSources,
-	kustomizev1.KustomizationKind: groupAppliers,
-	helmv2.HelmReleaseKind:        groupAppliers,
+	gatingv1alpha1.GateKind:                groupGates,
+	sourcev1.GitRepositoryKind:             groupSources,
+	sourcev1.OCIRepositoryKind:             groupSources,
+	sourcev1.HelmRepositoryKind:            groupSources,
+	sourcev1.BucketKind:                    groupSources,
+	sourcev1.HelmChartKind:                 groupSources,
+	sourceextv1beta1.ArtifactGeneratorKind: groupSources,
+	sourcev1.ExternalArtifactKind:          groupSources,
+	kustomizev1.KustomizationKind:          groupAppliers,
+	helmv2.HelmReleaseKind:                 groupAppliers,
 }
 
 // What an edge says of its ends.
@@ -363,10 +366,23 @@ func objectCount(n int) string {
 // sourcesOf returns the sources obj is made from: a Kustomization's
 // spec.sourceRef; a HelmRelease's spec.chartRef, or the HelmChart made
 // from its spec.chart (that chart's source when there is none yet); a
-// HelmChart's spec.sourceRef. exists says whether an object is there.
+// HelmChart's spec.sourceRef; an ArtifactGenerator's spec.sources; the
+// generator of a generated ExternalArtifact. exists says whether an
+// object is there.
 func sourcesOf(obj client.Object, exists func(graphRef) bool) []graphRef {
 	ns := obj.GetNamespace()
 	switch o := obj.(type) {
+	case *sourceextv1beta1.ArtifactGenerator:
+		refs := make([]graphRef, 0, len(o.Spec.Sources))
+		for _, s := range o.Spec.Sources {
+			refs = append(refs, graphRef{s.Kind, orDefault(s.Namespace, ns), s.Name})
+		}
+		return refs
+	case *sourcev1.ExternalArtifact:
+		if ref := o.Spec.SourceRef; ref != nil && ref.Kind == sourceextv1beta1.ArtifactGeneratorKind {
+			return []graphRef{{ref.Kind, orDefault(ref.Namespace, ns), ref.Name}}
+		}
+		return nil
 	case *kustomizev1.Kustomization:
 		return []graphRef{{o.Spec.SourceRef.Kind, orDefault(o.Spec.SourceRef.Namespace, ns), o.Spec.SourceRef.Name}}
 	case *sourcev1.HelmChart:

@@ -19,6 +19,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/scheme"
 )
@@ -347,4 +348,25 @@ func TestGraphLeavesWhatItMayNotReadUnknown(t *testing.T) {
 	g.Expect(body).NotTo(Or(ContainSubstring("edge-closed"), ContainSubstring("not found")))
 	g.Expect(edgeTitles(body)).To(ContainElements("Gate team-a/freeze → Kustomization team-a/app (gate)",
 		"Gate team-a/weekdays → GitRepository team-a/app (gate)"))
+}
+
+// TestGraphShowsAGeneratorsChain: a monorepo's GitRepository feeds its
+// ArtifactGenerator, which feeds the ExternalArtifact it generated, which
+// feeds the Kustomization that applies it.
+func TestGraphShowsAGeneratorsChain(t *testing.T) {
+	g := NewWithT(t)
+	om := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "team-d", Name: name, Generation: 1} }
+	mono := &sourcev1.GitRepository{ObjectMeta: om("mono")}
+	gen := &sourceextv1beta1.ArtifactGenerator{ObjectMeta: om("apps")}
+	gen.Spec.Sources = []sourceextv1beta1.SourceReference{{Alias: "mono", Kind: sourcev1.GitRepositoryKind, Name: "mono"}}
+	ea := &sourcev1.ExternalArtifact{ObjectMeta: om("app-a")}
+	ea.Spec.SourceRef = &meta.NamespacedObjectKindReference{Kind: sourceextv1beta1.ArtifactGeneratorKind, Name: "apps"}
+	ks := &kustomizev1.Kustomization{ObjectMeta: om("a")}
+	ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: "app-a"}
+	code, body := get(g, testServer(mono, gen, ea, ks), "/graph")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(edgeTitles(body)).To(ConsistOf(
+		"GitRepository team-d/mono → ArtifactGenerator team-d/apps (source)",
+		"ArtifactGenerator team-d/apps → ExternalArtifact team-d/app-a (source)",
+		"ExternalArtifact team-d/app-a → Kustomization team-d/a (source)"))
 }
