@@ -44,18 +44,25 @@ const (
 	groupObjects
 )
 
-// graphGroups are the kinds the graph shows, with their group.
-var graphGroups = map[string]int{
-	gatingv1alpha1.GateKind:                groupGates,
-	sourcev1.GitRepositoryKind:             groupSources,
-	sourcev1.OCIRepositoryKind:             groupSources,
-	sourcev1.HelmRepositoryKind:            groupSources,
-	sourcev1.BucketKind:                    groupSources,
-	sourcev1.HelmChartKind:                 groupSources,
-	sourceextv1beta1.ArtifactGeneratorKind: groupSources,
-	sourcev1.ExternalArtifactKind:          groupSources,
-	kustomizev1.KustomizationKind:          groupAppliers,
-	helmv2.HelmReleaseKind:                 groupAppliers,
+// graphGroups are the kinds the graph shows, with their group, from the
+// registry: Gates; the kinds of the source controller (sources, and what
+// makes artifacts out of them); the kinds with dependsOn (appliers).
+var graphGroups = graphGroupsOf(kinds.All)
+
+// graphGroupsOf returns the group of each kind of ks the graph shows.
+func graphGroupsOf(ks []kinds.Kind) map[string]int {
+	out := map[string]int{}
+	for _, k := range ks {
+		switch {
+		case k.Kind == gatingv1alpha1.GateKind:
+			out[k.Kind] = groupGates
+		case k.Controller == kinds.SourceController:
+			out[k.Kind] = groupSources
+		case k.DependsOn != nil:
+			out[k.Kind] = groupAppliers
+		}
+	}
+	return out
 }
 
 // What an edge says of its ends.

@@ -355,7 +355,9 @@ func TestGraphLeavesWhatItMayNotReadUnknown(t *testing.T) {
 // feeds the Kustomization that applies it.
 func TestGraphShowsAGeneratorsChain(t *testing.T) {
 	g := NewWithT(t)
-	om := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "team-d", Name: name, Generation: 1} }
+	om := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "team-d", Name: name, Generation: 1}
+	}
 	mono := &sourcev1.GitRepository{ObjectMeta: om("mono")}
 	gen := &sourceextv1beta1.ArtifactGenerator{ObjectMeta: om("apps")}
 	gen.Spec.Sources = []sourceextv1beta1.SourceReference{{Alias: "mono", Kind: sourcev1.GitRepositoryKind, Name: "mono"}}
@@ -369,4 +371,18 @@ func TestGraphShowsAGeneratorsChain(t *testing.T) {
 		"GitRepository team-d/mono → ArtifactGenerator team-d/apps (source)",
 		"ArtifactGenerator team-d/apps → ExternalArtifact team-d/app-a (source)",
 		"ExternalArtifact team-d/app-a → Kustomization team-d/a (source)"))
+}
+
+// TestGraphGroupsFollowTheRegistry: the graph shows the Gates, the kinds
+// of the source controller as sources and the kinds with dependsOn as
+// appliers, from the registry.
+func TestGraphGroupsFollowTheRegistry(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(graphGroups).To(Equal(map[string]int{
+		"Gate":          groupGates,
+		"GitRepository": groupSources, "OCIRepository": groupSources, "Bucket": groupSources,
+		"HelmRepository": groupSources, "HelmChart": groupSources,
+		"ArtifactGenerator": groupSources, "ExternalArtifact": groupSources,
+		"Kustomization": groupAppliers, "HelmRelease": groupAppliers,
+	}))
 }
