@@ -367,3 +367,53 @@ func TestArtifactGenerator_PathPattern(t *testing.T) {
 	g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("matches no folder of source 'mono'"))
 	g.Expect(eaFiles(t, g, ns, "auth-svc")).To(HaveLen(1), "the artifacts generated before stay")
 }
+
+// TestArtifactGenerator_ClosedGateHoldsNewArtifacts: behind a closed gate a
+// generator publishes no new artifact (Blocked=True) and its
+// ExternalArtifacts keep their last one; opening the gate publishes the
+// new one.
+func TestArtifactGenerator_ClosedGateHoldsNewArtifacts(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	setGate(g, ns, "freeze", true)
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	repo.MustCommit(t, "main", map[string]string{"deploy/app.yaml": "app: 1\n"}, "one")
+	g.Expect(env.Client.Create(ctx, mainBranch(newGitRepository(ns, "app", base+"/app.git")))).To(Succeed())
+	gen := &sourceextv1beta1.ArtifactGenerator{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gated"},
+		Spec: sourceextv1beta1.ArtifactGeneratorSpec{
+			Sources:         []sourceextv1beta1.SourceReference{gitSource("x", "app")},
+			OutputArtifacts: []sourceextv1beta1.OutputArtifact{{Name: "out", Copy: []sourceextv1beta1.CopyOperation{copyOp("@x/deploy/**", "@artifact/")}}},
+			Gates:           []meta.NamespacedObjectReference{{Name: "freeze"}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, gen)).To(Succeed())
+	waitForGenerator(g, gen, generatorReady)
+	before := externalArtifact(g, ns, "out").Status.Artifact
+
+	setGate(g, ns, "freeze", false)
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		return conditions.IsTrue(o, meta.BlockedCondition)
+	})
+	repo.MustCommit(t, "main", map[string]string{"deploy/app.yaml": "app: 2\n"}, "two")
+	testutil.RequestReconcile(g, env.Client, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}, "two")
+	g.Eventually(func() string {
+		src := &sourcev1.GitRepository{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app"}, src)).To(Succeed())
+		return src.Status.LastHandledReconcileAt
+	}, timeout, interval).Should(Equal("two"))
+	testutil.RequestReconcile(g, env.Client, gen, "held")
+	got := waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool { return o.Status.LastHandledReconcileAt == "held" })
+	g.Expect(conditions.Reason(got, meta.BlockedCondition)).To(Equal(meta.GateClosedReason))
+	g.Expect(externalArtifact(g, ns, "out").Status.Artifact).To(Equal(before), "the last artifact stays published")
+
+	setGate(g, ns, "freeze", true)
+	g.Eventually(func() map[string]string { return eaFiles(t, g, ns, "out") }, timeout, interval).
+		Should(Equal(map[string]string{"app.yaml": "app: 2\n"}))
+	waitForGenerator(g, gen, func(o *sourceextv1beta1.ArtifactGenerator) bool {
+		return generatorReady(o) && !conditions.Has(o, meta.BlockedCondition)
+	})
+}
