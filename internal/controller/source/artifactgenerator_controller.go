@@ -99,6 +99,12 @@ func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr 
 			},
 		},
 	}
+	if opts.Sharder != nil {
+		store := artifactStore{kind: sourcev1.ExternalArtifactKind, storage: r.Storage, events: r.Events}
+		if err := store.sweepMovedAway(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+	}
 	b, err := runner.Setup(ctx, mgr, opts)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/shard"
 )
@@ -54,6 +56,52 @@ func TestSweepHandedOver(t *testing.T) {
 			a := storage.NewArtifactFor(sourcev1.GitRepositoryKind, tt.obj, "main@sha1:1", "1.tar.gz")
 			g.Expect(store.copyBytes(tt.obj, &a, []byte("content"))).To(Succeed())
 			if store.handedOver(tt.obj, tt.held) {
+				store.sweep(context.Background(), tt.obj)
+			}
+			g.Expect(storage.ArtifactExists(a)).To(Equal(!tt.wantSwept))
+		})
+	}
+}
+
+// TestSweepMovedAway: the artifact of a generated ExternalArtifact leaves
+// this replica's storage once another replica publishes it; one published
+// from here, and another producer's, stay.
+func TestSweepMovedAway(t *testing.T) {
+	storage, err := artifact.New(t.TempDir(), "r0.example:9090", time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := artifactStore{kind: sourcev1.ExternalArtifactKind, storage: storage}
+	ea := func(generated bool, url string) *sourcev1.ExternalArtifact {
+		e := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"}}
+		if generated {
+			e.Labels = map[string]string{sourceextv1beta1.GeneratorLabel: "uid-1"}
+		}
+		if url != "" {
+			a := storage.NewArtifactFor(sourcev1.ExternalArtifactKind, e, "latest@sha256:1", "1.tar.gz")
+			a.URL = url
+			e.Status.Artifact = &a
+		}
+		return e
+	}
+	ours := storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea(false, ""), "", "1.tar.gz").URL
+	theirs := "http://r1.example:9090/externalartifact/team-a/app/1.tar.gz"
+	tests := []struct {
+		name      string
+		obj       *sourcev1.ExternalArtifact
+		wantSwept bool
+	}{
+		{name: "published from here", obj: ea(true, ours)},
+		{name: "published again from another replica", obj: ea(true, theirs), wantSwept: true},
+		{name: "another producer's", obj: ea(false, theirs)},
+		{name: "no artifact yet", obj: ea(true, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			a := storage.NewArtifactFor(sourcev1.ExternalArtifactKind, tt.obj, "latest@sha256:1", "1.tar.gz")
+			g.Expect(storage.Copy(&a, strings.NewReader("content"))).To(Succeed())
+			if store.movedAway(tt.obj) {
 				store.sweep(context.Background(), tt.obj)
 			}
 			g.Expect(storage.ArtifactExists(a)).To(Equal(!tt.wantSwept))
