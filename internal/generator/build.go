@@ -120,7 +120,7 @@ func (op operation) copyPath() error {
 				files[i].fromPrefix = files[i].fromRoot[len(rel):]
 			}
 		}
-		return op.copyFiles(files, base)
+		return op.copyFiles(op.included(files), base)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("'%s' in source '%s' is not a regular file", path.Join(rel...), op.src.alias)
 	}
@@ -151,12 +151,7 @@ func (op operation) copyMatches() error {
 	if len(all) == 0 {
 		return fmt.Errorf("no files match pattern '%s' in source '%s'", path.Join(op.src.segments...), op.src.alias)
 	}
-	var files []file
-	for _, f := range all {
-		if !op.ex.excludes(f.fromRoot, f.fromPrefix) {
-			files = append(files, f)
-		}
-	}
+	files := op.included(all)
 	if len(files) == 0 {
 		return fmt.Errorf("every file matching pattern '%s' in source '%s' is excluded", path.Join(op.src.segments...), op.src.alias)
 	}
@@ -174,13 +169,20 @@ func (op operation) copyMatches() error {
 	return op.copyFiles(files, op.dst.segments)
 }
 
-// copyFiles copies files under the folder base, each at its fromPrefix,
-// skipping the excluded ones.
+// included returns the files the rule's exclusions leave.
+func (op operation) included(files []file) []file {
+	var out []file
+	for _, f := range files {
+		if !op.ex.excludes(f.fromRoot, f.fromPrefix) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// copyFiles copies files under the folder base, each at its fromPrefix.
 func (op operation) copyFiles(files []file, base []string) error {
 	for _, f := range files {
-		if op.ex.excludes(f.fromRoot, f.fromPrefix) {
-			continue
-		}
 		if err := op.copyFile(f.fromRoot, append(slices.Clone(base), f.fromPrefix...)); err != nil {
 			return err
 		}
