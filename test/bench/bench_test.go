@@ -102,7 +102,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			var got map[string]any
 			g.Expect(json.Unmarshal(data, &got)).To(Succeed())
-			keys := 16
+			keys := 17
 			g.Expect(res.ReadyRequests).NotTo(BeNil())
 			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue("Kustomization", BeNumerically(">", 0)))
 			g.Expect(res.ReadyRequests.ByKind).To(HaveKeyWithValue(tc.kind, BeNumerically(">", 0)))
@@ -120,6 +120,7 @@ func TestSmoke(t *testing.T) {
 			g.Expect(got).To(HaveKeyWithValue("source", tc.kind))
 			g.Expect(got).To(HaveKeyWithValue("noop_tick_downloads", HaveLen(len(tc.downloads))))
 			g.Expect(got).To(HaveKeyWithValue("change_steps", HaveKey("artifact_seconds")))
+			g.Expect(got).To(HaveKeyWithValue("change_cost", HaveKeyWithValue("requests", BeNumerically(">", 0))))
 			for _, key := range []string{"ready_seconds", "peak_rss_bytes", "cpu_seconds", "api_requests",
 				"change_to_applied_seconds", "noop_tick_seconds", "noop_tick_writes"} {
 				g.Expect(got).To(HaveKeyWithValue(key, BeNumerically(">=", 0)))
