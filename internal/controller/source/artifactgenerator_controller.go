@@ -100,8 +100,7 @@ func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr 
 		},
 	}
 	if opts.Sharder != nil {
-		store := artifactStore{kind: sourcev1.ExternalArtifactKind, storage: r.Storage, events: r.Events}
-		if err := store.sweepMovedAway(ctx, mgr.GetCache()); err != nil {
+		if err := r.store().sweepMovedAway(ctx, mgr.GetCache()); err != nil {
 			return err
 		}
 	}
@@ -185,20 +184,8 @@ func (r *ArtifactGeneratorReconciler) run(ctx context.Context, obj *sourceextv1b
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileSources, r.reconcileArtifacts, r.reconcileInventory)
 }
 
-// sourceFetcher returns how the sources' artifacts are read: from storage,
-// or over HTTP too when r.Remote is set.
-func (r *ArtifactGeneratorReconciler) sourceFetcher() fetch.Patcher {
-	local := &fetch.Local{Storage: r.Storage}
-	if r.Remote == nil {
-		return local
-	}
-	return &fetch.LocalOrHTTP{Local: local, HTTP: r.Remote}
-}
-
-// sourceRequeue is how long to wait for a source without an artifact.
-func (r *ArtifactGeneratorReconciler) sourceRequeue() time.Duration {
-	if r.DependencyRequeue > 0 {
-		return r.DependencyRequeue
-	}
-	return defaultHelmChartSourceRequeue
+// store returns the storage steps shared with the source kinds, for the
+// artifacts of the ExternalArtifacts the generators publish.
+func (r *ArtifactGeneratorReconciler) store() artifactStore {
+	return artifactStore{kind: sourcev1.ExternalArtifactKind, storage: r.Storage, events: r.Events}
 }

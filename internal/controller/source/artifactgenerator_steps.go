@@ -78,7 +78,7 @@ func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
 // another namespace stalls under --no-cross-namespace-refs.
 func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) (outcome.Result, error) {
 	resolver := sourceref.Resolver{Client: r.Client, Kinds: sourceref.For(kinds.GeneratorSource),
-		NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.sourceRequeue()}
+		NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: sourceRequeue(r.DependencyRequeue)}
 	sc.sources = map[string]sourceref.Source{}
 	h := sha256.New()
 	for _, s := range obj.Spec.Sources {
@@ -166,7 +166,7 @@ func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, ob
 func (r *ArtifactGeneratorReconciler) acquireTrees(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) error {
 	sc.trees = map[string]string{}
 	for alias, src := range sc.sources {
-		dir, release, err := r.trees.AcquireArtifact(ctx, *src.GetArtifact(), r.sourceFetcher())
+		dir, release, err := r.trees.AcquireArtifact(ctx, *src.GetArtifact(), sourceFetcher(r.Storage, r.Remote))
 		if err != nil {
 			err = fmt.Errorf("fetching the artifact of source '%s': %w", alias, err)
 			conditions.MarkTrue(obj, sourcev1.FetchFailedCondition, sourceextv1beta1.SourceFetchFailedReason, "%s", err.Error())
@@ -201,7 +201,7 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 	stored := r.storedAs(ctx, obj, spec.Name, a)
 	if stored != nil {
 		a = *stored
-	} else if err := r.archive(obj, &a, dir); err != nil {
+	} else if err := r.store().archiveFiltered(obj, &a, dir, nil, "the artifact's files"); err != nil {
 		return meta.Artifact{}, err
 	}
 	a.Revision = "latest@" + a.Digest
@@ -238,19 +238,6 @@ func (r *ArtifactGeneratorReconciler) storedAs(ctx context.Context, obj *sourcee
 	stored := old.DeepCopy()
 	stored.URL = a.URL
 	return stored
-}
-
-// archive packages dir into storage as a, under the lock of a's file.
-func (r *ArtifactGeneratorReconciler) archive(obj *sourceextv1beta1.ArtifactGenerator, a *meta.Artifact, dir string) error {
-	unlock, err := r.Storage.Lock(*a)
-	if err != nil {
-		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
-	}
-	defer unlock()
-	if err := r.Storage.Archive(a, dir, nil); err != nil {
-		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving: %w", err))
-	}
-	return nil
 }
 
 // keepsOrigin reports whether a, which has the content of stored, keeps
@@ -343,10 +330,10 @@ func (r *ArtifactGeneratorReconciler) deleteOne(ctx context.Context, obj *source
 		}
 		r.Events.Normal(ctx, obj, "ArtifactDeleted", "", fmt.Sprintf("deleted ExternalArtifact '%s'", name))
 	}
-	dir := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, &metav1.ObjectMeta{Namespace: obj.Namespace, Name: name}, "", "*")
-	if _, err := r.Storage.RemoveAll(dir); err != nil {
-		return fmt.Errorf("removing the artifacts of '%s': %w", name, err)
+	key := types.NamespacedName{Namespace: obj.Namespace, Name: name}
+	if err := r.store().removeAll(ctx, &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		return fmt.Errorf("ExternalArtifact '%s': %w", name, err)
 	}
-	r.Storage.ForgetTrees(sourcev1.ExternalArtifactKind, obj.Namespace, name)
+	r.store().forgetTrees(key)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/secret"
@@ -116,6 +119,12 @@ func (s artifactStore) archive(obj conditions.Setter, a *meta.Artifact, dir stri
 	if err != nil {
 		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
 	}
+	return s.archiveFiltered(obj, a, dir, filter, what)
+}
+
+// archiveFiltered packages dir into storage as a, less what filter leaves
+// out (nothing when nil), under the lock of a's file.
+func (s artifactStore) archiveFiltered(obj conditions.Setter, a *meta.Artifact, dir string, filter archive.Filter, what string) error {
 	unlock, err := s.storage.Lock(*a)
 	if err != nil {
 		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
@@ -128,7 +137,7 @@ func (s artifactStore) archive(obj conditions.Setter, a *meta.Artifact, dir stri
 }
 
 // removeAll removes the artifacts of a deleted object from storage.
-func (s artifactStore) removeAll(_ context.Context, obj sourceObject) error {
+func (s artifactStore) removeAll(_ context.Context, obj client.Object) error {
 	dir := s.storage.NewArtifactFor(s.kind, obj, "", "*")
 	if _, err := s.storage.RemoveAll(dir); err != nil {
 		return outcome.Fail(sourcev1.StorageOperationFailedReason, fmt.Errorf("failed to remove the artifacts: %w", err))
@@ -140,6 +149,26 @@ func (s artifactStore) removeAll(_ context.Context, obj sourceObject) error {
 // artifacts.
 func (s artifactStore) forgetTrees(key types.NamespacedName) {
 	s.storage.ForgetTrees(s.kind, key.Namespace, key.Name)
+}
+
+// sourceFetcher returns how a reconciler that builds from other sources'
+// artifacts reads them: from storage, or over HTTP too when remote is set.
+func sourceFetcher(storage *artifact.Storage, remote *fetch.HTTP) fetch.Patcher {
+	local := &fetch.Local{Storage: storage}
+	if remote == nil {
+		return local
+	}
+	return &fetch.LocalOrHTTP{Local: local, HTTP: remote}
+}
+
+// sourceRequeue is how long a reconciler that builds from another source
+// waits for one without an artifact: configured, else
+// defaultSourceRequeue.
+func sourceRequeue(configured time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	return defaultSourceRequeue
 }
 
 // secretData returns the data of the Secret name in namespace ns.

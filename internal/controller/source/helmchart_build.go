@@ -240,12 +240,7 @@ func artifactOf(repo *sourcev1.HelmRepository) *meta.Artifact {
 // http(s):// nor oci://.
 var errNoFetcher = errors.New("only http://, https:// and oci:// dependency repositories are supported; repository aliases are not: vendor the dependency in charts/ or name its repository's URL")
 
-// sourceFetcher returns how the artifacts of the charts' sources are read:
-// from storage, or over HTTP too when r.Remote is set.
+// sourceFetcher returns how the artifacts of the charts' sources are read.
 func (r *HelmChartReconciler) sourceFetcher() fetch.Patcher {
-	local := &fetch.Local{Storage: r.Storage}
-	if r.Remote == nil {
-		return local
-	}
-	return &fetch.LocalOrHTTP{Local: local, HTTP: r.Remote}
+	return sourceFetcher(r.Storage, r.Remote)
 }

@@ -35,10 +35,10 @@ var helmChartNegativeConditions = []string{
 	sourcev1.ArtifactOutdatedCondition,
 }
 
-// defaultHelmChartSourceRequeue is how long a HelmChart waits for a source
-// without an artifact when the reconciler does not say; the watch on the
-// sources usually comes first.
-const defaultHelmChartSourceRequeue = 30 * time.Second
+// defaultSourceRequeue is how long a HelmChart or an ArtifactGenerator
+// waits for a source without an artifact when the reconciler does not say;
+// the watch on the sources usually comes first.
+const defaultSourceRequeue = 30 * time.Second
 
 // HelmChartReconciler reconciles HelmChart objects: it pulls a chart from
 // a HelmRepository (an HTTP index or an OCI registry), or loads and
@@ -174,10 +174,7 @@ func (sc *helmChartScope) cleanup() {
 
 // sourceRequeue returns how long to wait for a source without an artifact.
 func (r *HelmChartReconciler) sourceRequeue() time.Duration {
-	if r.DependencyRequeue > 0 {
-		return r.DependencyRequeue
-	}
-	return defaultHelmChartSourceRequeue
+	return sourceRequeue(r.DependencyRequeue)
 }
 
 // maxChartSize returns the bound on a chart package's bytes.
