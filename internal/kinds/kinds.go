@@ -93,7 +93,10 @@ type Kind struct {
 	// one replica for all their objects: an ImagePolicy reads the tags that
 	// its ImageRepository's scan keeps in memory.
 	ShardAsOne bool
-	// Gates is how objects of the kind wait behind spec.gates.
+	// Gates is how objects of the kind wait behind spec.gates. The runner
+	// enforces them for the kinds it reconciles; a Produced kind's
+	// producer enforces them (the ArtifactGenerator for its
+	// ExternalArtifacts).
 	Gates GateRole
 	// DependsOn returns an object's spec.dependsOn; nil for kinds without.
 	DependsOn func(client.Object) []meta.DependencyReference

@@ -100,7 +100,7 @@ var All = []Kind{
 		New:        func() client.Object { return &sourcev1.ExternalArtifact{} },
 		NewList:    func() client.ObjectList { return &sourcev1.ExternalArtifactList{} },
 		Info:       externalArtifactInfo,
-		Controller: SourceController, Produced: true, AlertSource: true,
+		Controller: SourceController, Produced: true, Gates: SourceGates, AlertSource: true,
 		SourceFor: []Use{KustomizationSource, ChartRef, GeneratorSource},
 		Words:     []string{"source", "external"}, Aliases: []string{"externalartifact", "externalartifacts", "ea"},
 	},

@@ -17,6 +17,13 @@ type ExternalArtifactSpec struct {
 	// publishes artifacts in the same format.
 	// +optional
 	SourceRef *meta.NamespacedObjectKindReference `json:"sourceRef,omitempty"`
+
+	// Gates are the gates (gating.toolkit.fluxcd.io) that must all be open
+	// for the producer to publish a new artifact; while one is closed the
+	// last artifact stays published and Blocked is True. Windlass's
+	// ArtifactGenerator honours them; another producer must do so itself.
+	// +optional
+	Gates []meta.NamespacedObjectReference `json:"gates,omitempty"`
 }
 
 // ExternalArtifactStatus is the observed state of an ExternalArtifact,
@@ -76,6 +83,9 @@ func (in *ExternalArtifact) SetConditions(c []metav1.Condition) { in.Status.Cond
 // IsSuspended reports false: no controller reconciles an ExternalArtifact,
 // its producer writes it.
 func (in *ExternalArtifact) IsSuspended() bool { return false }
+
+// GetGates returns the gates the producer waits behind (spec.gates).
+func (in *ExternalArtifact) GetGates() []meta.NamespacedObjectReference { return in.Spec.Gates }
 
 // GetArtifact returns the object's artifact, or nil.
 func (in *ExternalArtifact) GetArtifact() *meta.Artifact { return in.Status.Artifact }

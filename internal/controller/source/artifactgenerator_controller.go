@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	sourceextv1beta1 "github.com/windlass-dev/windlass/api/sourceextensions/v1beta1"
@@ -23,6 +21,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/patch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reconcile/gate"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
 )
@@ -76,8 +75,8 @@ type ArtifactGeneratorReconciler struct {
 
 // SetupWithManager registers the reconciler with mgr: it watches the
 // generators, their gates and their sources (a new artifact of a source
-// reconciles the generators that use it at once), and the deletion of
-// the ExternalArtifacts they generated.
+// reconciles the generators that use it at once), the deletion of the
+// ExternalArtifacts they generated, and the gates of those.
 func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	// Extracted artifacts are removed when the manager stops.
 	if err := mgr.Add(reconcile.OnStop(r.trees.RemoveAll)); err != nil {
@@ -108,13 +107,13 @@ func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr 
 	if err != nil {
 		return err
 	}
-	return b.Watches(&sourcev1.ExternalArtifact{}, handler.EnqueueRequestsFromMapFunc(generatorOf),
-		builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(event.CreateEvent) bool { return false },
-			UpdateFunc:  func(event.UpdateEvent) bool { return false },
-			DeleteFunc:  func(event.DeleteEvent) bool { return true },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.ExternalArtifact{}, gate.IndexKey, gate.IndexValues); err != nil {
+		return fmt.Errorf("indexing ExternalArtifact gates: %w", err)
+	}
+	return b.Watches(&sourcev1.ExternalArtifact{},
+		handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrlreconcile.Request { return producerOf(o) }),
+		builder.WithPredicates(outputChanged())).
+		Watches(&gatingv1alpha1.Gate{}, handler.EnqueueRequestsFromMapFunc(r.gatedOutputs), builder.WithPredicates(gate.OpenedChanged())).
 		Complete(runner)
 }
 
@@ -125,21 +124,6 @@ func generatorSourceRefs(obj *sourceextv1beta1.ArtifactGenerator) []sourceref.Re
 		refs = append(refs, sourceref.Ref{Kind: s.Kind, Name: s.Name, Namespace: s.Namespace})
 	}
 	return refs
-}
-
-// generatorOf returns the request of the generator that generated the
-// ExternalArtifact o, if one did.
-func generatorOf(_ context.Context, o client.Object) []ctrlreconcile.Request {
-	ea, ok := o.(*sourcev1.ExternalArtifact)
-	if !ok || ea.Spec.SourceRef == nil || ea.Spec.SourceRef.Kind != sourceextv1beta1.ArtifactGeneratorKind ||
-		ea.Labels[sourceextv1beta1.GeneratorLabel] == "" {
-		return nil
-	}
-	ns := ea.Spec.SourceRef.Namespace
-	if ns == "" {
-		ns = ea.Namespace
-	}
-	return []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ea.Spec.SourceRef.Name}}}
 }
 
 // generatedMessage is the message of a Ready generator.
@@ -160,8 +144,11 @@ type generatorScope struct {
 	trees map[string]string
 	// release gives the trees back to the cache.
 	release []func()
-	// generated are the artifacts built, in the order of the spec.
+	// generated are the artifacts built, in the order of the spec, and
+	// those a gate holds at the artifact they had.
 	generated []generated
+	// held are the names of the artifacts a gate holds back.
+	held []string
 }
 
 // generated is an artifact built and stored.

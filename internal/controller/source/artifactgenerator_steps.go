@@ -29,45 +29,10 @@ import (
 )
 
 // checkGeneratorSpec (the kind's CheckSpec, run first) stalls a generator
-// whose spec can never work: an alias or artifact name given twice, an
-// alias that no source has, a pathPattern that does not parse.
+// whose spec can never work (generator.CheckSpec).
 func checkGeneratorSpec(obj *sourceextv1beta1.ArtifactGenerator) error {
-	invalid := func(format string, args ...any) error {
-		return outcome.Stall(sourceextv1beta1.ValidationFailedReason, fmt.Errorf(format, args...))
-	}
-	aliases := map[string]bool{}
-	for _, s := range obj.Spec.Sources {
-		if aliases[s.Alias] {
-			return invalid("duplicate source alias '%s'", s.Alias)
-		}
-		aliases[s.Alias] = true
-	}
-	if obj.Spec.PathPattern != "" {
-		pattern, err := generator.ParsePattern(obj.Spec.PathPattern)
-		if err != nil {
-			return invalid("%s", err.Error())
-		}
-		if !aliases[pattern.Alias] {
-			return invalid("pathPattern '%s' names the source alias '%s', which no source has", obj.Spec.PathPattern, pattern.Alias)
-		}
-	}
-	names := map[string]bool{}
-	for _, a := range obj.Spec.OutputArtifacts {
-		if names[a.Name] {
-			return invalid("duplicate artifact name '%s'", a.Name)
-		}
-		names[a.Name] = true
-		for field, ref := range map[string]string{"revision": a.Revision, "originRevision": a.OriginRevision} {
-			if alias := strings.TrimPrefix(ref, "@"); ref != "" && !aliases[alias] {
-				return invalid("artifact '%s': %s names the source alias '%s', which no source has", a.Name, field, alias)
-			}
-		}
-		for i, c := range a.Copy {
-			alias, _, _ := strings.Cut(strings.TrimPrefix(c.From, "@"), "/")
-			if !aliases[alias] && !strings.Contains(alias, "{") {
-				return invalid("artifact '%s': copy[%d] from '%s' names the source alias '%s', which no source has", a.Name, i, c.From, alias)
-			}
-		}
+	if err := generator.CheckSpec(obj.Spec); err != nil {
+		return outcome.Stall(sourceextv1beta1.ValidationFailedReason, err)
 	}
 	return nil
 }
@@ -130,10 +95,12 @@ func generatedBy(ea *sourcev1.ExternalArtifact, obj *sourceextv1beta1.ArtifactGe
 }
 
 // reconcileArtifacts builds each artifact from the sources' trees, stores
-// it, and publishes it as an ExternalArtifact.
+// it, and publishes it as an ExternalArtifact, unless a gate of that
+// ExternalArtifact holds it back: then it keeps the artifact it had. When
+// nothing changed, only the gates of the ExternalArtifacts are looked at.
 func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope) (outcome.Result, error) {
 	if sc.upToDate {
-		return outcome.ResultSuccess, nil
+		return outcome.ResultSuccess, r.enforceOutputGates(ctx, obj)
 	}
 	if err := r.acquireTrees(ctx, obj, sc); err != nil {
 		return outcome.ResultEmpty, err
@@ -147,19 +114,43 @@ func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, ob
 		return outcome.ResultEmpty, err
 	}
 	for _, p := range plan {
-		a, err := r.build(ctx, obj, sc, p.Spec)
-		if err != nil {
+		if err := r.generate(ctx, obj, sc, p); err != nil {
 			return outcome.ResultEmpty, err
 		}
-		if err := r.publish(ctx, obj, p.Spec.Name, p.Labels, a); err != nil {
-			return outcome.ResultEmpty, err
-		}
-		sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: a})
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
 	return outcome.ResultSuccess, nil
+}
+
+// generate builds, stores and publishes the artifact p, or keeps the
+// artifact its ExternalArtifact has while a gate holds it back.
+func (r *ArtifactGeneratorReconciler) generate(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope, p generator.Planned) error {
+	out, err := r.readOutput(ctx, obj, p.Spec.Name)
+	if err != nil {
+		return err
+	}
+	held, err := r.heldBack(ctx, out)
+	if err != nil {
+		return err
+	}
+	if held {
+		sc.held = append(sc.held, p.Spec.Name)
+		if a := out.ea.Status.Artifact; a != nil && generatedBy(out.ea, obj) {
+			sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: *a})
+		}
+		return nil
+	}
+	a, err := r.build(ctx, obj, sc, p.Spec, out.before)
+	if err != nil {
+		return err
+	}
+	if err := r.publish(ctx, obj, out, p.Spec.Name, p.Labels, a); err != nil {
+		return err
+	}
+	sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: a})
+	return nil
 }
 
 // acquireTrees extracts (or finds extracted) the artifact of every source.
@@ -181,7 +172,7 @@ func (r *ArtifactGeneratorReconciler) acquireTrees(ctx context.Context, obj *sou
 // build builds the artifact spec into a folder and stores it, unless
 // storage holds that content already; it returns the stored artifact.
 func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope,
-	spec sourceextv1beta1.OutputArtifact) (meta.Artifact, error) {
+	spec sourceextv1beta1.OutputArtifact, published *sourcev1.ExternalArtifact) (meta.Artifact, error) {
 	dir, err := workdir.MkdirTemp("generator-*")
 	if err != nil {
 		return meta.Artifact{}, storageFailed(obj, sourcev1.DirCreationFailedReason, err)
@@ -198,7 +189,7 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 	}
 	ea := &metav1.ObjectMeta{Namespace: obj.Namespace, Name: spec.Name}
 	a := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea, "", content+".tar.gz")
-	stored := r.storedAs(ctx, obj, spec.Name, a)
+	stored := r.storedAs(obj, published, a)
 	if stored != nil {
 		a = *stored
 	} else if err := r.store().archiveFiltered(obj, &a, dir, nil, "the artifact's files"); err != nil {
@@ -223,15 +214,15 @@ func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv
 	return a, nil
 }
 
-// storedAs returns the artifact that the ExternalArtifact name already
-// publishes when it is a, stored whole: its file, digest, size and time are
-// kept. It returns nil otherwise.
-func (r *ArtifactGeneratorReconciler) storedAs(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, name string, a meta.Artifact) *meta.Artifact {
-	ea := &sourcev1.ExternalArtifact{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, ea); err != nil || !generatedBy(ea, obj) {
+// storedAs returns the artifact that published (the ExternalArtifact of
+// the artifact, nil when there is none yet) already publishes when it is
+// a, stored whole: its file, digest, size and time are kept. It returns
+// nil otherwise.
+func (r *ArtifactGeneratorReconciler) storedAs(obj *sourceextv1beta1.ArtifactGenerator, published *sourcev1.ExternalArtifact, a meta.Artifact) *meta.Artifact {
+	if published == nil || !generatedBy(published, obj) {
 		return nil
 	}
-	old := ea.Status.Artifact
+	old := published.Status.Artifact
 	if old == nil || old.Path != a.Path || r.Storage.Verify(*old) != nil {
 		return nil
 	}
@@ -265,6 +256,9 @@ func (r *ArtifactGeneratorReconciler) reconcileInventory(ctx context.Context, ob
 		return outcome.ResultSuccess, nil
 	}
 	keep := map[string]bool{}
+	for _, name := range sc.held {
+		keep[name] = true
+	}
 	inventory := make([]sourceextv1beta1.ExternalArtifactReference, 0, len(sc.generated))
 	for _, g := range sc.generated {
 		keep[g.name] = true
@@ -277,7 +271,11 @@ func (r *ArtifactGeneratorReconciler) reconcileInventory(ctx context.Context, ob
 	}
 	slices.SortFunc(inventory, func(a, b sourceextv1beta1.ExternalArtifactReference) int { return strings.Compare(a.Name, b.Name) })
 	obj.Status.Inventory = inventory
-	obj.Status.ObservedSourcesDigest = sc.sourcesDigest
+	if len(sc.held) == 0 {
+		// While a gate holds an artifact back, the next run builds again:
+		// the artifact is published as soon as its gates open.
+		obj.Status.ObservedSourcesDigest = sc.sourcesDigest
+	}
 	return outcome.ResultSuccess, nil
 }
 
