@@ -41,7 +41,7 @@ func newCreateCommand() *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Create or update sources, Kustomizations, HelmReleases, their secrets, Gates, Alerts, Receivers and image automation",
+		Short: "Create or update sources, ArtifactGenerators, Kustomizations, HelmReleases, their secrets, Gates, Alerts, Receivers and image automation",
 		Long: `Create an object, or update it when it exists (server-side apply, field
 owner "windlass"), then wait until its controller has reconciled it and print
 the outcome; the exit code is not zero when it is not Ready.
@@ -58,7 +58,7 @@ and no cluster is needed.`,
 		newCreateSourceHelmCommand(f), newCreateSourceChartCommand(f))
 	secret := newCreateSecretCommand(f)
 	secret.AddCommand(newCreateSecretHelmCommand(f))
-	cmd.AddCommand(source, newCreateKustomizationCommand(f), newCreateHelmReleaseCommand(f), secret, newCreateGateCommand(f),
+	cmd.AddCommand(source, newCreateArtifactGeneratorCommand(f), newCreateKustomizationCommand(f), newCreateHelmReleaseCommand(f), secret, newCreateGateCommand(f),
 		newCreateProviderCommand(f), newCreateAlertCommand(f), newCreateReceiverCommand(f), newCreateImageCommand(f))
 	return cmd
 }

@@ -78,6 +78,13 @@ func TestCreateExport(t *testing.T) {
 		{golden: "create-gate-schedules", args: []string{"create", "gate", "no-deploy-friday", "-n", "apps", "--default", "opened",
 			"--schedule", "close 0 0 * * FRI for 24h in Europe/Berlin", "--schedule", "open  0 9 * * MON,TUE  for 90m",
 			"--schedule", "close @daily for 1h in America/New_York"}},
+		{golden: "create-artifactgenerator-pathpattern", args: []string{"create", "artifactgenerator", "apps", "-n", "apps",
+			"--source", "mono=GitRepository/monorepo", "--path-pattern", "@mono/apps/{app}",
+			"--copy", "{app}:@mono/apps/{app}/**:@artifact/", "--copy", "{app}:@mono/base/:@artifact/base/"}},
+		{golden: "create-artifactgenerator-composite", args: []string{"create", "ag", "podinfo", "--label", "team=web",
+			"--source", "chart=ocirepository/podinfo-chart", "--source", "cfg=GitRepository/config/settings",
+			"--copy", "podinfo:@chart/:@artifact/", "--copy", "podinfo:@cfg/values/prod.yaml:@artifact/podinfo/values.yaml:Merge",
+			"--copy", "settings:@cfg/settings/*.yaml:@artifact/", "--revision", "podinfo=@chart"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {

@@ -22,11 +22,16 @@ built from Go modules the first time, then cached), run every Windlass
 controller in this process, serve a demo Git repository on loopback, and
 deploy it with a GitRepository and two Kustomizations. With --path DIR the
 folder DIR is served instead, committed again whenever a file in it changes.
+With --split PATTERN as well (like apps/{app}), DIR is decomposed as a
+monorepo: an ArtifactGenerator makes one artifact per folder the pattern
+matches, each applied by a Kustomization of its own (created and deleted as
+folders come and go), so that an edit applies only the folders it changed.
 
 Everything listens on 127.0.0.1. Ctrl-C stops everything. It needs Go (to build
 the control plane once) and git.`,
 		Example: `  windlass dev
-  windlass dev --path ./deploy --kubeconfig-out ./dev.kubeconfig`,
+  windlass dev --path ./deploy --kubeconfig-out ./dev.kubeconfig
+  windlass dev --path . --split 'apps/{app}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := devenv.SignalContext(cmd.Context())
@@ -41,6 +46,7 @@ the control plane once) and git.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.KubeconfigOut, "kubeconfig-out", "", "where to write the kubeconfig of the local cluster (default: dev/kubeconfig in the windlass cache folder)")
 	fs.StringVar(&o.Path, "path", "", "serve this folder of manifests instead of the demo, committing it whenever a file changes")
+	fs.StringVar(&o.Split, "split", "", "with --path: one artifact and one Kustomization per folder this pattern matches, like apps/{app}")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait for the objects to become Ready")
 	fs.DurationVar(&o.SyncInterval, "sync-interval", time.Second, "how often --path is checked for changes")
 	return cmd

@@ -47,6 +47,10 @@ type Options struct {
 	Timeout time.Duration
 	// SyncInterval is how often Path is checked for changes.
 	SyncInterval time.Duration
+	// Split, with Path, decomposes it: one artifact (of an
+	// ArtifactGenerator) and one Kustomization per folder this pattern
+	// (like apps/{app}) matches.
+	Split string
 	// Command is how the user runs windlass, for the hints printed.
 	Command string
 	// Version is the version of windlass, recorded for the command line.
@@ -108,6 +112,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		return nil
 	}
 	s.printHowToLook()
+	if s.split != nil {
+		s.seedSplit(ctx)
+	}
 	if s.mirror != nil {
 		s.followFolder(ctx)
 	}
@@ -144,6 +151,7 @@ type session struct {
 	gitServer  *gitserver.Server
 	repo       *gitserver.Repo
 	mirror     *folderMirror
+	split      *splitter
 	syncObjs   []client.Object
 	logFiles   []*os.File
 	kubeconfig bool
@@ -177,9 +185,13 @@ func (s *session) useRunDir() (restore func(), err error) {
 	}, nil
 }
 
-// checkPath fails early on a --path that cannot be served.
+// checkPath fails early on a --path that cannot be served, or a --split
+// that cannot split it.
 func (s *session) checkPath() error {
 	if s.opts.Path == "" {
+		if s.opts.Split != "" {
+			return errors.New("--split needs --path: the folder to decompose")
+		}
 		return nil
 	}
 	abs, err := filepath.Abs(s.opts.Path)
@@ -191,7 +203,13 @@ func (s *session) checkPath() error {
 		return fmt.Errorf("--path %s is not a folder: point it at the folder of your manifests", s.opts.Path)
 	}
 	s.opts.Path = abs
-	_, err = newFolderMirror(abs, nil).stamp()
+	if _, err = newFolderMirror(abs, nil).stamp(); err != nil || s.opts.Split == "" {
+		return err
+	}
+	if s.split, err = newSplitter(s.opts.Split, abs); err != nil {
+		return err
+	}
+	_, err = s.split.names()
 	return err
 }
 

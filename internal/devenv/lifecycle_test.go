@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/controlplane"
+	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -227,7 +228,7 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return c
 }

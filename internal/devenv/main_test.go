@@ -16,6 +16,9 @@ const devChildEnv = "WINDLASS_DEVENV_TEST_CHILD"
 // devChildPathEnv, when set, is the folder the child serves (--path).
 const devChildPathEnv = "WINDLASS_DEVENV_TEST_PATH"
 
+// devChildSplitEnv, when set, is the child's --split pattern.
+const devChildSplitEnv = "WINDLASS_DEVENV_TEST_SPLIT"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(devChildEnv) != "" {
 		os.Exit(runDevChild())
@@ -27,7 +30,7 @@ func TestMain(m *testing.M) {
 func runDevChild() int {
 	ctx, stop := SignalContext(context.Background())
 	defer stop()
-	err := Run(ctx, Options{Out: os.Stdout, Path: os.Getenv(devChildPathEnv), Timeout: 3 * time.Minute,
+	err := Run(ctx, Options{Out: os.Stdout, Path: os.Getenv(devChildPathEnv), Split: os.Getenv(devChildSplitEnv), Timeout: 3 * time.Minute,
 		SyncInterval: 200 * time.Millisecond, Command: "windlass"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "windlass dev:", err)

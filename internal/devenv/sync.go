@@ -150,6 +150,13 @@ func (s *session) serveRepository(context.Context) error {
 	}
 	url := base + "/" + repoName + ".git"
 	s.syncObjs = syncObjects(url, s.opts.Path == "")
+	if s.split != nil {
+		kss, err := s.split.kustomizations()
+		if err != nil {
+			return done(err)
+		}
+		s.syncObjs = append([]client.Object{s.syncObjs[0], s.split.generator}, kss...)
+	}
 	return done(nil, "%s at %s, commit %s", what, url, short(sha))
 }
 
@@ -242,6 +249,9 @@ func (s *session) printHowToLook() {
 		s.p.line("  kubectl get deployments,configmaps -n demo")
 		s.p.line("  %s reconcile ks demo-app --with-source", cmd)
 		s.p.line("  %s gate close %s       # demo-app then waits for approval", cmd, demoGate)
+	} else if s.split != nil {
+		s.p.line("  %s tree artifactgenerator %s       # each folder's artifact, its Kustomization, what it applied", cmd, repoName)
+		s.p.line("Edit the files under %s: each change is committed, and only the Kustomizations of the folders it changed apply it.", s.opts.Path)
 	} else {
 		s.p.line("  %s reconcile ks %s --with-source", cmd, repoName)
 		s.p.line("Edit the files under %s: each change is committed and applied within seconds.", s.opts.Path)
@@ -260,7 +270,11 @@ func (s *session) followFolder(ctx context.Context) {
 	// commits holds the latest commit whose outcome is not said yet: a
 	// newer one replaces it.
 	commits := make(chan string, 1)
-	go s.reportApplies(ctx, commits)
+	if s.split != nil {
+		go s.reportSplitApplies(ctx)
+	} else {
+		go s.reportApplies(ctx, commits)
+	}
 	lastErr := ""
 	for {
 		select {
@@ -283,6 +297,12 @@ func (s *session) followFolder(ctx context.Context) {
 		s.p.line("▸ committed the change in %s as %s@sha1:%s", s.opts.Path, branch, short(sha))
 		if err := s.client.Patch(ctx, s.syncObjs[0].DeepCopyObject().(client.Object), requestReconcile()); err != nil {
 			s.p.line("✗ asking for a reconciliation: %v", err)
+		}
+		if s.split != nil {
+			if err := s.syncSplit(ctx); err != nil {
+				s.p.line("✗ %v", err)
+			}
+			continue
 		}
 		select {
 		case <-commits:
