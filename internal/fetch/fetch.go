@@ -21,6 +21,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/netguard"
 	"github.com/windlass-dev/windlass/internal/redact"
 	"github.com/windlass-dev/windlass/internal/workdir"
 )
@@ -94,9 +95,19 @@ type HTTP struct {
 	MaxSize int64
 }
 
-// NewHTTP returns an HTTP fetcher with sensible limits.
+// artifactAddresses are the addresses artifacts are downloaded from: the
+// storage of a source controller or of another replica, in the cluster
+// (private) or on this host (loopback), or another producer's. Never a
+// link-local address or a cloud metadata endpoint, which a tenant's
+// ExternalArtifact could otherwise make the controller ask.
+var artifactAddresses = netguard.Policy{AllowLoopback: true, AllowPrivate: true}
+
+// NewHTTP returns an HTTP fetcher with sensible limits, which connects
+// only to the artifactAddresses.
 func NewHTTP() *HTTP {
-	return &HTTP{Client: &http.Client{Timeout: 2 * time.Minute}, Retries: 3, MaxSize: archive.DefaultMaxSize}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DialContext = artifactAddresses.Dialer(30 * time.Second).DialContext
+	return &HTTP{Client: &http.Client{Timeout: 2 * time.Minute, Transport: transport}, Retries: 3, MaxSize: archive.DefaultMaxSize}
 }
 
 // Fetch downloads the artifact to a temporary file while hashing it, checks
@@ -131,7 +142,7 @@ func (h *HTTP) downloadFile(ctx context.Context, a meta.Artifact) (*os.File, err
 			}
 		}
 		lastErr = h.download(ctx, a, f)
-		if lastErr == nil || errors.Is(lastErr, ErrNotFound) || ctx.Err() != nil {
+		if lastErr == nil || errors.Is(lastErr, ErrNotFound) || errors.Is(lastErr, netguard.ErrLinkLocal) || ctx.Err() != nil {
 			break
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/netguard"
 )
 
 // storedArtifact archives a small tree into a new storage served over
@@ -83,4 +84,22 @@ func TestHTTPRetriesServerErrorsAndRedactsURLs(t *testing.T) {
 	g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
 	g.Expect(err.Error()).NotTo(ContainSubstring("t0k"))
 	g.Expect(calls.Load()).To(BeEquivalentTo(3))
+}
+
+// TestHTTPRefusesLinkLocalAndMetadata: an artifact URL of a link-local
+// address or a cloud metadata endpoint (which a tenant's ExternalArtifact
+// may name) is refused before any connection.
+func TestHTTPRefusesLinkLocalAndMetadata(t *testing.T) {
+	for _, url := range []string{
+		"http://169.254.169.254/latest/meta-data/x.tar.gz",
+		"http://[fe80::1]:8080/x.tar.gz",
+		"http://100.100.100.200/x.tar.gz",
+		"http://[fd00:ec2::254]/x.tar.gz",
+	} {
+		t.Run(url, func(t *testing.T) {
+			g := NewWithT(t)
+			err := NewHTTP().Fetch(context.Background(), meta.Artifact{URL: url, Digest: "sha256:00"}, t.TempDir())
+			g.Expect(err).To(MatchError(netguard.ErrLinkLocal))
+		})
+	}
 }
