@@ -200,6 +200,17 @@ func Forget(kind string, key client.ObjectKey) {
 	delete(objects.runs, objectKey{kind, key.Namespace, key.Name})
 }
 
+// Runs returns how many runs of the object key, of the given kind, were
+// recorded: for the tests that check an object did not run.
+func Runs(kind string, key client.ObjectKey) uint64 {
+	objects.mu.Lock()
+	defer objects.mu.Unlock()
+	if r, ok := objects.runs[objectKey{kind, key.Namespace, key.Name}]; ok {
+		return r.count
+	}
+	return 0
+}
+
 // Tracked reports whether series of the object key, of the given kind,
 // are kept: for the tests of Forget.
 func Tracked(kind string, key client.ObjectKey) bool {
