@@ -329,7 +329,7 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	r := &kustomizectrl.KustomizationReconciler{
 		Client:               m.GetClient(),
 		Events:               m.events(KustomizeController),
-		Fetcher:              m.artifacts(opts),
+		Fetcher:              m.artifacts(),
 		Applier:              m.targets(opts),
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
@@ -383,7 +383,7 @@ func (m *Manager) targets(opts Options) *impersonation.Factory {
 }
 
 func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
-	reader := m.artifacts(opts)
+	reader := m.artifacts()
 	renderer := sandbox.New(opts.Helm.Render, m.children)
 	r := &helmctrl.HelmReleaseReconciler{
 		Client:               m.GetClient(),

@@ -238,7 +238,7 @@ type artifactSource interface {
 // process when it holds them, over HTTP otherwise (the source controller
 // runs elsewhere, another replica holds the source, or another producer
 // publishes the ExternalArtifact).
-func (m *Manager) artifacts(_ Options) artifactSource {
+func (m *Manager) artifacts() artifactSource {
 	if m.Storage == nil {
 		return fetch.NewHTTP()
 	}

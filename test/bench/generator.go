@@ -152,11 +152,7 @@ func (r *run) generatorChange(ctx context.Context, kit *gitKit, gr *GeneratorRes
 	if _, err := r.ctrl.waitRequestsStill(ctx, 10*time.Second); err != nil {
 		return err
 	}
-	requests0, err := r.ctrl.apiRequestsByRequest()
-	if err != nil {
-		return err
-	}
-	st0, err := r.ctrl.stats()
+	mark, err := r.markCost()
 	if err != nil {
 		return err
 	}
@@ -187,14 +183,10 @@ func (r *run) generatorChange(ctx context.Context, kit *gitKit, gr *GeneratorRes
 		return err
 	}
 	// One "application": the budget's figures are the change's totals.
-	whole := budget(requests0, requests1, nil, 1, kustomizev1.KustomizationKind)
+	whole := budget(mark.requests, requests1, nil, 1, kustomizev1.KustomizationKind)
 	gr.ChangeRequests, gr.ChangeByRequest = whole.Total, whole.ByRequest
-	st1, err := r.ctrl.stats()
-	if err != nil {
-		return err
-	}
-	gr.ChangeCPUSeconds = st1.CPUSeconds - st0.CPUSeconds
-	return nil
+	gr.ChangeCPUSeconds, err = r.cpuSince(mark)
+	return err
 }
 
 // appliedRevisions returns the revision each Kustomization that opts

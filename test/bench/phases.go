@@ -150,11 +150,7 @@ func (r *run) requestBudget(ctx context.Context, requests0 requestCounts, starte
 func (r *run) changePhase(ctx context.Context, res *Result) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
-	requests0, err := r.ctrl.apiRequestsByRequest()
-	if err != nil {
-		return err
-	}
-	st0, err := r.ctrl.stats()
+	mark, err := r.markCost()
 	if err != nil {
 		return err
 	}
@@ -196,23 +192,46 @@ func (r *run) changePhase(ctx context.Context, res *Result) error {
 	if err := waitAll(ctx, r.c, r.ns, &kustomizev1.KustomizationList{}, r.cfg.N, settled, describeKs); err != nil {
 		return r.withOutput(fmt.Errorf("waiting for every Kustomization to apply its source's head: %w", err))
 	}
-	return r.recordChangeCost(ctx, res, requests0, st0, start)
+	return r.recordChangeCost(ctx, res, mark, start)
 }
 
 // recordChangeCost records in res what the change phase, started at start
-// with the controller's requests and stats at requests0 and st0, cost the
-// controller once its requests stand still.
-func (r *run) recordChangeCost(ctx context.Context, res *Result, requests0 requestCounts, st0 procStats, start time.Time) error {
-	budget, err := r.requestBudget(ctx, requests0, start)
+// with the controller at mark, cost the controller once its requests stand
+// still.
+func (r *run) recordChangeCost(ctx context.Context, res *Result, mark costMark, start time.Time) error {
+	budget, err := r.requestBudget(ctx, mark.requests, start)
 	if err != nil {
 		return err
 	}
-	st1, err := r.ctrl.stats()
+	cpu, err := r.cpuSince(mark)
+	res.ChangeCost = &ChangeCost{Requests: budget.Total, CPUSeconds: cpu}
+	return err
+}
+
+// costMark is where the controller stood, in API requests and CPU, when a
+// phase began: what the phase cost is measured from it.
+type costMark struct {
+	requests requestCounts
+	stats    procStats
+}
+
+// markCost returns the controller's costMark now.
+func (r *run) markCost() (costMark, error) {
+	requests, err := r.ctrl.apiRequestsByRequest()
 	if err != nil {
-		return err
+		return costMark{}, err
 	}
-	res.ChangeCost = &ChangeCost{Requests: budget.Total, CPUSeconds: st1.CPUSeconds - st0.CPUSeconds}
-	return nil
+	st, err := r.ctrl.stats()
+	return costMark{requests: requests, stats: st}, err
+}
+
+// cpuSince returns the CPU seconds the controller used since mark.
+func (r *run) cpuSince(mark costMark) (float64, error) {
+	st, err := r.ctrl.stats()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUSeconds - mark.stats.CPUSeconds, nil
 }
 
 // waitArtifact waits, in the background, until application 0's source has
