@@ -22,6 +22,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/generator"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/parallel"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/reconcile/sourceref"
@@ -113,10 +114,8 @@ func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, ob
 		}
 		return outcome.ResultEmpty, err
 	}
-	for _, p := range plan {
-		if err := r.generate(ctx, obj, sc, p); err != nil {
-			return outcome.ResultEmpty, err
-		}
+	if err := r.generateAll(ctx, obj, sc, plan); err != nil {
+		return outcome.ResultEmpty, err
 	}
 	conditions.Delete(obj, sourcev1.FetchFailedCondition)
 	conditions.Delete(obj, sourcev1.BuildFailedCondition)
@@ -124,33 +123,81 @@ func (r *ArtifactGeneratorReconciler) reconcileArtifacts(ctx context.Context, ob
 	return outcome.ResultSuccess, nil
 }
 
+// generateConcurrency is how many artifacts of one generator are built and
+// published at once.
+const generateConcurrency = 4
+
+// generation is what generating one planned artifact came to.
+type generation struct {
+	// generated is the artifact published, or kept while held; nil when
+	// a held artifact has none yet, or on failure.
+	generated *generated
+	held      bool
+	err       error
+	// failed holds the condition that says why it failed.
+	failed *sourceextv1beta1.ArtifactGenerator
+}
+
+// generateAll generates the planned artifacts, generateConcurrency at once,
+// and records them in sc in the order of the plan; the first to fail (in
+// that order) fails the run with its condition.
+func (r *ArtifactGeneratorReconciler) generateAll(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope,
+	plan []generator.Planned) error {
+	results := make([]generation, len(plan))
+	panics := parallel.Do(ctx, len(plan), generateConcurrency, func(i int) {
+		results[i] = r.generate(ctx, obj, sc, plan[i])
+	})
+	for _, p := range panics {
+		results[p.Index] = generation{err: outcome.Fail(meta.ReconciliationFailedReason, fmt.Errorf("artifact '%s': %w", plan[p.Index].Spec.Name, p))}
+	}
+	for i, res := range results {
+		if res.err != nil {
+			if res.failed != nil {
+				for _, c := range res.failed.Status.Conditions {
+					conditions.Set(obj, c.Type, c.Status, c.Reason, "%s", c.Message)
+				}
+			}
+			return res.err
+		}
+		if res.held {
+			sc.held = append(sc.held, plan[i].Spec.Name)
+		}
+		if res.generated != nil {
+			sc.generated = append(sc.generated, *res.generated)
+		}
+	}
+	return nil
+}
+
 // generate builds, stores and publishes the artifact p, or keeps the
-// artifact its ExternalArtifact has while a gate holds it back.
-func (r *ArtifactGeneratorReconciler) generate(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope, p generator.Planned) error {
+// artifact its ExternalArtifact has while a gate holds it back. It writes
+// no condition of obj, which other artifacts' generations read: a failure's
+// condition is in the result.
+func (r *ArtifactGeneratorReconciler) generate(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope, p generator.Planned) generation {
 	out, err := r.readOutput(ctx, obj, p.Spec.Name)
 	if err != nil {
-		return err
+		return generation{err: err}
 	}
 	held, err := r.heldBack(ctx, out)
 	if err != nil {
-		return err
+		return generation{err: err}
 	}
 	if held {
-		sc.held = append(sc.held, p.Spec.Name)
+		res := generation{held: true}
 		if a := out.ea.Status.Artifact; a != nil && generatedBy(out.ea, obj) {
-			sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: *a})
+			res.generated = &generated{name: p.Spec.Name, artifact: *a}
 		}
-		return nil
+		return res
 	}
-	a, err := r.build(ctx, obj, sc, p.Spec, out.before)
+	failed := &sourceextv1beta1.ArtifactGenerator{ObjectMeta: obj.ObjectMeta}
+	a, err := r.build(ctx, obj, failed, sc, p.Spec, out.before)
 	if err != nil {
-		return err
+		return generation{err: err, failed: failed}
 	}
 	if err := r.publish(ctx, obj, out, p.Spec.Name, p.Labels, a); err != nil {
-		return err
+		return generation{err: err}
 	}
-	sc.generated = append(sc.generated, generated{name: p.Spec.Name, artifact: a})
-	return nil
+	return generation{generated: &generated{name: p.Spec.Name, artifact: a}}
 }
 
 // acquireTrees extracts (or finds extracted) the artifact of every source.
@@ -171,28 +218,28 @@ func (r *ArtifactGeneratorReconciler) acquireTrees(ctx context.Context, obj *sou
 
 // build builds the artifact spec into a folder and stores it, unless
 // storage holds that content already; it returns the stored artifact.
-func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope,
-	spec sourceextv1beta1.OutputArtifact, published *sourcev1.ExternalArtifact) (meta.Artifact, error) {
+func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, failed conditions.Setter,
+	sc *generatorScope, spec sourceextv1beta1.OutputArtifact, published *sourcev1.ExternalArtifact) (meta.Artifact, error) {
 	dir, err := workdir.MkdirTemp("generator-*")
 	if err != nil {
-		return meta.Artifact{}, storageFailed(obj, sourcev1.DirCreationFailedReason, err)
+		return meta.Artifact{}, storageFailed(failed, sourcev1.DirCreationFailedReason, err)
 	}
 	defer workdir.RemoveLater(dir)
 	if err := (&generator.Builder{Sources: sc.trees, MaxSize: r.MaxSize}).Build(generator.Rules(spec), dir); err != nil {
 		err = fmt.Errorf("artifact '%s': %w", spec.Name, err)
-		conditions.MarkTrue(obj, sourcev1.BuildFailedCondition, meta.BuildFailedReason, "%s", err.Error())
+		conditions.MarkTrue(failed, sourcev1.BuildFailedCondition, meta.BuildFailedReason, "%s", err.Error())
 		return meta.Artifact{}, outcome.Fail(meta.BuildFailedReason, err)
 	}
 	content, err := generator.TreeDigest(dir)
 	if err != nil {
-		return meta.Artifact{}, storageFailed(obj, sourcev1.ArchiveOperationFailedReason, err)
+		return meta.Artifact{}, storageFailed(failed, sourcev1.ArchiveOperationFailedReason, err)
 	}
 	ea := &metav1.ObjectMeta{Namespace: obj.Namespace, Name: spec.Name}
 	a := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, ea, "", content+".tar.gz")
 	stored := r.storedAs(obj, published, a)
 	if stored != nil {
 		a = *stored
-	} else if err := r.store().archiveFiltered(obj, &a, dir, nil, "the artifact's files"); err != nil {
+	} else if err := r.store().archiveFiltered(failed, &a, dir, nil, "the artifact's files"); err != nil {
 		return meta.Artifact{}, err
 	}
 	a.Revision = "latest@" + a.Digest

@@ -240,6 +240,8 @@ func TestArtifactGenerator_Faults(t *testing.T) {
 		g.Expect(env.Client.Update(ctx, gen)).To(Succeed())
 		got := waitForGenerator(g, gen, hasReason(meta.ReadyCondition, metav1.ConditionFalse, meta.BuildFailedReason))
 		g.Expect(conditions.Get(got, meta.ReadyCondition).Message).To(ContainSubstring("must be a relative path that stays inside its tree"))
+		g.Expect(conditions.IsTrue(got, sourcev1.BuildFailedCondition)).To(BeTrue())
+		g.Expect(conditions.Message(got, sourcev1.BuildFailedCondition)).To(ContainSubstring("artifact 'out': "))
 		after := externalArtifact(g, ns, "out")
 		g.Expect(after.Status.Artifact).To(Equal(before.Status.Artifact), "the last artifact stays published")
 		g.Expect(storage.Verify(*after.Status.Artifact)).To(Succeed(), "and stored")
