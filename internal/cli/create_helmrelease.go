@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
-	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
@@ -214,7 +213,7 @@ func parseKindedDependsOn(own string, values []string) ([]meta.DependencyReferen
 // dependencyKind returns the kind s names, in any case, when an object
 // may depend on objects of that kind; else "".
 func dependencyKind(s string) string {
-	for _, kind := range []string{helmv2.HelmReleaseKind, kustomizev1.KustomizationKind} {
+	for _, kind := range kinds.Names(kinds.WithDependsOn()) {
 		if strings.EqualFold(s, kind) {
 			return kind
 		}

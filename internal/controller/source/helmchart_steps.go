@@ -14,6 +14,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
@@ -68,9 +69,11 @@ func validateHelmChartSpec(obj *sourcev1.HelmChart) error {
 		if spec.Chart == "" || strings.ContainsAny(spec.Chart, "/\\") || strings.HasPrefix(spec.Chart, ".") {
 			return stall(sourcev1.InvalidSpecReason, "spec.chart '%s' must be the name of a chart in the HelmRepository", spec.Chart)
 		}
-	case sourcev1.GitRepositoryKind, sourcev1.BucketKind:
 	default:
-		return stall(sourcev1.InvalidSpecReason, "spec.sourceRef.kind '%s' is not a HelmRepository, GitRepository or Bucket", spec.SourceRef.Kind)
+		if !slices.Contains(kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)), spec.SourceRef.Kind) {
+			return stall(sourcev1.InvalidSpecReason, "spec.sourceRef.kind '%s' is not one of %s", spec.SourceRef.Kind,
+				strings.Join(kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)), ", "))
+		}
 	}
 	return nil
 }
