@@ -142,10 +142,13 @@ func (r *ArtifactGeneratorReconciler) gatedOutputs(ctx context.Context, g client
 }
 
 // outputChanged passes the ExternalArtifact events a generator acts on:
-// one deleted (generated again), or whose gates changed.
+// one deleted (generated again), one declared for it (adopted), or one
+// whose gates changed.
 func outputChanged() predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool {
+			return e.Object.GetLabels()[sourceextv1beta1.GeneratorLabel] == ""
+		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			before, ok1 := e.ObjectOld.(*sourcev1.ExternalArtifact)
 			after, ok2 := e.ObjectNew.(*sourcev1.ExternalArtifact)
