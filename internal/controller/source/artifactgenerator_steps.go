@@ -139,8 +139,9 @@ type generation struct {
 }
 
 // generateAll generates the planned artifacts, generateConcurrency at once,
-// and records them in sc in the order of the plan; the first to fail (in
-// that order) fails the run with its condition.
+// and records them in sc in the order of the plan. One that fails does not
+// hold the others back; the first to fail, in the order of the plan, fails
+// the run with its condition, and the inventory is left as it was.
 func (r *ArtifactGeneratorReconciler) generateAll(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, sc *generatorScope,
 	plan []generator.Planned) error {
 	results := make([]generation, len(plan))
