@@ -34,7 +34,7 @@ func (e *PanicError) Error() string {
 
 // Do calls f(0) … f(n-1), at most limit at once (one at a time when limit is
 // below one), and returns when every call has returned. With one piece of
-// work, f runs on the calling goroutine.
+// work, or one at a time, f runs on the calling goroutine, in order.
 //
 // A call that panics does not stop the others: Do returns the panics in
 // the order of their indexes, each stack logged to the logger of ctx. The
@@ -43,8 +43,10 @@ func (e *PanicError) Error() string {
 func Do(ctx context.Context, n, limit int, f func(i int)) []*PanicError {
 	panics := make([]*PanicError, n)
 	run := func(i int) { panics[i] = call(ctx, i, func() { f(i) }) }
-	if n == 1 {
-		run(0)
+	if n == 1 || limit <= 1 {
+		for i := range n {
+			run(i)
+		}
 	} else {
 		spread(n, limit, run)
 	}
