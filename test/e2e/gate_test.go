@@ -53,7 +53,8 @@ func TestGate_SREApprovalWindow(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("Gate scheduled for closing at"))
 	g.Eventually(value, 20*time.Second, interval).Should(Equal("1"))
 	t.Logf("applied %.1fs after `windlass gate open` started", time.Since(opened).Seconds())
-	g.Expect(approved()).To(HavePrefix("True: "))
+	// The objects are applied before the status that says so is written.
+	g.Eventually(approved, timeout, interval).Should(HavePrefix("True: "))
 	var ks kustomizev1.Kustomization
 	g.Expect(env.Client.Get(ctx, key, &ks)).To(Succeed())
 	g.Expect(ks.Status.LastAppliedRevision).To(Equal("main@sha1:" + first))

@@ -4,6 +4,8 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -64,12 +66,31 @@ func Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chr
 }
 
 // Text returns the text of the first element sel matches in the tab of
-// ctx, once it is visible, within timeout.
+// ctx, once it is visible, within timeout. It asks the page itself each
+// time (no node that chromedp cached, which a navigation may have left
+// stale), polling until the element is there and visible.
 func Text(ctx context.Context, timeout time.Duration, sel string) (string, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := chromedp.Do(runCtx, chromedp.WaitVisible(sel)); err != nil {
+	quoted, err := json.Marshal(sel)
+	if err != nil {
 		return "", err
 	}
-	return chromedp.Run(runCtx, chromedp.Text(sel))
+	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e && e.getClientRects().length > 0 ? e.innerText : null })()`, quoted)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		text, err := chromedp.Run(runCtx, chromedp.Evaluate[*string](expr))
+		if err != nil {
+			return "", err
+		}
+		if text != nil {
+			return *text, nil
+		}
+		select {
+		case <-runCtx.Done():
+			return "", fmt.Errorf("%s is not visible: %w", sel, runCtx.Err())
+		case <-tick.C:
+		}
+	}
 }
