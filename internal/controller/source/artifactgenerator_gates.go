@@ -90,8 +90,11 @@ func (r *ArtifactGeneratorReconciler) heldBack(ctx context.Context, out output) 
 func (r *ArtifactGeneratorReconciler) enforceOutputGates(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator) error {
 	for _, entry := range obj.Status.Inventory {
 		out, err := r.readOutput(ctx, obj, entry.Name)
-		if err != nil || out.ea == nil {
+		if err != nil {
 			return err
+		}
+		if out.ea == nil {
+			continue // deleted since: the next run generates it again
 		}
 		if _, err := r.heldBack(ctx, out); err != nil {
 			return err
