@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,9 +33,27 @@ type splitter struct {
 	// dir is the served folder, matched as the generator will match the
 	// repository.
 	dir string
+	// mu guards applied: the reporter reads and writes it while the
+	// folder's follower adds and drops Kustomizations.
+	mu sync.Mutex
 	// applied are the revisions each Kustomization was last said to have
 	// applied or failed.
 	applied map[string]string
+}
+
+// said records revision as what was last said of the Kustomization name;
+// forget drops it.
+func (sp *splitter) said(name, revision string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.applied[name] = revision
+}
+
+// forget drops what was said of the Kustomization name.
+func (sp *splitter) forget(name string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	delete(sp.applied, name)
 }
 
 // newSplitter returns the splitter of pattern (like apps/{app}), a path of
@@ -117,7 +136,7 @@ func (s *session) seedSplit(ctx context.Context) {
 		return
 	}
 	for _, ks := range list.Items {
-		s.split.applied[ks.Name] = ks.Status.LastAttemptedRevision
+		s.split.said(ks.Name, ks.Status.LastAttemptedRevision)
 	}
 }
 
@@ -137,7 +156,7 @@ func (s *session) syncSplit(ctx context.Context) error {
 			if err := s.client.Delete(ctx, &ks); client.IgnoreNotFound(err) != nil {
 				return err
 			}
-			delete(s.split.applied, ks.Name)
+			s.split.forget(ks.Name)
 			s.p.line("✚ deleted Kustomization %s/%s: its folder is gone", Namespace, ks.Name)
 		}
 	}
@@ -150,7 +169,7 @@ func (s *session) syncSplit(ctx context.Context) error {
 		if err := s.client.Create(ctx, ks); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s: %w", what, err)
 		}
-		s.split.applied[name] = ""
+		s.split.said(name, "")
 		s.p.line("✚ created %s for a new folder", what)
 	}
 	return nil
@@ -183,6 +202,8 @@ func (s *session) reportSplitApplies(ctx context.Context) {
 // report returns what to say of ks: that it applied or failed a revision
 // not said yet, or "" for nothing new.
 func (sp *splitter) report(ks *kustomizev1.Kustomization) string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	revision := ks.Status.LastAttemptedRevision
 	if revision == "" || sp.applied[ks.Name] == revision {
 		return ""
