@@ -71,6 +71,8 @@ type ArtifactGeneratorReconciler struct {
 	// trees holds the extracted artifacts of the sources, shared by the
 	// generators of one revision.
 	trees fetch.TreeCache
+	// last remembers each generator's last complete generation.
+	last lastGenerations
 }
 
 // SetupWithManager registers the reconciler with mgr: it watches the
@@ -140,6 +142,9 @@ type generatorScope struct {
 	// upToDate is set when every generated artifact is in storage and
 	// published, from the same sources and spec: nothing is built.
 	upToDate bool
+	// previous are the source artifacts of the last complete generation of
+	// this spec, by alias; nil when not known.
+	previous map[string]meta.Artifact
 	// trees are the folders of the sources' extracted artifacts, by alias.
 	trees map[string]string
 	// release gives the trees back to the cache.

@@ -57,6 +57,7 @@ func (r *ArtifactGeneratorReconciler) reconcileSources(ctx context.Context, obj 
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", s.Alias, sourceref.KeyOf(s.Kind, src), a.Digest, a.Revision, a.Metadata[meta.OriginRevisionKey])
 	}
 	sc.sourcesDigest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	sc.previous = r.last.get(obj)
 	sc.upToDate = obj.Status.ObservedSourcesDigest == sc.sourcesDigest && obj.Status.ObservedGeneration == obj.Generation &&
 		conditions.IsTrue(obj, meta.ReadyCondition) && r.inventoryWhole(ctx, obj)
 	if !sc.upToDate {
@@ -230,6 +231,9 @@ func (r *ArtifactGeneratorReconciler) acquireTrees(ctx context.Context, obj *sou
 // storage holds that content already; it returns the stored artifact.
 func (r *ArtifactGeneratorReconciler) build(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator, failed conditions.Setter,
 	sc *generatorScope, spec sourceextv1beta1.OutputArtifact, published *sourcev1.ExternalArtifact) (meta.Artifact, error) {
+	if a, ok := r.unchanged(obj, sc, spec, published); ok {
+		return a, nil
+	}
 	dir, err := workdir.MkdirTemp("generator-*")
 	if err != nil {
 		return meta.Artifact{}, storageFailed(failed, sourcev1.DirCreationFailedReason, err)
@@ -288,6 +292,15 @@ func (r *ArtifactGeneratorReconciler) storedAs(obj *sourceextv1beta1.ArtifactGen
 	return stored
 }
 
+// sourceArtifacts returns the artifacts of sources, by alias.
+func sourceArtifacts(sources map[string]sourceref.Source) map[string]meta.Artifact {
+	out := make(map[string]meta.Artifact, len(sources))
+	for alias, src := range sources {
+		out[alias] = *src.GetArtifact().DeepCopy()
+	}
+	return out
+}
+
 // keepsOrigin reports whether a, which has the content of stored, keeps
 // stored's origin revision: its revision is stored's, and both have an
 // origin revision or neither has.
@@ -332,6 +345,7 @@ func (r *ArtifactGeneratorReconciler) reconcileInventory(ctx context.Context, ob
 		// While a gate holds an artifact back, the next run builds again:
 		// the artifact is published as soon as its gates open.
 		obj.Status.ObservedSourcesDigest = sc.sourcesDigest
+		r.last.set(obj, sourceArtifacts(sc.sources))
 	}
 	return outcome.ResultSuccess, nil
 }
@@ -339,6 +353,7 @@ func (r *ArtifactGeneratorReconciler) reconcileInventory(ctx context.Context, ob
 // removeAll deletes every ExternalArtifact of a deleted generator, with
 // its stored artifacts.
 func (r *ArtifactGeneratorReconciler) removeAll(ctx context.Context, obj *sourceextv1beta1.ArtifactGenerator) error {
+	r.last.forget(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name})
 	return r.deleteGenerated(ctx, obj, func(string) bool { return true })
 }
 
