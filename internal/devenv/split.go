@@ -41,8 +41,7 @@ type splitter struct {
 	applied map[string]string
 }
 
-// said records revision as what was last said of the Kustomization name;
-// forget drops it.
+// said records revision as what was last said of the Kustomization name.
 func (sp *splitter) said(name, revision string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -60,7 +59,8 @@ func (sp *splitter) forget(name string) {
 // the served folder dir with at least one {name}; the artifacts are named
 // by the captures, joined by '-'.
 func newSplitter(pattern, dir string) (*splitter, error) {
-	p, err := generator.ParsePattern("@" + repoName + "/" + strings.Trim(pattern, "/"))
+	from := "@" + repoName + "/" + strings.Trim(pattern, "/")
+	p, err := generator.ParsePattern(from)
 	if err != nil {
 		return nil, fmt.Errorf("--split: %w", err)
 	}
@@ -71,7 +71,6 @@ func newSplitter(pattern, dir string) (*splitter, error) {
 	for _, n := range p.Names {
 		captures = append(captures, "{"+n+"}")
 	}
-	from := "@" + repoName + "/" + strings.Trim(pattern, "/")
 	gen := &sourceextv1beta1.ArtifactGenerator{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourceextv1beta1.GroupVersion.String(), Kind: sourceextv1beta1.ArtifactGeneratorKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: repoName},
@@ -131,13 +130,20 @@ func (sp *splitter) kustomizations() ([]client.Object, error) {
 // seedSplit records what each Kustomization of the split attempted, as
 // waitReady said it: only what comes next is reported.
 func (s *session) seedSplit(ctx context.Context) {
-	var list kustomizev1.KustomizationList
-	if err := s.client.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{splitLabel: "true"}); err != nil {
+	list, err := s.splitKustomizations(ctx)
+	if err != nil {
 		return
 	}
-	for _, ks := range list.Items {
+	for _, ks := range list {
 		s.split.said(ks.Name, ks.Status.LastAttemptedRevision)
 	}
+}
+
+// splitKustomizations lists the Kustomizations of the split.
+func (s *session) splitKustomizations(ctx context.Context) ([]kustomizev1.Kustomization, error) {
+	var list kustomizev1.KustomizationList
+	err := s.client.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{splitLabel: "true"})
+	return list.Items, err
 }
 
 // syncSplit creates the Kustomizations of the folders that appeared and
@@ -147,11 +153,11 @@ func (s *session) syncSplit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var have kustomizev1.KustomizationList
-	if err := s.client.List(ctx, &have, client.InNamespace(Namespace), client.MatchingLabels{splitLabel: "true"}); err != nil {
+	have, err := s.splitKustomizations(ctx)
+	if err != nil {
 		return err
 	}
-	for _, ks := range have.Items {
+	for _, ks := range have {
 		if !slices.Contains(want, ks.Name) {
 			if err := s.client.Delete(ctx, &ks); client.IgnoreNotFound(err) != nil {
 				return err
@@ -161,7 +167,7 @@ func (s *session) syncSplit(ctx context.Context) error {
 		}
 	}
 	for _, name := range want {
-		if slices.ContainsFunc(have.Items, func(ks kustomizev1.Kustomization) bool { return ks.Name == name }) {
+		if slices.ContainsFunc(have, func(ks kustomizev1.Kustomization) bool { return ks.Name == name }) {
 			continue
 		}
 		ks := kustomizationOf(name)
@@ -187,11 +193,11 @@ func (s *session) reportSplitApplies(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		var list kustomizev1.KustomizationList
-		if err := s.client.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{splitLabel: "true"}); err != nil {
+		list, err := s.splitKustomizations(ctx)
+		if err != nil {
 			continue
 		}
-		for _, ks := range list.Items {
+		for _, ks := range list {
 			if line := s.split.report(&ks); line != "" {
 				s.p.line("%s", line)
 			}

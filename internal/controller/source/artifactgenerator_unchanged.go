@@ -71,7 +71,7 @@ func (r *ArtifactGeneratorReconciler) unchanged(obj *sourceextv1beta1.ArtifactGe
 	if sc.previous == nil || spec.Revision != "" || published == nil || !generatedBy(published, obj) || published.Status.Artifact == nil {
 		return meta.Artifact{}, false
 	}
-	old := *published.Status.Artifact.DeepCopy()
+	old := published.Status.Artifact
 	if !slices.ContainsFunc(obj.Status.Inventory, func(e sourceextv1beta1.ExternalArtifactReference) bool {
 		return e.Name == spec.Name && e.Digest == old.Digest
 	}) {
@@ -96,9 +96,9 @@ func (r *ArtifactGeneratorReconciler) unchanged(obj *sourceextv1beta1.ArtifactGe
 		}
 	}
 	want := r.Storage.NewArtifactFor(sourcev1.ExternalArtifactKind, &metav1.ObjectMeta{Namespace: obj.Namespace, Name: spec.Name}, "", old.FileName())
-	if old.Path != want.Path || r.Storage.Verify(old) != nil {
+	stored := r.storedAs(obj, published, want)
+	if stored == nil {
 		return meta.Artifact{}, false
 	}
-	old.URL = want.URL
-	return old, true
+	return *stored, true
 }

@@ -70,9 +70,8 @@ func validateHelmChartSpec(obj *sourcev1.HelmChart) error {
 			return stall(sourcev1.InvalidSpecReason, "spec.chart '%s' must be the name of a chart in the HelmRepository", spec.Chart)
 		}
 	default:
-		if !slices.Contains(kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)), spec.SourceRef.Kind) {
-			return stall(sourcev1.InvalidSpecReason, "spec.sourceRef.kind '%s' is not one of %s", spec.SourceRef.Kind,
-				strings.Join(kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)), ", "))
+		if served := kinds.Names(kinds.SourcesFor(kinds.HelmChartSource)); !slices.Contains(served, spec.SourceRef.Kind) {
+			return stall(sourcev1.InvalidSpecReason, "spec.sourceRef.kind '%s' is not one of %s", spec.SourceRef.Kind, strings.Join(served, ", "))
 		}
 	}
 	return nil
