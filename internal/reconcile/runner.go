@@ -173,11 +173,11 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	defer metrics.RecordDuration(r.Kind.Name, obj, start)
 	patcher := patch.NewHelper(obj, r.Client)
 	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
+	wasFailing := Failing(obj) // before Prepare marks a new generation Reconciling
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
-	wasFailing := conditions.IsFalse(obj, meta.ReadyCondition)
 	defer func() {
 		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
 		metrics.RecordRun(r.Kind.Name, obj, state.Of(obj, false), time.Now())
@@ -189,8 +189,8 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	return ctrl.Result{}, retErr
 }
 
-// recovered records that obj is Ready again after a run that found it not
-// Ready: a Normal event with the Ready condition's reason and message, by
+// recovered records that obj is Ready again after a run that found it
+// failing (Failing): a Normal event with the Ready condition's reason and message, by
 // which alerts tell the providers that got the failure that it is
 // resolved.
 func (r *Runner[T]) recovered(ctx context.Context, obj T) {

@@ -298,6 +298,39 @@ func TestRunnerRecordsRecovery(t *testing.T) {
 	g.Expect(reasons()).To(HaveLen(2), "an object that stays Ready records nothing more")
 }
 
+// TestRunnerRecordsNoRecoveryAfterAWait: an object that waited (for its
+// source's first artifact, say) and is then Ready did not fail: no event
+// says it recovered.
+func TestRunnerRecordsNoRecoveryAfterAWait(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := newRepo()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	waiting := true
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+		if waiting {
+			return outcome.ResultEmpty, outcome.Wait(meta.ArtifactFailedReason, errors.New("no artifact yet"), time.Minute)
+		}
+		return outcome.ResultSuccess, nil
+	})
+	sink := &forwarded{}
+	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind, Events: &event.Recorder{Sink: sink}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	got := &sourcev1.GitRepository{}
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(conditions.IsFalse(got, meta.ReadyCondition)).To(BeTrue(), "a wait is Ready=False")
+	g.Expect(Failing(got)).To(BeFalse())
+	waiting = false
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Get(ctx, req.NamespacedName, got)).To(Succeed())
+	g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue())
+	g.Expect(sink.events).To(BeEmpty(), "neither the wait nor its end is an event")
+}
+
 // recordedEvents is an event.Sink that keeps what it receives.
 type recordedEvents struct{ events []event.Event }
 

@@ -119,6 +119,20 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 	return ctrl.Result{RequeueAfter: Jitter(s.Interval, jitterPercent(s.JitterPercent))}, nil
 }
 
+// Failing tells whether obj's status says that its last run failed:
+// Ready=False for any reason but a wait, which Summarize marks with
+// Reconciling=True and a reason of its own (a failure's is
+// ProgressingWithRetry). An object that waited, for its source's first
+// artifact say, and is then Ready did not recover from anything.
+func Failing(obj conditions.Getter) bool {
+	if !conditions.IsFalse(obj, meta.ReadyCondition) {
+		return false
+	}
+	waiting := conditions.IsTrue(obj, meta.ReconcilingCondition) &&
+		conditions.Reason(obj, meta.ReconcilingCondition) != meta.ProgressingWithRetryReason
+	return !waiting
+}
+
 // waitingReason is the reason of a wait: its own, or WaitingReason when
 // it gives none (never ProgressingWithRetry, which marks a failure).
 func waitingReason(w *outcome.Waiting) string {
