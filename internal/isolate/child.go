@@ -1,6 +1,7 @@
 package isolate
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -26,9 +27,14 @@ const exitMemory = 3
 
 // Serve makes this process the child that does role's work, when the
 // environment says it was started as one: it bounds the process's memory,
-// watches its parent, runs work on the standard input and output and
-// exits with work's exit code. Otherwise it returns at once. Call it from
-// an init function of the package that does the work.
+// watches its parent, and runs work on the standard input and output, one
+// job after another, until the parent closes the input; it exits with
+// work's exit code when that is not 0. Otherwise it returns at once. Call
+// it from an init function of the package that does the work.
+//
+// work does one job: it reads the job's input and writes its whole
+// answer, and must read nothing more (the parent sends the next job only
+// once it has the answer). Nothing of one job may outlive it.
 func Serve(role string, work func(in io.Reader, out io.Writer) int) {
 	if os.Getenv(envRole) != role {
 		return
@@ -42,7 +48,23 @@ func Serve(role string, work func(in io.Reader, out io.Writer) int) {
 	if parent, err := strconv.Atoi(os.Getenv(envParent)); err == nil {
 		go watchParent(parent)
 	}
-	os.Exit(work(os.Stdin, os.Stdout))
+	os.Exit(serveJobs(bufio.NewReader(os.Stdin), os.Stdout, work))
+}
+
+// serveJobs runs work for each job that in brings, until in ends, and
+// returns the exit code of the child.
+func serveJobs(in *bufio.Reader, out io.Writer, work func(in io.Reader, out io.Writer) int) int {
+	for {
+		if _, err := in.Peek(1); err != nil {
+			return 0 // the parent has no more work
+		}
+		if code := work(in, out); code != 0 {
+			return code
+		}
+		// What the job held goes back to the system while the child
+		// waits for the next.
+		debug.FreeOSMemory()
+	}
 }
 
 // boundMemory keeps the child within limit bytes: the collector works

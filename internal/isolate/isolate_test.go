@@ -18,7 +18,7 @@ import (
 
 // testRole is a child that reads one command line, says "started", and
 // does what the command asks: "echo <text>", "alloc <bytes>", "loop",
-// "write <bytes>", "fail".
+// "write <bytes>", "fail", "pid".
 const testRole = "isolate-test"
 
 func init() {
@@ -44,6 +44,8 @@ func init() {
 			}
 		case "write":
 			_, _ = out.Write([]byte(strings.Repeat("x", n)))
+		case "pid":
+			fmt.Fprintln(out, os.Getpid())
 		case "fail":
 			fmt.Fprintln(os.Stderr, "the work failed\nsecond line")
 			return 7
@@ -60,6 +62,12 @@ func runTest(ctx context.Context, pool *Pool, job Job, command string) (string, 
 	if err != nil {
 		return "", err
 	}
+	return talk(proc, command)
+}
+
+// talk gives proc command, and returns the line it answered after
+// "started", and End's error.
+func talk(proc *Process, command string) (string, error) {
 	fmt.Fprintln(proc.In, command)
 	r := bufio.NewReader(proc.Out)
 	started, err := r.ReadString('\n')
@@ -177,4 +185,114 @@ func TestChildEndsWhenItsParentIsGone(t *testing.T) {
 		}
 		return strings.Fields(string(stat))[2]
 	}, 10*time.Second, 20*time.Millisecond).Should(BeElementOf("gone", "Z", "X"))
+}
+
+// runTurn runs command on a child of turns, as runTest does.
+func runTurn(ctx context.Context, turns *Turns, command string) (string, error) {
+	proc, err := turns.Start(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	return talk(proc, command)
+}
+
+var turnErrors = Errors{Memory: ErrMemory, Output: ErrOutput, Timeout: ErrTime}
+
+// TestTurnsGiveTheNextJobToAChildWhoseJobEndedWell: a child that did its
+// job does the next; one that failed, went past a limit or was given up
+// on is never used again.
+func TestTurnsGiveTheNextJobToAChildWhoseJobEndedWell(t *testing.T) {
+	g := NewWithT(t)
+	turns := NewTurns(testRole, Limits{Memory: 64 << 20, Output: 64 << 10, Concurrency: 1, Time: time.Minute}, turnErrors, nil)
+	defer turns.retireIdle()
+	pid := func() string {
+		answer, err := runTurn(context.Background(), turns, "pid")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(answer).NotTo(BeEmpty())
+		return answer
+	}
+
+	first := pid()
+	g.Expect(pid()).To(Equal(first), "the child that did a job does the next")
+	answer, err := runTurn(context.Background(), turns, "echo hello")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(answer).To(Equal("hello"))
+	g.Expect(pid()).To(Equal(first))
+
+	for _, command := range []string{"fail", "alloc 268435456", "write 2097152"} {
+		_, err := runTurn(context.Background(), turns, command)
+		g.Expect(err).To(HaveOccurred(), command)
+		next := pid()
+		g.Expect(next).NotTo(Equal(first), "after %q a new child does the next job", command)
+		first = next
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = runTurn(ctx, turns, "loop")
+	g.Expect(err).To(MatchError(ErrTime))
+	g.Expect(pid()).NotTo(Equal(first), "a child whose context ended is not used again")
+	g.Expect(live(turns)).To(Equal(1), "one child at a time")
+}
+
+// TestIdleChildrenGiveTheirMemoryBack: a child waiting for its next job
+// ends after the idle time, and at once when another kind of work sharing
+// the pool needs its memory.
+func TestIdleChildrenGiveTheirMemoryBack(t *testing.T) {
+	g := NewWithT(t)
+	limits := Limits{Memory: 64 << 20, Output: 64 << 10, Concurrency: 1, Time: time.Minute}
+	pool := NewPool(64 << 20)
+	renders, builds := NewTurns(testRole, limits, turnErrors, pool), NewTurns(testRole, limits, turnErrors, pool)
+	defer builds.retireIdle()
+
+	_, err := runTurn(context.Background(), renders, "echo render")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Running(testRole)).To(BeEmpty(), "the render's child waits for the next render")
+	g.Expect(idleCount(renders)).To(Equal(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answer, err := runTurn(ctx, builds, "echo build")
+	g.Expect(err).NotTo(HaveOccurred(), "the idle child gave its memory to the build")
+	g.Expect(answer).To(Equal("build"))
+	g.Expect(idleCount(renders)).To(BeZero(), "the render's idle child ended")
+	g.Expect(idleCount(builds)).To(Equal(1))
+
+	// A child whose job ends while another waits for its memory exits.
+	held, err := renders.Start(context.Background(), 0)
+	g.Expect(err).NotTo(HaveOccurred())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := runTurn(context.Background(), builds, "echo build")
+		waited <- err
+	}()
+	g.Eventually(pool.waiting.Load, 10*time.Second, 10*time.Millisecond).Should(Equal(int64(1)))
+	answer, err = talk(held, "echo render")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(answer).To(Equal("render"))
+	g.Eventually(waited, 10*time.Second).Should(Receive(BeNil()), "the build got the render's memory")
+	g.Expect(idleCount(renders)).To(BeZero())
+
+	was := idleTimeout
+	idleTimeout = 100 * time.Millisecond
+	defer func() { idleTimeout = was }()
+	_, err = runTurn(context.Background(), renders, "echo render")
+	g.Expect(err).NotTo(HaveOccurred())
+	builds.retireIdle()
+	g.Eventually(func() int { return idleCount(renders) }, 10*time.Second, 20*time.Millisecond).Should(BeZero(),
+		"an idle child ends after the idle time")
+	g.Eventually(func() int { return live(renders) }, 10*time.Second, 20*time.Millisecond).Should(BeZero())
+}
+
+// idleCount returns how many children of t wait for their next job.
+func idleCount(t *Turns) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.idle)
+}
+
+// live returns how many children of t have not ended.
+func live(t *Turns) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
 }

@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +25,13 @@ const startupTimeout = time.Minute
 
 // outputSlack is what a child's protocol may add to the output it carries.
 const outputSlack = 1 << 20
+
+// retireTimeout is how long an idle child may take to exit once told to.
+const retireTimeout = 5 * time.Second
+
+// maxJobs is the most jobs one child does before it is ended, so that
+// what its runtime keeps from one job to the next stays small.
+const maxJobs = 100
 
 // Errors of a child that a limit or its context ended.
 var (
@@ -43,6 +53,13 @@ const DefaultPoolMemory = 512 << 20
 type Pool struct {
 	total int64
 	free  *semaphore.Weighted
+
+	mu sync.Mutex
+	// turns are the Turns whose idle children hold memory of the pool.
+	turns []*Turns
+	// waiting counts the Starts waiting for memory: a child whose job
+	// ends then exits rather than wait for its next.
+	waiting atomic.Int64
 }
 
 // NewPool returns a Pool whose children use at most total bytes together.
@@ -68,21 +85,37 @@ type Job struct {
 
 // Process is a started child. Write its input to In, read its answer from
 // Out, call Started when it says it has its input, then End.
+//
+// A child of Turns may do one job after another: End without kill, once
+// the answer was read in full, hands it back to its Turns, and its next
+// Start gives it the next job (see Turns).
 type Process struct {
 	// In is the child's standard input.
 	In io.WriteCloser
 	// Out is the child's standard output, cut after the job's Output.
 	Out io.Reader
 
-	ctx     context.Context
-	cmd     *exec.Cmd
-	job     Job
-	out     *countingReader
-	stderr  *headBuffer
-	clock   *clock
+	cmd    *exec.Cmd
+	stdout *os.File
+	stderr *headBuffer
+	memory int64
+	// exited is closed once the child has exited; waitErr then says how.
+	exited  chan struct{}
+	waitErr error
 	release func()
 	// explain, when set, turns the errors of End into the work's own.
 	explain func(error) error
+	// reuse, when set, takes back a child whose job ended well.
+	reuse func(*Process)
+	jobs  int
+
+	// The current job.
+	ctx       context.Context
+	job       Job
+	out       *countingReader
+	clock     *clock
+	stopWatch func() bool
+	cancelled atomic.Bool
 }
 
 // Start starts a child for job once the pool has its memory free. It
@@ -91,25 +124,53 @@ func (p *Pool) Start(ctx context.Context, job Job) (*Process, error) {
 	if job.Memory > p.total {
 		return nil, fmt.Errorf("a child process of %d MiB does not fit in the %d MiB that child processes may use together", job.Memory>>20, p.total>>20)
 	}
-	if err := p.free.Acquire(ctx, job.Memory); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTime, err)
+	if !p.free.TryAcquire(job.Memory) {
+		// Children waiting for work give their memory back first, and
+		// those whose job ends meanwhile do not wait for another.
+		p.waiting.Add(1)
+		p.retireIdle()
+		err := p.free.Acquire(ctx, job.Memory)
+		p.waiting.Add(-1)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTime, err)
+		}
 	}
-	proc, err := start(ctx, job)
+	proc, err := start(job)
 	if err != nil {
 		p.free.Release(job.Memory)
 		return nil, err
 	}
 	proc.release = func() { p.free.Release(job.Memory) }
+	proc.begin(ctx, job)
 	return proc, nil
 }
 
-// start starts the child process of job.
-func start(ctx context.Context, job Job) (*Process, error) {
+// register makes the idle children of t give their memory back when the
+// pool runs short.
+func (p *Pool) register(t *Turns) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.turns = append(p.turns, t)
+}
+
+// retireIdle ends the idle children of every Turns of the pool.
+func (p *Pool) retireIdle() {
+	p.mu.Lock()
+	turns := slices.Clone(p.turns)
+	p.mu.Unlock()
+	for _, t := range turns {
+		t.retireIdle()
+	}
+}
+
+// start starts the child process of job, which waits for its first job.
+func start(job Job) (*Process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the executable to start: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe)
+	// Not tied to a context: each job's context ends that job (begin).
+	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), envRole+"="+job.Role, envMemory+"="+strconv.FormatInt(job.Memory, 10),
 		envParent+"="+strconv.Itoa(os.Getpid()), "GOMAXPROCS=1")
 	cmd.WaitDelay = 5 * time.Second
@@ -119,36 +180,93 @@ func start(ctx context.Context, job Job) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of its own rather than StdoutPipe's, which Wait closes: the
+	// child is waited for while its answer is read.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("starting a child process: %w", err)
 	}
-	out := &countingReader{r: io.LimitReader(stdout, job.Output+outputSlack)}
-	return &Process{In: stdin, Out: out, ctx: ctx, cmd: cmd, job: job, out: out, stderr: stderr,
-		clock: startClock(cmd.Process, job.Time)}, nil
+	p := &Process{In: stdin, cmd: cmd, stdout: stdout, stderr: stderr, memory: job.Memory, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// begin starts job on the child: its output counted afresh, its clocks,
+// and its context, whose end kills the child.
+func (p *Process) begin(ctx context.Context, job Job) {
+	p.ctx, p.job = ctx, job
+	p.jobs++
+	p.out = &countingReader{r: io.LimitReader(p.stdout, job.Output+outputSlack)}
+	p.Out = p.out
+	p.clock = startClock(p.cmd.Process, job.Time)
+	p.cancelled.Store(false)
+	p.stopWatch = context.AfterFunc(ctx, func() {
+		p.cancelled.Store(true)
+		_ = p.cmd.Process.Kill()
+	})
 }
 
 // Started starts the clock of the work: the child has its input.
 func (p *Process) Started() { p.clock.started() }
 
-// End waits for the child to exit, killing it first when kill is true
-// (the parent gave up on it), and frees its memory in the pool. It returns
-// why the child ended when a limit or the context ended it (ErrStartup,
-// ErrTime, ErrMemory, ErrOutput; ErrTime with the context's error),
-// otherwise the child's own failure (an *ExitError), or nil when it exited
-// well or was killed here. A child of Turns gets its work's own errors
-// for the limits instead.
+// End ends the job, killing the child first when kill is true (the parent
+// gave up on it). A child of Turns whose job ended well (not killed, within
+// its limits, alive) goes back to its Turns for the next job, and End
+// returns nil. Otherwise End waits for the child to exit and frees its
+// memory in the pool. It returns why the child ended when a limit or the
+// context ended it (ErrStartup, ErrTime, ErrMemory, ErrOutput; ErrTime
+// with the context's error), otherwise the child's own failure (an
+// *ExitError), or nil when it exited well or was killed here. A child of
+// Turns gets its work's own errors for the limits instead.
 func (p *Process) End(kill bool) error {
+	p.clock.stop()
+	watching := p.stopWatch()
+	if !kill && watching && p.reuse != nil && p.healthy() {
+		p.reuse(p)
+		return nil
+	}
 	defer p.release()
-	defer p.clock.stop()
 	err := p.end(kill)
 	if p.explain != nil && err != nil && !errors.As(err, new(*ExitError)) {
 		return p.explain(err)
 	}
 	return err
+}
+
+// retire ends an idle child: it exits once its input is closed.
+func (p *Process) retire() {
+	defer idlePIDs.Delete(p.cmd.Process.Pid)
+	defer p.release()
+	_ = p.In.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(retireTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	_ = p.stdout.Close()
+}
+
+// healthy tells whether the child can take another job: alive, its clocks
+// and context never ran out, its output within its limit.
+func (p *Process) healthy() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+	}
+	return p.clock.expired() == clockRunning && !p.cancelled.Load() && p.ctx.Err() == nil &&
+		p.out.n < p.job.Output+outputSlack && p.jobs < maxJobs
 }
 
 // end waits for the child and says why it ended.
@@ -157,16 +275,18 @@ func (p *Process) end(kill bool) error {
 		_ = p.cmd.Process.Kill()
 	}
 	_ = p.In.Close()
-	waitErr := p.cmd.Wait()
+	<-p.exited
+	_ = p.stdout.Close()
+	waitErr := p.waitErr
 	switch {
-	case p.ctx.Err() != nil:
-		return fmt.Errorf("%w: %w", ErrTime, p.ctx.Err())
+	case p.cancelled.Load() || p.ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrTime, context.Cause(p.ctx))
 	case p.clock.expired() == clockStartup:
 		return fmt.Errorf("%w (%s)", ErrStartup, startupTimeout)
 	case p.clock.expired() == clockWork:
 		return fmt.Errorf("%w (%s)", ErrTime, p.job.Time)
 	case exitCode(waitErr) == exitMemory || strings.Contains(p.stderr.String(), "out of memory"):
-		return fmt.Errorf("%w (%d MiB)", ErrMemory, p.job.Memory>>20)
+		return fmt.Errorf("%w (%d MiB)", ErrMemory, p.memory>>20)
 	case p.out.n >= p.job.Output+outputSlack:
 		return fmt.Errorf("%w (%d MiB)", ErrOutput, p.job.Output>>20)
 	case waitErr != nil && !(kill && killed(waitErr)):

@@ -5,10 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 )
 
+// idlePIDs holds the pids of the children of every Turns that wait for
+// their next job.
+var idlePIDs sync.Map
+
 // Running returns the pids of this process's live children that do
-// role's work, as /proc shows them.
+// role's work, as /proc shows them: those doing a job, not those waiting
+// for their next.
 func Running(role string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
@@ -16,6 +22,9 @@ func Running(role string) []int {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
+			continue
+		}
+		if _, idle := idlePIDs.Load(pid); idle {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

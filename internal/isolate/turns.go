@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -55,14 +57,39 @@ type Errors struct {
 	Timeout error
 }
 
+// idleTimeout is how long a child of Turns waits for its next job before
+// it is ended.
+var idleTimeout = 30 * time.Second
+
 // Turns starts the children of one kind of work: at most
-// Limits.Concurrency at once, with their memory from a Pool.
+// Limits.Concurrency at once, with their memory from a Pool. A child whose
+// job ended well does the next job, one job at a time, instead of a new
+// child being started for it (starting one costs tens of milliseconds of
+// CPU, more than most jobs): it waits 30 seconds for one, does at most
+// maxJobs, and gives its memory back to the pool at once when another
+// child needs it. A child that failed, was killed or went past a limit is
+// never used again.
 type Turns struct {
 	role   string
 	limits Limits
 	errs   Errors
-	slots  chan struct{}
 	pool   *Pool
+
+	mu sync.Mutex
+	// live counts the children started and not ended, idle ones included.
+	live int
+	idle []*idleChild
+	// changed is closed, and replaced, when a child goes idle or ends.
+	changed chan struct{}
+	// started counts the children started.
+	started int64
+}
+
+// idleChild is a child waiting for its next job, ended when its timer
+// fires first.
+type idleChild struct {
+	proc  *Process
+	timer *time.Timer
 }
 
 // NewTurns returns the Turns of the children of role, bounded by limits
@@ -73,36 +100,141 @@ func NewTurns(role string, limits Limits, errs Errors, pool *Pool) *Turns {
 	if pool == nil {
 		pool = NewPool(limits.MemoryAtOnce())
 	}
-	return &Turns{role: role, limits: limits, errs: errs, slots: make(chan struct{}, limits.Concurrency), pool: pool}
+	t := &Turns{role: role, limits: limits, errs: errs, pool: pool, changed: make(chan struct{})}
+	pool.register(t)
+	return t
 }
 
 // Limits returns the limits of t's children.
 func (t *Turns) Limits() Limits { return t.limits }
 
-// Start waits for a turn until ctx ends, then starts a child whose work
-// may take budget (Limits.Time when zero or longer). The child's turn
-// ends with its End, whose errors, like Start's, are the work's own.
+// Started returns how many children t has started.
+func (t *Turns) Started() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started
+}
+
+// Start waits for a turn until ctx ends, then gives the work a child, an
+// idle one or a new one, whose work may take budget (Limits.Time when
+// zero or longer). The child's turn ends with its End, whose errors, like
+// Start's, are the work's own.
 func (t *Turns) Start(ctx context.Context, budget time.Duration) (*Process, error) {
 	if budget <= 0 || budget > t.limits.Time {
 		budget = t.limits.Time
 	}
-	select {
-	case t.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, t.explain(fmt.Errorf("waiting for a turn: %w", ctx.Err()), budget)
+	job := Job{Role: t.role, Memory: t.limits.Memory, Output: t.limits.Output, Time: budget}
+	for {
+		t.mu.Lock()
+		if proc := t.takeIdleLocked(); proc != nil {
+			t.mu.Unlock()
+			proc.begin(ctx, job)
+			return proc, nil
+		}
+		if t.live < t.limits.Concurrency {
+			t.live++
+			t.started++
+			t.mu.Unlock()
+			return t.startChild(ctx, job)
+		}
+		changed := t.changed
+		t.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, t.explain(fmt.Errorf("waiting for a turn: %w", ctx.Err()), budget)
+		}
 	}
-	proc, err := t.pool.Start(ctx, Job{Role: t.role, Memory: t.limits.Memory, Output: t.limits.Output, Time: budget})
+}
+
+// startChild starts a new child for job; its turn is taken.
+func (t *Turns) startChild(ctx context.Context, job Job) (*Process, error) {
+	proc, err := t.pool.Start(ctx, job)
 	if err != nil {
-		<-t.slots
-		return nil, t.explain(err, budget)
+		t.ended()
+		return nil, t.explain(err, job.Time)
 	}
 	release := proc.release
 	proc.release = func() {
 		release()
-		<-t.slots
+		t.ended()
 	}
-	proc.explain = func(err error) error { return t.explain(err, budget) }
+	proc.explain = func(err error) error { return t.explain(err, proc.job.Time) }
+	proc.reuse = t.park
 	return proc, nil
+}
+
+// takeIdleLocked returns the idle child that waited least, alive, or nil.
+func (t *Turns) takeIdleLocked() *Process {
+	for n := len(t.idle); n > 0; n = len(t.idle) {
+		c := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		c.timer.Stop()
+		idlePIDs.Delete(c.proc.cmd.Process.Pid)
+		select {
+		case <-c.proc.exited:
+			go c.proc.retire() // killed from outside while idle
+		default:
+			return c.proc
+		}
+	}
+	return nil
+}
+
+// park keeps proc, whose job ended well, for the next job, unless another
+// child waits for the memory it holds.
+func (t *Turns) park(proc *Process) {
+	if t.pool.waiting.Load() > 0 {
+		proc.retire()
+		return
+	}
+	c := &idleChild{proc: proc}
+	idlePIDs.Store(proc.cmd.Process.Pid, struct{}{})
+	t.mu.Lock()
+	c.timer = time.AfterFunc(idleTimeout, func() { t.retire(c) })
+	t.idle = append(t.idle, c)
+	t.signalLocked()
+	t.mu.Unlock()
+}
+
+// retire ends c, when it is still idle.
+func (t *Turns) retire(c *idleChild) {
+	t.mu.Lock()
+	i := slices.Index(t.idle, c)
+	if i >= 0 {
+		t.idle = slices.Delete(t.idle, i, i+1)
+	}
+	t.mu.Unlock()
+	if i >= 0 {
+		c.proc.retire()
+	}
+}
+
+// retireIdle ends every idle child, which gives its memory back to the
+// pool once it has exited.
+func (t *Turns) retireIdle() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.timer.Stop()
+		c.proc.retire()
+	}
+}
+
+// ended counts a child that ended.
+func (t *Turns) ended() {
+	t.mu.Lock()
+	t.live--
+	t.signalLocked()
+	t.mu.Unlock()
+}
+
+// signalLocked wakes the Starts waiting for a child.
+func (t *Turns) signalLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
 
 // explain returns err as the work's own error when a limit or the

@@ -253,6 +253,37 @@ func TestLookupIsAnsweredByTheParent(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("the answer is larger than 1 MiB")))
 }
 
+// TestOneProcessRendersOneChartAfterAnother: a render process that
+// rendered a chart well renders the next (starting one costs more CPU
+// than most renders), with the next request's values and lookups only;
+// one whose render failed is ended.
+func TestOneProcessRendersOneChartAfterAnother(t *testing.T) {
+	g := NewWithT(t)
+	r := newRenderer(t, Limits{Concurrency: 1})
+	tenant := func(name string) LookupFunc {
+		return func(_, _, _, _ string) (map[string]any, error) {
+			return map[string]any{"data": map[string]any{"owner": name}}, nil
+		}
+	}
+	show := testChart("show", nil, map[string]string{
+		"cm.yaml": `values: {{ .Values | toJson }} lookup: {{ (lookup "v1" "ConfigMap" "ns" "cm").data.owner }}`,
+	})
+
+	rendered, err := r.Render(context.Background(), Request{Chart: show, Values: map[string]any{"password": "alpha-secret"}, Lookup: tenant("alpha")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rendered).To(HaveKeyWithValue("show/templates/cm.yaml", `values: {"password":"alpha-secret"} lookup: alpha`))
+	rendered, err = r.Render(context.Background(), Request{Chart: show, Values: map[string]any{"user": "beta"}, Lookup: tenant("beta")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rendered).To(HaveKeyWithValue("show/templates/cm.yaml", `values: {"user":"beta"} lookup: beta`))
+	g.Expect(r.turns.Started()).To(Equal(int64(1)), "the process that rendered the first chart rendered the second")
+
+	_, err = r.Render(context.Background(), Request{Chart: testChart("bad", nil, map[string]string{"cm.yaml": `{{ fail "no" }}`})})
+	g.Expect(err).To(HaveOccurred())
+	_, err = r.Render(context.Background(), Request{Chart: show, Lookup: tenant("gamma")})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r.turns.Started()).To(Equal(int64(2)), "a process whose render failed renders nothing more")
+}
+
 func TestRenderWaitsForATurnUntilItsContextEnds(t *testing.T) {
 	g := NewWithT(t)
 	r := newRenderer(t, Limits{Concurrency: 1})
