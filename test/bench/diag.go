@@ -28,10 +28,17 @@ import (
 // processCPU returns the CPU seconds of this process and of its children
 // (etcd, kube-apiserver, kube-controller-manager, windlass), by command
 // name; this process's own apart from its reaped children's (git
-// http-backend and the git commands it runs).
+// http-backend and the git commands it runs), and the child processes of
+// each child (windlass's chart renders and large builds), reaped or
+// running, apart as "<name> children".
 func processCPU() map[string]float64 {
 	self := os.Getpid()
-	out := map[string]float64{}
+	type proc struct {
+		name      string
+		ppid      int
+		own, kids float64
+	}
+	procs := map[int]proc{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range dirs {
 		data, err := os.ReadFile(filepath.Join(dir, "stat"))
@@ -44,15 +51,22 @@ func processCPU() map[string]float64 {
 		}
 		pid, _ := strconv.Atoi(filepath.Base(dir))
 		ppid, _ := strconv.Atoi(fields[1])
-		if pid != self && ppid != self {
-			continue
+		procs[pid] = proc{name: name, ppid: ppid, own: seconds(fields[11:13]), kids: seconds(fields[13:15])}
+	}
+	out := map[string]float64{}
+	for pid, p := range procs {
+		switch {
+		case pid == self:
+			out["bench"] += p.own
+			out["git (reaped children)"] += p.kids
+		case p.ppid == self:
+			out[p.name] += p.own
+			if p.kids > 0 {
+				out[p.name+" children"] += p.kids
+			}
+		case procs[p.ppid].ppid == self:
+			out[procs[p.ppid].name+" children"] += p.own
 		}
-		if pid == self {
-			out["bench"] += seconds(fields[11:13])
-			out["git (reaped children)"] += seconds(fields[13:15])
-			continue
-		}
-		out[name] += seconds(fields[11:13])
 	}
 	return out
 }
