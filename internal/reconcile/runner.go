@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,6 +128,8 @@ type Runner[T Object] struct {
 	// writes keeps the version each object's last run left it at, by
 	// which a run tells a cache that has not yet seen that run's writes.
 	writes ownWrites
+	// quietlyWaited holds the objects whose first run waited quietly.
+	quietlyWaited sync.Map // types.NamespacedName -> struct{}
 }
 
 // cacheCatchUp is how soon a run that found the cache behind the last
@@ -174,11 +177,17 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	patcher := patch.NewHelper(obj, r.Client)
 	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
 	wasFailing := Failing(obj) // before Prepare marks a new generation Reconciling
+	unsummarized := conditions.Get(obj, meta.ReadyCondition) == nil
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
 	defer func() {
+		if w := outcome.QuietWait(retErr); w != nil && unsummarized && r.firstQuietWait(req.NamespacedName) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting, without a status yet", "for", w.Err.Error())
+			result, retErr = ctrl.Result{RequeueAfter: w.RequeueAfter}, nil
+			return
+		}
 		result, retErr = r.SummarizeAndPatch(ctx, obj, patcher, res, retErr, start)
 		metrics.RecordRun(r.Kind.Name, obj, state.Of(obj, false), time.Now())
 		if wasFailing && retErr == nil && conditions.IsTrue(obj, meta.ReadyCondition) {
@@ -187,6 +196,14 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	}()
 	res, retErr = r.run(ctx, obj, patcher)
 	return ctrl.Result{}, retErr
+}
+
+// firstQuietWait tells whether this is the first quiet wait (see
+// outcome.Waiting.Quiet) of the object key in this process: that run of
+// an object with no status yet writes none, the next one does.
+func (r *Runner[T]) firstQuietWait(key types.NamespacedName) bool {
+	_, waited := r.quietlyWaited.LoadOrStore(key, struct{}{})
+	return !waited
 }
 
 // recovered records that obj is Ready again after a run that found it
@@ -340,6 +357,7 @@ func (r *Runner[T]) revision(obj T) string {
 // metric series and the kind's own state.
 func (r *Runner[T]) forget(key types.NamespacedName) {
 	r.writes.forget(key)
+	r.quietlyWaited.Delete(key)
 	metrics.Forget(r.Kind.Name, key)
 	if r.Kind.Forget != nil {
 		r.Kind.Forget(key)

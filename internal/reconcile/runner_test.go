@@ -331,6 +331,49 @@ func TestRunnerRecordsNoRecoveryAfterAWait(t *testing.T) {
 	g.Expect(sink.events).To(BeEmpty(), "neither the wait nor its end is an event")
 }
 
+// TestRunnerWaitsQuietlyOnceForWhatIsUnderWay: the first run of an object
+// without a status that waits for something under way (a source fetching
+// its first artifact) writes no status; the next run that still waits
+// says so; an object that has a status always does.
+func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := newRepo()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+		return outcome.ResultEmpty, outcome.WaitQuietly(meta.ArtifactFailedReason, errors.New("no artifact yet"), time.Minute)
+	})
+	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind, Events: &event.Recorder{}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+	got := func() *sourcev1.GitRepository {
+		out := &sourcev1.GitRepository{}
+		g.Expect(c.Get(ctx, req.NamespacedName, out)).To(Succeed())
+		return out
+	}
+
+	res, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+	g.Expect(got().Status.Conditions).To(BeEmpty(), "the first quiet wait writes no status")
+	g.Expect(got().Finalizers).To(ContainElement(meta.Finalizer))
+
+	res, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+	g.Expect(conditions.Reason(got(), meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason), "the second says it waits")
+
+	other := newRepo()
+	other.Name = "other"
+	conditions.MarkTrue(other, meta.ReadyCondition, meta.SucceededReason, "stored")
+	g.Expect(c.Create(ctx, other)).To(Succeed())
+	g.Expect(c.Status().Update(ctx, other)).To(Succeed())
+	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(other)})
+	g.Expect(err).NotTo(HaveOccurred())
+	after := &sourcev1.GitRepository{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(other), after)).To(Succeed())
+	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason), "an object with a status says at once that it waits")
+}
+
 // recordedEvents is an event.Sink that keeps what it receives.
 type recordedEvents struct{ events []event.Event }
 

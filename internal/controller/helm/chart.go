@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -68,6 +69,9 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 	case apierrors.IsNotFound(err):
 		setTemplateMeta(hc, obj)
 		hc.Spec = want
+		// With the finalizer its reconciler would add first: one
+		// request fewer.
+		controllerutil.AddFinalizer(hc, meta.Finalizer)
 		if err := r.Create(ctx, hc); err != nil {
 			return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
 		}
@@ -89,12 +93,18 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 	return nil
 }
 
-// deleteChartTemplate deletes the HelmChart recorded in status.helmChart.
+// deleteChartTemplate deletes the HelmChart recorded in status.helmChart
+// or, when none is recorded yet (its first run waited for the chart
+// without writing its status), the one that spec.chart makes.
 func (r *HelmReleaseReconciler) deleteChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) error {
-	if obj.Status.HelmChart == "" {
+	key := obj.Status.HelmChart
+	if key == "" && obj.Spec.Chart != nil {
+		key = templateNamespace(obj) + "/" + obj.GetHelmChartName()
+	}
+	if key == "" {
 		return nil
 	}
-	ns, name, ok := splitKey(obj.Status.HelmChart)
+	ns, name, ok := splitKey(key)
 	if !ok {
 		obj.Status.HelmChart = ""
 		return nil
@@ -102,13 +112,13 @@ func (r *HelmReleaseReconciler) deleteChartTemplate(ctx context.Context, obj *he
 	hc := &sourcev1.HelmChart{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hc)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading HelmChart '%s': %w", obj.Status.HelmChart, err)
+		return fmt.Errorf("reading HelmChart '%s': %w", key, err)
 	}
 	if err == nil && madeFor(hc, obj) {
 		// Deleted only as the version read, which is this release's.
 		pre := client.Preconditions{UID: &hc.UID, ResourceVersion: &hc.ResourceVersion}
 		if err := r.Delete(ctx, hc, pre); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting HelmChart '%s': %w", obj.Status.HelmChart, err)
+			return fmt.Errorf("deleting HelmChart '%s': %w", key, err)
 		}
 	}
 	obj.Status.HelmChart = ""

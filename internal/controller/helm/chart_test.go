@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
@@ -55,6 +56,30 @@ func TestSetTemplateMeta(t *testing.T) {
 // TestDeleteChartTemplateDeletesOnlyItsOwn: the HelmChart recorded in
 // status.helmChart is deleted when it is the release's, and left when its
 // owner labels name another release.
+// TestChartTemplateIsCreatedWithItsFinalizer: the HelmChart of a chart
+// template is created with the finalizer its reconciler adds first, so
+// that the reconciler need not patch it in.
+func TestChartTemplateIsCreatedWithItsFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := stepClient(nil)
+	r := &HelmReleaseReconciler{Client: c}
+	obj := stepHR()
+
+	g.Expect(r.reconcileChartTemplate(ctx, obj)).To(Succeed())
+	hc := &sourcev1.HelmChart{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "apps-app"}, hc)).To(Succeed())
+	g.Expect(hc.Finalizers).To(ConsistOf(meta.Finalizer))
+	g.Expect(hc.Labels).To(HaveKeyWithValue(templateOwnerName, "app"))
+
+	// Deleted with the release even before the release's status names it.
+	obj.Status.HelmChart = ""
+	g.Expect(r.deleteChartTemplate(ctx, obj)).To(Succeed())
+	deleting := &sourcev1.HelmChart{}
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(hc), deleting)).To(Succeed())
+	g.Expect(deleting.DeletionTimestamp).NotTo(BeNil(), "deleted, its finalizer left to its reconciler")
+}
+
 func TestDeleteChartTemplateDeletesOnlyItsOwn(t *testing.T) {
 	for _, tc := range []struct {
 		name        string

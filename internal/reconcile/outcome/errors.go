@@ -30,6 +30,12 @@ type Waiting struct {
 	Err error
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
+	// Quiet means that what the object waits for is itself under way (a
+	// source fetching its first artifact), so that the wait is likely
+	// over before users would look: the first such run of an object that
+	// has no status yet writes none (the runner decides), and the next
+	// run, when the wait ends or after RequeueAfter, writes it.
+	Quiet bool
 }
 
 func (e *Waiting) Error() string { return e.Err.Error() }
@@ -131,6 +137,20 @@ func Stall(reason string, err error) error { return &Stalling{Reason: reason, Er
 // Wait returns a Waiting error.
 func Wait(reason string, err error, after time.Duration) error {
 	return &Waiting{Reason: reason, Err: err, RequeueAfter: after}
+}
+
+// WaitQuietly returns a quiet Waiting error (see Waiting.Quiet).
+func WaitQuietly(reason string, err error, after time.Duration) error {
+	return &Waiting{Reason: reason, Err: err, RequeueAfter: after, Quiet: true}
+}
+
+// QuietWait returns the quiet Waiting error in err, or nil.
+func QuietWait(err error) *Waiting {
+	var w *Waiting
+	if errors.As(err, &w) && w.Quiet {
+		return w
+	}
+	return nil
 }
 
 // Progress returns a Progressing error.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
@@ -126,12 +127,34 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 	}
 	a := source.GetArtifact()
 	if a == nil {
-		return nil, outcome.Wait(meta.ArtifactFailedReason, fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key), r.Requeue)
+		err := fmt.Errorf("source %s '%s' has no artifact yet", ref.Kind, key)
+		if fetchingFirst(source) {
+			return nil, outcome.WaitQuietly(meta.ArtifactFailedReason, err, r.Requeue)
+		}
+		return nil, outcome.Wait(meta.ArtifactFailedReason, err, r.Requeue)
 	}
 	if !OwnFolder(ref.Kind, source, a.Path) {
 		a.Path = ""
 	}
 	return source, nil
+}
+
+// fetchingFirst tells whether source, which has no artifact, is under way
+// to its first: not suspended, and either never reconciled yet or
+// progressing (not retrying after a failure).
+func fetchingFirst(source Source) bool {
+	if s, ok := source.(interface{ IsSuspended() bool }); ok && s.IsSuspended() {
+		return false
+	}
+	c, ok := source.(conditions.Getter)
+	if !ok {
+		return false
+	}
+	if conditions.Get(c, meta.ReadyCondition) == nil {
+		return true
+	}
+	return conditions.IsTrue(c, meta.ReconcilingCondition) &&
+		conditions.Reason(c, meta.ReconcilingCondition) != meta.ProgressingWithRetryReason
 }
 
 // OwnFolder reports whether p, an artifact's path in storage, lies in the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -25,8 +26,14 @@ func TestResolverGet(t *testing.T) {
 		}
 		return r
 	}
+	fetching, retrying, suspended := repo("a", "fetching", false), repo("a", "retrying", false), repo("a", "suspended", false)
+	conditions.MarkTrue(fetching, meta.ReconcilingCondition, meta.ProgressingReason, "cloning")
+	conditions.MarkUnknown(fetching, meta.ReadyCondition, meta.ProgressingReason, "cloning")
+	conditions.MarkTrue(retrying, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying after failure")
+	conditions.MarkFalse(retrying, meta.ReadyCondition, "GitOperationFailed", "host down")
+	suspended.Spec.Suspend = true
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).
-		WithObjects(repo("a", "app", true), repo("b", "shared", true), repo("a", "new", false)).Build()
+		WithObjects(repo("a", "app", true), repo("b", "shared", true), repo("a", "new", false), fetching, retrying, suspended).Build()
 	tests := []struct {
 		name       string
 		ref        Ref
@@ -34,6 +41,7 @@ func TestResolverGet(t *testing.T) {
 		wantErr    string
 		wantReason string
 		wantStall  bool
+		wantQuiet  bool
 	}{
 		{name: "same namespace", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "app"}},
 		{name: "other namespace", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "shared", Namespace: "b"}},
@@ -47,7 +55,13 @@ func TestResolverGet(t *testing.T) {
 			wantReason: meta.UnsupportedSourceKindReason, wantStall: true},
 		{name: "missing", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "gone"},
 			wantErr: "source GitRepository 'a/gone' not found", wantReason: meta.ArtifactFailedReason},
-		{name: "no artifact yet", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "new"},
+		{name: "no artifact yet, never reconciled", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "new"},
+			wantErr: "has no artifact yet", wantReason: meta.ArtifactFailedReason, wantQuiet: true},
+		{name: "no artifact yet, fetching its first", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "fetching"},
+			wantErr: "has no artifact yet", wantReason: meta.ArtifactFailedReason, wantQuiet: true},
+		{name: "no artifact yet, failed", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "retrying"},
+			wantErr: "has no artifact yet", wantReason: meta.ArtifactFailedReason},
+		{name: "no artifact yet, suspended", ref: Ref{Kind: sourcev1.GitRepositoryKind, Name: "suspended"},
 			wantErr: "has no artifact yet", wantReason: meta.ArtifactFailedReason},
 	}
 	for _, tt := range tests {
@@ -65,6 +79,7 @@ func TestResolverGet(t *testing.T) {
 			g.Expect(outcome.ReasonOf(err, "")).To(Equal(tt.wantReason))
 			var stalling *outcome.Stalling
 			g.Expect(errors.As(err, &stalling)).To(Equal(tt.wantStall))
+			g.Expect(outcome.QuietWait(err) != nil).To(Equal(tt.wantQuiet), "a quiet wait")
 		})
 	}
 	g := NewWithT(t)
