@@ -254,7 +254,9 @@ func (r *HelmReleaseReconciler) install(ctx context.Context, obj *helmv2.HelmRel
 		}
 	}
 	return helmAction(helmv2.ReleaseActionInstall, func() (*hrelease.Release, error) {
-		return sc.runner.Install(ctx, sc.chart, sc.values, installOptions(obj, sc, last != nil))
+		opts := installOptions(obj, sc, last != nil)
+		opts.Absent = last == nil // lastRelease read the storage this run
+		return sc.runner.Install(ctx, sc.chart, sc.values, opts)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -13,7 +14,9 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/postrenderer"
+	helmrelease "helm.sh/helm/v4/pkg/release"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 )
@@ -68,6 +71,12 @@ type InstallOptions struct {
 	// Applied, when set, receives after each apply of the action the
 	// resourceVersion that the API server gave each object applied.
 	Applied AppliedFunc
+	// Absent tells that the caller read the release storage just before
+	// (RecoverPending) and found no release of the name: the action's own
+	// check that the name is free is answered from that read instead of a
+	// second list. Storing the first record is what guards the name: it
+	// fails if a record of that version appeared since.
+	Absent bool
 }
 
 // Install installs chart with values as a new release (version 1, or the
@@ -105,6 +114,9 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
 	}
 	observeApplied(cfg, opts.Applied)
+	if opts.Absent {
+		cfg.Releases.Driver = &absentOnce{Driver: cfg.Releases.Driver, name: opts.ReleaseName}
+	}
 	pre, err := r.prerender(ctx, ch, values, installRelease(opts.ReleaseName, opts.Namespace), cfg.Capabilities, true, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("installing release %s: %w", opts.ReleaseName, err)
@@ -147,6 +159,24 @@ func (r *Runner) Install(ctx context.Context, ch *chart.Chart, values map[string
 		r.remember(rec, rel)
 	}
 	return rel, cerr
+}
+
+// absentOnce is a release storage driver that answers the first query of
+// the history of release name with none, without a request: the caller
+// has just read it.
+type absentOnce struct {
+	driver.Driver
+	name     string
+	answered atomic.Bool
+}
+
+// Query implements driver.Driver.
+func (d *absentOnce) Query(labels map[string]string) ([]helmrelease.Releaser, error) {
+	history := len(labels) == 2 && labels["name"] == d.name && labels["owner"] == "helm"
+	if history && d.answered.CompareAndSwap(false, true) {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return d.Driver.Query(labels)
 }
 
 // installRelease is the release that the templates of an install see.

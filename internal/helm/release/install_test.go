@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +60,49 @@ func TestInstall(t *testing.T) {
 	g.Expect(snap.ChartName).To(Equal("basic"))
 	g.Expect(snap.ChartVersion).To(Equal("1.0.0"))
 	g.Expect(snap.ConfigDigest).To(Equal(ConfigDigest(values)))
+}
+
+// TestInstallOfANameReadAbsent: an install whose caller just read that
+// the name has no release lists the storage no more; a record stored
+// meanwhile by another tool still stops it, before anything is applied.
+func TestInstallOfANameReadAbsent(t *testing.T) {
+	g := NewWithT(t)
+	f := newFixture(t)
+	ctx := context.Background()
+	last, _, err := f.runner.RecoverPending(ctx, "app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(last).To(BeNil())
+	opts := InstallOptions{ReleaseName: "app", Namespace: f.target, ServerSideApply: true, Absent: true}
+	rel, err := f.runner.Install(ctx, basicChart(t, "1.0.0"), map[string]any{"greeting": "hi"}, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Version).To(Equal(1))
+	g.Expect(f.greeting("app-cm")).To(Equal("hi"))
+
+	// Read absent, but stored since: the first record cannot be stored.
+	_, err = f.runner.Install(ctx, basicChart(t, "1.0.0"), map[string]any{"greeting": "again"}, opts)
+	g.Expect(err).To(MatchError(ContainSubstring("already exists")))
+	g.Expect(f.greeting("app-cm")).To(Equal("hi"), "nothing applied")
+}
+
+// TestAbsentOnceAnswersTheFirstHistoryQuery: the name's first history
+// query is answered with none without asking the storage; later ones,
+// and other queries, are the storage's.
+func TestAbsentOnceAnswersTheFirstHistoryQuery(t *testing.T) {
+	g := NewWithT(t)
+	mem := driver.NewMemory()
+	rel := &releasev1.Release{Name: "app", Namespace: "ns", Version: 1, Info: &releasev1.Info{Status: rcommon.StatusDeployed}}
+	g.Expect(mem.Create("sh.helm.release.v1.app.v1", rel)).To(Succeed())
+	d := &absentOnce{Driver: mem, name: "app"}
+	history := map[string]string{"name": "app", "owner": "helm"}
+
+	_, err := d.Query(history)
+	g.Expect(err).To(MatchError(driver.ErrReleaseNotFound), "answered without the storage")
+	found, err := d.Query(history)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(HaveLen(1), "the second is the storage's")
+	found, err = (&absentOnce{Driver: mem, name: "other"}).Query(history)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(found).To(HaveLen(1), "another name's query is the storage's")
 }
 
 func TestInstallOptions(t *testing.T) {
