@@ -229,13 +229,17 @@ func (p *Process) Started() { p.clock.started() }
 // *ExitError), or nil when it exited well or was killed here. A child of
 // Turns gets its work's own errors for the limits instead.
 func (p *Process) End(kill bool) error {
-	p.clock.stop()
-	watching := p.stopWatch()
-	if !kill && watching && p.reuse != nil && p.healthy() {
-		p.reuse(p)
-		return nil
+	if !kill && p.reuse != nil && p.healthy() && p.stopWatch() {
+		p.clock.stop()
+		if p.clock.expired() == clockRunning {
+			p.reuse(p)
+			return nil
+		}
 	}
+	// The clocks and the context run until the child has exited.
 	defer p.release()
+	defer p.clock.stop()
+	defer p.stopWatch()
 	err := p.end(kill)
 	if p.explain != nil && err != nil && !errors.As(err, new(*ExitError)) {
 		return p.explain(err)
