@@ -177,13 +177,16 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	patcher := patch.NewHelper(obj, r.Client)
 	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
 	wasFailing := Failing(obj) // before Prepare marks a new generation Reconciling
-	unsummarized := conditions.Get(obj, meta.ReadyCondition) == nil
+	// A new object may wait quietly, unless someone asked for a run and
+	// waits for the status to say it was handled.
+	_, requested := meta.ReconcileAnnotationValue(obj.GetAnnotations())
+	mayWaitQuietly := conditions.Get(obj, meta.ReadyCondition) == nil && !requested
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
 	defer func() {
-		if w := outcome.QuietWait(retErr); w != nil && unsummarized && r.firstQuietWait(req.NamespacedName) {
+		if w := outcome.QuietWait(retErr); w != nil && mayWaitQuietly && r.firstQuietWait(req.NamespacedName) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting, without a status yet", "for", w.Err.Error())
 			result, retErr = ctrl.Result{RequeueAfter: w.RequeueAfter}, nil
 			return
@@ -207,9 +210,9 @@ func (r *Runner[T]) firstQuietWait(key types.NamespacedName) bool {
 }
 
 // recovered records that obj is Ready again after a run that found it
-// failing (Failing): a Normal event with the Ready condition's reason and message, by
-// which alerts tell the providers that got the failure that it is
-// resolved.
+// failing (Failing): a Normal event with the Ready condition's reason and
+// message, by which alerts tell the providers that got the failure that
+// it is resolved.
 func (r *Runner[T]) recovered(ctx context.Context, obj T) {
 	r.Events.Normal(ctx, obj, conditions.Reason(obj, meta.ReadyCondition), r.revision(obj), conditions.Message(obj, meta.ReadyCondition))
 }

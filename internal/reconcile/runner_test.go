@@ -372,6 +372,16 @@ func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	after := &sourcev1.GitRepository{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(other), after)).To(Succeed())
 	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason), "an object with a status says at once that it waits")
+
+	asked := newRepo()
+	asked.Name = "asked"
+	asked.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+	g.Expect(c.Create(ctx, asked)).To(Succeed())
+	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(asked)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(asked), after)).To(Succeed())
+	g.Expect(after.Status.LastHandledReconcileAt).To(Equal("now"), "a run asked for says it handled the request")
+	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason))
 }
 
 // recordedEvents is an event.Sink that keeps what it receives.
