@@ -12,5 +12,8 @@
 //
 // A Pool bounds the memory of all children together: a child starts only
 // once the pool has its memory limit free, and the rest of the process's
-// memory can be planned around the pool's total.
+// memory can be planned around the pool's total. Turns bound how many
+// children of one kind of work run at once, and give a child whose job
+// ended well the next job, one job at a time, rather than start another
+// (a start costs more CPU than most jobs).
 package isolate
