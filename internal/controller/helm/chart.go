@@ -48,7 +48,8 @@ func templateNamespace(obj *helmv2.HelmRelease) string {
 
 // reconcileChartTemplate creates or updates the HelmChart of spec.chart,
 // and records it in status.helmChart. A release with spec.chartRef has
-// none: a HelmChart left from a former spec.chart is deleted.
+// none: a HelmChart left from a former spec.chart is deleted. A HelmChart
+// it creates is waited for (quietly: see outcome.Waiting.Quiet).
 func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) error {
 	if obj.Spec.Chart == nil {
 		if err := r.deleteChartTemplate(ctx, obj); err != nil {
@@ -75,6 +76,11 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 		if err := r.Create(ctx, hc); err != nil {
 			return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
 		}
+		// Just made, it fetches its first artifact (and the cache may not
+		// hold it yet): its artifact starts the next run.
+		obj.Status.HelmChart = ns + "/" + hc.Name
+		return outcome.WaitQuietly(meta.ArtifactFailedReason,
+			fmt.Errorf("source %s '%s/%s' has no artifact yet", sourcev1.HelmChartKind, ns, hc.Name), r.DependencyRequeue)
 	case err != nil:
 		return outcome.Fail(helmv2.ArtifactFailedReason, err)
 	case !madeFor(hc, obj):

@@ -12,6 +12,7 @@ import (
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 )
 
 // TestSetTemplateMeta: the HelmChart of a release's template carries the
@@ -56,17 +57,22 @@ func TestSetTemplateMeta(t *testing.T) {
 // TestDeleteChartTemplateDeletesOnlyItsOwn: the HelmChart recorded in
 // status.helmChart is deleted when it is the release's, and left when its
 // owner labels name another release.
-// TestChartTemplateIsCreatedWithItsFinalizer: the HelmChart of a chart
-// template is created with the finalizer its reconciler adds first, so
-// that the reconciler need not patch it in.
-func TestChartTemplateIsCreatedWithItsFinalizer(t *testing.T) {
+// TestChartTemplateIsCreatedWithItsFinalizerAndWaitedFor: the HelmChart of
+// a chart template is created with the finalizer its reconciler adds
+// first, so that the reconciler need not patch it in, and waited for
+// quietly (the run that made it writes no status: the cache may not even
+// hold it yet).
+func TestChartTemplateIsCreatedWithItsFinalizerAndWaitedFor(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := stepClient(nil)
 	r := &HelmReleaseReconciler{Client: c}
 	obj := stepHR()
 
-	g.Expect(r.reconcileChartTemplate(ctx, obj)).To(Succeed())
+	err := r.reconcileChartTemplate(ctx, obj)
+	g.Expect(outcome.QuietWait(err)).NotTo(BeNil(), "the HelmChart just made is waited for quietly: %v", err)
+	g.Expect(err).To(MatchError("source HelmChart 'apps/apps-app' has no artifact yet"))
+	g.Expect(obj.Status.HelmChart).To(Equal("apps/apps-app"))
 	hc := &sourcev1.HelmChart{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "apps", Name: "apps-app"}, hc)).To(Succeed())
 	g.Expect(hc.Finalizers).To(ConsistOf(meta.Finalizer))
