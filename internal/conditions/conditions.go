@@ -52,6 +52,13 @@ func IsFalse(obj Getter, conditionType string) bool {
 	return apimeta.IsStatusConditionFalse(obj.GetConditions(), conditionType)
 }
 
+// InProgress reports whether obj is Reconciling for progress or a wait:
+// Reconciling=True with any reason but ProgressingWithRetry, which marks
+// a retry after a failure.
+func InProgress(obj Getter) bool {
+	return IsTrue(obj, meta.ReconcilingCondition) && Reason(obj, meta.ReconcilingCondition) != meta.ProgressingWithRetryReason
+}
+
 // Reason returns the reason of the condition, or "".
 func Reason(obj Getter, conditionType string) string {
 	if c := Get(obj, conditionType); c != nil {

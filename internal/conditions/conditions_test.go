@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 )
 
@@ -42,6 +43,32 @@ func TestDeleteAndHas(t *testing.T) {
 	g.Expect(Has(obj, "FetchFailed")).To(BeFalse())
 	g.Expect(IsTrue(obj, "Ready")).To(BeTrue())
 	g.Expect(obj.Status.Conditions).To(HaveLen(1))
+}
+
+func TestInProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mark   func(*sourcev1.GitRepository)
+		wanted bool
+	}{
+		{"no Reconciling", func(*sourcev1.GitRepository) {}, false},
+		{"progressing", func(o *sourcev1.GitRepository) {
+			MarkTrue(o, meta.ReconcilingCondition, meta.ProgressingReason, "cloning")
+		}, true},
+		{"waiting", func(o *sourcev1.GitRepository) {
+			MarkTrue(o, meta.ReconcilingCondition, "ArtifactFailed", "no artifact yet")
+		}, true},
+		{"retrying after a failure", func(o *sourcev1.GitRepository) {
+			MarkTrue(o, meta.ReconcilingCondition, meta.ProgressingWithRetryReason, "retrying")
+		}, false},
+		{"done", func(o *sourcev1.GitRepository) { MarkFalse(o, meta.ReconcilingCondition, meta.SucceededReason, "done") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &sourcev1.GitRepository{}
+			tc.mark(obj)
+			NewWithT(t).Expect(InProgress(obj)).To(Equal(tc.wanted))
+		})
+	}
 }
 
 func TestMessageIsBounded(t *testing.T) {

@@ -125,12 +125,7 @@ func Summarize(obj ObjectWithStatus, s Summary) (ctrl.Result, error) {
 // ProgressingWithRetry). An object that waited, for its source's first
 // artifact say, and is then Ready did not recover from anything.
 func Failing(obj conditions.Getter) bool {
-	if !conditions.IsFalse(obj, meta.ReadyCondition) {
-		return false
-	}
-	waiting := conditions.IsTrue(obj, meta.ReconcilingCondition) &&
-		conditions.Reason(obj, meta.ReconcilingCondition) != meta.ProgressingWithRetryReason
-	return !waiting
+	return conditions.IsFalse(obj, meta.ReadyCondition) && !conditions.InProgress(obj)
 }
 
 // waitingReason is the reason of a wait: its own, or WaitingReason when

@@ -150,11 +150,7 @@ func fetchingFirst(source Source) bool {
 	if !ok {
 		return false
 	}
-	if conditions.Get(c, meta.ReadyCondition) == nil {
-		return true
-	}
-	return conditions.IsTrue(c, meta.ReconcilingCondition) &&
-		conditions.Reason(c, meta.ReconcilingCondition) != meta.ProgressingWithRetryReason
+	return !conditions.Has(c, meta.ReadyCondition) || conditions.InProgress(c)
 }
 
 // OwnFolder reports whether p, an artifact's path in storage, lies in the
