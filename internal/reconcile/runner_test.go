@@ -252,6 +252,12 @@ func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason), "without rechecked fields the run writes")
 }
 
+// repoClient returns a fake client holding objs, with the GitRepository's
+// status subresource.
+func repoClient(objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+}
+
 // forwarded keeps the events a Recorder forwards.
 type forwarded struct{ events []event.Event }
 
@@ -267,7 +273,7 @@ func TestRunnerRecordsRecovery(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	obj := newRepo()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	c := repoClient(obj)
 	failing := true
 	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
 		if failing {
@@ -305,7 +311,7 @@ func TestRunnerRecordsNoRecoveryAfterAWait(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	obj := newRepo()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	c := repoClient(obj)
 	waiting := true
 	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
 		if waiting {
@@ -339,7 +345,7 @@ func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	obj := newRepo()
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(&sourcev1.GitRepository{}).Build()
+	c := repoClient(obj)
 	kind := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
 		return outcome.ResultEmpty, outcome.WaitQuietly(meta.ArtifactFailedReason, errors.New("no artifact yet"), time.Minute)
 	})
