@@ -150,6 +150,7 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 			return cs, err
 		}
 		failures := m.applyAll(ctx, stage, opts, s > 0)
+		m.watchApplied(ctx, stage)
 		for _, it := range stage {
 			if it.result == nil && it.policy != PolicyIgnore {
 				continue // not applied: its error is among the failures
@@ -170,6 +171,22 @@ func (m *Manager) ApplyAllStaged(ctx context.Context, objs []*unstructured.Unstr
 		}
 	}
 	return cs, nil
+}
+
+// watchApplied asks Options.Versions to watch the kinds of the stage's
+// objects that the apply left with a version, which a later Verify asks
+// about.
+func (m *Manager) watchApplied(ctx context.Context, stage []*item) {
+	if m.versions == nil {
+		return
+	}
+	watched := map[schema.GroupVersionKind]bool{}
+	for _, it := range stage {
+		if gvk := it.gvk(); it.result != nil && !watched[gvk] {
+			watched[gvk] = true
+			m.versions.Watch(ctx, gvk)
+		}
+	}
 }
 
 // announceWrites passes the inventory of the stage's objects that will be

@@ -256,12 +256,20 @@ metadata:
 	g.Expect(err.Error()).To(ContainSubstring("ConfigMap/" + ns + "/annotated is gone"))
 }
 
-// versionMap is a VersionReader that knows the versions it holds.
-type versionMap map[string]string
+// versionMap is a VersionReader that knows the versions it holds, by
+// kind/namespace/name, and the kinds it was asked to watch.
+type versionMap struct {
+	versions map[string]string
+	watched  []schema.GroupVersionKind
+}
 
-func (v versionMap) ResourceVersion(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
-	version, ok := v[gvk.Kind+"/"+namespace+"/"+name]
+func (v *versionMap) ResourceVersion(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (string, bool) {
+	version, ok := v.versions[gvk.Kind+"/"+namespace+"/"+name]
 	return version, ok
+}
+
+func (v *versionMap) Watch(_ context.Context, gvk schema.GroupVersionKind) {
+	v.watched = append(v.watched, gvk)
 }
 
 // TestVerifyWithVersions checks that Verify reads only the objects whose
@@ -271,7 +279,7 @@ func TestVerifyWithVersions(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
-	versions := versionMap{}
+	versions := &versionMap{versions: map[string]string{}}
 	c := &countingClient{Client: env.Client}
 	m, err := New(c, env.Client.RESTMapper(), Options{FieldManager: testFieldManager, Owner: Owner{Name: "app", Namespace: ns}, Versions: versions})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -282,13 +290,15 @@ func TestVerifyWithVersions(t *testing.T) {
 	for _, a := range applied {
 		g.Expect(a.ResourceVersion).NotTo(BeEmpty(), "the apply's answer gives the version")
 	}
+	g.Expect(versions.watched).To(Equal([]schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}),
+		"the apply asks for the watch of the kind it applied, once")
 	live := func(name string) string { return get(t, "v1", "ConfigMap", ns, name).GetResourceVersion() }
 
 	_, err = m.Verify(ctx, applied)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.gets.Load()).To(BeEquivalentTo(2), "versions not known: both read")
 
-	versions["ConfigMap/"+ns+"/a"], versions["ConfigMap/"+ns+"/b"] = live("a"), live("b")
+	versions.versions["ConfigMap/"+ns+"/a"], versions.versions["ConfigMap/"+ns+"/b"] = live("a"), live("b")
 	_, err = m.Verify(ctx, applied)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.gets.Load()).To(BeEquivalentTo(2), "versions unchanged: nothing read")
@@ -297,7 +307,7 @@ func TestVerifyWithVersions(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, cm)).To(Succeed())
 	cm.Annotations = map[string]string{"note": "by hand"}
 	g.Expect(env.Client.Update(ctx, cm, client.FieldOwner("kubectl-annotate"))).To(Succeed())
-	versions["ConfigMap/"+ns+"/b"] = live("b")
+	versions.versions["ConfigMap/"+ns+"/b"] = live("b")
 	_, err = m.Verify(ctx, applied)
 	g.Expect(err).NotTo(HaveOccurred(), "another manager's annotation is no drift")
 	g.Expect(c.gets.Load()).To(BeEquivalentTo(3), "the object whose version moved is read")
@@ -307,7 +317,7 @@ func TestVerifyWithVersions(t *testing.T) {
 	g.Expect(c.gets.Load()).To(BeEquivalentTo(3))
 
 	edit(t, ns, "a", "kubectl-edit", map[string]string{"k": "drifted"})
-	versions["ConfigMap/"+ns+"/a"] = live("a")
+	versions.versions["ConfigMap/"+ns+"/a"] = live("a")
 	_, err = m.Verify(ctx, applied)
 	g.Expect(err).To(MatchError(ErrDrifted), "an edit moves the version and is found")
 }

@@ -77,9 +77,12 @@ type Options struct {
 
 // VersionReader tells the resourceVersion an object has now. ok is false
 // when it does not know (the kind is not watched yet, or the object is not
-// seen): the caller reads the object instead.
+// seen): the caller reads the object instead. Watch starts watching a
+// kind, without waiting: an apply asks it of every kind it applied, so
+// that the watch holds them by the time a Verify asks.
 type VersionReader interface {
 	ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (version string, ok bool)
+	Watch(ctx context.Context, gvk schema.GroupVersionKind)
 }
 
 // Manager applies, validates and prunes objects with server-side apply. It

@@ -79,12 +79,11 @@ func (c *Cache) ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind
 // kind has synced and holds it; the first question about a kind starts its
 // watch.
 func (c *Cache) held(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, bool) {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil || !inf.HasSynced() {
+	if !c.Synced(ctx, gvk) {
 		return nil, false
 	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
 	if err := c.cache.Get(ctx, key, obj); err != nil {
 		return nil, false
 	}
@@ -95,10 +94,25 @@ func (c *Cache) held(ctx context.Context, gvk schema.GroupVersionKind, key clien
 // it does not hold does not exist (as far as the watch has seen). The
 // first question about a kind starts its watch and answers false.
 func (c *Cache) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
+	inf, err := c.informer(ctx, gvk)
+	return err == nil && inf.HasSynced()
+}
+
+// Watch starts the watch of kind gvk, unless it has started, and returns
+// without waiting for it to sync. A caller that has just written objects
+// of the kind, and will ask about them later, calls it so that the watch
+// holds them by then: otherwise the first question starts the watch, and
+// the questions asked until it syncs are answered false.
+func (c *Cache) Watch(ctx context.Context, gvk schema.GroupVersionKind) {
+	_, _ = c.informer(ctx, gvk)
+}
+
+// informer returns the informer of the metadata watch of kind gvk, started
+// if it had not.
+func (c *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	inf, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	return err == nil && inf.HasSynced()
+	return c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 }
 
 // keep returns the transform that keeps of a watched object its kind,

@@ -22,6 +22,8 @@ func (v versionsNow) ResourceVersion(_ context.Context, gvk schema.GroupVersionK
 	return version, ok
 }
 
+func (versionsNow) Watch(context.Context, schema.GroupVersionKind) {}
+
 // objectsAt is a reader that answers every Get with an object at the
 // version it holds for the name.
 type objectsAt map[string]string
