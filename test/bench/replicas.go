@@ -304,7 +304,9 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 		rows = append(rows,
 			[2]string{"failover_seconds", fmt.Sprintf("%.2f (killed %s holding %d objects: %s; taken over by %s; lease %gs)",
 				rr.FailoverSeconds, fo.Killed, fo.Objects, formatInts(fo.ObjectsByKind), formatInts(fo.TakenOverBy), rr.LeaseDurationSeconds)},
-			[2]string{"  after the kill", failoverAfterRow(fo)})
+			[2]string{"  after the kill", failoverAfterRow(fo)},
+			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; all claimed %.2fs",
+				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Timeline.ClaimedSeconds)})
 	}
 	return rows
 }

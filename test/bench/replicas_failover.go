@@ -44,6 +44,11 @@ type FailoverResult struct {
 	// TakenOverBy counts those objects by the survivor whose metrics got
 	// a run of each first.
 	TakenOverBy map[string]int `json:"taken_over_by"`
+	// Timeline says when, in seconds from the kill, the survivors'
+	// metrics had a first run of its objects, and of a half and nine
+	// tenths of them; and when their claims (windlass_shard_moves_total)
+	// had grown by as many objects.
+	Timeline FailoverTimeline `json:"timeline"`
 	// ReconciledBefore counts those of its objects that a survivor's
 	// metrics already had a series of before the kill (a handover left
 	// behind); they count as taken over once that series changes.
@@ -70,6 +75,29 @@ type FailoverResult struct {
 
 	// seconds is ReplicasResult.FailoverSeconds, unrounded.
 	seconds float64
+}
+
+// FailoverTimeline marks the takeover's progress, in seconds from the
+// kill (0: not reached while the run looked).
+type FailoverTimeline struct {
+	FirstSeconds   float64 `json:"first_seconds"`
+	HalfSeconds    float64 `json:"half_seconds"`
+	NinetySeconds  float64 `json:"ninety_seconds"`
+	ClaimedSeconds float64 `json:"claimed_seconds"`
+}
+
+// mark records, at elapsed seconds, the marks that taken of objects
+// (reconciled) and claimed (claims since the kill) reach first.
+func (t *FailoverTimeline) mark(elapsed float64, taken, claimed, objects int) {
+	set := func(field *float64, reached bool) {
+		if reached && *field == 0 {
+			*field = round2(elapsed)
+		}
+	}
+	set(&t.FirstSeconds, taken > 0)
+	set(&t.HalfSeconds, 2*taken >= objects)
+	set(&t.NinetySeconds, 10*taken >= 9*objects)
+	set(&t.ClaimedSeconds, claimed >= objects)
 }
 
 // failoverPhase records the replicas' figures, then kills the one that
@@ -130,7 +158,7 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	orphans := heldBy(holders, victim)
 	fo := &FailoverResult{Killed: victim, Objects: len(orphans), ObjectsByKind: byKind(orphans)}
 	killed, survivors := r.splitReplicas(victim)
-	baseline, err := scrapeReconciled(survivors)
+	baseline, claimedBefore, err := scrapeSurvivors(survivors)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +171,9 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	killed.Kill()
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
-	takers, err := waitTakenOver(wctx, survivors, orphans, baseline)
+	takers, err := waitTakenOver(wctx, survivors, orphans, baseline, func(taken int, claimed int64) {
+		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, int(claimed-claimedBefore), len(orphans))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -298,12 +328,14 @@ func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
 }
 
 // waitTakenOver scrapes the survivors every failoverPoll until each of
-// orphans is taken over (see takenOver), and returns who took each.
+// orphans is taken over (see takenOver), and returns who took each. After
+// each scrape it tells progress how many are taken over and the
+// survivors' claims so far.
 func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
-	baseline map[string]map[string]float64) (map[string]string, error) {
+	baseline map[string]map[string]float64, progress func(taken int, claimed int64)) (map[string]string, error) {
 	takers := map[string]string{}
 	for {
-		scrapes, err := scrapeReconciled(survivors)
+		scrapes, claimed, err := scrapeSurvivors(survivors)
 		if err != nil {
 			return nil, err
 		}
@@ -312,6 +344,7 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 				takers[obj] = by
 			}
 		}
+		progress(len(takers), claimed)
 		if len(takers) == len(orphans) {
 			return takers, nil
 		}
@@ -328,18 +361,20 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 	}
 }
 
-// scrapeReconciled returns, by replica, the objects its metrics have a
-// run of (see reconciledObjects).
-func scrapeReconciled(procs map[string]*controller) (map[string]map[string]float64, error) {
+// scrapeSurvivors returns, by replica, the objects its metrics have a
+// run of (see reconciledObjects), and the claims they all counted.
+func scrapeSurvivors(procs map[string]*controller) (map[string]map[string]float64, int64, error) {
 	out := map[string]map[string]float64{}
+	var claimed int64
 	for name, p := range procs {
 		body, err := p.metrics()
 		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", name, err)
+			return nil, 0, fmt.Errorf("replica %s: %w", name, err)
 		}
 		out[name] = reconciledObjects(body)
+		claimed += shardMoves(body)["claimed"]
 	}
-	return out, nil
+	return out, claimed, nil
 }
 
 // holderLabels returns the holder label of every object of the kinds the

@@ -191,3 +191,17 @@ func smokeReplicas(t *testing.T, cl *Cluster) {
 	g.Expect(json.Unmarshal(data, &got)).To(Succeed())
 	g.Expect(got).To(HaveKeyWithValue("replicas", And(HaveKey("failover_seconds"), HaveKeyWithValue("lease_duration_seconds", BeNumerically("==", 15)))))
 }
+
+func TestFailoverTimeline(t *testing.T) {
+	g := NewWithT(t)
+	var tl FailoverTimeline
+	tl.mark(15.2, 0, 3, 10)
+	g.Expect(tl).To(Equal(FailoverTimeline{}), "claims begun, none reconciled")
+	tl.mark(16.004, 1, 10, 10)
+	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, ClaimedSeconds: 16}))
+	tl.mark(18, 5, 12, 10)
+	tl.mark(19, 9, 12, 10)
+	tl.mark(20, 10, 12, 10)
+	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, HalfSeconds: 18, NinetySeconds: 19, ClaimedSeconds: 16}),
+		"each mark keeps the first time it was reached")
+}
