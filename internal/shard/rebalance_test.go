@@ -2,16 +2,22 @@ package shard
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // TestClaim: a claim makes the member the holder and adds the reconcilers'
@@ -60,4 +66,126 @@ func TestClaim(t *testing.T) {
 			g.Expect(got.Finalizers).To(Equal(tt.wantFinalizers))
 		})
 	}
+}
+
+// TestClaimsRunSideBySide: a member sends up to claimWorkers claims at once
+// (after a member's loss, its share is claimed at once, not one object
+// after another), and claims every queued object.
+func TestClaimsRunSideBySide(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.CreateNamespace(t)
+	m, err := NewMember(env.Config, env.Client, env.Client.RESTMapper(),
+		Options{Name: "me", Ring: "windlass", Namespace: ns, LeaseDuration: 15 * time.Second, Kinds: []kinds.Kind{kustomizationKind(g)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	m.ring = NewRing("me")
+	gate := &claimGate{want: claimWorkers, all: make(chan struct{})}
+	m.md = gatedMetadata{Interface: m.md, gate: gate}
+
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	var names []string
+	for i := range 2 * claimWorkers {
+		ks := newKustomization(g, ns, fmt.Sprintf("app-%d", i), "")
+		read := &metav1.PartialObjectMetadata{}
+		read.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind("Kustomization"))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), read)).To(Succeed())
+		g.Expect(store.Add(read)).To(Succeed())
+		names = append(names, ks.Name)
+	}
+	m.claims.stores = map[string]cache.Store{"Kustomization": store}
+	for _, key := range store.ListKeys() {
+		m.claims.Add(claimItem{kind: "Kustomization", key: key})
+	}
+	go m.runClaims(ctx)
+
+	for _, name := range names {
+		g.Eventually(func() string {
+			got := &kustomizev1.Kustomization{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)).To(Succeed())
+			return got.Labels[HolderLabel]
+		}, 30*time.Second, 50*time.Millisecond).Should(Equal("me"), name)
+	}
+	g.Expect(gate.most()).To(Equal(claimWorkers), "claims in flight at once")
+}
+
+// kustomizationKind returns the registry row of Kustomization.
+func kustomizationKind(g Gomega) kinds.Kind {
+	k, ok := kinds.Named("Kustomization")
+	g.Expect(ok).To(BeTrue())
+	return k
+}
+
+// claimGate holds each claim until want claims are in flight at once (or,
+// when they never are, for claimGateBound), and counts the most in flight.
+type claimGate struct {
+	want int
+	all  chan struct{}
+
+	mu       sync.Mutex
+	inFlight int
+	max      int
+	reached  bool
+}
+
+// claimGateBound lets a claim through when the others it waits for never
+// come: the test then fails on the count, not by hanging.
+const claimGateBound = 10 * time.Second
+
+func (c *claimGate) enter() {
+	c.mu.Lock()
+	c.inFlight++
+	c.max = max(c.max, c.inFlight)
+	if c.inFlight == c.want && !c.reached {
+		c.reached = true
+		close(c.all)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.all:
+	case <-time.After(claimGateBound):
+	}
+}
+
+func (c *claimGate) leave() {
+	c.mu.Lock()
+	c.inFlight--
+	c.mu.Unlock()
+}
+
+func (c *claimGate) most() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.max
+}
+
+// gatedMetadata is a metadata client whose patches pass a claimGate.
+type gatedMetadata struct {
+	metadata.Interface
+	gate *claimGate
+}
+
+func (g gatedMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return gatedGetter{Getter: g.Interface.Resource(gvr), gate: g.gate}
+}
+
+type gatedGetter struct {
+	metadata.Getter
+	gate *claimGate
+}
+
+func (g gatedGetter) Namespace(ns string) metadata.ResourceInterface {
+	return gatedResource{ResourceInterface: g.Getter.Namespace(ns), gate: g.gate}
+}
+
+type gatedResource struct {
+	metadata.ResourceInterface
+	gate *claimGate
+}
+
+func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+	subresources ...string) (*metav1.PartialObjectMetadata, error) {
+	r.gate.enter()
+	defer r.gate.leave()
+	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, subresources...)
 }

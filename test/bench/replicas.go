@@ -305,10 +305,28 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 			[2]string{"failover_seconds", fmt.Sprintf("%.2f (killed %s holding %d objects: %s; taken over by %s; lease %gs)",
 				rr.FailoverSeconds, fo.Killed, fo.Objects, formatInts(fo.ObjectsByKind), formatInts(fo.TakenOverBy), rr.LeaseDurationSeconds)},
 			[2]string{"  after the kill", failoverAfterRow(fo)},
+			[2]string{"  requests per object taken over", failoverRequestsRow(fo.Requests)},
+			[2]string{"  events of the takeover", failoverEventsRow(fo.Events)},
 			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; all claimed %.2fs",
 				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Timeline.ClaimedSeconds)})
 	}
 	return rows
+}
+
+// failoverRequestsRow lists the survivors' requests per object taken over.
+func failoverRequestsRow(b *RequestBudget) string {
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.2f: %s", b.PerApp, formatBudget(b.ByRequest))
+}
+
+// failoverEventsRow lists the Events of the takeover by kind and reason.
+func failoverEventsRow(events map[string]int) string {
+	if len(events) == 0 {
+		return "none"
+	}
+	return formatInts(events)
 }
 
 // failoverAfterRow describes what the failover left.
@@ -318,7 +336,27 @@ func failoverAfterRow(fo *FailoverResult) string {
 		ready = fmt.Sprintf("%d applications not Ready once the takeover settled, e.g. %s", fo.NotReady, fo.NotReadyExample)
 	}
 	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects still labelled %s; %d of its objects had a series on a survivor before; the survivors logged %d error lines",
-		ready, fo.ArtifactsOnKilled, fo.Killed, fo.LeftWithKilled, fo.Killed, fo.ReconciledBefore, fo.LogErrors)
+		ready, fo.ArtifactsOnKilled, fo.Killed, fo.LeftWithKilled, fo.Killed, fo.ReconciledBefore, fo.LogErrors) +
+		errorExample(fo.LogErrorExample)
+}
+
+// errorExample shows line, an error line, after a failover's figures.
+func errorExample(line string) string {
+	if line == "" {
+		return ""
+	}
+	return "; the first: " + line
+}
+
+// firstErrorLine returns the first error line of a replica's output, or
+// "".
+func firstErrorLine(output string) string {
+	for line := range strings.Lines(output) {
+		if strings.Contains(line, `"level":"error"`) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // logErrors counts the error lines ("level":"error") of a replica's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +50,13 @@ type FailoverResult struct {
 	// tenths of them; and when their claims (windlass_shard_moves_total)
 	// had grown by as many objects.
 	Timeline FailoverTimeline `json:"timeline"`
+	// Requests are the survivors' API requests from the kill until every
+	// object was taken over, per object taken over (PerApp, ByKind and
+	// ByRequest count per object here, not per application).
+	Requests *RequestBudget `json:"requests,omitempty"`
+	// Events counts the Events created from the kill until every object
+	// was taken over, by "Kind Reason".
+	Events map[string]int `json:"events,omitempty"`
 	// ReconciledBefore counts those of its objects that a survivor's
 	// metrics already had a series of before the kill (a handover left
 	// behind); they count as taken over once that series changes.
@@ -70,8 +78,9 @@ type FailoverResult struct {
 	// replica then (0).
 	LeftWithKilled int `json:"left_with_killed"`
 	// LogErrors counts the lines the survivors logged from the kill until
-	// then.
-	LogErrors int `json:"log_errors"`
+	// then; LogErrorExample is the first of them.
+	LogErrors       int    `json:"log_errors"`
+	LogErrorExample string `json:"log_error_example,omitempty"`
 
 	// seconds is ReplicasResult.FailoverSeconds, unrounded.
 	seconds float64
@@ -162,10 +171,14 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	if err != nil {
 		return nil, err
 	}
+	requestsBefore, err := survivorRequests(survivors)
+	if err != nil {
+		return nil, err
+	}
 	fo.ReconciledBefore = len(takenOver(orphans, map[string]map[string]float64{}, baseline))
-	logged := 0
-	for _, p := range survivors {
-		logged += logErrors(p.Output())
+	loggedBefore := map[string]int{}
+	for name, p := range survivors {
+		loggedBefore[name] = len(p.Output())
 	}
 	killedAt := time.Now()
 	killed.Kill()
@@ -178,6 +191,21 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 		return nil, err
 	}
 	fo.seconds = time.Since(killedAt).Seconds()
+	requestsAfter, err := survivorRequests(survivors)
+	if err != nil {
+		return nil, err
+	}
+	fo.Requests = budget(requestsBefore, requestsAfter, nil, len(orphans), "controller")
+	events, err := eventsBy(ctx, r.c, r.apps.ns, killedAt, func(e corev1.Event) string {
+		return e.InvolvedObject.Kind + " " + e.Reason
+	})
+	if err != nil {
+		return nil, err
+	}
+	fo.Events = map[string]int{}
+	for k, v := range events {
+		fo.Events[k] = int(v)
+	}
 	fo.TakenOverBy = countValues(takers)
 	if err := settle(ctx, survivors); err != nil {
 		return nil, err
@@ -185,10 +213,13 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	if err := r.afterFailover(ctx, fo, killed, killedAt); err != nil {
 		return nil, err
 	}
-	for _, p := range survivors {
-		fo.LogErrors += logErrors(p.Output())
+	for _, name := range slices.Sorted(maps.Keys(survivors)) {
+		since := survivors[name].Output()[loggedBefore[name]:]
+		fo.LogErrors += logErrors(since)
+		if fo.LogErrorExample == "" {
+			fo.LogErrorExample = firstErrorLine(since)
+		}
 	}
-	fo.LogErrors -= logged
 	for name, p := range survivors {
 		if p.Process.Exited() {
 			return nil, fmt.Errorf("replica %s exited during the failover: %v", name, p.Process.Err())
@@ -219,15 +250,11 @@ func settle(ctx context.Context, survivors map[string]*controller) error {
 	start := time.Now()
 	prev := int64(-1)
 	for time.Since(start) < settleBound {
-		var bodies [][]byte
-		for _, p := range survivors {
-			body, err := p.metrics()
-			if err != nil {
-				return err
-			}
-			bodies = append(bodies, body)
+		counts, err := survivorRequests(survivors)
+		if err != nil {
+			return err
 		}
-		cur := requestsButLeases(sumAPIRequests(bodies))
+		cur := requestsButLeases(counts)
 		if cur == prev {
 			return nil
 		}
@@ -359,6 +386,19 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 				len(left), strings.Join(firstN(left, 5), " "), err)
 		}
 	}
+}
+
+// survivorRequests returns the survivors' API requests so far, summed.
+func survivorRequests(survivors map[string]*controller) (requestCounts, error) {
+	var bodies [][]byte
+	for name, p := range survivors {
+		body, err := p.metrics()
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", name, err)
+		}
+		bodies = append(bodies, body)
+	}
+	return sumAPIRequests(bodies), nil
 }
 
 // scrapeSurvivors returns, by replica, the objects its metrics have a

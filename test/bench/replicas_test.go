@@ -205,3 +205,15 @@ func TestFailoverTimeline(t *testing.T) {
 	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, HalfSeconds: 18, NinetySeconds: 19, ClaimedSeconds: 16}),
 		"each mark keeps the first time it was reached")
 }
+
+func TestFirstErrorLine(t *testing.T) {
+	g := NewWithT(t)
+	out := `{"level":"info","msg":"Claimed"}
+{"level":"error","msg":"Reconciler error","error":"boom"}
+{"level":"error","msg":"second"}
+`
+	g.Expect(firstErrorLine(out)).To(Equal(`{"level":"error","msg":"Reconciler error","error":"boom"}`))
+	g.Expect(logErrors(out)).To(Equal(2))
+	g.Expect(firstErrorLine(`{"level":"info"}`)).To(BeEmpty())
+	g.Expect(errorExample("")).To(BeEmpty())
+}

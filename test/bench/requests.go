@@ -161,6 +161,12 @@ func ratio(v int64, n int) float64 {
 // the object they are about: each Event is one create, and each repeat
 // folded into it (its count) one more request.
 func eventsByKind(ctx context.Context, c client.Client, ns string, since time.Time) (map[string]int64, error) {
+	return eventsBy(ctx, c, ns, since, func(e corev1.Event) string { return e.InvolvedObject.Kind })
+}
+
+// eventsBy counts the Events about the run's kinds' objects recorded in ns
+// since since (first recorded then: their creation), by key.
+func eventsBy(ctx context.Context, c client.Client, ns string, since time.Time, key func(corev1.Event) string) (map[string]int64, error) {
 	var list corev1.EventList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
@@ -174,7 +180,7 @@ func eventsByKind(ctx context.Context, c client.Client, ns string, since time.Ti
 		if e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) || !ours[e.InvolvedObject.Kind] {
 			continue // older, or kube-controller-manager's about the applied objects
 		}
-		out[e.InvolvedObject.Kind] += int64(max(e.Count, 1))
+		out[key(e)] += int64(max(e.Count, 1))
 	}
 	return out, nil
 }
