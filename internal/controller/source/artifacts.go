@@ -40,11 +40,18 @@ type artifactStore struct {
 	events  *event.Recorder
 }
 
+// storageCheck is what a run's storage check (reconcileStorage) left for
+// its artifact step: the artifact it forgot, whose file was missing or
+// altered, if any. Every source kind's scope embeds one.
+type storageCheck struct {
+	forgotten *meta.Artifact
+}
+
 // reconcileStorage checks that the artifact named in obj's status is in
 // storage with the digest it claims. A missing or altered file is removed
-// and the artifact forgotten (forget clears it from the status), so that
-// the next steps build it again.
-func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, forget func()) {
+// and the artifact forgotten (forget clears it from the status, check
+// keeps it), so that the next steps build it again.
+func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, check *storageCheck, forget func()) {
 	a := obj.GetArtifact()
 	if a == nil {
 		conditions.Delete(obj, sourcev1.ArtifactInStorageCondition)
@@ -52,6 +59,7 @@ func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, f
 		return
 	}
 	if why := s.checkStoredArtifact(ctx, obj, *a); why != "" {
+		check.forgotten = a.DeepCopy()
 		forget()
 		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 			"artifact %s", why)
@@ -96,9 +104,16 @@ const storedElsewhere = "was stored at another address"
 
 // stored records a that was just written to storage as obj's artifact
 // (set writes it to the status), says so in the conditions, and collects
-// the object's older artifacts. It returns whether the content changed.
-func (s artifactStore) stored(ctx context.Context, obj sourceObject, a meta.Artifact, set func(*meta.Artifact)) bool {
-	changed := !obj.GetArtifact().HasDigest(a.Digest)
+// the object's older artifacts. It returns whether the content changed
+// from what the status had: an artifact that the run's storage check
+// forgot and built again with the same content (its file was lost with
+// another replica, or an emptyDir) is no change.
+func (s artifactStore) stored(ctx context.Context, obj sourceObject, check storageCheck, a meta.Artifact, set func(*meta.Artifact)) bool {
+	previous := obj.GetArtifact()
+	if previous == nil {
+		previous = check.forgotten
+	}
+	changed := !previous.HasDigest(a.Digest)
 	set(&a)
 	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)

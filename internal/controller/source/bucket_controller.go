@@ -80,6 +80,8 @@ func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *pat
 
 // bucketScope carries what the steps of one run learn.
 type bucketScope struct {
+	storageCheck
+
 	// deadline ends the object storage operations of the run
 	// (spec.timeout).
 	deadline time.Time

@@ -30,8 +30,8 @@ const defaultBucketConcurrency = 8
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *BucketReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.Bucket, _ *bucketScope) (outcome.Result, error) {
-	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
+func (r *BucketReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (outcome.Result, error) {
+	r.store().reconcileStorage(ctx, obj, &sc.storageCheck, func() { obj.Status.Artifact = nil })
 	return outcome.ResultSuccess, nil
 }
 
@@ -133,7 +133,7 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the objects"); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	if changed {

@@ -130,6 +130,8 @@ func (r *GitRepositoryReconciler) store() artifactStore {
 
 // gitScope carries what the steps of one run learn.
 type gitScope struct {
+	storageCheck
+
 	// workDir holds the checkout; removed when the run ends.
 	workDir string
 	// commit is what the checkout resolved to.

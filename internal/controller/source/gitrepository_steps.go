@@ -30,8 +30,8 @@ import (
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, _ *gitScope) (outcome.Result, error) {
-	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
+func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
+	r.store().reconcileStorage(ctx, obj, &sc.storageCheck, func() { obj.Status.Artifact = nil })
 	return outcome.ResultSuccess, nil
 }
 
@@ -308,7 +308,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		return outcome.ResultEmpty, err
 	}
 
-	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.IncludedArtifacts = sc.includes
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules

@@ -179,8 +179,8 @@ func TestReconcileStorage(t *testing.T) {
 			store, err := artifact.New(t.TempDir(), "storage.example:9090", time.Minute, 2)
 			g.Expect(err).NotTo(HaveOccurred())
 			obj := newGitRepository("default", "app", "https://example.com/app.git")
+			src := t.TempDir()
 			if !tt.noArtifact {
-				src := t.TempDir()
 				g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 1\n"), 0o600)).To(Succeed())
 				a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
 				g.Expect(store.Archive(&a, src, nil)).To(Succeed())
@@ -194,7 +194,8 @@ func TestReconcileStorage(t *testing.T) {
 			}
 			recorder := events.NewFakeRecorder(10)
 			r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}}
-			res, err := r.reconcileStorage(context.Background(), obj, &gitScope{})
+			sc := &gitScope{}
+			res, err := r.reconcileStorage(context.Background(), obj, sc)
 			warnings := 0
 			if tt.wantWarning {
 				warnings = 1
@@ -216,6 +217,21 @@ func TestReconcileStorage(t *testing.T) {
 			} else {
 				g.Expect(conditions.Message(obj, meta.ReconcilingCondition)).To(Equal(tt.wantProgress))
 			}
+			if tt.damage == nil {
+				g.Expect(sc.forgotten).To(BeNil())
+				return
+			}
+			// Built again, the same content is no change (no NewArtifact
+			// event after a failover); other content is.
+			rebuild := func() bool {
+				a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
+				g.Expect(store.Archive(&a, src, nil)).To(Succeed())
+				return r.store().stored(context.Background(), obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+			}
+			g.Expect(rebuild()).To(BeFalse(), "the forgotten artifact's content, built again")
+			obj.Status.Artifact = nil
+			g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 2\n"), 0o600)).To(Succeed())
+			g.Expect(rebuild()).To(BeTrue(), "other content")
 		})
 	}
 }

@@ -141,6 +141,8 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 
 // helmChartScope carries what the steps of one run learn.
 type helmChartScope struct {
+	storageCheck
+
 	// sourceRevision is what the chart comes from: the revision of the
 	// index or of the source artifact, or <version>@<digest> of an OCI
 	// chart.

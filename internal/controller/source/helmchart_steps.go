@@ -21,8 +21,8 @@ import (
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *HelmChartReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmChart, _ *helmChartScope) (outcome.Result, error) {
-	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
+func (r *HelmChartReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmChart, sc *helmChartScope) (outcome.Result, error) {
+	r.store().reconcileStorage(ctx, obj, &sc.storageCheck, func() { obj.Status.Artifact = nil })
 	return outcome.ResultSuccess, nil
 }
 
@@ -175,7 +175,7 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 	if err := r.store().copyBytes(obj, &a, sc.pkg); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	obj.Status.ObservedSourceArtifactRevision = sc.sourceRevision
 	obj.Status.ObservedChartName = obj.Spec.Chart

@@ -114,6 +114,8 @@ func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRe
 
 // helmRepositoryScope carries what the steps of one run learn.
 type helmRepositoryScope struct {
+	storageCheck
+
 	// index is the index fetched, parsed.
 	index *repository.Index
 	// normalised is the index in its stored form.

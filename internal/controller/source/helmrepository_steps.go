@@ -22,8 +22,8 @@ import (
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *HelmRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmRepository, _ *helmRepositoryScope) (outcome.Result, error) {
-	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
+func (r *HelmRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.HelmRepository, sc *helmRepositoryScope) (outcome.Result, error) {
+	r.store().reconcileStorage(ctx, obj, &sc.storageCheck, func() { obj.Status.Artifact = nil })
 	return outcome.ResultSuccess, nil
 }
 
@@ -107,7 +107,7 @@ func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *s
 	if err := r.store().copyBytes(obj, &a, sc.normalised); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	r.IndexCache.Set(a.Digest, sc.index)
 	if changed {

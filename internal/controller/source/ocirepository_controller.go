@@ -79,6 +79,8 @@ func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepo
 
 // ociScope carries what the steps of one run learn.
 type ociScope struct {
+	storageCheck
+
 	// deadline ends the registry operations of the run (spec.timeout).
 	deadline time.Time
 	// remote says how to reach the registry.

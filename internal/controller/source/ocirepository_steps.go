@@ -26,8 +26,8 @@ const defaultOCITag = "latest"
 
 // reconcileStorage checks that the artifact named in status is in storage
 // (see artifactStore.reconcileStorage).
-func (r *OCIRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.OCIRepository, _ *ociScope) (outcome.Result, error) {
-	r.store().reconcileStorage(ctx, obj, func() { obj.Status.Artifact = nil })
+func (r *OCIRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (outcome.Result, error) {
+	r.store().reconcileStorage(ctx, obj, &sc.storageCheck, func() { obj.Status.Artifact = nil })
 	return outcome.ResultSuccess, nil
 }
 
@@ -249,7 +249,7 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 			return outcome.ResultEmpty, err
 		}
 	}
-	changed := r.store().stored(ctx, obj, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	selector := obj.GetLayerSelector()
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
