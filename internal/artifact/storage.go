@@ -165,6 +165,14 @@ func (s *Storage) ArtifactExists(a meta.Artifact) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// StoredElsewhere reports whether a, the artifact of obj of kind, was
+// stored at another address (another replica, whose objects this one took
+// over) and is not in this storage: its source controller builds it again
+// here.
+func (s *Storage) StoredElsewhere(kind string, obj metav1.Object, a meta.Artifact) bool {
+	return !s.ArtifactExists(a) && a.URL != s.NewArtifactFor(kind, obj, a.Revision, a.FileName()).URL
+}
+
 // Open opens the artifact's file for reading. A missing file gives an error
 // wrapping ErrNotFound.
 func (s *Storage) Open(a meta.Artifact) (io.ReadCloser, error) {

@@ -226,6 +226,29 @@ func TestArtifactExistsAndOpen(t *testing.T) {
 	g.Expect(err).To(MatchError(ErrInvalidPath))
 }
 
+// TestStoredElsewhere: an artifact is stored elsewhere when another
+// address stored it and this storage does not hold it.
+func TestStoredElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	s := newStorage(t)
+	here := storedArtifact(t, s, "a.tar.gz")
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), here)).To(BeFalse(), "stored here")
+
+	moved := here
+	moved.URL = "http://gone:9090/" + here.Path
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), moved)).To(BeFalse(), "held here, whatever the address")
+
+	lost := moved
+	lost.Path = "gitrepository/default/podinfo/b.tar.gz"
+	lost.URL = "http://gone:9090/" + lost.Path
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), lost)).To(BeTrue())
+
+	gone := lost
+	gone.URL = s.NewArtifactFor("GitRepository", obj("default", "podinfo"), gone.Revision, "b.tar.gz").URL
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), gone)).To(BeFalse(),
+		"stored at this address and gone from it: not another replica's")
+}
+
 func TestDigest(t *testing.T) {
 	tests := []struct {
 		in   string

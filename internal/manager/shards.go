@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/registry"
@@ -243,6 +244,23 @@ func (m *Manager) artifacts() artifactSource {
 		return fetch.NewHTTP()
 	}
 	return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
+}
+
+// storedAgainHere returns the check that a source's artifact, missing
+// from this process's storage, was stored by a replica that went and is
+// stored again here: this process runs the source controller, whose ring
+// gives it the source (see sourceref.Resolver.StoredAgainHere). Nil when
+// no source controller runs here.
+func (m *Manager) storedAgainHere() func(kind string, source client.Object, a meta.Artifact) bool {
+	if m.Storage == nil {
+		return nil
+	}
+	return func(kind string, source client.Object, a meta.Artifact) bool {
+		if m.Shard != nil && !m.Shard.Owns(kind, source) {
+			return false
+		}
+		return m.Storage.StoredElsewhere(kind, source, a)
+	}
 }
 
 // remoteArtifacts returns the HTTP fetcher of the artifacts that another

@@ -177,16 +177,17 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	patcher := patch.NewHelper(obj, r.Client)
 	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
 	wasFailing := Failing(obj) // before Prepare marks a new generation Reconciling
-	// A new object may wait quietly, unless someone asked for a run and
-	// waits for the status to say it was handled.
+	// A new object may wait quietly (and any object, for a wait that
+	// keeps its status), unless someone asked for a run and waits for
+	// the status to say it was handled.
 	_, requested := meta.ReconcileAnnotationValue(obj.GetAnnotations())
-	mayWaitQuietly := conditions.Get(obj, meta.ReadyCondition) == nil && !requested
+	isNew := conditions.Get(obj, meta.ReadyCondition) == nil
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
 	defer func() {
-		if w := outcome.QuietWait(retErr); w != nil && mayWaitQuietly && r.firstQuietWait(req.NamespacedName) {
+		if w := outcome.QuietWait(retErr); w != nil && !requested && (isNew || w.KeepsStatus) && r.firstQuietWait(req.NamespacedName) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting, without a status yet", "for", w.Err.Error())
 			result, retErr = ctrl.Result{RequeueAfter: w.RequeueAfter}, nil
 			return

@@ -340,7 +340,8 @@ func TestRunnerRecordsNoRecoveryAfterAWait(t *testing.T) {
 // TestRunnerWaitsQuietlyOnceForWhatIsUnderWay: the first run of an object
 // without a status that waits for something under way (a source fetching
 // its first artifact) writes no status; the next run that still waits
-// says so; an object that has a status always does.
+// says so; an object that has a status always does, but for a wait that
+// keeps its status, once.
 func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -378,6 +379,28 @@ func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	after := &sourcev1.GitRepository{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(other), after)).To(Succeed())
 	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason), "an object with a status says at once that it waits")
+
+	// A wait that keeps the status (this process catching up after a
+	// failover) is quiet once even for an object that has one.
+	keeps := testKind(func(context.Context, *sourcev1.GitRepository) (outcome.Result, error) {
+		return outcome.ResultEmpty, outcome.WaitKeepingStatus(meta.ArtifactFailedReason, errors.New("stored again here"), time.Minute)
+	})
+	rk := &Runner[*sourcev1.GitRepository]{Client: c, Kind: keeps, Events: &event.Recorder{}}
+	taken := newRepo()
+	taken.Name = "taken"
+	conditions.MarkTrue(taken, meta.ReadyCondition, meta.SucceededReason, "applied by the replica that went")
+	g.Expect(c.Create(ctx, taken)).To(Succeed())
+	g.Expect(c.Status().Update(ctx, taken)).To(Succeed())
+	takenReq := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(taken)}
+	res, err = rk.Reconcile(ctx, takenReq)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
+	g.Expect(c.Get(ctx, takenReq.NamespacedName, after)).To(Succeed())
+	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.SucceededReason), "its status kept")
+	_, err = rk.Reconcile(ctx, takenReq)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Get(ctx, takenReq.NamespacedName, after)).To(Succeed())
+	g.Expect(conditions.Reason(after, meta.ReadyCondition)).To(Equal(meta.ArtifactFailedReason), "the next run says it waits")
 
 	asked := newRepo()
 	asked.Name = "asked"

@@ -114,6 +114,12 @@ func (m *Member) Reports(kind string, obj client.Object) bool {
 	if holder := obj.GetLabels()[HolderLabel]; holder != "" || row.Reconciled() {
 		return holder == m.opts.Name
 	}
+	return m.Owns(kind, obj)
+}
+
+// Owns reports whether the ring gives obj, of kind, to this member: it
+// holds it, or will once it claims it.
+func (m *Member) Owns(kind string, obj metav1.Object) bool {
 	return m.Ring().Owner(m.keyOf(kind, obj)) == m.opts.Name
 }
 

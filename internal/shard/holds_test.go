@@ -158,6 +158,10 @@ func TestReports(t *testing.T) {
 	mine, others := nameOwnedBy(g, ring, "ns", "me"), nameOwnedBy(g, ring, "ns", "other")
 	g.Expect(m.Reports("Alert", obj(mine, ""))).To(BeTrue(), "an Alert that the ring gives to this member")
 	g.Expect(m.Reports("Alert", obj(others, ""))).To(BeFalse())
+
+	// Owns asks the ring only, whoever holds the object now.
+	g.Expect(m.Owns("GitRepository", obj(mine, "gone"))).To(BeTrue(), "the ring gives it to this member, which will claim it")
+	g.Expect(m.Owns("GitRepository", obj(others, "me"))).To(BeFalse(), "held here, but the ring gives it to another")
 }
 
 func TestImageReflectorKindsAreHeldAsOne(t *testing.T) {

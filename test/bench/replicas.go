@@ -47,7 +47,8 @@ type ReplicasResult struct {
 	// replica's holder label named before the failover (0).
 	UnheldObjects int `json:"unheld_objects"`
 	// FailoverSeconds runs from the kill of one replica until the
-	// survivors' metrics have a run of every object it held (Failover).
+	// survivors' metrics have a run that left Ready every object it held
+	// (Failover).
 	FailoverSeconds float64         `json:"failover_seconds"`
 	Failover        *FailoverResult `json:"failover"`
 }

@@ -21,8 +21,9 @@ import (
 // The failover phase of a -replicas run (see replicas.go): once the usual
 // phases are done, it reads the holder label of every shared object,
 // kills (SIGKILL) the replica that holds the most, and times until the
-// survivors' own metrics have a gotk_reconcile_duration_seconds_count
-// series of every object it held; then it checks that every application
+// survivors' own metrics say that a run of theirs left every object it
+// held Ready (windlass_reconcile_last_success_timestamp_seconds); then it
+// checks that every application
 // is Ready again and that no source still advertises an artifact in the
 // killed replica's storage.
 
@@ -43,11 +44,11 @@ type FailoverResult struct {
 	Objects       int            `json:"objects"`
 	ObjectsByKind map[string]int `json:"objects_by_kind"`
 	// TakenOverBy counts those objects by the survivor whose metrics got
-	// a run of each first.
+	// a run that left each Ready first.
 	TakenOverBy map[string]int `json:"taken_over_by"`
 	// Timeline says when, in seconds from the kill, the survivors'
-	// metrics had a first run of its objects, and of a half and nine
-	// tenths of them; and when their claims (windlass_shard_moves_total)
+	// metrics had a run that left Ready the first of its objects, and a
+	// half and nine tenths of them; and when their claims (windlass_shard_moves_total)
 	// had grown by as many objects.
 	Timeline FailoverTimeline `json:"timeline"`
 	// Requests are the survivors' API requests from the kill until every
@@ -58,8 +59,8 @@ type FailoverResult struct {
 	// was taken over, by "Kind Reason".
 	Events map[string]int `json:"events,omitempty"`
 	// ReconciledBefore counts those of its objects that a survivor's
-	// metrics already had a series of before the kill (a handover left
-	// behind); they count as taken over once that series changes.
+	// metrics already had a success of before the kill (a handover left
+	// behind); they count as taken over once a later one comes.
 	ReconciledBefore int `json:"reconciled_by_survivors_before"`
 	// ReadySeconds runs from the kill until every application was seen
 	// Ready, checked once they were all taken over and the survivors'
@@ -161,7 +162,8 @@ func (r *run) recordReplicasHolding(rr *ReplicasResult, holders map[string]strin
 }
 
 // failover kills the replica victim, waits until the survivors' metrics
-// have a run of every object that victim held by holders, then checks
+// have a run that left Ready every object that victim held by holders
+// (see succeededObjects), then checks
 // what it left (see afterFailover).
 func (r *run) failover(ctx context.Context, victim string, holders map[string]string) (*FailoverResult, error) {
 	orphans := heldBy(holders, victim)
@@ -401,8 +403,8 @@ func survivorRequests(survivors map[string]*controller) (requestCounts, error) {
 	return sumAPIRequests(bodies), nil
 }
 
-// scrapeSurvivors returns, by replica, the objects its metrics have a
-// run of (see reconciledObjects), and the claims they all counted.
+// scrapeSurvivors returns, by replica, the objects its runs left Ready
+// (see succeededObjects), and the claims they all counted.
 func scrapeSurvivors(procs map[string]*controller) (map[string]map[string]float64, int64, error) {
 	out := map[string]map[string]float64{}
 	var claimed int64
@@ -411,7 +413,7 @@ func scrapeSurvivors(procs map[string]*controller) (map[string]map[string]float6
 		if err != nil {
 			return nil, 0, fmt.Errorf("replica %s: %w", name, err)
 		}
-		out[name] = reconciledObjects(body)
+		out[name] = succeededObjects(body)
 		claimed += shardMoves(body)["claimed"]
 	}
 	return out, claimed, nil
@@ -437,12 +439,14 @@ func holderLabels(ctx context.Context, c client.Client) (map[string]string, erro
 // heldKey names an object as the failover phase keys it.
 func heldKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// reconciledObjects reads the gotk_reconcile_duration_seconds_count series
-// of a replica's metrics: the objects it has reconciled (and not handed
-// over since), by heldKey, with their count of runs.
-func reconciledObjects(body []byte) map[string]float64 {
+// succeededObjects reads the windlass_reconcile_last_success_timestamp_seconds
+// series of a replica's metrics: the objects that one of its runs left
+// Ready (and that it did not hand over since), by heldKey, with when the
+// last such run ended. A run that only waited (quietly, for an artifact
+// stored again after the failover, say) leaves none.
+func succeededObjects(body []byte) map[string]float64 {
 	out := map[string]float64{}
-	forEachSample(body, "gotk_reconcile_duration_seconds_count", func(l map[string]string, v float64) {
+	forEachSample(body, "windlass_reconcile_last_success_timestamp_seconds", func(l map[string]string, v float64) {
 		if l["kind"] != "" && l["name"] != "" {
 			out[heldKey(l["kind"], l["namespace"], l["name"])] = v
 		}
@@ -461,8 +465,8 @@ func shardMoves(body []byte) map[string]int64 {
 }
 
 // takenOver returns the objects of orphans that a replica's scrape has a
-// series of whose count differs from that replica's baseline (none
-// before, or more runs), with the first such replica by name.
+// series of whose value differs from that replica's baseline (none
+// before, or a later success), with the first such replica by name.
 func takenOver(orphans []string, baseline, scrapes map[string]map[string]float64) map[string]string {
 	out := map[string]string{}
 	names := slices.Sorted(maps.Keys(scrapes))

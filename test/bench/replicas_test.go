@@ -9,20 +9,18 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-func TestReconciledObjects(t *testing.T) {
+func TestSucceededObjects(t *testing.T) {
 	g := NewWithT(t)
-	got := reconciledObjects([]byte(`# TYPE gotk_reconcile_duration_seconds histogram
-gotk_reconcile_duration_seconds_bucket{kind="Kustomization",name="app-0",namespace="bench-x",le="+Inf"} 3
-gotk_reconcile_duration_seconds_sum{kind="Kustomization",name="app-0",namespace="bench-x"} 0.5
-gotk_reconcile_duration_seconds_count{kind="Kustomization",name="app-0",namespace="bench-x"} 3
-gotk_reconcile_duration_seconds_count{kind="GitRepository",name="app-0",namespace="bench-x"} 1
-gotk_reconcile_duration_seconds_count{kind="Kustomization"} 9
-gotk_reconcile_duration_seconds_count_other{kind="Kustomization",name="app-1",namespace="bench-x"} 1
+	got := succeededObjects([]byte(`# TYPE windlass_reconcile_last_success_timestamp_seconds gauge
+windlass_reconcile_last_success_timestamp_seconds{kind="Kustomization",name="app-0",namespace="bench-x"} 1.7958e+09
+windlass_reconcile_last_success_timestamp_seconds{kind="GitRepository",name="app-0",namespace="bench-x"} 1.7959e+09
+gotk_reconcile_duration_seconds_count{kind="Kustomization",name="app-1",namespace="bench-x"} 3
+windlass_reconcile_last_success_timestamp_seconds{kind="Kustomization"} 9
 `))
 	g.Expect(got).To(Equal(map[string]float64{
-		"Kustomization/bench-x/app-0": 3,
-		"GitRepository/bench-x/app-0": 1,
-	}))
+		"Kustomization/bench-x/app-0": 1.7958e+09,
+		"GitRepository/bench-x/app-0": 1.7959e+09,
+	}), "a run that did not leave app-1 Ready does not count")
 }
 
 func TestShardMoves(t *testing.T) {

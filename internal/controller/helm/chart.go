@@ -245,6 +245,7 @@ func splitKey(key string) (namespace, name string, ok bool) {
 func (r *HelmReleaseReconciler) getChartSource(ctx context.Context, obj *helmv2.HelmRelease) (sourceref.Source, error) {
 	resolver := sourceref.Resolver{
 		Client: r.Client, Kinds: chartSources(), NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.DependencyRequeue,
+		StoredAgainHere: r.StoredAgainHere,
 	}
 	return resolver.Get(ctx, obj.Namespace, chartRef(obj))
 }

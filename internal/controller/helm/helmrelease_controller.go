@@ -53,6 +53,9 @@ type HelmReleaseReconciler struct {
 	JitterPercent int
 	// DependencyRequeue is how long to wait for a dependency or a chart.
 	DependencyRequeue time.Duration
+	// StoredAgainHere tells which sources' artifacts this process's source
+	// controller stores again (see sourceref.Resolver.StoredAgainHere).
+	StoredAgainHere func(kind string, source client.Object, a meta.Artifact) bool
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// MaxChartSize bounds a packaged chart; zero means DefaultMaxChartSize.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
@@ -44,6 +45,9 @@ type KustomizationReconciler struct {
 	JitterPercent int
 	// DependencyRequeue is how long to wait for a dependency or a source.
 	DependencyRequeue time.Duration
+	// StoredAgainHere tells which sources' artifacts this process's source
+	// controller stores again (see sourceref.Resolver.StoredAgainHere).
+	StoredAgainHere func(kind string, source client.Object, a meta.Artifact) bool
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool
 	// NoRemoteBases refuses remote kustomize bases.

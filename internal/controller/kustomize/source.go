@@ -27,6 +27,7 @@ func sourceKey(obj *kustomizev1.Kustomization) string {
 func (r *KustomizationReconciler) getSource(ctx context.Context, obj *kustomizev1.Kustomization) (sourceref.Source, error) {
 	resolver := sourceref.Resolver{
 		Client: r.Client, Kinds: sourceref.Served(), NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.DependencyRequeue,
+		StoredAgainHere: r.StoredAgainHere,
 	}
 	return resolver.Get(ctx, obj.Namespace, sourceRef(obj))
 }

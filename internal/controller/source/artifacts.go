@@ -83,7 +83,7 @@ func (s artifactStore) checkStoredArtifact(ctx context.Context, obj sourceObject
 	if err == nil {
 		return ""
 	}
-	if !s.storage.ArtifactExists(a) && a.URL != s.storage.NewArtifactFor(s.kind, obj, a.Revision, a.FileName()).URL {
+	if s.storage.StoredElsewhere(s.kind, obj, a) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Artifact stored at another address, fetching it again", "url", a.URL)
 		return storedElsewhere
 	}

@@ -36,6 +36,12 @@ type Waiting struct {
 	// has no status yet writes none (the runner decides), and the next
 	// run, when the wait ends or after RequeueAfter, writes it.
 	Quiet bool
+	// KeepsStatus, with Quiet, means that the object's status stays true
+	// while it waits, whatever it says: what it waits for is this
+	// process catching up (an artifact stored again here after the
+	// replica that stored it went), not news about the object. The
+	// first such run writes no status even when the object has one.
+	KeepsStatus bool
 }
 
 func (e *Waiting) Error() string { return e.Err.Error() }
@@ -142,6 +148,12 @@ func Wait(reason string, err error, after time.Duration) error {
 // WaitQuietly returns a quiet Waiting error (see Waiting.Quiet).
 func WaitQuietly(reason string, err error, after time.Duration) error {
 	return &Waiting{Reason: reason, Err: err, RequeueAfter: after, Quiet: true}
+}
+
+// WaitKeepingStatus returns a quiet Waiting error that keeps the status
+// the object has (see Waiting.KeepsStatus).
+func WaitKeepingStatus(reason string, err error, after time.Duration) error {
+	return &Waiting{Reason: reason, Err: err, RequeueAfter: after, Quiet: true, KeepsStatus: true}
 }
 
 // QuietWait returns the quiet Waiting error in err, or nil.

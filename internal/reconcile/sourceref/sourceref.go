@@ -102,6 +102,13 @@ type Resolver struct {
 	// Requeue is how long to wait for a source that is missing or has no
 	// artifact yet.
 	Requeue time.Duration
+	// StoredAgainHere, when set, reports whether the artifact a of source,
+	// of kind, is missing here because the replica that stored it went,
+	// and the source controller of this process stores it again: a
+	// consumer then waits for it, keeping its status (the artifact's new
+	// address wakes it), rather than download it from the replica that
+	// went.
+	StoredAgainHere func(kind string, source client.Object, a meta.Artifact) bool
 }
 
 // Get returns the source that an object of namespace references with ref.
@@ -135,6 +142,9 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 	}
 	if !OwnFolder(ref.Kind, source, a.Path) {
 		a.Path = ""
+	} else if r.StoredAgainHere != nil && r.StoredAgainHere(ref.Kind, source, *a) {
+		return nil, outcome.WaitKeepingStatus(meta.ArtifactFailedReason,
+			fmt.Errorf("the artifact of source %s '%s' is being stored again here: the replica that stored it went", ref.Kind, key), r.Requeue)
 	}
 	return source, nil
 }

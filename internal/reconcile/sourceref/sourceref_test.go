@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/windlass-dev/windlass/api/meta"
@@ -136,4 +137,44 @@ func TestResolverGetClearsAForeignPath(t *testing.T) {
 			g.Expect(source.GetArtifact().URL).NotTo(BeEmpty(), "the URL stays")
 		})
 	}
+}
+
+// TestResolverWaitsForAnArtifactStoredAgainHere: a source whose artifact
+// this process stores again (the replica that stored it went) is waited
+// for, keeping the consumer's status, rather than downloaded from the
+// replica that went; any other artifact is returned as it is.
+func TestResolverWaitsForAnArtifactStoredAgainHere(t *testing.T) {
+	repo := func(name string) *sourcev1.GitRepository {
+		return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Status: sourcev1.GitRepositoryStatus{Artifact: &meta.Artifact{Revision: "main@sha1:1",
+				Path: "gitrepository/a/" + name + "/1.tar.gz", URL: "http://gone:9090/gitrepository/a/" + name + "/1.tar.gz"}}}
+	}
+	foreign := repo("foreign")
+	foreign.Status.Artifact.Path = "gitrepository/b/x/1.tar.gz"
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(repo("lost"), repo("here"), foreign).Build()
+	var asked []string
+	r := &Resolver{Client: c, Kinds: Served(), Requeue: time.Second,
+		StoredAgainHere: func(kind string, source client.Object, a meta.Artifact) bool {
+			asked = append(asked, kind+"/"+source.GetName()+" "+a.Path)
+			return source.GetName() != "here"
+		}}
+	get := func(name string) (Source, error) {
+		return r.Get(context.Background(), "a", Ref{Kind: sourcev1.GitRepositoryKind, Name: name})
+	}
+	g := NewWithT(t)
+	_, err := get("lost")
+	g.Expect(err).To(MatchError(ContainSubstring("the artifact of source GitRepository 'a/lost' is being stored again here")))
+	w := outcome.QuietWait(err)
+	g.Expect(w).NotTo(BeNil())
+	g.Expect(w.KeepsStatus).To(BeTrue())
+	g.Expect(w.RequeueAfter).To(Equal(time.Second))
+	g.Expect(asked).To(Equal([]string{"GitRepository/lost gitrepository/a/lost/1.tar.gz"}))
+
+	source, err := get("here")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(source.GetArtifact().URL).To(HavePrefix("http://gone:9090/"))
+	source, err = get("foreign")
+	g.Expect(err).NotTo(HaveOccurred(), "an artifact outside the source's folder is read by its URL, not asked about")
+	g.Expect(source.GetArtifact().Path).To(BeEmpty())
+	g.Expect(asked).To(HaveLen(2))
 }
