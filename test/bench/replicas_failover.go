@@ -448,7 +448,9 @@ func succeededObjects(body []byte) map[string]float64 {
 	out := map[string]float64{}
 	forEachSample(body, "windlass_reconcile_last_success_timestamp_seconds", func(l map[string]string, v float64) {
 		if l["kind"] != "" && l["name"] != "" {
-			out[heldKey(l["kind"], l["namespace"], l["name"])] = v
+			// The windlass_* series name the object's namespace
+			// exported_namespace, as a ServiceMonitor's scrape would.
+			out[heldKey(l["kind"], l["exported_namespace"], l["name"])] = v
 		}
 	})
 	return out

@@ -3,24 +3,36 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/state"
 )
 
+// TestSucceededObjects reads what the controller's own metrics handler
+// writes: a run that left an object Ready counts, one that only ran does
+// not.
 func TestSucceededObjects(t *testing.T) {
 	g := NewWithT(t)
-	got := succeededObjects([]byte(`# TYPE windlass_reconcile_last_success_timestamp_seconds gauge
-windlass_reconcile_last_success_timestamp_seconds{kind="Kustomization",name="app-0",namespace="bench-x"} 1.7958e+09
-windlass_reconcile_last_success_timestamp_seconds{kind="GitRepository",name="app-0",namespace="bench-x"} 1.7959e+09
-gotk_reconcile_duration_seconds_count{kind="Kustomization",name="app-1",namespace="bench-x"} 3
-windlass_reconcile_last_success_timestamp_seconds{kind="Kustomization"} 9
-`))
-	g.Expect(got).To(Equal(map[string]float64{
-		"Kustomization/bench-x/app-0": 1.7958e+09,
-		"GitRepository/bench-x/app-0": 1.7959e+09,
-	}), "a run that did not leave app-1 Ready does not count")
+	ok := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-succeeded", Name: "ok"}}
+	waited := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-succeeded", Name: "waited"}}
+	end := time.Now()
+	metrics.RecordDuration("Kustomization", ok, end)
+	metrics.RecordRun("Kustomization", ok, state.Ready, end)
+	metrics.RecordDuration("Kustomization", waited, end)
+	rec := httptest.NewRecorder()
+	metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+
+	got := succeededObjects(rec.Body.Bytes())
+	g.Expect(got).To(HaveKeyWithValue("Kustomization/bench-succeeded/ok", BeNumerically("~", float64(end.UnixNano())/1e9, 0.01)))
+	g.Expect(got).NotTo(HaveKey("Kustomization/bench-succeeded/waited"), "a run that did not leave it Ready")
 }
 
 func TestShardMoves(t *testing.T) {
