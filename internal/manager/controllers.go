@@ -336,7 +336,7 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 		NoRemoteBases:        opts.Kustomize.NoRemoteBases,
 		Builder:              build.NewBuilder(opts.Kustomize.Build, m.children),
-		StoredAgainHere:      m.storedAgainHere(),
+		StoredAgainHere:      m.storedAgainHere,
 	}
 	if m.Storage != nil {
 		r.Changes = m.Storage
@@ -397,7 +397,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		MaxChartSize:         opts.Helm.MaxChartSize,
 		ChartCacheMaxMemory:  opts.Helm.ChartCacheMaxMemory,
 		Sandbox:              renderer,
-		StoredAgainHere:      m.storedAgainHere(),
+		StoredAgainHere:      m.storedAgainHere,
 	}
 	// Drift detection judges the objects of a release by the helm
 	// controller's own fields in them (see versions.WithFieldsOf).

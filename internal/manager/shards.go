@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
@@ -19,6 +20,7 @@ import (
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/registry"
@@ -246,21 +248,39 @@ func (m *Manager) artifacts() artifactSource {
 	return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
 }
 
-// storedAgainHere returns the check that a source's artifact, missing
-// from this process's storage, was stored by a replica that went and is
-// stored again here: this process runs the source controller, whose ring
-// gives it the source (see sourceref.Resolver.StoredAgainHere). Nil when
-// no source controller runs here.
-func (m *Manager) storedAgainHere() func(kind string, source client.Object, a meta.Artifact) bool {
-	if m.Storage == nil {
-		return nil
+// storedAgainHere tells the appliers of this process whether the
+// artifact a of source, of kind, is being stored again here (see
+// sourceref.Resolver.StoredAgainHere): see willStoreAgain.
+func (m *Manager) storedAgainHere(kind string, source client.Object, a meta.Artifact) bool {
+	var owns func(string, metav1.Object) bool
+	if m.Shard != nil {
+		owns = m.Shard.Owns
 	}
-	return func(kind string, source client.Object, a meta.Artifact) bool {
-		if m.Shard != nil && !m.Shard.Owns(kind, source) {
-			return false
-		}
-		return m.Storage.StoredElsewhere(kind, source, a)
+	return willStoreAgain(m.Storage, owns, kind, source, a)
+}
+
+// willStoreAgain reports whether the source controller of this process,
+// whose artifacts storage holds, is about to store a, the artifact of
+// source, of kind, again under its own address: it reconciles the kind
+// (ExternalArtifacts have producers of their own), the source is not
+// suspended, owns (nil without shards) gives it to this replica, and a was
+// stored at another address (by a replica that went, or before the
+// storage's address changed). The source's next status names this
+// storage's address, which wakes its consumers.
+func willStoreAgain(storage *artifact.Storage, owns func(string, metav1.Object) bool, kind string, source client.Object, a meta.Artifact) bool {
+	if storage == nil {
+		return false
 	}
+	if row, ok := kinds.Named(kind); !ok || !row.Reconciled() {
+		return false
+	}
+	if s, ok := source.(interface{ IsSuspended() bool }); ok && s.IsSuspended() {
+		return false
+	}
+	if owns != nil && !owns(kind, source) {
+		return false
+	}
+	return a.URL != storage.NewArtifactFor(kind, source, a.Revision, a.FileName()).URL
 }
 
 // remoteArtifacts returns the HTTP fetcher of the artifacts that another

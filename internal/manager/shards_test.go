@@ -6,8 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
@@ -104,4 +108,47 @@ func TestHeldKinds(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(kinds.Names(HeldKinds([]string{"notification"}))).To(Equal([]string{"Receiver"}), "Alerts and Providers are read by every replica")
 	g.Expect(kinds.Names(HeldKinds([]string{"kustomize", "gating"}))).To(Equal([]string{"Kustomization", "Gate"}))
+}
+
+// TestWillStoreAgain: an artifact that another address stored is stored
+// again here when this process reconciles its source and the ring gives
+// the source to this replica; not an ExternalArtifact's, a suspended
+// source's, another replica's or one stored at this address.
+func TestWillStoreAgain(t *testing.T) {
+	storage, err := artifact.New(t.TempDir(), "here:9090", time.Minute, 2)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	repo := func(name string, suspended bool) *sourcev1.GitRepository {
+		return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: sourcev1.GitRepositorySpec{Suspend: suspended}}
+	}
+	gone := func(kind string, o client.Object) meta.Artifact {
+		a := storage.NewArtifactFor(kind, o, "main@sha1:1", "1.tar.gz")
+		a.URL = "http://gone:9090/" + a.Path
+		return a
+	}
+	mine := func(_ string, o metav1.Object) bool { return o.GetName() != "theirs" }
+	ea := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ea"}}
+	here := storage.NewArtifactFor(sourcev1.GitRepositoryKind, repo("app", false), "main@sha1:1", "1.tar.gz")
+	tests := []struct {
+		name    string
+		storage *artifact.Storage
+		owns    func(string, metav1.Object) bool
+		kind    string
+		source  client.Object
+		a       meta.Artifact
+		want    bool
+	}{
+		{"stored by a replica that went", storage, mine, sourcev1.GitRepositoryKind, repo("app", false), gone(sourcev1.GitRepositoryKind, repo("app", false)), true},
+		{"without shards", storage, nil, sourcev1.GitRepositoryKind, repo("app", false), gone(sourcev1.GitRepositoryKind, repo("app", false)), true},
+		{"stored at this address", storage, mine, sourcev1.GitRepositoryKind, repo("app", false), here, false},
+		{"another replica's", storage, mine, sourcev1.GitRepositoryKind, repo("theirs", false), gone(sourcev1.GitRepositoryKind, repo("theirs", false)), false},
+		{"suspended", storage, mine, sourcev1.GitRepositoryKind, repo("app", true), gone(sourcev1.GitRepositoryKind, repo("app", true)), false},
+		{"an ExternalArtifact", storage, mine, sourcev1.ExternalArtifactKind, ea, gone(sourcev1.ExternalArtifactKind, ea), false},
+		{"no source controller here", nil, mine, sourcev1.GitRepositoryKind, repo("app", false), gone(sourcev1.GitRepositoryKind, repo("app", false)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(willStoreAgain(tt.storage, tt.owns, tt.kind, tt.source, tt.a)).To(Equal(tt.want))
+		})
+	}
 }

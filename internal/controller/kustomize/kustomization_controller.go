@@ -46,7 +46,8 @@ type KustomizationReconciler struct {
 	// DependencyRequeue is how long to wait for a dependency or a source.
 	DependencyRequeue time.Duration
 	// StoredAgainHere tells which sources' artifacts this process's source
-	// controller stores again (see sourceref.Resolver.StoredAgainHere).
+	// controller is storing again under its own address (see
+	// sourceref.Resolver.StoredAgainHere).
 	StoredAgainHere func(kind string, source client.Object, a meta.Artifact) bool
 	// NoCrossNamespaceRefs refuses references to other namespaces.
 	NoCrossNamespaceRefs bool

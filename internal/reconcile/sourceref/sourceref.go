@@ -103,11 +103,11 @@ type Resolver struct {
 	// artifact yet.
 	Requeue time.Duration
 	// StoredAgainHere, when set, reports whether the artifact a of source,
-	// of kind, is missing here because the replica that stored it went,
-	// and the source controller of this process stores it again: a
-	// consumer then waits for it, keeping its status (the artifact's new
-	// address wakes it), rather than download it from the replica that
-	// went.
+	// of kind, was stored at another address (by a replica that went, say)
+	// and the source controller of this process is storing it again
+	// under its own: a consumer then waits for it, keeping its status
+	// (the artifact's new address wakes it), rather than download it from
+	// an address that may be gone.
 	StoredAgainHere func(kind string, source client.Object, a meta.Artifact) bool
 }
 
@@ -144,7 +144,7 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 		a.Path = ""
 	} else if r.StoredAgainHere != nil && r.StoredAgainHere(ref.Kind, source, *a) {
 		return nil, outcome.WaitKeepingStatus(meta.ArtifactFailedReason,
-			fmt.Errorf("the artifact of source %s '%s' is being stored again here: the replica that stored it went", ref.Kind, key), r.Requeue)
+			fmt.Errorf("the artifact of source %s '%s' was stored at another address and is being stored again here", ref.Kind, key), r.Requeue)
 	}
 	return source, nil
 }
