@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -178,16 +179,16 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	defer func() { r.writes.record(req.NamespacedName, patcher.Written()) }()
 	wasFailing := Failing(obj) // before Prepare marks a new generation Reconciling
 	// A new object may wait quietly (and any object, for a wait that
-	// keeps its status), unless someone asked for a run and waits for
-	// the status to say it was handled.
-	_, requested := meta.ReconcileAnnotationValue(obj.GetAnnotations())
+	// keeps its status), unless someone asked for this run and waits for
+	// the status to say it was handled (see handlesRequest).
 	isNew := conditions.Get(obj, meta.ReadyCondition) == nil
 	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
 	defer func() {
-		if w := outcome.QuietWait(retErr); w != nil && !requested && (isNew || w.KeepsStatus) && r.firstQuietWait(req.NamespacedName) {
+		if w := outcome.QuietWait(retErr); w != nil && (isNew || w.KeepsStatus) && !r.handlesRequest(ctx, obj, patcher) &&
+			r.firstQuietWait(req.NamespacedName) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting, without a status yet", "for", w.Err.Error())
 			result, retErr = ctrl.Result{RequeueAfter: w.RequeueAfter}, nil
 			return
@@ -200,6 +201,19 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	}()
 	res, retErr = r.run(ctx, obj, patcher)
 	return ctrl.Result{}, retErr
+}
+
+// handlesRequest tells whether the run handles a reconcile request not
+// handled before (Prepare echoed a new token into the status), which only
+// a status write can say: a request handled long ago, whose annotation
+// stays on the object, is none.
+func (r *Runner[T]) handlesRequest(ctx context.Context, obj T, patcher *patch.Helper) bool {
+	fields, _, err := patcher.Changes(obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Comparing the status with the last one written")
+		return true
+	}
+	return slices.Contains(fields, "lastHandledReconcileAt")
 }
 
 // firstQuietWait tells whether this is the first quiet wait (see

@@ -388,8 +388,10 @@ func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	rk := &Runner[*sourcev1.GitRepository]{Client: c, Kind: keeps, Events: &event.Recorder{}}
 	taken := newRepo()
 	taken.Name = "taken"
+	taken.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "then"}
 	conditions.MarkTrue(taken, meta.ReadyCondition, meta.SucceededReason, "applied by the replica that went")
 	g.Expect(c.Create(ctx, taken)).To(Succeed())
+	taken.Status.LastHandledReconcileAt = "then" // a request handled long ago is none
 	g.Expect(c.Status().Update(ctx, taken)).To(Succeed())
 	takenReq := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(taken)}
 	res, err = rk.Reconcile(ctx, takenReq)
