@@ -189,7 +189,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	defer func() {
 		if w := outcome.QuietWait(retErr); w != nil && (isNew || w.KeepsStatus) && !r.handlesRequest(ctx, obj, patcher) &&
 			r.firstQuietWait(req.NamespacedName) {
-			ctrl.LoggerFrom(ctx).V(1).Info("Waiting, without a status yet", "for", w.Err.Error())
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting quietly: the status stays as it is", "for", w.Err.Error())
 			result, retErr = ctrl.Result{RequeueAfter: w.RequeueAfter}, nil
 			return
 		}
