@@ -336,7 +336,7 @@ func failoverAfterRow(fo *FailoverResult) string {
 	if fo.NotReady > 0 {
 		ready = fmt.Sprintf("%d applications not Ready once the takeover settled, e.g. %s", fo.NotReady, fo.NotReadyExample)
 	}
-	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects still labelled %s; %d of its objects had a series on a survivor before; the survivors logged %d error lines",
+	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects still labelled %s; %d of its objects had a success on a survivor before; the survivors logged %d error lines",
 		ready, fo.ArtifactsOnKilled, fo.Killed, fo.LeftWithKilled, fo.Killed, fo.ReconciledBefore, fo.LogErrors) +
 		errorExample(fo.LogErrorExample)
 }

@@ -169,14 +169,11 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	orphans := heldBy(holders, victim)
 	fo := &FailoverResult{Killed: victim, Objects: len(orphans), ObjectsByKind: byKind(orphans)}
 	killed, survivors := r.splitReplicas(victim)
-	baseline, claimedBefore, err := scrapeSurvivors(survivors)
+	before, err := scrapeSurvivors(survivors)
 	if err != nil {
 		return nil, err
 	}
-	requestsBefore, err := survivorRequests(survivors)
-	if err != nil {
-		return nil, err
-	}
+	baseline := before.succeeded
 	fo.ReconciledBefore = len(takenOver(orphans, map[string]map[string]float64{}, baseline))
 	loggedBefore := map[string]int{}
 	for name, p := range survivors {
@@ -186,18 +183,14 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	killed.Kill()
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
-	takers, err := waitTakenOver(wctx, survivors, orphans, baseline, func(taken int, claimed int64) {
-		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, int(claimed-claimedBefore), len(orphans))
+	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(taken int, claimed int64) {
+		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, int(claimed-before.claimed), len(orphans))
 	})
 	if err != nil {
 		return nil, err
 	}
 	fo.seconds = time.Since(killedAt).Seconds()
-	requestsAfter, err := survivorRequests(survivors)
-	if err != nil {
-		return nil, err
-	}
-	fo.Requests = budget(requestsBefore, requestsAfter, nil, len(orphans), "controller")
+	fo.Requests = budget(before.requests, last.requests, nil, len(orphans), "controller")
 	events, err := eventsBy(ctx, r.c, r.apps.ns, killedAt, func(e corev1.Event) string {
 		return e.InvolvedObject.Kind + " " + e.Reason
 	})
@@ -252,11 +245,11 @@ func settle(ctx context.Context, survivors map[string]*controller) error {
 	start := time.Now()
 	prev := int64(-1)
 	for time.Since(start) < settleBound {
-		counts, err := survivorRequests(survivors)
+		scrape, err := scrapeSurvivors(survivors)
 		if err != nil {
 			return err
 		}
-		cur := requestsButLeases(counts)
+		cur := requestsButLeases(scrape.requests)
 		if cur == prev {
 			return nil
 		}
@@ -357,25 +350,25 @@ func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
 }
 
 // waitTakenOver scrapes the survivors every failoverPoll until each of
-// orphans is taken over (see takenOver), and returns who took each. After
-// each scrape it tells progress how many are taken over and the
-// survivors' claims so far.
+// orphans is taken over (see takenOver), and returns who took each and
+// the last scrape. After each scrape it tells progress how many are taken
+// over and the survivors' claims so far.
 func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
-	baseline map[string]map[string]float64, progress func(taken int, claimed int64)) (map[string]string, error) {
+	baseline map[string]map[string]float64, progress func(taken int, claimed int64)) (map[string]string, survivorsScrape, error) {
 	takers := map[string]string{}
 	for {
-		scrapes, claimed, err := scrapeSurvivors(survivors)
+		scrape, err := scrapeSurvivors(survivors)
 		if err != nil {
-			return nil, err
+			return nil, survivorsScrape{}, err
 		}
-		for obj, by := range takenOver(orphans, baseline, scrapes) {
+		for obj, by := range takenOver(orphans, baseline, scrape.succeeded) {
 			if _, ok := takers[obj]; !ok {
 				takers[obj] = by
 			}
 		}
-		progress(len(takers), claimed)
+		progress(len(takers), scrape.claimed)
 		if len(takers) == len(orphans) {
-			return takers, nil
+			return takers, scrape, nil
 		}
 		if err := sleep(ctx, failoverPoll); err != nil {
 			var left []string
@@ -384,39 +377,36 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 					left = append(left, o)
 				}
 			}
-			return nil, fmt.Errorf("%d objects of the killed replica not reconciled by another (%s): %w",
+			return nil, survivorsScrape{}, fmt.Errorf("%d objects of the killed replica not reconciled by another (%s): %w",
 				len(left), strings.Join(firstN(left, 5), " "), err)
 		}
 	}
 }
 
-// survivorRequests returns the survivors' API requests so far, summed.
-func survivorRequests(survivors map[string]*controller) (requestCounts, error) {
-	var bodies [][]byte
-	for name, p := range survivors {
-		body, err := p.metrics()
-		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", name, err)
-		}
-		bodies = append(bodies, body)
-	}
-	return sumAPIRequests(bodies), nil
+// survivorsScrape is what one scrape of the survivors' metrics read: by
+// replica, the objects its runs left Ready (see succeededObjects); the
+// claims they all counted; and their API requests, summed.
+type survivorsScrape struct {
+	succeeded map[string]map[string]float64
+	claimed   int64
+	requests  requestCounts
 }
 
-// scrapeSurvivors returns, by replica, the objects its runs left Ready
-// (see succeededObjects), and the claims they all counted.
-func scrapeSurvivors(procs map[string]*controller) (map[string]map[string]float64, int64, error) {
-	out := map[string]map[string]float64{}
-	var claimed int64
+// scrapeSurvivors reads the survivors' metrics once.
+func scrapeSurvivors(procs map[string]*controller) (survivorsScrape, error) {
+	out := survivorsScrape{succeeded: map[string]map[string]float64{}}
+	var bodies [][]byte
 	for name, p := range procs {
 		body, err := p.metrics()
 		if err != nil {
-			return nil, 0, fmt.Errorf("replica %s: %w", name, err)
+			return survivorsScrape{}, fmt.Errorf("replica %s: %w", name, err)
 		}
-		out[name] = succeededObjects(body)
-		claimed += shardMoves(body)["claimed"]
+		out.succeeded[name] = succeededObjects(body)
+		out.claimed += shardMoves(body)["claimed"]
+		bodies = append(bodies, body)
 	}
-	return out, claimed, nil
+	out.requests = sumAPIRequests(bodies)
+	return out, nil
 }
 
 // holderLabels returns the holder label of every object of the kinds the
