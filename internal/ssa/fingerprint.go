@@ -126,6 +126,12 @@ type Applied struct {
 	ResourceVersion string
 }
 
+// Ignored tells whether the object was applied with the Ignore policy:
+// nothing about it is ever checked.
+func (a Applied) Ignored() bool {
+	return a.Fingerprint == fingerprintIgnored
+}
+
 // verifyConcurrency bounds the reads of one Verify.
 const verifyConcurrency = 8
 

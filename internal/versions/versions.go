@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -105,6 +106,16 @@ func (c *Cache) Synced(ctx context.Context, gvk schema.GroupVersionKind) bool {
 // the questions asked until it syncs are answered false.
 func (c *Cache) Watch(ctx context.Context, gvk schema.GroupVersionKind) {
 	_, _ = c.informer(ctx, gvk)
+}
+
+// WaitForSync starts the watch of kind gvk, unless it has started, and
+// waits until it has synced or ctx ends. It tells whether it has synced.
+func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bool {
+	inf, err := c.informer(ctx, gvk)
+	if err != nil {
+		return false
+	}
+	return toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 }
 
 // informer returns the informer of the metadata watch of kind gvk, started

@@ -100,3 +100,29 @@ func TestSelectorAndSynced(t *testing.T) {
 	_, ok := c.ResourceVersion(ctx, gvk, ns, "other")
 	g.Expect(ok).To(BeFalse(), "another value of the label is not selected")
 }
+
+// TestWaitForSync: the first question about a kind, asked with
+// WaitForSync, is answered once the watch holds what exists.
+func TestWaitForSync(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.CreateNamespace(t)
+	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns, Labels: map[string]string{owner: "app"}}}
+	g.Expect(env.Client.Create(ctx, owned)).To(Succeed())
+	c, err := New(env.Config, env.Client.RESTMapper(), owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+
+	gvk := corev1.SchemeGroupVersion.WithKind("Secret")
+	waitCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	g.Expect(c.WaitForSync(waitCtx, gvk)).To(BeTrue())
+	v, ok := c.ResourceVersion(ctx, gvk, ns, "owned")
+	g.Expect(ok).To(BeTrue(), "a synced watch holds the object at once")
+	g.Expect(v).To(Equal(owned.ResourceVersion))
+
+	ended, end := context.WithCancel(ctx)
+	end()
+	g.Expect(c.WaitForSync(ended, corev1.SchemeGroupVersion.WithKind("Service"))).To(BeFalse(), "a wait whose context ended says so")
+}

@@ -221,6 +221,34 @@ type KustomizationStatus struct {
 	// History keeps the last reconciliations, newest first.
 	// +optional
 	History []Snapshot `json:"history,omitempty"`
+
+	// Verified is what the last run that ended Ready found of the applied
+	// objects, for a replica that takes the Kustomization over (or the
+	// controller after a restart) to find the same without a request. A
+	// Windlass extension.
+	// +optional
+	Verified *VerifiedApply `json:"verified,omitempty"`
+}
+
+// VerifiedApply says that the objects of the inventory, at the
+// resourceVersions that Objects digests, were as the apply of the inputs
+// that Inputs digests left them, and healthy when the Kustomization checks
+// health. A controller with no memory of that apply that finds the same
+// inputs and the same resourceVersions has nothing to build, apply or
+// read. It is left out when the inputs include a Secret (decryption keys,
+// substituteFrom a Secret): a digest of a short secret could be guessed.
+type VerifiedApply struct {
+	// Inputs digests what the objects are built from: the artifact, the
+	// spec and the substitution variables.
+	// +required
+	Inputs string `json:"inputs"`
+	// Output digests the objects built, and how they are applied.
+	// +required
+	Output string `json:"output"`
+	// Objects digests the inventory entries with the resourceVersion each
+	// object had when it was last found as applied.
+	// +required
+	Objects string `json:"objects"`
 }
 
 // ResourceInventory lists the objects a Kustomization applied.

@@ -46,7 +46,7 @@ func (r *KustomizationReconciler) applyManager(obj *kustomizev1.Kustomization, t
 
 // localVersions returns r.Versions when obj applies to the local cluster,
 // whose objects it watches; nil otherwise.
-func (r *KustomizationReconciler) localVersions(obj *kustomizev1.Kustomization) ssa.VersionReader {
+func (r *KustomizationReconciler) localVersions(obj *kustomizev1.Kustomization) VersionWatch {
 	if r.Versions == nil || obj.Spec.KubeConfig != nil {
 		return nil
 	}

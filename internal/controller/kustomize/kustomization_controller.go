@@ -20,7 +20,6 @@ import (
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
-	"github.com/windlass-dev/windlass/internal/ssa"
 )
 
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;update;patch;delete
@@ -62,8 +61,9 @@ type KustomizationReconciler struct {
 	Builder *build.Builder
 	// Versions, when set, tells the resourceVersion of the objects applied
 	// to the local cluster, so that a run with nothing new reads none of
-	// them (see versions.go).
-	Versions ssa.VersionReader
+	// them (see versions.go), and that a run with no memory of the last
+	// apply can take it from the status (see verified.go).
+	Versions VersionWatch
 
 	waits   healthWaits
 	heads   headStarts
@@ -94,6 +94,7 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 		RetryInterval:   (*kustomizev1.Kustomization).GetRetryInterval,
 		Summarized:      summarized,
 		RecheckedFields: recheckedFields,
+		RidingFields:    []string{"verified"},
 	}
 }
 

@@ -30,9 +30,10 @@ import (
 // monorepo, say) and the objects are as that apply left them, it applies
 // nothing either. Drift, a deleted object, or a new build output take the
 // whole pipeline. What is remembered is small (two digests and one
-// fingerprint per object) and only an optimization: after a restart the
-// first run of each Kustomization builds and dry-runs everything, as a run
-// always may.
+// fingerprint per object) and only an optimization: a run may always build
+// and dry-run everything. A run with no memory of the last apply (after a
+// restart, or on the replica that takes the Kustomization over) takes it
+// from status.verified when it can (see verified.go).
 
 // appliedState is what the last complete apply of a Kustomization left.
 type appliedState struct {
@@ -156,6 +157,9 @@ func (r *KustomizationReconciler) readInputs(ctx context.Context, obj *kustomize
 func (r *KustomizationReconciler) upToDate(ctx context.Context, obj *kustomizev1.Kustomization, m *ssa.Manager, inputs string) (map[string]*unstructured.Unstructured, bool, error) {
 	key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	st, ok := r.applied.get(key)
+	if !ok {
+		st, ok = r.restoreVerified(ctx, obj, inputs)
+	}
 	if !ok || st.inputs != inputs {
 		return nil, false, nil
 	}

@@ -56,8 +56,13 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 	source, key := sourceKey(obj), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	r.heads.wait(ctx, source, key)
 	defer r.heads.ran(source, key)
-	return reconcile.RunSteps(ctx, obj, &ksScope{patcher: patcher},
+	sc := &ksScope{patcher: patcher}
+	res, err := reconcile.RunSteps(ctx, obj, sc,
 		r.reconcileSource, r.reconcileDependencies, r.reconcileInputs, r.reconcileTarget, r.reconcileApply, r.reconcileHealth)
+	if err == nil {
+		obj.Status.Verified = r.verifiedApply(obj, sc.inputs)
+	}
+	return res, err
 }
 
 // reconcileSource finds the source and its artifact.

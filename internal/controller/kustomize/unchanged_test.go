@@ -22,7 +22,7 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	_, src := appRepo(t, "app", map[string]string{
-		"deploy/a.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: " + ns + "\ndata:\n  value: ${value}\n",
+		"deploy/a.yaml":   substitutedConfigMap(ns, "a"),
 		"deploy/web.yaml": deployment(ns, "web"),
 	})
 	applyManifests(g, ns, src)
@@ -126,4 +126,10 @@ func TestRevisionThatDoesNotChangeAnAppAppliesNothing(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "a"}, &cm)
 		return cm.Data["value"]
 	}, timeout, interval).Should(Equal("1"))
+}
+
+// substitutedConfigMap returns a ConfigMap whose value is the
+// substitution variable value.
+func substitutedConfigMap(ns, name string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\ndata:\n  value: ${value}\n"
 }

@@ -24,6 +24,8 @@ func (v versionsNow) ResourceVersion(_ context.Context, gvk schema.GroupVersionK
 
 func (versionsNow) Watch(context.Context, schema.GroupVersionKind) {}
 
+func (versionsNow) WaitForSync(context.Context, schema.GroupVersionKind) bool { return true }
+
 // objectsAt is a reader that answers every Get with an object at the
 // version it holds for the name.
 type objectsAt map[string]string
