@@ -92,12 +92,6 @@ type Kind[T Object] struct {
 	// Progressing error (see Progressing.Quiet) and changed only these
 	// fields writes no status: the recheck soon after writes it.
 	RecheckedFields []string
-	// RidingFields are top-level status fields that do not call for a
-	// write of their own: a run that changed only these writes no
-	// status, and they go with the next write that something else
-	// causes. They suit what a run learns for a later one's sake, such as
-	// a digest that a no-op run refreshes.
-	RidingFields []string
 }
 
 // Outcome is how a run ended, for Kind.Summarized.
@@ -277,7 +271,7 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 		r.Kind.Summarized(ctx, obj, ended)
 	}
 	result = ended.Result
-	if outcome.IsQuiet(runErr) && r.onlyFieldsChanged(ctx, obj, patcher, slices.Concat(r.Kind.RecheckedFields, r.Kind.RidingFields)) {
+	if outcome.IsQuiet(runErr) && r.onlyRecheckedFieldsChanged(ctx, obj, patcher) {
 		return result, nil
 	}
 	if err != nil {
@@ -296,12 +290,10 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 			err = nil
 		}
 	}
-	if !r.onlyFieldsChanged(ctx, obj, patcher, r.Kind.RidingFields) {
-		if patchErr := patcher.Patch(ctx, obj); patchErr != nil {
-			ctrl.LoggerFrom(ctx).Error(patchErr, "Failed to patch the status")
-			if err == nil {
-				err = patchErr
-			}
+	if patchErr := patcher.Patch(ctx, obj); patchErr != nil {
+		ctrl.LoggerFrom(ctx).Error(patchErr, "Failed to patch the status")
+		if err == nil {
+			err = patchErr
 		}
 	}
 	if err != nil {
@@ -312,10 +304,10 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 	return result, err
 }
 
-// onlyFieldsChanged reports whether the changes to obj that patcher would
-// send, if any, are all in the status fields named.
-func (r *Runner[T]) onlyFieldsChanged(ctx context.Context, obj T, patcher *patch.Helper, names []string) bool {
-	if len(names) == 0 {
+// onlyRecheckedFieldsChanged reports whether the changes to obj that
+// patcher would send are all in the kind's RecheckedFields.
+func (r *Runner[T]) onlyRecheckedFieldsChanged(ctx context.Context, obj T, patcher *patch.Helper) bool {
+	if len(r.Kind.RecheckedFields) == 0 {
 		return false
 	}
 	fields, others, err := patcher.Changes(obj)
@@ -327,11 +319,20 @@ func (r *Runner[T]) onlyFieldsChanged(ctx context.Context, obj T, patcher *patch
 		return false
 	}
 	for _, f := range fields {
-		if !slices.Contains(names, f) {
+		if !containsString(r.Kind.RecheckedFields, f) {
 			return false
 		}
 	}
 	return true
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // finalize runs the kind's Finalize for a deleted object, then forgets it

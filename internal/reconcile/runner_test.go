@@ -252,50 +252,6 @@ func TestRunnerQuietProgressWritesNoStatus(t *testing.T) {
 	g.Expect(conditions.Reason(stored, meta.ReadyCondition)).To(Equal(meta.ProgressingReason), "without rechecked fields the run writes")
 }
 
-// TestRunnerRidingFieldsWaitForAWrite runs an object whose runs change
-// only a riding field: nothing is written until something else changes,
-// and the riding field then goes with it.
-func TestRunnerRidingFieldsWaitForAWrite(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	obj := newRepo()
-	obj.Finalizers = []string{meta.Finalizer}
-	c := repoClient(obj)
-	ignore := "first"
-	kind := testKind(func(_ context.Context, o *sourcev1.GitRepository) (outcome.Result, error) {
-		o.Status.ObservedIgnore = ptr.To(ignore)
-		return outcome.ResultSuccess, nil
-	})
-	kind.RidingFields = []string{"observedIgnore"}
-	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
-	stored := func() *sourcev1.GitRepository {
-		got := &sourcev1.GitRepository{}
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-		return got
-	}
-	reconcileOnce := func() {
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-
-	reconcileOnce()
-	g.Expect(stored().Status.ObservedIgnore).To(Equal(ptr.To("first")), "the riding field goes with the first status")
-	g.Expect(conditions.IsTrue(stored(), meta.ReadyCondition)).To(BeTrue())
-	written := stored().ResourceVersion
-
-	ignore = "second"
-	reconcileOnce()
-	g.Expect(stored().ResourceVersion).To(Equal(written), "a run that changed only a riding field writes nothing")
-	g.Expect(stored().Status.ObservedIgnore).To(Equal(ptr.To("first")))
-
-	requested := stored()
-	requested.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
-	g.Expect(c.Update(ctx, requested)).To(Succeed())
-	reconcileOnce()
-	g.Expect(stored().Status.LastHandledReconcileAt).To(Equal("now"))
-	g.Expect(stored().Status.ObservedIgnore).To(Equal(ptr.To("second")), "the riding field goes with the next write")
-}
-
 // repoClient returns a fake client holding objs, with the GitRepository's
 // status subresource.
 func repoClient(objs ...client.Object) client.WithWatch {

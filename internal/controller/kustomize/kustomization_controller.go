@@ -94,7 +94,6 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 		RetryInterval:   (*kustomizev1.Kustomization).GetRetryInterval,
 		Summarized:      summarized,
 		RecheckedFields: recheckedFields,
-		RidingFields:    []string{"verified"},
 	}
 }
 

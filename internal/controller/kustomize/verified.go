@@ -34,9 +34,8 @@ import (
 // a Secret is among the inputs: a digest of a short secret could be
 // guessed by whoever reads the status.
 //
-// The field rides on the status writes that something else causes
-// (Kind.RidingFields): a no-op run that found a version moved (a status
-// that changed) does not write for it.
+// The field costs no write of its own: every run that ends Ready writes the
+// status anyway (its history counts the run).
 
 // watchSyncTimeout bounds the wait for the watch of a kind to sync, when a
 // run takes the last apply from the status.
