@@ -12,6 +12,7 @@ package versions
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,9 @@ type Cache struct {
 	// fieldManager is the manager whose FieldsDigest the cache keeps, if
 	// any (see WithFieldsOf).
 	fieldManager string
+	// unsynced holds the kinds whose watch did not sync within a wait
+	// (see WaitForSync).
+	unsynced sync.Map
 }
 
 // New returns a Cache of the objects that selector selects (a label
@@ -110,12 +114,22 @@ func (c *Cache) Watch(ctx context.Context, gvk schema.GroupVersionKind) {
 
 // WaitForSync starts the watch of kind gvk, unless it has started, and
 // waits until it has synced or ctx ends. It tells whether it has synced.
+// A kind whose watch did not sync within one wait is not waited for
+// again: later calls answer at once, so that a watch that cannot sync
+// (its list refused, say) holds up one caller, not each.
 func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bool {
 	inf, err := c.informer(ctx, gvk)
 	if err != nil {
 		return false
 	}
-	return toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	if _, gaveUp := c.unsynced.Load(gvk); gaveUp || inf.HasSynced() {
+		return inf.HasSynced()
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		c.unsynced.Store(gvk, struct{}{})
+		return false
+	}
+	return true
 }
 
 // informer returns the informer of the metadata watch of kind gvk, started

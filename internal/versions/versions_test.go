@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
@@ -125,4 +126,18 @@ func TestWaitForSync(t *testing.T) {
 	ended, end := context.WithCancel(ctx)
 	end()
 	g.Expect(c.WaitForSync(ended, corev1.SchemeGroupVersion.WithKind("Service"))).To(BeFalse(), "a wait whose context ended says so")
+
+	// A watch that cannot sync (its list refused) holds up one wait only.
+	refused := rest.CopyConfig(env.Config)
+	refused.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
+	blind, err := New(refused, env.Client.RESTMapper(), owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = blind.Start(ctx) }()
+	first, stopFirst := context.WithTimeout(ctx, time.Second)
+	defer stopFirst()
+	g.Expect(blind.WaitForSync(first, gvk)).To(BeFalse())
+	second, stopSecond := context.WithTimeout(ctx, time.Minute)
+	defer stopSecond()
+	g.Expect(blind.WaitForSync(second, gvk)).To(BeFalse())
+	g.Expect(second.Err()).To(BeNil(), "the second wait for a kind given up on answers at once")
 }

@@ -100,6 +100,32 @@ type crashStory struct {
 	rev1 string
 }
 
+// A controller started again, with nothing changed, takes the last apply
+// of a Kustomization from its status.verified: the new process's first run
+// of it leaves it Ready having sent no dry run and read none of its
+// objects, by the new process's own metrics.
+func TestKustomization_RestartedControllerTakesTheLastApplyFromTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	st := startCrashStory(t, g, "restart-", oneObject)
+	key := client.ObjectKeyFromObject(st.ks)
+	g.Eventually(func(g Gomega) {
+		got := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(context.Background(), key, got)).To(Succeed())
+		g.Expect(got.Status.Verified).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+
+	st.proc.Kill()
+	restarted := map[string]*controller{"restarted": startShardController(t, g, st.shard, st.storage)}
+	g.Eventually(func(g Gomega) {
+		g.Expect(succeededOn(g, restarted)).To(HaveKey("Kustomization/"+st.ns+"/app"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(apiRequestsOf(g, restarted, `dry_run="true"`)).To(BeZero(), "no dry run")
+	g.Expect(apiRequestsOf(g, restarted, `verb="get"`, `resource="configmaps"`)).To(BeZero(), "no read of the applied ConfigMap")
+	g.Expect(apiRequestsOf(g, restarted, `resource="kustomizations/status"`)).To(BeNumerically(">", 0),
+		"the run wrote its status: the metrics count the requests")
+	waitApplied(g, key, st.rev1)
+}
+
 // startCrashStory starts a controller for a new namespace and the shard
 // prefix+namespace, and waits until a Kustomization with prune applied
 // files (given the namespace) as revision 1.

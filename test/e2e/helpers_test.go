@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +122,51 @@ func metricLines(text, name string) []string {
 		}
 	}
 	return out
+}
+
+// lastSuccessSeries matches the series of an object's last successful run.
+var lastSuccessSeries = regexp.MustCompile(`^windlass_reconcile_last_success_timestamp_seconds\{kind="([^"]+)",exported_namespace="([^"]+)",name="([^"]+)"\}`)
+
+// succeededOn returns the objects ("Kind/namespace/name") that a run of one
+// of the replicas left Ready, from the replicas' own metrics.
+func succeededOn(g Gomega, replicas map[string]*controller) map[string]bool {
+	out := map[string]bool{}
+	for _, proc := range replicas {
+		for _, line := range metricLines(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "windlass_reconcile_last_success_timestamp_seconds") {
+			if m := lastSuccessSeries.FindStringSubmatch(line); m != nil {
+				out[m[1]+"/"+m[2]+"/"+m[3]] = true
+			}
+		}
+	}
+	return out
+}
+
+// apiRequestsOf returns the number of API requests the replicas sent, by
+// their windlass_api_requests_total, whose labels include every one of
+// labels (such as `verb="get"`).
+func apiRequestsOf(g Gomega, replicas map[string]*controller, labels ...string) int {
+	total := 0
+	for _, proc := range replicas {
+		for _, line := range metricLines(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "windlass_api_requests_total") {
+			if labelled(line, labels) {
+				fields := strings.Fields(line)
+				n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+				g.Expect(err).NotTo(HaveOccurred(), line)
+				total += int(n)
+			}
+		}
+	}
+	return total
+}
+
+// labelled tells whether a sample line holds every one of labels.
+func labelled(line string, labels []string) bool {
+	for _, l := range labels {
+		if !strings.Contains(line, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // nestedString returns the string at fields in u, or "" when there is none.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +86,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}
 
 	killed := replicas["r1"]
-	survivorsDryRuns := dryRunsOf(g, map[string]*controller{"r0": replicas["r0"], "r2": replicas["r2"]})
+	survivorsDryRuns := apiRequestsOf(g, map[string]*controller{"r0": replicas["r0"], "r2": replicas["r2"]}, `dry_run="true"`)
 	killed.Kill()
 	killedAt := time.Now()
 	delete(replicas, "r1")
@@ -111,7 +110,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 			g.Expect(succeeded).To(HaveKey(obj), "a live replica's run of %s succeeded", obj)
 		}
 	}, 2*time.Minute, interval).Should(Succeed())
-	g.Expect(dryRunsOf(g, replicas)).To(Equal(survivorsDryRuns),
+	g.Expect(apiRequestsOf(g, replicas, `dry_run="true"`)).To(Equal(survivorsDryRuns),
 		"the survivors took the Kustomizations over without a dry run: their status.verified said nothing changed")
 	expectHeldOnce(g, cp, replicas, objects)
 
@@ -281,40 +280,6 @@ func reconciledBy(g Gomega, replicas map[string]*controller) map[string][]string
 		sort.Strings(rs)
 	}
 	return out
-}
-
-// lastSuccessSeries matches the series of an object's last successful run.
-var lastSuccessSeries = regexp.MustCompile(`^windlass_reconcile_last_success_timestamp_seconds\{kind="([^"]+)",exported_namespace="([^"]+)",name="([^"]+)"\}`)
-
-// succeededOn returns the objects ("Kind/namespace/name") that a run of one
-// of the replicas left Ready, from the replicas' own metrics.
-func succeededOn(g Gomega, replicas map[string]*controller) map[string]bool {
-	out := map[string]bool{}
-	for _, proc := range replicas {
-		for _, line := range metricLines(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "windlass_reconcile_last_success_timestamp_seconds") {
-			if m := lastSuccessSeries.FindStringSubmatch(line); m != nil {
-				out[m[1]+"/"+m[2]+"/"+m[3]] = true
-			}
-		}
-	}
-	return out
-}
-
-// dryRunsOf returns the number of dry runs the replicas sent, from their
-// windlass_api_requests_total.
-func dryRunsOf(g Gomega, replicas map[string]*controller) int {
-	total := 0
-	for _, proc := range replicas {
-		for _, line := range metricLines(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "windlass_api_requests_total") {
-			if strings.Contains(line, `dry_run="true"`) {
-				fields := strings.Fields(line)
-				n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-				g.Expect(err).NotTo(HaveOccurred(), line)
-				total += int(n)
-			}
-		}
-	}
-	return total
 }
 
 // holderLabels returns the holder label of every GitRepository and
