@@ -117,7 +117,7 @@ func TestKustomization_RestartedControllerTakesTheLastApplyFromTheStatus(t *test
 	st.proc.Kill()
 	restarted := map[string]*controller{"restarted": startShardController(t, g, st.shard, st.storage)}
 	g.Eventually(func(g Gomega) {
-		g.Expect(succeededOn(g, restarted)).To(HaveKey("Kustomization/"+st.ns+"/app"))
+		g.Expect(succeededOn(g, restarted)).To(HaveKey("Kustomization/" + st.ns + "/app"))
 	}, timeout, interval).Should(Succeed())
 	g.Expect(apiRequestsOf(g, restarted, `dry_run="true"`)).To(BeZero(), "no dry run")
 	g.Expect(apiRequestsOf(g, restarted, `verb="get"`, `resource="configmaps"`)).To(BeZero(), "no read of the applied ConfigMap")
