@@ -78,14 +78,17 @@ if ! $print_only; then
 			i=$((i + 1))
 			echo "testservers: building $name ($i/${#missing[@]}) from $pkg ($folder)" >&2
 			start=$SECONDS
-			# Through a temporary file, so that a build cut short leaves no broken binary.
+			# Through a temporary file of this process's own, so that a build
+			# cut short leaves no broken binary, and two runs that build at
+			# once (two checkouts sharing the cache) do not take each other's.
+			tmp="$dir/$name.tmp.$$"
 			if ! CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly \
-				go build -C "$folder" -trimpath -ldflags='-s -w' -o "$dir/$name.tmp" "$pkg"; then
-				rm -f "$dir/$name.tmp"
+				go build -C "$folder" -trimpath -ldflags='-s -w' -o "$tmp" "$pkg"; then
+				rm -f "$tmp"
 				echo "testservers: building $name failed" >&2
 				exit 1
 			fi
-			mv "$dir/$name.tmp" "$dir/$name"
+			mv "$tmp" "$dir/$name"
 			echo "testservers: built $name in $((SECONDS - start))s" >&2
 		done
 	fi
