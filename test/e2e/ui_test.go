@@ -115,7 +115,8 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 		}
 	})
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI at http://" + addrs[0] + "/"))
-	g.Expect(proc.Output()).To(MatchRegexp(`Left out, as you may not list and watch them here: GitRepository, .*HelmRelease`))
+	// The line that names the kinds left out follows, in a write of its own.
+	g.Eventually(proc.Output, timeout, interval).Should(MatchRegexp(`Left out, as you may not list and watch them here: GitRepository, .*HelmRelease.*\n`))
 	g.Expect(proc.Output()).NotTo(MatchRegexp(`Left out.*Kustomization`))
 
 	tab := browser.New(t)
