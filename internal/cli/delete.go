@@ -29,8 +29,8 @@ func newDeleteCommand() *cobra.Command {
 		Short: "Delete Windlass objects of any kind, and wait until they are gone",
 		Long: `Delete an object after asking for confirmation (unless --silent), and wait
 until it is gone: its controller first runs its finalizers (a Kustomization
-with prune deletes what it applied, a HelmRelease uninstalls its release,
-a source deletes its artifacts).`,
+with prune deletes what it applied, a HelmRelease uninstalls its release);
+a source goes at once, and its controller then deletes its artifacts.`,
 		Example: `  windlass delete kustomization app
   windlass delete source git app -n apps --silent
   windlass delete helmrelease redis --timeout 2m`,

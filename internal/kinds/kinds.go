@@ -93,6 +93,14 @@ type Kind struct {
 	// one replica for all their objects: an ImagePolicy reads the tags that
 	// its ImageRepository's scan keeps in memory.
 	ShardAsOne bool
+	// Finalized kinds' objects carry the reconcilers' finalizer
+	// (meta.Finalizer): deleting one does work in the cluster that must be
+	// done before the object goes (a Kustomization prunes, a HelmRelease
+	// uninstalls, an ArtifactGenerator deletes its ExternalArtifacts). The
+	// other kinds' controllers clean up what they keep of an object (its
+	// artifacts, its scan, its series) once it is gone, and spend no write
+	// on a finalizer.
+	Finalized bool
 	// Gates is how objects of the kind wait behind spec.gates. The runner
 	// enforces them for the kinds it reconciles; a Produced kind's
 	// producer enforces them (the ArtifactGenerator for its

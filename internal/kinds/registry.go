@@ -84,7 +84,7 @@ var All = []Kind{
 		Words:     []string{"source", "chart"}, Aliases: []string{"helmchart", "helmcharts", "hc"},
 	},
 	{
-		GroupVersion: sourceextv1beta1.GroupVersion, Kind: sourceextv1beta1.ArtifactGeneratorKind,
+		GroupVersion: sourceextv1beta1.GroupVersion, Kind: sourceextv1beta1.ArtifactGeneratorKind, Finalized: true,
 		New:     func() client.Object { return &sourceextv1beta1.ArtifactGenerator{} },
 		NewList: func() client.ObjectList { return &sourceextv1beta1.ArtifactGeneratorList{} },
 		LastHandled: func(o client.Object) string {
@@ -105,7 +105,7 @@ var All = []Kind{
 		Words:     []string{"source", "external"}, Aliases: []string{"externalartifact", "externalartifacts", "ea"},
 	},
 	{
-		GroupVersion: kustomizev1.GroupVersion, Kind: kustomizev1.KustomizationKind,
+		GroupVersion: kustomizev1.GroupVersion, Kind: kustomizev1.KustomizationKind, Finalized: true,
 		New:     func() client.Object { return &kustomizev1.Kustomization{} },
 		NewList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
 		LastHandled: func(o client.Object) string {
@@ -120,7 +120,7 @@ var All = []Kind{
 		Words: []string{"kustomization"}, Aliases: []string{"ks", "kustomizations"},
 	},
 	{
-		GroupVersion: helmv2.GroupVersion, Kind: helmv2.HelmReleaseKind,
+		GroupVersion: helmv2.GroupVersion, Kind: helmv2.HelmReleaseKind, Finalized: true,
 		New:         func() client.Object { return &helmv2.HelmRelease{} },
 		NewList:     func() client.ObjectList { return &helmv2.HelmReleaseList{} },
 		LastHandled: func(o client.Object) string { return o.(*helmv2.HelmRelease).Status.LastHandledReconcileAt },

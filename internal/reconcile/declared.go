@@ -64,6 +64,9 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 	if !ok {
 		return nil, fmt.Errorf("setting up %s: no such kind in the registry", r.Kind.Name)
 	}
+	if r.Kind.Finalize != nil && !row.Finalized {
+		return nil, fmt.Errorf("setting up %s: a Finalize, but the registry gives the kind no finalizer", r.Kind.Name)
+	}
 	obj := r.Kind.New()
 	b := NewControllerManagedBy(mgr, obj, opts)
 	if opts.Sharder != nil {

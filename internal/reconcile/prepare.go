@@ -23,8 +23,8 @@ type Reconcilable interface {
 }
 
 // Prepare does what every reconciler does before its steps: it adds the
-// finalizer (patching at once, so that nothing is created before it is
-// there), records whether the object is suspended, echoes the reconcile
+// finalizer to an object of a kind that has one (finalized; patching at
+// once, so that nothing is created before it is there), records whether the object is suspended, echoes the reconcile
 // request token and marks a new generation as Reconciling. It returns false
 // when the object is suspended and nothing more should be done.
 //
@@ -32,8 +32,8 @@ type Reconcilable interface {
 // may take long calls AnnounceNewGeneration around them through
 // AnnounceIfSlow, one that patches its status before it writes anything
 // else lets that patch carry it.
-func Prepare(ctx context.Context, kind string, obj Reconcilable, suspended bool, patcher *patch.Helper) (bool, error) {
-	if !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
+func Prepare(ctx context.Context, kind string, obj Reconcilable, finalized, suspended bool, patcher *patch.Helper) (bool, error) {
+	if finalized && !controllerutil.ContainsFinalizer(obj, meta.Finalizer) {
 		controllerutil.AddFinalizer(obj, meta.Finalizer)
 		if err := patcher.Patch(ctx, obj); err != nil {
 			return false, err

@@ -19,6 +19,7 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/parallel"
 	"github.com/windlass-dev/windlass/internal/patch"
@@ -75,11 +76,18 @@ type Kind[T Object] struct {
 	Run func(ctx context.Context, obj T, patcher *patch.Helper) (outcome.Result, error)
 	// Finalize does what must be done before the finalizer of a deleted
 	// object is removed; an error keeps the finalizer and is retried with
-	// backoff. Nil means nothing.
+	// backoff. Only the kinds the registry marks Finalized get the
+	// finalizer (and may have a Finalize); an object of another kind that
+	// still carries it (added before) has it removed. Nil means nothing.
 	Finalize func(ctx context.Context, obj T) error
 	// Forget drops what the reconciler keeps in memory about an object
-	// that is deleted or gone. Nil means nothing.
+	// that is deleted or gone, or that another replica now holds. Nil
+	// means nothing.
 	Forget func(key types.NamespacedName)
+	// Gone removes what the reconciler stored for an object that is gone
+	// (deleted, or out of what this process watches), after Forget: the
+	// cleanup of a kind that carries no finalizer. Nil means nothing.
+	Gone func(ctx context.Context, key types.NamespacedName)
 	// RetryInterval, when set, gives the fixed interval after which a
 	// failed run is retried; nil means exponential backoff.
 	RetryInterval func(obj T) time.Duration
@@ -155,6 +163,9 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			if r.Kind.Gone != nil {
+				r.Kind.Gone(ctx, req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -182,7 +193,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	// keeps its status), unless someone asked for this run and waits for
 	// the status to say it was handled (see handlesRequest).
 	isNew := conditions.Get(obj, meta.ReadyCondition) == nil
-	if proceed, err := Prepare(ctx, r.Kind.Name, obj, obj.IsSuspended(), patcher); !proceed {
+	if proceed, err := Prepare(ctx, r.Kind.Name, obj, r.finalized(), obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
@@ -352,6 +363,13 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	patcher := patch.NewHelper(obj, r.Client)
 	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
 	return patcher.Patch(ctx, obj)
+}
+
+// finalized tells whether the kind's objects carry the finalizer (see
+// kinds.Kind.Finalized).
+func (r *Runner[T]) finalized() bool {
+	row, ok := kinds.Named(r.Kind.Name)
+	return ok && row.Finalized
 }
 
 // retryInterval returns the kind's fixed retry interval for obj, or zero

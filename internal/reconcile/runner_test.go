@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
@@ -162,7 +163,7 @@ func TestRunner(t *testing.T) {
 
 			stored := &sourcev1.GitRepository{}
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), stored)).To(Succeed())
-			g.Expect(stored.Finalizers).To(ContainElement(meta.Finalizer))
+			g.Expect(stored.Finalizers).To(BeEmpty(), "a source carries no finalizer")
 			if !tt.wantRan {
 				g.Expect(conditions.Get(stored, meta.ReadyCondition)).To(BeNil())
 				return
@@ -197,6 +198,8 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 		return finalizeErr
 	}
 	kind.Forget = func(key types.NamespacedName) { forgotten = append(forgotten, key) }
+	var gone []types.NamespacedName
+	kind.Gone = func(_ context.Context, key types.NamespacedName) { gone = append(gone, key) }
 	r := &Runner[*sourcev1.GitRepository]{Client: c, Kind: kind}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
 	// The series of the object's life before its deletion.
@@ -213,6 +216,7 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(finalized).To(Equal(2))
+	g.Expect(gone).To(BeEmpty(), "nothing is removed while the object is being finalized")
 	g.Expect(forgotten).To(Equal([]types.NamespacedName{req.NamespacedName}))
 	g.Expect(c.Get(ctx, req.NamespacedName, &sourcev1.GitRepository{})).NotTo(Succeed(), "the object is gone once its finalizer is removed")
 	g.Expect(metrics.Tracked(kind.Name, req.NamespacedName)).To(BeFalse(), "its duration and suspend series are dropped")
@@ -222,6 +226,7 @@ func TestRunnerFinalizesAndForgets(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred(), "a gone object is no error")
 	g.Expect(forgotten).To(HaveLen(2), "and is forgotten")
+	g.Expect(gone).To(Equal([]types.NamespacedName{req.NamespacedName}), "what was stored for it is removed once it is gone, not before")
 	g.Expect(metrics.Tracked(kind.Name, req.NamespacedName)).To(BeFalse(), "with its series, also when it went without its finalizer")
 }
 
@@ -362,7 +367,7 @@ func TestRunnerWaitsQuietlyOnceForWhatIsUnderWay(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
 	g.Expect(got().Status.Conditions).To(BeEmpty(), "the first quiet wait writes no status")
-	g.Expect(got().Finalizers).To(ContainElement(meta.Finalizer))
+	g.Expect(got().Finalizers).To(BeEmpty(), "nor a finalizer: the first quiet wait writes nothing")
 
 	res, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -421,4 +426,50 @@ type recordedEvents struct{ events []event.Event }
 // Forward keeps e.
 func (r *recordedEvents) Forward(_ context.Context, _ client.Object, e event.Event) {
 	r.events = append(r.events, e)
+}
+
+// TestRunnerAddsTheFinalizerToFinalizedKindsOnly: a Kustomization gets the
+// finalizer in its first run (its deletion prunes); a GitRepository, whose
+// controller removes its artifacts once it is gone, does not, and its
+// first run writes only its status.
+func TestRunnerAddsTheFinalizerToFinalizedKindsOnly(t *testing.T) {
+	ctx := context.Background()
+	succeed := func(context.Context, client.Object, *patch.Helper) (outcome.Result, error) {
+		return outcome.ResultSuccess, nil
+	}
+
+	t.Run("Kustomization", func(t *testing.T) {
+		g := NewWithT(t)
+		obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", Generation: 1},
+			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Hour}}}
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(obj).Build()
+		r := &Runner[*kustomizev1.Kustomization]{Client: c, Events: &event.Recorder{}, Kind: Kind[*kustomizev1.Kustomization]{
+			Name: kustomizev1.KustomizationKind, New: func() *kustomizev1.Kustomization { return &kustomizev1.Kustomization{} },
+			SuccessReason: meta.ReconciliationSucceededReason, SuccessMessage: func(*kustomizev1.Kustomization) string { return "applied" },
+			Run: func(ctx context.Context, o *kustomizev1.Kustomization, p *patch.Helper) (outcome.Result, error) {
+				return succeed(ctx, o, p)
+			},
+		}}
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		g.Expect(err).NotTo(HaveOccurred())
+		got := &kustomizev1.Kustomization{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+		g.Expect(got.Finalizers).To(ConsistOf(meta.Finalizer))
+	})
+
+	t.Run("GitRepository", func(t *testing.T) {
+		g := NewWithT(t)
+		obj := newRepo()
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj).WithStatusSubresource(obj).Build()
+		kind := testKind(func(ctx context.Context, o *sourcev1.GitRepository) (outcome.Result, error) {
+			return succeed(ctx, o, nil)
+		})
+		r := &Runner[*sourcev1.GitRepository]{Client: c, Events: &event.Recorder{}, Kind: kind}
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		g.Expect(err).NotTo(HaveOccurred())
+		got := &sourcev1.GitRepository{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+		g.Expect(got.Finalizers).To(BeEmpty())
+		g.Expect(conditions.IsTrue(got, meta.ReadyCondition)).To(BeTrue())
+	})
 }

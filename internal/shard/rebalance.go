@@ -111,7 +111,7 @@ func (m *Member) resourceOf(k kinds.Kind) (schema.GroupVersionResource, error) {
 // was read (its holder's too): then the change is someone else's to make,
 // or the next look's.
 func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) error {
-	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, claimPatch(obj, m.opts.Name), metav1.PatchOptions{})
+	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, claimPatch(obj, m.opts.Name, finalized(kind)), metav1.PatchOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -124,16 +124,24 @@ func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersion
 }
 
 // claimPatch is the merge patch that makes holder obj's holder, on
-// condition that obj is still at the version read. It also adds the
-// reconcilers' finalizer to an object that lacks it and is not being
-// deleted, which the holder's first run would add by a request of its own.
-func claimPatch(obj *metav1.PartialObjectMetadata, holder string) []byte {
+// condition that obj is still at the version read. For an object of a
+// kind that carries the reconcilers' finalizer (finalized), it also adds
+// the finalizer when the object lacks it and is not being deleted, which
+// the holder's first run would add by a request of its own.
+func claimPatch(obj *metav1.PartialObjectMetadata, holder string, finalized bool) []byte {
 	metadata := map[string]any{"resourceVersion": obj.ResourceVersion, "labels": map[string]string{HolderLabel: holder}}
-	if obj.DeletionTimestamp == nil && !slices.Contains(obj.Finalizers, meta.Finalizer) {
+	if finalized && obj.DeletionTimestamp == nil && !slices.Contains(obj.Finalizers, meta.Finalizer) {
 		metadata["finalizers"] = append(slices.Clone(obj.Finalizers), meta.Finalizer)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": metadata}) // maps of strings always marshal
 	return patch
+}
+
+// finalized tells whether the objects of kind carry the reconcilers'
+// finalizer.
+func finalized(kind string) bool {
+	row, ok := kinds.Named(kind)
+	return ok && row.Finalized
 }
 
 // claimItem is an object that no live member held when its informer saw

@@ -17,13 +17,15 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
 // TestClaim: a claim makes the member the holder and adds the reconcilers'
 // finalizer in the same request (the holder's first run then needs none of
 // its own), keeps the other finalizers, and changes nothing when the object
-// changed since it was read.
+// changed since it was read. A source, whose kind carries no finalizer, is
+// claimed without one.
 func TestClaim(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
@@ -66,6 +68,21 @@ func TestClaim(t *testing.T) {
 			g.Expect(got.Finalizers).To(Equal(tt.wantFinalizers))
 		})
 	}
+	t.Run("a source", func(t *testing.T) {
+		g := NewWithT(t)
+		repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo"},
+			Spec: sourcev1.GitRepositorySpec{URL: "https://example.com/repo.git", Interval: metav1.Duration{Duration: time.Hour}}}
+		g.Expect(env.Client.Create(ctx, repo)).To(Succeed())
+		read := &metav1.PartialObjectMetadata{}
+		read.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), read)).To(Succeed())
+		repos := schema.GroupVersionResource{Group: sourcev1.GroupVersion.Group, Version: sourcev1.GroupVersion.Version, Resource: "gitrepositories"}
+		g.Expect(m.claim(ctx, sourcev1.GitRepositoryKind, repos, read)).To(Succeed())
+		got := &sourcev1.GitRepository{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
+		g.Expect(got.Labels[HolderLabel]).To(Equal("me"))
+		g.Expect(got.Finalizers).To(BeEmpty())
+	})
 }
 
 // TestClaimsRunSideBySide: a member sends up to claimWorkers claims at once

@@ -69,10 +69,6 @@ func (r *GateReconciler) gateKind() reconcile.Kind[*gatingv1alpha1.Gate] {
 		Run:                r.run,
 		Summarized:         r.untilNextTransition,
 		Forget:             func(key types.NamespacedName) { metrics.ForgetGate(key.Namespace, key.Name) },
-		Finalize: func(_ context.Context, obj *gatingv1alpha1.Gate) error {
-			metrics.ForgetGate(obj.Namespace, obj.Name)
-			return nil
-		},
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -70,9 +69,6 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 	case apierrors.IsNotFound(err):
 		setTemplateMeta(hc, obj)
 		hc.Spec = want
-		// With the finalizer its reconciler would add first: one
-		// request fewer.
-		controllerutil.AddFinalizer(hc, meta.Finalizer)
 		if err := r.Create(ctx, hc); err != nil {
 			return outcome.Fail(helmv2.ArtifactFailedReason, fmt.Errorf("creating HelmChart '%s/%s': %w", ns, hc.Name, err))
 		}

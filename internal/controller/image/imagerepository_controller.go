@@ -77,10 +77,7 @@ func (r *ImageRepositoryReconciler) repositoryKind() reconcile.Kind[*imagev1.Ima
 			return reconcile.RunSteps(ctx, obj, &repositoryScope{}, r.readCredentials, r.scan)
 		},
 		CheckSpec: checkRepositorySpec,
-		Finalize: func(_ context.Context, obj *imagev1.ImageRepository) error {
-			return r.Store.Delete(obj.Namespace, obj.Name)
-		},
-		Forget: func(key types.NamespacedName) { _ = r.Store.Delete(key.Namespace, key.Name) },
+		Forget:    func(key types.NamespacedName) { _ = r.Store.Delete(key.Namespace, key.Name) },
 	}
 }
 

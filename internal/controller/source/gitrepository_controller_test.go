@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,7 +57,7 @@ func TestGitRepository_StoresAndServesArtifact(t *testing.T) {
 	expectFetched(g, sourcev1.GitRepositoryKind, fetches, metrics.ResultSuccess)
 	g.Expect(conditions.IsTrue(got, sourcev1.ArtifactInStorageCondition)).To(BeTrue())
 	g.Expect(conditions.Message(got, meta.ReadyCondition)).To(Equal("stored artifact for revision 'main@sha1:" + sha + "'"))
-	g.Expect(got.Finalizers).To(ContainElement(meta.Finalizer))
+	g.Expect(got.Finalizers).To(BeEmpty(), "a source carries no finalizer")
 	g.Expect(got.Status.Artifact.Path).To(Equal("gitrepository/" + ns + "/app/" + sha + ".tar.gz"))
 	g.Expect(got.Status.Artifact.Digest).To(HavePrefix("sha256:"))
 
@@ -250,11 +251,9 @@ func TestGitRepository_DeleteRemovesArtifacts(t *testing.T) {
 	g.Expect(dir).To(BeADirectory())
 
 	g.Expect(env.Client.Delete(ctx, got)).To(Succeed())
-	g.Eventually(func() bool {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &sourcev1.GitRepository{})
-		return client.IgnoreNotFound(err) == nil && err != nil
-	}, timeout, interval).Should(BeTrue())
-	g.Expect(dir).NotTo(BeADirectory())
+	err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &sourcev1.GitRepository{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "with no finalizer the source goes at once: %v", err)
+	g.Eventually(func() string { return dir }, timeout, interval).ShouldNot(BeADirectory(), "its controller removes its artifacts")
 }
 
 func TestGitRepository_Suspended(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 // sourceKind returns the runner's Kind of a source kind: what every source
 // kind shares (the storage steps, the Ready message, the revision of its
-// events, the removal of its artifacts) around its own steps, run.
+// events, the removal of its artifacts once it is gone) around its own steps, run.
 func sourceKind[T sourceObject](store artifactStore, newObject func() T, negative []string, checkServed func(T) error,
 	run func(context.Context, T, *patch.Helper) (outcome.Result, error)) reconcile.Kind[T] {
 	return reconcile.Kind[T]{
@@ -28,7 +28,7 @@ func sourceKind[T sourceObject](store artifactStore, newObject func() T, negativ
 		SuccessMessage:     storedMessage[T],
 		Revision:           artifactRevision[T],
 		Run:                run,
-		Finalize:           func(ctx context.Context, obj T) error { return store.removeAll(ctx, obj) },
+		Gone:               store.removeGone,
 		Forget:             store.forgetTrees,
 	}
 }
@@ -52,6 +52,9 @@ func newControllerFor[T sourceObject](ctx context.Context, mgr ctrl.Manager, s g
 	opts reconcile.ControllerOptions) (*builder.Builder, *reconcile.Runner[T], error) {
 	runner := &reconcile.Runner[T]{
 		Client: s.client, Events: s.events, JitterPercent: s.jitterPercent, NoCrossNamespaceRefs: s.noCrossNamespaceRefs, Kind: kind,
+	}
+	if err := mgr.Add(&goneSweep{store: store, cache: mgr.GetCache(), newObj: func() client.Object { return kind.New() }}); err != nil {
+		return nil, nil, err
 	}
 	if opts.Sharder != nil {
 		if err := store.sweepHandedOver(ctx, mgr.GetCache(), kind.New(), opts.Sharder); err != nil {
