@@ -24,9 +24,10 @@ type Reconcilable interface {
 
 // Prepare does what every reconciler does before its steps: it adds the
 // finalizer to an object of a kind that has one (finalized; patching at
-// once, so that nothing is created before it is there), records whether the object is suspended, echoes the reconcile
-// request token and marks a new generation as Reconciling. It returns false
-// when the object is suspended and nothing more should be done.
+// once, so that nothing is created before it is there), records whether
+// the object is suspended, echoes the reconcile request token and marks a
+// new generation as Reconciling. It returns false when the object is
+// suspended and nothing more should be done.
 //
 // The Reconciling condition is not patched here: a reconciler whose steps
 // may take long calls AnnounceNewGeneration around them through

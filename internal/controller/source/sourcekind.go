@@ -16,7 +16,8 @@ import (
 
 // sourceKind returns the runner's Kind of a source kind: what every source
 // kind shares (the storage steps, the Ready message, the revision of its
-// events, the removal of its artifacts once it is gone) around its own steps, run.
+// events, the removal of its artifacts once it is gone) around its own
+// steps, run.
 func sourceKind[T sourceObject](store artifactStore, newObject func() T, negative []string, checkServed func(T) error,
 	run func(context.Context, T, *patch.Helper) (outcome.Result, error)) reconcile.Kind[T] {
 	return reconcile.Kind[T]{
