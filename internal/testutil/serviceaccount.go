@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/gomega"
 	authv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,12 +42,17 @@ func TokenConfig(cfg *rest.Config, token string) *rest.Config {
 // the service account saNamespace/sa.
 func GrantRole(g Gomega, c client.Client, ns, name, saNamespace, sa string, rules ...rbacv1.PolicyRule) {
 	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: sa}, rules)
+	waitForAccess(g, c, ns, authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + saNamespace + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+	}, rules)
 }
 
 // GrantRoleToUser creates, in ns, a Role named name with rules and binds
 // it to the user of that name (as an OpenID provider names them).
 func GrantRoleToUser(g Gomega, c client.Client, ns, name, user string, rules ...rbacv1.PolicyRule) {
 	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, rules)
+	waitForAccess(g, c, ns, authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"}}, rules)
 }
 
 // grant creates, in ns, a Role named name with rules and binds it to
@@ -56,4 +63,27 @@ func grant(g Gomega, c client.Client, ns, name string, subject rbacv1.Subject, r
 	g.Expect(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{subject}})).To(Succeed())
+}
+
+// waitForAccess waits until the API server's authorizer allows who the
+// first verb on the first resource of each rule in ns: its RBAC authorizer
+// reads roles and bindings from a watch, so a binding just created may be
+// unknown to it for a moment, and a server asked in that moment (and
+// caching its refusal) would refuse the caller the test just granted.
+func waitForAccess(g Gomega, c client.Client, ns string, who authorizationv1.SubjectAccessReviewSpec, rules []rbacv1.PolicyRule) {
+	for _, rule := range rules {
+		if len(rule.Verbs) == 0 || len(rule.Resources) == 0 || len(rule.APIGroups) == 0 {
+			continue
+		}
+		spec := who
+		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Namespace: ns,
+			Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
+		g.Eventually(func() (bool, error) {
+			review := &authorizationv1.SubjectAccessReview{Spec: spec}
+			if err := c.Create(context.Background(), review); err != nil {
+				return false, err
+			}
+			return review.Status.Allowed, nil
+		}, time.Minute, 50*time.Millisecond).Should(BeTrue(), "the API server allows %s to %s %s", spec.User, spec.ResourceAttributes.Verb, spec.ResourceAttributes.Resource)
+	}
 }
