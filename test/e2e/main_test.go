@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
 )
@@ -39,6 +42,10 @@ func TestMain(m *testing.M) {
 
 // run is the body of TestMain; it returns the exit code of the test binary.
 func run(m *testing.M) int {
+	// The test process's own controller-runtime clients (envtest's, the
+	// tests') log nothing worth reading; the controller's output is its
+	// own. Without a logger, controller-runtime prints a stack instead.
+	ctrl.SetLogger(logr.Discard())
 	tmp, err := os.MkdirTemp("", "windlass-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
