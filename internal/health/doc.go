@@ -2,11 +2,13 @@
 // for the health checks of a Kustomization (spec.wait and
 // spec.healthChecks) and the readiness of its dependencies.
 //
-// A Checker reads each object once per check, uncached, and computes its
-// status with kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status): Current,
-// InProgress or Failed (kstatus' Failed: the object is Stalled), or
-// NotFound when the object, or its kind, does not exist. kstatus' Terminating
-// and Unknown count as InProgress. Each status carries kstatus' message.
+// A Checker reads each object once per check, uncached (unless its
+// Verdicts, from a watch that judged the object as it was delivered, know
+// its health: see WithVerdicts), and computes its status with kstatus
+// (sigs.k8s.io/cli-utils/pkg/kstatus/status): Current, InProgress or
+// Failed (kstatus' Failed: the object is Stalled), or NotFound when the
+// object, or its kind, does not exist. kstatus' Terminating and Unknown
+// count as InProgress. Each status carries kstatus' message.
 //
 // A check does not wait: the caller checks again later, reading only the
 // objects that were not ready, and reports a wait that ends with objects

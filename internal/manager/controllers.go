@@ -341,21 +341,16 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	if m.Storage != nil {
 		r.Changes = m.Storage
 	}
-	owned, err := m.versionsOf(ssa.Owner{})
+	owned, err := m.versionsSelected(ssa.Owner{}.NameLabel(), kustomizectrl.WatchOptions()...)
 	if err != nil {
 		return err
 	}
 	r.Versions = owned
+	r.Health = owned
 	if m.ui != nil {
 		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}
 	return r.SetupWithManager(ctx, m, opts.controllerOptions())
-}
-
-// versionsOf returns a versions cache, run by the manager, of the objects
-// that carry the name label of owner's group.
-func (m *Manager) versionsOf(owner ssa.Owner) (*versions.Cache, error) {
-	return m.versionsSelected(owner.NameLabel())
 }
 
 // versionsSelected returns a versions cache, run by the manager, of the

@@ -31,6 +31,7 @@ type Option func(*options)
 
 type options struct {
 	fieldManager string
+	health       *healthRules
 }
 
 // WithFieldsOf makes the cache keep the FieldsDigest of manager for each

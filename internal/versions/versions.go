@@ -1,12 +1,13 @@
 // Package versions tells the resourceVersion that the objects an applier
-// owns have now, from metadata-only watches of the objects that carry its
+// owns have now, from watches (of their metadata, mostly) of the objects that carry its
 // owner label (or that another label selector selects, such as Helm's
 // release Secrets): an applier that remembers the version it last saw an object
 // at knows, without a request, that nothing about it changed. A watch
 // starts on the first question about a kind and keeps only names and
 // versions (and, for a cache made WithFieldsOf, a digest of one field
-// manager's entry), so that it holds a few hundred bytes per owned object
-// and nothing of the objects that are not owned.
+// manager's entry; for one made WithHealth, the health of the objects of
+// some kinds), so that it holds a few hundred bytes per owned object and
+// nothing of the objects that are not owned.
 package versions
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -31,6 +33,9 @@ type Cache struct {
 	// fieldManager is the manager whose FieldsDigest the cache keeps, if
 	// any (see WithFieldsOf).
 	fieldManager string
+	// health judges the objects of some kinds as the watch delivers them,
+	// if set (see WithHealth).
+	health *healthRules
 	// unsynced holds the kinds whose watch did not sync within a wait
 	// (see WaitForSync).
 	unsynced sync.Map
@@ -54,13 +59,13 @@ func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string, opts ...O
 	c, err := cache.New(cfg, cache.Options{
 		Mapper:                      mapper,
 		DefaultLabelSelector:        selected,
-		DefaultTransform:            keep(o.fieldManager),
+		DefaultTransform:            keep(o.fieldManager, o.health),
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	return &Cache{cache: c, fieldManager: o.fieldManager}, nil
+	return &Cache{cache: c, fieldManager: o.fieldManager, health: o.health}, nil
 }
 
 // Start runs the watches until ctx ends.
@@ -83,16 +88,29 @@ func (c *Cache) ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind
 // held returns what the cache holds of the object, when the watch of its
 // kind has synced and holds it; the first question about a kind starts its
 // watch.
-func (c *Cache) held(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*metav1.PartialObjectMetadata, bool) {
+func (c *Cache) held(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, bool) {
 	if !c.Synced(ctx, gvk) {
 		return nil, false
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
+	obj := c.watched(gvk)
 	if err := c.cache.Get(ctx, key, obj); err != nil {
 		return nil, false
 	}
 	return obj, true
+}
+
+// watched returns an empty object of kind gvk, of the type its watch
+// delivers: the whole object for the kinds the cache judges the health of
+// (see WithHealth), the metadata for the others.
+func (c *Cache) watched(gvk schema.GroupVersionKind) client.Object {
+	if c.health.judges(gvk.GroupKind()) {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		return obj
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return obj
 }
 
 // Synced tells whether the watch of kind gvk has synced, so that an object
@@ -132,35 +150,56 @@ func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bo
 	return true
 }
 
-// informer returns the informer of the metadata watch of kind gvk, started
-// if it had not.
+// informer returns the informer of the watch of kind gvk, started if it
+// had not.
 func (c *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	return c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	return c.cache.GetInformer(ctx, c.watched(gvk), cache.BlockUntilSynced(false))
 }
 
 // keep returns the transform that keeps of a watched object its kind,
-// name, namespace and resourceVersion, and the FieldsDigest of
-// fieldManager when there is one. Like every informer transform it may
-// be given what it returned before, and returns it unchanged.
-func keep(fieldManager string) func(o any) (any, error) {
+// name, namespace, resourceVersion and generation, the FieldsDigest of
+// fieldManager when there is one, and, for a whole object whose kind
+// health judges, its health. Like every informer transform it may be
+// given what it returned before, and returns it unchanged.
+func keep(fieldManager string, health *healthRules) func(o any) (any, error) {
 	return func(o any) (any, error) {
-		m, ok := o.(*metav1.PartialObjectMetadata)
-		if !ok || m.UID == "" {
+		obj, ok := o.(client.Object)
+		if !ok || obj.GetUID() == "" {
 			// Not an object of the API server's (which all have a
 			// UID): one kept already, which the informer may pass
 			// again.
 			return o, nil
 		}
-		kept := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
-		}}
+		annotations := map[string]string{}
 		if fieldManager != "" {
-			if digest := FieldsDigest(m, fieldManager); digest != "" {
-				kept.Annotations = map[string]string{fieldsAnnotation: digest}
+			if digest := FieldsDigest(obj, fieldManager); digest != "" {
+				annotations[fieldsAnnotation] = digest
 			}
 		}
-		return kept, nil
+		switch obj := obj.(type) {
+		case *metav1.PartialObjectMetadata:
+			kept := &metav1.PartialObjectMetadata{TypeMeta: obj.TypeMeta}
+			keepMetadata(kept, obj, annotations)
+			return kept, nil
+		case *unstructured.Unstructured:
+			health.annotate(obj, annotations)
+			kept := &unstructured.Unstructured{}
+			kept.SetGroupVersionKind(obj.GroupVersionKind())
+			keepMetadata(kept, obj, annotations)
+			return kept, nil
+		}
+		return o, nil
+	}
+}
+
+// keepMetadata sets on kept the name, namespace, resourceVersion and
+// generation of obj, and annotations unless there are none.
+func keepMetadata(kept, obj client.Object, annotations map[string]string) {
+	kept.SetName(obj.GetName())
+	kept.SetNamespace(obj.GetNamespace())
+	kept.SetResourceVersion(obj.GetResourceVersion())
+	kept.SetGeneration(obj.GetGeneration())
+	if len(annotations) > 0 {
+		kept.SetAnnotations(annotations)
 	}
 }

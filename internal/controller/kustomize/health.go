@@ -55,7 +55,9 @@ type healthWaits struct {
 type healthWait struct {
 	revision string
 	since    time.Time
-	pending  []health.ObjectRef
+	// pending holds the objects not healthy yet, as the last check found
+	// them.
+	pending []health.ObjectStatus
 }
 
 // get returns the wait of key for revision, if one is under way.
@@ -69,7 +71,7 @@ func (h *healthWaits) get(key types.NamespacedName, revision string) (healthWait
 // wait records that key still waits for the pending objects of revision,
 // and returns when the wait began: now, unless it already waited for that
 // revision.
-func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []health.ObjectRef) time.Time {
+func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []health.ObjectStatus) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w, ok := h.states[key]
@@ -103,7 +105,10 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	refs := healthRefs(obj, kspec.Inventory(obj))
 	w, waiting := r.waits.get(key, revision)
 	if waiting {
-		refs = w.pending
+		refs = make([]health.ObjectRef, len(w.pending))
+		for i, s := range w.pending {
+			refs[i] = s.Ref
+		}
 	}
 	if len(refs) == 0 {
 		r.waits.end(key)
@@ -119,13 +124,19 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		refs = r.healthy.toCheck(ctx, key, refs, versions)
 	}
 	reads := &recordingReader{Reader: health.LiveReader(live, t.Client)}
-	result, err := health.NewChecker(reads, t.Mapper).Check(ctx, refs, exprs...)
+	checker := health.NewChecker(reads, t.Mapper)
+	var verdicts *pendingVerdicts
+	if r.Health != nil && versions != nil && waiting {
+		verdicts = &pendingVerdicts{watch: r.Health, last: w.pending}
+		checker = checker.WithVerdicts(verdicts)
+	}
+	result, err := checker.Check(ctx, refs, exprs...)
 	if err != nil {
 		return outcome.Fail(kustomizev1.HealthCheckFailedReason, fmt.Errorf("checking health: %w", err))
 	}
 	if versions != nil {
-		r.healthy.record(key, result, reads)
-		r.refreshVersions(key, reads)
+		r.healthy.record(key, result)
+		r.refreshVersions(key, reads, verdicts)
 	}
 	if result.AllCurrent() {
 		r.waits.end(key)
@@ -154,13 +165,11 @@ func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization,
 	revision := obj.Status.LastAttemptedRevision
 	timeout := obj.GetTimeout()
 	notReady := result.NotReady()
-	pending := make([]health.ObjectRef, 0, len(notReady))
 	names := make([]string, 0, len(notReady))
 	for _, s := range notReady {
-		pending = append(pending, s.Ref)
 		names = append(names, s.String())
 	}
-	elapsed := time.Since(r.waits.wait(key, revision, pending))
+	elapsed := time.Since(r.waits.wait(key, revision, notReady))
 	var failure *health.WaitError
 	switch {
 	case len(result.Failed()) > 0:

@@ -64,6 +64,11 @@ type KustomizationReconciler struct {
 	// them (see versions.go), and that a run with no memory of the last
 	// apply can take it from the status (see verified.go).
 	Versions VersionWatch
+	// Health, when set, tells the health of the objects applied to the
+	// local cluster as a watch last saw them, so that a health check that
+	// waits for an object reads it only when the watch cannot tell (see
+	// pendingVerdicts).
+	Health HealthWatch
 
 	waits   healthWaits
 	heads   headStarts

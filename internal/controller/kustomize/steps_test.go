@@ -489,7 +489,7 @@ func TestStep_ReconcileHealth(t *testing.T) {
 			healthChecks: []meta.NamespacedObjectKindReference{check("Deployment", "web")},
 			objs:         []client.Object{availableDeployment("web", false)},
 			before: func(r *KustomizationReconciler) {
-				r.waits.wait(key, revision, []health.ObjectRef{ref("Deployment", "web")})
+				r.waits.wait(key, revision, []health.ObjectStatus{{Ref: ref("Deployment", "web")}})
 			},
 			wantPending: []health.ObjectRef{ref("Deployment", "web")},
 			wantErr:     testutil.Progressing, wantReason: meta.ProgressingReason,
@@ -499,7 +499,7 @@ func TestStep_ReconcileHealth(t *testing.T) {
 			healthChecks: []meta.NamespacedObjectKindReference{check("Deployment", "web"), check("Deployment", "gone")},
 			objs:         []client.Object{availableDeployment("web", true)},
 			before: func(r *KustomizationReconciler) {
-				r.waits.wait(key, revision, []health.ObjectRef{ref("Deployment", "web")})
+				r.waits.wait(key, revision, []health.ObjectStatus{{Ref: ref("Deployment", "web")}})
 			},
 			wantConditions: []string{"Healthy=True/Succeeded"}},
 		{name: "the wait of an older revision starts afresh",
@@ -520,7 +520,7 @@ func TestStep_ReconcileHealth(t *testing.T) {
 			objs:         []client.Object{availableDeployment("web", false)},
 			before: func(r *KustomizationReconciler) {
 				r.waits.states = map[types.NamespacedName]healthWait{key: {revision: revision, since: time.Now().Add(-2 * time.Hour),
-					pending: []health.ObjectRef{ref("Deployment", "web")}}}
+					pending: []health.ObjectStatus{{Ref: ref("Deployment", "web")}}}}
 			},
 			wantErr: testutil.Failing, wantReason: kustomizev1.HealthCheckFailedReason, wantMsg: "timed out",
 			wantConditions: []string{"Healthy=False/HealthCheckFailed"}},
@@ -596,7 +596,11 @@ func TestStep_ReconcileHealth(t *testing.T) {
 				return
 			}
 			g.Expect(waiting).To(BeTrue())
-			g.Expect(w.pending).To(Equal(tt.wantPending))
+			pending := make([]health.ObjectRef, len(w.pending))
+			for i, s := range w.pending {
+				pending[i] = s.Ref
+			}
+			g.Expect(pending).To(Equal(tt.wantPending))
 			delay := testutil.RequeueAfter(err)
 			g.Expect(delay).To(BeNumerically(">", 0))
 			g.Expect(delay).To(BeNumerically("<=", maxHealthRecheck+10*time.Millisecond))

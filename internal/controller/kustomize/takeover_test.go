@@ -83,7 +83,8 @@ func TestTakeOverWithoutMemory(t *testing.T) {
 }
 
 // freshReconciler returns a Kustomization reconciler with no memory, as a
-// new process has, whose requests about the applied objects are counted.
+// new process has, whose requests about the applied objects are counted,
+// with a watch of the objects it applies (see WatchOptions).
 func freshReconciler(t *testing.T, g *WithT) *KustomizationReconciler {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -91,7 +92,7 @@ func freshReconciler(t *testing.T, g *WithT) *KustomizationReconciler {
 	cfg.Wrap(CountRequests)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	watch, err := versions.New(env.Config, env.Client.RESTMapper(), ssa.Owner{}.NameLabel())
+	watch, err := versions.New(env.Config, env.Client.RESTMapper(), ssa.Owner{}.NameLabel(), WatchOptions()...)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = watch.Start(ctx) }()
 	return &KustomizationReconciler{
@@ -100,5 +101,6 @@ func freshReconciler(t *testing.T, g *WithT) *KustomizationReconciler {
 		Applier:           &impersonation.Factory{Config: cfg, HTTPClient: httpClient, Scheme: scheme.New(), Mapper: env.Client.RESTMapper()},
 		DependencyRequeue: time.Second,
 		Versions:          watch,
+		Health:            watch,
 	}
 }

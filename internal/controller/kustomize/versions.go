@@ -54,14 +54,14 @@ func (h *healthyVersions) toCheck(ctx context.Context, key types.NamespacedName,
 	return out
 }
 
-// record remembers the versions at which the objects of result that were
-// read (reads) are Current, and forgets the others.
-func (h *healthyVersions) record(key types.NamespacedName, result health.Result, reads *recordingReader) {
+// record remembers the versions at which the objects of result are
+// Current, and forgets the others.
+func (h *healthyVersions) record(key types.NamespacedName, result health.Result) {
 	current := map[health.ObjectRef]string{}
 	var others []health.ObjectRef
 	for _, s := range result {
-		if obj := reads.read(s.Ref); s.Status == health.Current && obj != nil {
-			current[s.Ref] = obj.GetResourceVersion()
+		if s.Status == health.Current && s.ResourceVersion != "" {
+			current[s.Ref] = s.ResourceVersion
 		} else {
 			others = append(others, s.Ref)
 		}
@@ -99,35 +99,38 @@ func (r *recordingReader) Get(ctx context.Context, key client.ObjectKey, obj cli
 	return nil
 }
 
-// read returns the object read for ref, or nil.
-func (r *recordingReader) read(ref health.ObjectRef) *unstructured.Unstructured {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.objects[ref]
-}
-
 // refreshVersions records, in the last complete apply of key, the
-// resourceVersion of each object the health check read that is still as
-// that apply left it (its fingerprint unchanged): the next Verify need not
-// read it because its status moved since the apply.
-func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, reads *recordingReader) {
+// resourceVersion of each object the health check read, or learnt the
+// health of from the watch (verdicts, if not nil), that is still as that
+// apply left it (its fingerprint unchanged): the next Verify need not read
+// it because its status moved since the apply.
+func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, reads *recordingReader, verdicts *pendingVerdicts) {
 	st, ok := r.applied.get(key)
 	if !ok {
 		return
 	}
-	reads.mu.Lock()
-	defer reads.mu.Unlock()
-	byID := make(map[string]*unstructured.Unstructured, len(reads.objects))
-	for ref, obj := range reads.objects {
-		gvk, err := ref.GroupVersionKind()
-		if err != nil {
-			continue
+	type seenAt struct{ version, fingerprint string }
+	seen := map[string]seenAt{}
+	note := func(ref health.ObjectRef, at seenAt) {
+		if gvk, err := ref.GroupVersionKind(); err == nil {
+			seen[inventory.ObjMetadata{Namespace: ref.Namespace, Name: ref.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()] = at
 		}
-		byID[inventory.ObjMetadata{Namespace: ref.Namespace, Name: ref.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()] = obj
+	}
+	reads.mu.Lock()
+	for ref, obj := range reads.objects {
+		note(ref, seenAt{obj.GetResourceVersion(), ssa.FingerprintAs(obj, kspec.FieldManager)})
+	}
+	reads.mu.Unlock()
+	if verdicts != nil {
+		verdicts.mu.Lock()
+		for ref, h := range verdicts.answered {
+			note(ref, seenAt{h.ResourceVersion, h.Fingerprint})
+		}
+		verdicts.mu.Unlock()
 	}
 	for i, a := range st.objects {
-		if obj, ok := byID[a.Entry.ID]; ok && a.Fingerprint != "" && ssa.FingerprintAs(obj, kspec.FieldManager) == a.Fingerprint {
-			st.objects[i].ResourceVersion = obj.GetResourceVersion()
+		if at, ok := seen[a.Entry.ID]; ok && a.Fingerprint != "" && at.fingerprint == a.Fingerprint {
+			st.objects[i].ResourceVersion = at.version
 		}
 	}
 }
