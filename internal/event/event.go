@@ -107,20 +107,37 @@ func (r *Recorder) Record(ctx context.Context, obj client.Object, e Event) {
 	}
 	run, inRun := ctx.Value(runKey{}).(*runEvents)
 	toKubernetes := r.Kubernetes != nil && (!inRun || run.first(obj, e))
-	e.Message = redact.String(e.Message)
-	if e.Metadata != nil {
-		redacted := make(map[string]string, len(e.Metadata))
-		for k, v := range e.Metadata {
-			redacted[k] = redact.String(v)
-		}
-		e.Metadata = redacted
-	}
+	e = redacted(e)
 	if toKubernetes {
 		r.Kubernetes.Eventf(obj, nil, e.Type, e.Reason, Action, "%s", e.Message)
 	}
 	if r.Sink != nil {
 		r.Sink.Forward(ctx, obj, e)
 	}
+}
+
+// Forward gives e about obj to the Sink only, redacted as Record does: for
+// news that the object's status already tells users, which a Kubernetes
+// event (an API request) need not repeat, and that alerts must still hear.
+// An event with an empty message is dropped.
+func (r *Recorder) Forward(ctx context.Context, obj client.Object, e Event) {
+	if r == nil || r.Sink == nil || e.Message == "" {
+		return
+	}
+	r.Sink.Forward(ctx, obj, redacted(e))
+}
+
+// redacted returns e with its message and metadata redacted.
+func redacted(e Event) Event {
+	e.Message = redact.String(e.Message)
+	if e.Metadata != nil {
+		out := make(map[string]string, len(e.Metadata))
+		for k, v := range e.Metadata {
+			out[k] = redact.String(v)
+		}
+		e.Metadata = out
+	}
+	return e
 }
 
 // Normal records a Normal event about obj for revision.

@@ -44,6 +44,25 @@ func TestRecorder(t *testing.T) {
 
 	var nilRecorder *Recorder
 	nilRecorder.Normal(ctx, obj, "R", "", "a nil recorder records nothing and does not panic")
+	nilRecorder.Forward(ctx, obj, Event{Message: "nor does Forward"})
+}
+
+// TestRecorderForward: Forward gives an event, redacted, to the Sink
+// alone; an empty one is dropped.
+func TestRecorderForward(t *testing.T) {
+	g := NewWithT(t)
+	k8s := events.NewFakeRecorder(10)
+	fwd := &sink{}
+	r := &Recorder{Kubernetes: k8s, Sink: fwd}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}}
+	r.Forward(context.Background(), obj, Event{Type: TypeNormal, Reason: "NewArtifact", Revision: "main@sha1:1",
+		Message: "stored artifact from 'https://user:s3cret@host/repo'", Metadata: map[string]string{"url": "https://user:s3cret@host/x"}})
+	r.Forward(context.Background(), obj, Event{Type: TypeNormal, Reason: "NewArtifact"})
+	g.Expect(k8s.Events).To(BeEmpty(), "no Kubernetes event")
+	g.Expect(fwd.events).To(HaveLen(1))
+	g.Expect(fwd.events[0].Message).To(Equal("stored artifact from 'https://host/repo'"))
+	g.Expect(fwd.events[0].Metadata["url"]).To(Equal("https://host/x"))
+	g.Expect(fwd.events[0].Revision).To(Equal("main@sha1:1"))
 }
 
 // TestRecorderOncePerRun: under WithRun, a second event about the same

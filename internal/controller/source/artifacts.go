@@ -102,18 +102,36 @@ func (s artifactStore) checkStoredArtifact(ctx context.Context, obj sourceObject
 // built again.
 const storedElsewhere = "was stored at another address"
 
+// artifactChange is what storing an artifact changed in a source's status.
+type artifactChange int
+
+const (
+	// artifactUnchanged: the content is the previous artifact's.
+	artifactUnchanged artifactChange = iota
+	// artifactFirst: the source had no artifact before.
+	artifactFirst
+	// artifactReplaced: new content replaced the previous artifact's.
+	artifactReplaced
+)
+
 // stored records a that was just written to storage as obj's artifact
 // (set writes it to the status), says so in the conditions, and collects
-// the object's older artifacts. It returns whether the content changed
-// from what the status had: an artifact that the run's storage check
-// forgot and built again with the same content (its file was lost with
-// another replica, or an emptyDir) is no change.
-func (s artifactStore) stored(ctx context.Context, obj sourceObject, check storageCheck, a meta.Artifact, set func(*meta.Artifact)) bool {
+// the object's older artifacts. It returns what changed from what the
+// status had: an artifact that the run's storage check forgot and built
+// again with the same content (its file was lost with another replica, or
+// an emptyDir) is no change.
+func (s artifactStore) stored(ctx context.Context, obj sourceObject, check storageCheck, a meta.Artifact, set func(*meta.Artifact)) artifactChange {
 	previous := obj.GetArtifact()
 	if previous == nil {
 		previous = check.forgotten
 	}
-	changed := !previous.HasDigest(a.Digest)
+	change := artifactReplaced
+	switch {
+	case previous == nil:
+		change = artifactFirst
+	case previous.HasDigest(a.Digest):
+		change = artifactUnchanged
+	}
 	set(&a)
 	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
@@ -123,7 +141,21 @@ func (s artifactStore) stored(ctx context.Context, obj sourceObject, check stora
 	} else if len(deleted) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
 	}
-	return changed
+	return change
+}
+
+// announce records the event of a stored artifact: a Kubernetes event when
+// its content replaced the previous artifact's; for a source's first
+// artifact, an event for the Sink only, which alerts still hear: the
+// source's status tells users as much (Ready: "stored artifact for
+// revision ..."), and a source reaches Ready with one API request less.
+func (s artifactStore) announce(ctx context.Context, obj sourceObject, change artifactChange, reason, revision, message string) {
+	switch change {
+	case artifactReplaced:
+		s.events.Normal(ctx, obj, reason, revision, message)
+	case artifactFirst:
+		s.events.Forward(ctx, obj, event.Event{Type: event.TypeNormal, Reason: reason, Revision: revision, Message: message})
+	}
 }
 
 // archive packages dir into storage as a, with the ignore rules (and the

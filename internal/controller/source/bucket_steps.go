@@ -133,13 +133,11 @@ func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.
 	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the objects"); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	change := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
-	if changed {
-		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision,
-			fmt.Sprintf("stored artifact with %d objects from bucket '%s'", len(sc.objects), obj.Spec.BucketName))
-	}
+	r.store().announce(ctx, obj, change, "NewArtifact", sc.revision,
+		fmt.Sprintf("stored artifact with %d objects from bucket '%s'", len(sc.objects), obj.Spec.BucketName))
 	return outcome.ResultSuccess, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -141,7 +142,8 @@ func TestStep_ReconcileInclude(t *testing.T) {
 // an up-to-date run only confirms the stored artifact; a new commit is
 // archived, with the spec's ignore rules, recorded in the status with what
 // it was built from, and announced by a NewArtifact event when its content
-// changed; a held revision keeps its revision and is not announced; a
+// changed (to the Sink alone for the first artifact, which the status
+// tells users); a held revision keeps its revision and is not announced; a
 // checkout that cannot be archived fails (StorageOperationFailed).
 func TestStep_ReconcileArtifact(t *testing.T) {
 	const hash = "0123456789abcdef0123456789abcdef01234567"
@@ -167,9 +169,12 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 		// wantRevision is the artifact's revision afterwards, "" for none.
 		wantRevision string
 		// wantFiles is the stored artifact's content.
-		wantFiles      map[string]string
-		wantMetadata   map[string]string
+		wantFiles    map[string]string
+		wantMetadata map[string]string
+		// wantEvents are the Kubernetes events; wantForwarded the events
+		// for the Sink only (a first artifact's), if any.
 		wantEvents     []string
+		wantForwarded  []string
 		wantErr        testutil.Outcome
 		wantReason     string
 		wantMsg        string
@@ -184,7 +189,8 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			wantRevision: "main@sha1:old", wantFiles: map[string]string{"old.yaml": "old\n"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "a new commit is stored and announced",
-			before: func(_ *testing.T, _ *WithT, obj *sourcev1.GitRepository, _ *artifact.Storage, _ string) {
+			before: func(t *testing.T, g *WithT, obj *sourcev1.GitRepository, store *artifact.Storage, _ string) {
+				obj.Status.Artifact = storeTree(t, g, store, "app", "main@sha1:old", map[string]string{"old.yaml": "old\n"})
 				conditions.MarkTrue(obj, sourcev1.ArtifactOutdatedCondition, sourcev1.NewRevisionReason, "new upstream revision")
 				conditions.MarkTrue(obj, sourcev1.StorageOperationFailedCondition, sourcev1.ArchiveOperationFailedReason, "earlier failure")
 			},
@@ -193,11 +199,11 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "up to date but the artifact was lost: stored again", upToDate: true,
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout,
-			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantForwarded:  []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "the ignore rules leave files out", mutate: func(obj *sourcev1.GitRepository) { obj.Spec.Ignore = &ignore },
 			wantRevision: "main@sha1:" + hash, wantFiles: map[string]string{"app.yaml": "kind: App\n"},
-			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantForwarded:  []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "the same content at a new revision is not announced",
 			before: func(t *testing.T, g *WithT, obj *sourcev1.GitRepository, store *artifact.Storage, _ string) {
@@ -208,11 +214,11 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			wantRevision: "main@sha1:held", wantFiles: checkout, wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "an image update note is kept in the metadata", note: note,
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout, wantMetadata: map[string]string{imageupdate.NoteMetadataKey: note},
-			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantForwarded:  []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "the commit's author, time and subject are kept in the metadata", commit: concrete,
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout, wantMetadata: aboutAda,
-			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantForwarded:  []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "a partial commit of the same revision keeps what the artifact said of it",
 			before: func(t *testing.T, g *WithT, obj *sourcev1.GitRepository, store *artifact.Storage, _ string) {
@@ -224,7 +230,7 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "another note is not", note: "reviewed-by: someone\n",
 			wantRevision: "main@sha1:" + hash, wantFiles: checkout,
-			wantEvents:     []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
+			wantForwarded:  []string{"Normal NewArtifact stored artifact for commit 'Add the app'"},
 			wantConditions: []string{"ArtifactInStorage=True/Succeeded"}},
 		{name: "a checkout that cannot be archived fails",
 			before: func(_ *testing.T, g *WithT, obj *sourcev1.GitRepository, _ *artifact.Storage, workDir string) {
@@ -265,7 +271,8 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			c.Note = tt.note
 			sc := &gitScope{workDir: workDir, commit: &c, upToDate: tt.upToDate, heldRevision: tt.held, includes: []*meta.Artifact{lib}}
 			recorder := events.NewFakeRecorder(10)
-			r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}}
+			sink := &forwardedEvents{}
+			r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder, Sink: sink}}
 
 			res, err := r.reconcileArtifact(context.Background(), obj, sc)
 			testutil.ExpectOutcome(g, res, err, tt.wantErr, tt.wantReason, tt.wantMsg)
@@ -275,6 +282,7 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 				recorded = append(recorded, <-recorder.Events)
 			}
 			g.Expect(recorded).To(Equal(tt.wantEvents))
+			g.Expect(sink.events).To(Equal(append(tt.wantEvents, tt.wantForwarded...)), "the Sink hears of every artifact")
 			if tt.wantRevision == "" {
 				g.Expect(obj.Status.Artifact).To(Equal(previous), "a failed run keeps the artifact it had")
 				g.Expect(obj.Status.IncludedArtifacts).To(BeNil())
@@ -303,4 +311,12 @@ func TestStep_ReconcileArtifact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forwardedEvents is an event Sink that keeps "Type Reason Message" of
+// each event.
+type forwardedEvents struct{ events []string }
+
+func (f *forwardedEvents) Forward(_ context.Context, _ client.Object, e event.Event) {
+	f.events = append(f.events, e.Type+" "+e.Reason+" "+e.Message)
 }

@@ -308,15 +308,15 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 		return outcome.ResultEmpty, err
 	}
 
-	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	change := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.IncludedArtifacts = sc.includes
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
 	obj.Status.ObservedInclude = obj.Spec.Include
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
 	obj.Status.SourceVerificationMode = obj.GetVerificationMode()
-	if changed && sc.heldRevision == "" {
-		r.Events.Normal(ctx, obj, "NewArtifact", revision,
+	if sc.heldRevision == "" {
+		r.store().announce(ctx, obj, change, "NewArtifact", revision,
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
 	return outcome.ResultSuccess, nil

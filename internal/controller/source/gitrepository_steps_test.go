@@ -223,15 +223,15 @@ func TestReconcileStorage(t *testing.T) {
 			}
 			// Built again, the same content is no change (no NewArtifact
 			// event after a failover); other content is.
-			rebuild := func() bool {
+			rebuild := func() artifactChange {
 				a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
 				g.Expect(store.Archive(&a, src, nil)).To(Succeed())
 				return r.store().stored(context.Background(), obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 			}
-			g.Expect(rebuild()).To(BeFalse(), "the forgotten artifact's content, built again")
+			g.Expect(rebuild()).To(Equal(artifactUnchanged), "the forgotten artifact's content, built again")
 			obj.Status.Artifact = nil
 			g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 2\n"), 0o600)).To(Succeed())
-			g.Expect(rebuild()).To(BeTrue(), "other content")
+			g.Expect(rebuild()).To(Equal(artifactReplaced), "other content: a forgotten artifact was no first one")
 		})
 	}
 }

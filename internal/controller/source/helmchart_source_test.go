@@ -108,8 +108,6 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 	g.Expect(view.values).To(HaveKeyWithValue("greeting", "prod"))
 	g.Expect(view.values).To(HaveKeyWithValue("replicas", BeNumerically("==", 3)))
 	g.Expect(view.dependencies).To(ConsistOf("lib"))
-	g.Eventually(func() []string { return testutil.EventMessages(g, env.Client, byRevision, sourcev1.HelmChartKind) }, timeout, interval).
-		Should(ContainElement("ChartPackageSucceeded: packaged 'app' chart with version '0.1.0+" + sha[:12] + "'"))
 	got = waitForChart(g, byVersion, chartReadyAt("0.1.0"))
 	g.Expect(loadChartArtifact(g, got).values).To(HaveKeyWithValue("greeting", "hello"))
 
@@ -117,6 +115,8 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 	testutil.RequestReconcile(g, env.Client, git, "newer")
 	got = waitForChart(g, byRevision, chartReadyAt("0.1.0+"+sha2[:12]))
 	g.Expect(loadChartArtifact(g, got).values).To(HaveKeyWithValue("greeting", "newer"))
+	g.Eventually(func() []string { return testutil.EventMessages(g, env.Client, byRevision, sourcev1.HelmChartKind) }, timeout, interval).
+		Should(ContainElement("ChartPackageSucceeded: packaged 'app' chart with version '0.1.0+" + sha2[:12] + "'"))
 	got = waitForChart(g, byVersion, func(o *sourcev1.HelmChart) bool {
 		return chartReadyAt("0.1.0")(o) && o.Status.ObservedSourceArtifactRevision == "main@sha1:"+sha2
 	})

@@ -175,18 +175,16 @@ func (r *HelmChartReconciler) reconcileArtifact(ctx context.Context, obj *source
 	if err := r.store().copyBytes(obj, &a, sc.pkg); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	change := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	obj.Status.ObservedSourceArtifactRevision = sc.sourceRevision
 	obj.Status.ObservedChartName = obj.Spec.Chart
 	obj.Status.ObservedValuesFiles = slices.Clone(obj.Spec.ValuesFiles)
-	if changed {
-		reason, verb := sourcev1.ChartPullSucceededReason, "pulled"
-		if sc.packaged {
-			reason, verb = sourcev1.ChartPackageSucceededReason, "packaged"
-		}
-		r.Events.Normal(ctx, obj, reason, sc.version, fmt.Sprintf("%s '%s' chart with version '%s'", verb, sc.name, sc.version))
+	reason, verb := sourcev1.ChartPullSucceededReason, "pulled"
+	if sc.packaged {
+		reason, verb = sourcev1.ChartPackageSucceededReason, "packaged"
 	}
+	r.store().announce(ctx, obj, change, reason, sc.version, fmt.Sprintf("%s '%s' chart with version '%s'", verb, sc.name, sc.version))
 	return outcome.ResultSuccess, nil
 }
 

@@ -107,13 +107,11 @@ func (r *HelmRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *s
 	if err := r.store().copyBytes(obj, &a, sc.normalised); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	change := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	obj.Status.URL = a.URL
 	r.IndexCache.Set(a.Digest, sc.index)
-	if changed {
-		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision, fmt.Sprintf("stored fetched index of %d charts (%d bytes) from '%s'",
-			len(sc.index.Entries), len(sc.normalised), redact.URL(obj.Spec.URL)))
-	}
+	r.store().announce(ctx, obj, change, "NewArtifact", sc.revision, fmt.Sprintf("stored fetched index of %d charts (%d bytes) from '%s'",
+		len(sc.index.Entries), len(sc.normalised), redact.URL(obj.Spec.URL)))
 	return outcome.ResultSuccess, nil
 }
 

@@ -249,14 +249,12 @@ func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 			return outcome.ResultEmpty, err
 		}
 	}
-	changed := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	change := r.store().stored(ctx, obj, sc.storageCheck, a, func(a *meta.Artifact) { obj.Status.Artifact = a })
 	selector := obj.GetLayerSelector()
 	obj.Status.URL = a.URL
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedLayerSelector = &selector
-	if changed {
-		r.Events.Normal(ctx, obj, "NewArtifact", sc.revision,
-			fmt.Sprintf("stored artifact with revision '%s' from '%s'", sc.revision, obj.Spec.URL))
-	}
+	r.store().announce(ctx, obj, change, "NewArtifact", sc.revision,
+		fmt.Sprintf("stored artifact with revision '%s' from '%s'", sc.revision, obj.Spec.URL))
 	return outcome.ResultSuccess, nil
 }
