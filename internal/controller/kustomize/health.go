@@ -125,9 +125,9 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	}
 	reads := &recordingReader{Reader: health.LiveReader(live, t.Client)}
 	checker := health.NewChecker(reads, t.Mapper)
-	var verdicts *pendingVerdicts
+	var verdicts *health.Pending
 	if r.Health != nil && versions != nil && waiting {
-		verdicts = &pendingVerdicts{watch: r.Health, last: w.pending}
+		verdicts = health.NewPending(r.Health, w.pending)
 		checker = checker.WithVerdicts(verdicts)
 	}
 	result, err := checker.Check(ctx, refs, exprs...)

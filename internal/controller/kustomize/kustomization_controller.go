@@ -67,7 +67,7 @@ type KustomizationReconciler struct {
 	// Health, when set, tells the health of the objects applied to the
 	// local cluster as a watch last saw them, so that a health check that
 	// waits for an object reads it only when the watch cannot tell (see
-	// pendingVerdicts).
+	// health.Pending).
 	Health HealthWatch
 
 	waits   healthWaits

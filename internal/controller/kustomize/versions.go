@@ -104,7 +104,7 @@ func (r *recordingReader) Get(ctx context.Context, key client.ObjectKey, obj cli
 // health of from the watch (verdicts, if not nil), that is still as that
 // apply left it (its fingerprint unchanged): the next Verify need not read
 // it because its status moved since the apply.
-func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, reads *recordingReader, verdicts *pendingVerdicts) {
+func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, reads *recordingReader, verdicts *health.Pending) {
 	st, ok := r.applied.get(key)
 	if !ok {
 		return
@@ -122,11 +122,9 @@ func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, read
 	}
 	reads.mu.Unlock()
 	if verdicts != nil {
-		verdicts.mu.Lock()
-		for ref, h := range verdicts.answered {
+		for ref, h := range verdicts.Answered() {
 			note(ref, seenAt{h.ResourceVersion, h.Fingerprint})
 		}
-		verdicts.mu.Unlock()
 	}
 	for i, a := range st.objects {
 		if at, ok := seen[a.Entry.ID]; ok && a.Fingerprint != "" && at.fingerprint == a.Fingerprint {
