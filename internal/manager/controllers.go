@@ -16,6 +16,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
+	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
 	helmaction "github.com/windlass-dev/windlass/internal/helm/release"
 	"github.com/windlass-dev/windlass/internal/helm/repository"
@@ -395,12 +396,16 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 		StoredAgainHere:      m.storedAgainHere,
 	}
 	// Drift detection judges the objects of a release by the helm
-	// controller's own fields in them (see versions.WithFieldsOf).
-	owned, err := m.versionsSelected(ssa.Owner{Group: helmv2.GroupVersion.Group}.NameLabel(), versions.WithFieldsOf(helmaction.FieldManager))
+	// controller's own fields in them (see versions.WithFieldsOf); the
+	// waits of its actions take the health of what was not ready from the
+	// watch (see versions.WithHealth).
+	owned, err := m.versionsSelected(ssa.Owner{Group: helmv2.GroupVersion.Group}.NameLabel(), versions.WithFieldsOf(helmaction.FieldManager),
+		versions.WithHealth(health.Judge, health.Watchable, nil))
 	if err != nil {
 		return err
 	}
 	r.Versions = owned
+	r.Health = owned
 	releaseSecrets, err := m.versionsSelected(helmaction.ReleaseSecretsSelector)
 	if err != nil {
 		return err

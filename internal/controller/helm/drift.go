@@ -10,6 +10,7 @@ import (
 
 	helmv2 "github.com/windlass-dev/windlass/api/helm/v2"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/helm/drift"
 	"github.com/windlass-dev/windlass/internal/helm/release"
 	kspec "github.com/windlass-dev/windlass/internal/kustomization"
@@ -26,13 +27,20 @@ func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) FieldsRea
 	return r.Versions
 }
 
-// localReleases returns r.Releases when obj's release is on the local
-// cluster, whose release Secrets it watches; nil otherwise.
-func (r *HelmReleaseReconciler) localReleases(obj *helmv2.HelmRelease) *release.NewestCache {
+// localCaches are the caches of the local cluster that a release runner
+// uses: the newest releases, and the health of the objects.
+type localCaches struct {
+	newest *release.NewestCache
+	health health.Watch
+}
+
+// local returns r's caches of the local cluster for obj's release: none
+// when the release is on another cluster (spec.kubeConfig).
+func (r *HelmReleaseReconciler) local(obj *helmv2.HelmRelease) localCaches {
 	if obj.Spec.KubeConfig != nil {
-		return nil
+		return localCaches{}
 	}
-	return r.Releases
+	return localCaches{newest: r.Releases, health: r.Health}
 }
 
 // appliedInSync tells whether the fields versions that the run's action

@@ -78,6 +78,11 @@ type HelmReleaseReconciler struct {
 	// on the local cluster, so that a run with nothing new reads no
 	// release Secret.
 	Releases *helmaction.NewestCache
+	// Health, when set, tells the health of the objects labelled with
+	// their HelmRelease as a watch last judged them: an install's or
+	// upgrade's wait reads an object that was not ready only when the
+	// watch cannot tell (releases on the local cluster only).
+	Health health.Watch
 
 	synced  syncedVersions
 	charts  loadedCharts
@@ -219,7 +224,7 @@ const maxRunners = 512
 // get returns the runner of target t for the releases stored in
 // storageNamespace; the runners of one target share its getter (its
 // discovery and mapper).
-func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, newest *helmaction.NewestCache) (*helmaction.Runner, error) {
+func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, local localCaches) (*helmaction.Runner, error) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	key := runnerKey{t, storageNamespace}
@@ -239,8 +244,11 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, 
 		rr.getters[t] = getter
 	}
 	opts := []helmaction.Option{helmaction.WithHealthChecker(health.NewChecker(t.Client, t.Mapper)), helmaction.WithSandbox(rr.sandbox)}
-	if newest != nil {
-		opts = append(opts, helmaction.WithNewestCache(newest, t.Identity))
+	if local.newest != nil {
+		opts = append(opts, helmaction.WithNewestCache(local.newest, t.Identity))
+	}
+	if local.health != nil {
+		opts = append(opts, helmaction.WithHealthWatch(local.health))
 	}
 	run, err := helmaction.New(getter, storageNamespace, opts...)
 	if err != nil {

@@ -55,7 +55,7 @@ func (r *HelmReleaseReconciler) Preview(ctx context.Context, key types.Namespace
 	if err != nil {
 		return nil, err
 	}
-	run, err := r.runners.get(t, obj.GetStorageNamespace(), r.localReleases(obj))
+	run, err := r.runners.get(t, obj.GetStorageNamespace(), r.local(obj))
 	if err != nil {
 		return nil, fmt.Errorf("preparing the Helm client: %w", err)
 	}

@@ -59,7 +59,7 @@ func (r *HelmReleaseReconciler) uninstall(ctx context.Context, obj *helmv2.HelmR
 	if storage == "" {
 		storage = obj.GetStorageNamespace()
 	}
-	run, err := r.runners.get(t, storage, r.localReleases(obj))
+	run, err := r.runners.get(t, storage, r.local(obj))
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (r *HelmReleaseReconciler) reconcileTarget(ctx context.Context, obj *helmv2
 	if err := r.uninstallMoved(ctx, obj, t); err != nil {
 		return outcome.ResultEmpty, err
 	}
-	run, err := r.runners.get(t, obj.GetStorageNamespace(), r.localReleases(obj))
+	run, err := r.runners.get(t, obj.GetStorageNamespace(), r.local(obj))
 	if err != nil {
 		return outcome.ResultEmpty, outcome.Fail(helmv2.InitFailedReason, fmt.Errorf("preparing the Helm client: %w", err))
 	}
@@ -112,7 +112,7 @@ func (r *HelmReleaseReconciler) uninstallMoved(ctx context.Context, obj *helmv2.
 	if latest.Name == obj.GetReleaseName() && latest.Namespace == obj.GetReleaseNamespace() && storage == obj.GetStorageNamespace() {
 		return nil
 	}
-	run, err := r.runners.get(t, storage, r.localReleases(obj))
+	run, err := r.runners.get(t, storage, r.local(obj))
 	if err != nil {
 		return outcome.Fail(helmv2.InitFailedReason, err)
 	}

@@ -48,6 +48,9 @@ type Runner struct {
 	// checker, when set, reads the health of the objects that waits wait
 	// for (WithHealthChecker).
 	checker *health.Checker
+	// watch, when set, answers the polls of the checked waits after the
+	// first (WithHealthWatch).
+	watch health.Watch
 	// sandbox, when set, renders charts in bounded child processes
 	// (WithSandbox).
 	sandbox *sandbox.Renderer
@@ -139,7 +142,7 @@ func (r *Runner) recordedConfig(waitCtx context.Context, namespace string) (*act
 	kc.SetLogger(r.log)
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(r.log))
 	cfg.RESTClientGetter = r.getter
-	cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, ctx: waitCtx}
+	cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, watch: r.watch, ctx: waitCtx}
 	cfg.Releases = store
 	cfg.Capabilities = caps
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })

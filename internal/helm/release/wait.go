@@ -35,6 +35,16 @@ func WithHealthChecker(checker *health.Checker) Option {
 	return func(r *Runner) { r.checker = checker }
 }
 
+// WithHealthWatch makes the checked waits (WithHealthChecker) take the
+// health of an object that the last poll found not ready from watch, which
+// judges the objects of some kinds as they are delivered (see
+// health.Pending), rather than read it: a Deployment that becomes
+// available costs no read. For releases on the cluster that watch
+// watches.
+func WithHealthWatch(watch health.Watch) Option {
+	return func(r *Runner) { r.watch = watch }
+}
+
 // checkingClient is the kube.Client of every action: it asks no discovery
 // request to know the cluster is reachable, and, with a health.Checker, its
 // kstatus waiter polls the health of the release's objects with it.
@@ -42,6 +52,8 @@ type checkingClient struct {
 	*kube.Client
 	// checker is nil for the SDK's own waiters.
 	checker *health.Checker
+	// watch, if set, answers the polls after the first (WithHealthWatch).
+	watch health.Watch
 	// applied, when set, receives the versions of what each apply applied.
 	applied AppliedFunc
 	// ctx ends the waits with the action.
@@ -112,7 +124,7 @@ func (c *checkingClient) GetWaiterWithOptions(ws kube.WaitStrategy, opts ...kube
 	if err != nil || ws != kube.StatusWatcherStrategy || c.checker == nil {
 		return sdk, err
 	}
-	return &checkWaiter{Waiter: sdk, checker: c.checker, ctx: c.ctx}, nil
+	return &checkWaiter{Waiter: sdk, checker: c.checker, watch: c.watch, ctx: c.ctx}, nil
 }
 
 // checkWaiter waits until the objects of a release are Current by reading
@@ -121,6 +133,7 @@ type checkWaiter struct {
 	// Waiter is the SDK's, for hooks and deletions.
 	kube.Waiter
 	checker *health.Checker
+	watch   health.Watch
 	ctx     context.Context
 }
 
@@ -150,7 +163,6 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 	checker := w.checker.WithLive(appliedObjects(resources))
 	for len(refs) > 0 {
 		result, err := checker.Check(ctx, refs)
-		checker = w.checker
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("waiting for the release's objects: %w", ctx.Err())
@@ -167,6 +179,10 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 		}
 		if len(refs) == 0 {
 			return nil
+		}
+		checker = w.checker
+		if w.watch != nil {
+			checker = w.checker.WithVerdicts(health.NewPending(w.watch, notReady))
 		}
 		select {
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -220,4 +221,71 @@ func TestAppliedReportsVersions(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(upgraded).To(HaveKeyWithValue(cmID, live()))
+}
+
+// TestCheckedWaitAsksTheWatch: with a health watch, the polls of a wait
+// after the first take the health of what was not ready from the watch:
+// a Deployment that becomes available, and one that never does, are read
+// by none of them (but one poll may read an object that the watch has not
+// delivered yet; without the watch, the stuck one is read four times).
+func TestCheckedWaitAsksTheWatch(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reads := &testutil.RequestCounter{Match: testutil.IsNamedRead}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(reads.Wrap)
+	checkReads, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme(), Mapper: env.Client.RESTMapper()})
+	g.Expect(err).NotTo(HaveOccurred())
+	watchCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	watch, err := objversions.New(env.Config, env.Client.RESTMapper(), "windlass-test/watched",
+		objversions.WithHealth(health.Judge, health.Watchable, nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = watch.Start(watchCtx) }()
+	deployments := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	g.Expect(watch.WaitForSync(ctx, deployments)).To(BeTrue())
+	f := checkedFixture(t)
+	f.runner, err = New(getter(t), f.storage, WithSandbox(testSandbox(t)),
+		WithHealthChecker(health.NewChecker(checkReads, env.Client.RESTMapper())), WithHealthWatch(watch))
+	g.Expect(err).NotTo(HaveOccurred())
+	ch := basicChart(t, "1.0.0", helmtest.WithTemplate("web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  labels: {windlass-test/watched: "yes"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: registry.invalid/web:1}]
+`))
+
+	// No kube-controller-manager here: the test says the Deployment is
+	// available, once the watch holds it.
+	go func() {
+		g := NewWithT(t)
+		g.Eventually(func() bool { _, ok := watch.Health(ctx, deployments, f.target, "ready-web"); return ok }, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
+		d := &appsv1.Deployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.target, Name: "ready-web"}, d)).To(Succeed())
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+		}}
+		g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
+	}()
+	rel, err := f.runner.Install(ctx, ch, nil, InstallOptions{
+		ReleaseName: "ready", Namespace: f.target, ServerSideApply: true, Wait: true, Timeout: time.Minute,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Status).To(Equal(rcommon.StatusDeployed))
+	g.Expect(reads.Of(f.target, "deployments", "ready-web")).To(BeNumerically("<=", 1), "the polls ask the watch")
+
+	_, err = f.runner.Install(ctx, ch, nil, InstallOptions{
+		ReleaseName: "stuck", Namespace: f.target, ServerSideApply: true, Wait: true, Timeout: 4 * time.Second,
+	})
+	g.Expect(err).To(MatchError(ContainSubstring("Deployment/" + f.target + "/stuck-web")))
+	g.Expect(reads.Of(f.target, "deployments", "stuck-web")).To(BeNumerically("<=", 1),
+		"four polls in four seconds, the watch asked")
 }
