@@ -1,10 +1,10 @@
 // Package versions tells the resourceVersion that the objects an applier
-// owns have now, from watches (of their metadata, mostly) of the objects that carry its
-// owner label (or that another label selector selects, such as Helm's
-// release Secrets): an applier that remembers the version it last saw an object
-// at knows, without a request, that nothing about it changed. A watch
-// starts on the first question about a kind and keeps only names and
-// versions (and, for a cache made WithFieldsOf, a digest of one field
+// owns have now, from watches (of their metadata, mostly) of the objects
+// that carry its owner label (or that another label selector selects, such
+// as Helm's release Secrets): an applier that remembers the version it last
+// saw an object at knows, without a request, that nothing about it changed.
+// A watch starts on the first question about a kind and keeps only names
+// and versions (and, for a cache made WithFieldsOf, a digest of one field
 // manager's entry; for one made WithHealth, the health of the objects of
 // some kinds), so that it holds a few hundred bytes per owned object and
 // nothing of the objects that are not owned.
