@@ -182,6 +182,14 @@ func (k Kind) IsSourceFor(use Use) bool {
 	return slices.Contains(k.SourceFor, use)
 }
 
+// Finalized tells whether the objects of the kind called name carry the
+// reconcilers' finalizer (see Kind.Finalized); false for a kind not in the
+// registry.
+func Finalized(name string) bool {
+	k, ok := Named(name)
+	return ok && k.Finalized
+}
+
 // Named returns the kind called name, or false.
 func Named(name string) (Kind, bool) {
 	for _, k := range All {

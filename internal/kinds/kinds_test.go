@@ -107,4 +107,12 @@ func TestQueries(t *testing.T) {
 	g.Expect(string(ag.SuspendPatch(false))).To(Equal(`{"metadata":{"annotations":{"source.extensions.fluxcd.io/reconcile":"Enabled"}}}`))
 	ks, _ := kinds.Named("Kustomization")
 	g.Expect(string(ks.SuspendPatch(true))).To(Equal(`{"spec":{"suspend":true}}`))
+	var finalized []string
+	for _, k := range kinds.All {
+		if kinds.Finalized(k.Kind) {
+			finalized = append(finalized, k.Kind)
+		}
+	}
+	g.Expect(finalized).To(ConsistOf("Kustomization", "HelmRelease", "ArtifactGenerator"), "the kinds whose deletion does work in the cluster")
+	g.Expect(kinds.Finalized("Kustomizations")).To(BeFalse())
 }

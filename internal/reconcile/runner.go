@@ -193,7 +193,7 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 	// keeps its status), unless someone asked for this run and waits for
 	// the status to say it was handled (see handlesRequest).
 	isNew := conditions.Get(obj, meta.ReadyCondition) == nil
-	if proceed, err := Prepare(ctx, r.Kind.Name, obj, r.finalized(), obj.IsSuspended(), patcher); !proceed {
+	if proceed, err := Prepare(ctx, r.Kind.Name, obj, kinds.Finalized(r.Kind.Name), obj.IsSuspended(), patcher); !proceed {
 		return ctrl.Result{}, err
 	}
 	var res outcome.Result
@@ -363,13 +363,6 @@ func (r *Runner[T]) finalize(ctx context.Context, obj T) error {
 	patcher := patch.NewHelper(obj, r.Client)
 	controllerutil.RemoveFinalizer(obj, meta.Finalizer)
 	return patcher.Patch(ctx, obj)
-}
-
-// finalized tells whether the kind's objects carry the finalizer (see
-// kinds.Kind.Finalized).
-func (r *Runner[T]) finalized() bool {
-	row, ok := kinds.Named(r.Kind.Name)
-	return ok && row.Finalized
 }
 
 // retryInterval returns the kind's fixed retry interval for obj, or zero

@@ -111,7 +111,7 @@ func (m *Member) resourceOf(k kinds.Kind) (schema.GroupVersionResource, error) {
 // was read (its holder's too): then the change is someone else's to make,
 // or the next look's.
 func (m *Member) claim(ctx context.Context, kind string, gvr schema.GroupVersionResource, obj *metav1.PartialObjectMetadata) error {
-	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, claimPatch(obj, m.opts.Name, finalized(kind)), metav1.PatchOptions{})
+	_, err := m.md.Resource(gvr).Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, claimPatch(obj, m.opts.Name, kinds.Finalized(kind)), metav1.PatchOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -135,13 +135,6 @@ func claimPatch(obj *metav1.PartialObjectMetadata, holder string, finalized bool
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": metadata}) // maps of strings always marshal
 	return patch
-}
-
-// finalized tells whether the objects of kind carry the reconcilers'
-// finalizer.
-func finalized(kind string) bool {
-	row, ok := kinds.Named(kind)
-	return ok && row.Finalized
 }
 
 // claimItem is an object that no live member held when its informer saw
