@@ -157,8 +157,8 @@ func TestBucketStoresObjectsAndSkipsUnchangedListings(t *testing.T) {
 	g.Expect(artifactFiles(t, g, changed.Status.Artifact)).To(HaveKeyWithValue("apps/app.yaml", "kind: Secret\n"))
 	// The new artifact is an event; the first, which the status told, was
 	// not.
-	g.Eventually(func() []string { return testutil.EventMessages(g, env.Client, got, sourcev1.BucketKind) }, timeout, interval).
-		Should(HaveExactElements(ContainSubstring("NewArtifact: stored artifact with")))
+	g.Eventually(func() []string { return newArtifactEvents(g, got, sourcev1.BucketKind) }, timeout, interval).
+		Should(HaveExactElements(ContainSubstring("stored artifact with")))
 
 	// A prefix selects objects on the server.
 	prefixed := f.newBucket(t, g, ns, "prefixed")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -147,7 +148,7 @@ func TestOCIRepositoryPullsTagsAndSkipsUnchangedDigests(t *testing.T) {
 	g.Expect(artifactFiles(t, g, got.Status.Artifact)).To(Equal(map[string]string{"deploy.yaml": "v: 2\n"}))
 	// The new artifact is an event; the first, which the status told, was
 	// not.
-	g.Eventually(func() []string { return testutil.EventMessages(g, env.Client, got, sourcev1.OCIRepositoryKind) }, timeout, interval).
+	g.Eventually(func() []string { return newArtifactEvents(g, got, sourcev1.OCIRepositoryKind) }, timeout, interval).
 		Should(HaveExactElements(ContainSubstring("stored artifact with revision 'v1@" + v2.Digest.String())))
 }
 
@@ -308,4 +309,16 @@ func TestOCIRepositoryKeepsServingWhenTheRegistryFails(t *testing.T) {
 		g.Expect(got.Status.Artifact).To(Equal(last), bad.name)
 		g.Expect(artifactFiles(t, g, got.Status.Artifact)).To(Equal(map[string]string{"a.yaml": "a: 1\n"}), bad.name)
 	}
+}
+
+// newArtifactEvents returns the messages of the NewArtifact events about
+// obj, of kind.
+func newArtifactEvents(g Gomega, obj client.Object, kind string) []string {
+	var out []string
+	for _, msg := range testutil.EventMessages(g, env.Client, obj, kind) {
+		if after, ok := strings.CutPrefix(msg, "NewArtifact: "); ok {
+			out = append(out, after)
+		}
+	}
+	return out
 }
