@@ -124,6 +124,15 @@ func (r Result) NotReady() []ObjectStatus {
 	return r.filter(func(s Status) bool { return s != Current })
 }
 
+// Refs returns the objects of statuses, in their order.
+func Refs(statuses []ObjectStatus) []ObjectRef {
+	refs := make([]ObjectRef, len(statuses))
+	for i, s := range statuses {
+		refs[i] = s.Ref
+	}
+	return refs
+}
+
 func (r Result) filter(keep func(Status) bool) []ObjectStatus {
 	var out []ObjectStatus
 	for _, s := range r {

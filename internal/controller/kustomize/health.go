@@ -105,10 +105,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 	refs := healthRefs(obj, kspec.Inventory(obj))
 	w, waiting := r.waits.get(key, revision)
 	if waiting {
-		refs = make([]health.ObjectRef, len(w.pending))
-		for i, s := range w.pending {
-			refs[i] = s.Ref
-		}
+		refs = health.Refs(w.pending)
 	}
 	if len(refs) == 0 {
 		r.waits.end(key)

@@ -596,11 +596,7 @@ func TestStep_ReconcileHealth(t *testing.T) {
 				return
 			}
 			g.Expect(waiting).To(BeTrue())
-			pending := make([]health.ObjectRef, len(w.pending))
-			for i, s := range w.pending {
-				pending[i] = s.Ref
-			}
-			g.Expect(pending).To(Equal(tt.wantPending))
+			g.Expect(health.Refs(w.pending)).To(Equal(tt.wantPending))
 			delay := testutil.RequeueAfter(err)
 			g.Expect(delay).To(BeNumerically(">", 0))
 			g.Expect(delay).To(BeNumerically("<=", maxHealthRecheck+10*time.Millisecond))

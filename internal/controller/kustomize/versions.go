@@ -109,26 +109,34 @@ func (r *KustomizationReconciler) refreshVersions(key types.NamespacedName, read
 	if !ok {
 		return
 	}
-	type seenAt struct{ version, fingerprint string }
-	seen := map[string]seenAt{}
-	note := func(ref health.ObjectRef, at seenAt) {
-		if gvk, err := ref.GroupVersionKind(); err == nil {
-			seen[inventory.ObjMetadata{Namespace: ref.Namespace, Name: ref.Name, Group: gvk.Group, Kind: gvk.Kind}.ID()] = at
+	id := func(ref health.ObjectRef) (string, bool) {
+		gvk, err := ref.GroupVersionKind()
+		return inventory.ObjMetadata{Namespace: ref.Namespace, Name: ref.Name, Group: gvk.Group, Kind: gvk.Kind}.ID(), err == nil
+	}
+	watched := map[string]versions.Health{}
+	if verdicts != nil {
+		for ref, h := range verdicts.Answered() {
+			if key, ok := id(ref); ok {
+				watched[key] = h
+			}
 		}
 	}
 	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	read := make(map[string]*unstructured.Unstructured, len(reads.objects))
 	for ref, obj := range reads.objects {
-		note(ref, seenAt{obj.GetResourceVersion(), ssa.FingerprintAs(obj, kspec.FieldManager)})
-	}
-	reads.mu.Unlock()
-	if verdicts != nil {
-		for ref, h := range verdicts.Answered() {
-			note(ref, seenAt{h.ResourceVersion, h.Fingerprint})
+		if key, ok := id(ref); ok {
+			read[key] = obj
 		}
 	}
 	for i, a := range st.objects {
-		if at, ok := seen[a.Entry.ID]; ok && a.Fingerprint != "" && at.fingerprint == a.Fingerprint {
-			st.objects[i].ResourceVersion = at.version
+		if a.Fingerprint == "" {
+			continue
+		}
+		if obj, ok := read[a.Entry.ID]; ok && ssa.FingerprintAs(obj, kspec.FieldManager) == a.Fingerprint {
+			st.objects[i].ResourceVersion = obj.GetResourceVersion()
+		} else if h, ok := watched[a.Entry.ID]; ok && h.Fingerprint == a.Fingerprint {
+			st.objects[i].ResourceVersion = h.ResourceVersion
 		}
 	}
 }

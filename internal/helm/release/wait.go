@@ -173,10 +173,7 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 			return notReadyError(failed, nil)
 		}
 		notReady := result.NotReady()
-		refs = refs[:0]
-		for _, s := range notReady {
-			refs = append(refs, s.Ref)
-		}
+		refs = health.Refs(notReady)
 		if len(refs) == 0 {
 			return nil
 		}
