@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,16 +45,16 @@ func TokenConfig(cfg *rest.Config, token string) *rest.Config {
 func GrantRole(g Gomega, c client.Client, ns, name, saNamespace, sa string, rules ...rbacv1.PolicyRule) {
 	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: saNamespace, Name: sa}, rules)
 	waitForAccess(g, c, ns, authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + saNamespace + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+		User:   serviceaccount.MakeUsername(saNamespace, sa),
+		Groups: append(serviceaccount.MakeGroupNames(saNamespace), user.AllAuthenticated),
 	}, rules)
 }
 
-// GrantRoleToUser creates, in ns, a Role named name with rules and binds
-// it to the user of that name (as an OpenID provider names them).
-func GrantRoleToUser(g Gomega, c client.Client, ns, name, user string, rules ...rbacv1.PolicyRule) {
-	grant(g, c, ns, name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}, rules)
-	waitForAccess(g, c, ns, authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"}}, rules)
+// GrantRoleToUser creates, in ns, a Role named role with rules and binds
+// it to the user called name (as an OpenID provider names them).
+func GrantRoleToUser(g Gomega, c client.Client, ns, role, name string, rules ...rbacv1.PolicyRule) {
+	grant(g, c, ns, role, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}, rules)
+	waitForAccess(g, c, ns, authorizationv1.SubjectAccessReviewSpec{User: name, Groups: []string{user.AllAuthenticated}}, rules)
 }
 
 // grant creates, in ns, a Role named name with rules and binds it to
