@@ -2,9 +2,12 @@ package versions
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -94,4 +97,64 @@ func (c *Cache) Health(ctx context.Context, gvk schema.GroupVersionKind, namespa
 		Status: annotations[healthAnnotation], Message: annotations[healthMessageAnnotation],
 		Fingerprint: annotations[fingerprintAnnotation]}
 	return h, h.Status != ""
+}
+
+// HealthChanged is told the kind and key of an object whose health, as the
+// watch judges it, changed, or that the watch holds for the first time.
+type HealthChanged func(gvk schema.GroupVersionKind, key types.NamespacedName)
+
+// NotifyHealth makes the cache tell fn of every object of a kind it judges
+// that its watch holds for the first time (when it starts, or the object is
+// created) or whose health changes, from then on. fn runs on the watch's own
+// goroutine: it must not block.
+func (c *Cache) NotifyHealth(fn HealthChanged) {
+	c.listeners.add(fn)
+}
+
+// listeners are the HealthChanged functions of a cache.
+type listeners struct {
+	mu  sync.RWMutex
+	fns []HealthChanged
+}
+
+func (l *listeners) add(fn HealthChanged) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fns = append(l.fns, fn)
+}
+
+// tell calls every listener with obj, an object the watch of gvk keeps.
+func (l *listeners) tell(gvk schema.GroupVersionKind, obj any) {
+	kept, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: kept.GetNamespace(), Name: kept.GetName()}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, fn := range l.fns {
+		fn(gvk, key)
+	}
+}
+
+// handler returns the handler of the watch of gvk that tells the listeners
+// of the objects it holds for the first time (a listener may have asked
+// about one before the watch held it), and of those whose health changed.
+func (l *listeners) handler(gvk schema.GroupVersionKind) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { l.tell(gvk, obj) },
+		UpdateFunc: func(old, obj any) {
+			if healthOf(old) != healthOf(obj) {
+				l.tell(gvk, obj)
+			}
+		},
+	}
+}
+
+// healthOf returns the health that the cache keeps on obj.
+func healthOf(obj any) string {
+	if kept, ok := obj.(client.Object); ok {
+		return kept.GetAnnotations()[healthAnnotation]
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,6 +38,12 @@ func TestHealth(t *testing.T) {
 	c, err := New(env.Config, env.Client.RESTMapper(), owner, WithHealth(readyReplicas, deployments,
 		func(obj *unstructured.Unstructured) string { return "fingerprint of " + obj.GetName() }))
 	g.Expect(err).NotTo(HaveOccurred())
+	told := make(chan types.NamespacedName, 10)
+	c.NotifyHealth(func(gvk schema.GroupVersionKind, key types.NamespacedName) {
+		if gvk.Kind == "Deployment" {
+			told <- key
+		}
+	})
 	go func() { _ = c.Start(ctx) }()
 
 	labels := map[string]string{owner: "app", "app": "web"}
@@ -62,6 +69,19 @@ func TestHealth(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, web)).To(Succeed())
 	g.Eventually(judged, 30*time.Second, 50*time.Millisecond).Should(Equal(Health{ResourceVersion: web.ResourceVersion,
 		Generation: 1, Status: "Current", Message: "ready", Fingerprint: "fingerprint of web"}))
+
+	// Listeners are told of an object first held, and of each change of
+	// its health; not of a change that leaves the health as it was.
+	key := types.NamespacedName{Namespace: ns, Name: "web"}
+	g.Eventually(told, 30*time.Second).Should(Receive(Equal(key)), "first held")
+	g.Eventually(told, 30*time.Second).Should(Receive(Equal(key)), "became Current")
+	web.Status.ObservedGeneration = 1
+	g.Expect(env.Client.Status().Update(ctx, web)).To(Succeed())
+	web.Status.ReadyReplicas = 0
+	g.Expect(env.Client.Status().Update(ctx, web)).To(Succeed())
+	g.Eventually(told, 30*time.Second).Should(Receive(Equal(key)))
+	g.Expect(judged().Status).To(Equal("InProgress"), "told of the health that changed, not of the write before it")
+	g.Expect(told).NotTo(Receive())
 
 	// What the watch holds of the object is its metadata and the verdict.
 	stored := &unstructured.Unstructured{}

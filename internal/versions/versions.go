@@ -39,6 +39,10 @@ type Cache struct {
 	// unsynced holds the kinds whose watch did not sync within a wait
 	// (see WaitForSync).
 	unsynced sync.Map
+	// listeners are told of the objects whose health changed (see
+	// NotifyHealth); told holds the kinds whose watch tells them.
+	listeners listeners
+	told      sync.Map
 }
 
 // New returns a Cache of the objects that selector selects (a label
@@ -153,7 +157,17 @@ func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bo
 // informer returns the informer of the watch of kind gvk, started if it
 // had not.
 func (c *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
-	return c.cache.GetInformer(ctx, c.watched(gvk), cache.BlockUntilSynced(false))
+	inf, err := c.cache.GetInformer(ctx, c.watched(gvk), cache.BlockUntilSynced(false))
+	if err != nil || !c.health.judges(gvk.GroupKind()) {
+		return inf, err
+	}
+	if _, told := c.told.LoadOrStore(gvk, true); !told {
+		if _, err := inf.AddEventHandler(c.listeners.handler(gvk)); err != nil {
+			c.told.Delete(gvk)
+			return nil, fmt.Errorf("versions: telling the health of %s: %w", gvk.Kind, err)
+		}
+	}
+	return inf, nil
 }
 
 // keep returns the transform that keeps of a watched object its kind,

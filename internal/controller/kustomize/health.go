@@ -50,6 +50,8 @@ func healthRecheckDelay(elapsed, remaining time.Duration) time.Duration {
 type healthWaits struct {
 	mu     sync.Mutex
 	states map[types.NamespacedName]healthWait
+	// waiting holds, by object, the Kustomizations that wait for it.
+	waiting map[waited]map[types.NamespacedName]struct{}
 }
 
 type healthWait struct {
@@ -68,6 +70,25 @@ func (h *healthWaits) get(key types.NamespacedName, revision string) (healthWait
 	return w, ok && w.revision == revision
 }
 
+// current returns the wait of key, if one is under way.
+func (h *healthWaits) current(key types.NamespacedName) (healthWait, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, ok := h.states[key]
+	return w, ok
+}
+
+// waitingFor returns the Kustomizations that wait for the object.
+func (h *healthWaits) waitingFor(object waited) []types.NamespacedName {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys := make([]types.NamespacedName, 0, len(h.waiting[object]))
+	for key := range h.waiting[object] {
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // wait records that key still waits for the pending objects of revision,
 // and returns when the wait began: now, unless it already waited for that
 // revision.
@@ -78,11 +99,22 @@ func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []
 	if !ok || w.revision != revision {
 		w = healthWait{revision: revision, since: time.Now()}
 	}
+	h.unindex(key)
 	w.pending = pending
 	if h.states == nil {
 		h.states = map[types.NamespacedName]healthWait{}
 	}
+	if h.waiting == nil {
+		h.waiting = map[waited]map[types.NamespacedName]struct{}{}
+	}
 	h.states[key] = w
+	for _, p := range pending {
+		object := waitedRef(p.Ref)
+		if h.waiting[object] == nil {
+			h.waiting[object] = map[types.NamespacedName]struct{}{}
+		}
+		h.waiting[object][key] = struct{}{}
+	}
 	return w.since
 }
 
@@ -90,7 +122,19 @@ func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []
 func (h *healthWaits) end(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.unindex(key)
 	delete(h.states, key)
+}
+
+// unindex drops key from the index of the objects its wait waits for.
+func (h *healthWaits) unindex(key types.NamespacedName) {
+	for _, p := range h.states[key].pending {
+		object := waitedRef(p.Ref)
+		delete(h.waiting[object], key)
+		if len(h.waiting[object]) == 0 {
+			delete(h.waiting, object)
+		}
+	}
 }
 
 // checkHealth checks once the objects that spec.wait or spec.healthChecks
@@ -140,7 +184,7 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		conditions.MarkTrue(obj, meta.HealthyCondition, meta.SucceededReason, "Health check passed")
 		return nil
 	}
-	return r.failOrProgress(obj, key, result, waiting)
+	return r.failOrProgress(ctx, obj, key, result, waiting)
 }
 
 // healthExprs returns spec.healthCheckExprs; expressions that do not
@@ -157,7 +201,7 @@ func healthExprs(obj *kustomizev1.Kustomization) ([]health.Expr, error) {
 // a Failed object or the timeout, counted from the first check of the
 // revision, fails it; otherwise the wait goes on, and is rechecked soon.
 // waiting tells whether this check continued a wait.
-func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization, key types.NamespacedName,
+func (r *KustomizationReconciler) failOrProgress(ctx context.Context, obj *kustomizev1.Kustomization, key types.NamespacedName,
 	result health.Result, waiting bool) error {
 	revision := obj.Status.LastAttemptedRevision
 	timeout := obj.GetTimeout()
@@ -182,6 +226,9 @@ func (r *KustomizationReconciler) failOrProgress(obj *kustomizev1.Kustomization,
 	msg := fmt.Sprintf("health check of revision '%s' in progress: %s", revision, strings.Join(names, "; "))
 	conditions.MarkUnknown(obj, meta.HealthyCondition, meta.ProgressingReason, "%s", msg)
 	delay := healthRecheckDelay(elapsed, timeout-elapsed)
+	// The watch may have judged the last object between this check and
+	// the wait's record, and would not tell it again.
+	r.wakeIfDecided(ctx, key)
 	if !waiting {
 		// Objects just applied are seldom healthy at once, and most are
 		// within the first recheck: that one tells users, not this one.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
@@ -67,10 +69,12 @@ type KustomizationReconciler struct {
 	// Health, when set, tells the health of the objects applied to the
 	// local cluster as a watch last saw them, so that a health check that
 	// waits for an object reads it only when the watch cannot tell (see
-	// health.Pending).
+	// health.Pending). When it is a HealthNotifier too, it wakes a
+	// Kustomization whose wait it decides (see wake.go).
 	Health HealthWatch
 
 	waits   healthWaits
+	wakes   chan<- ctrlevent.GenericEvent
 	heads   headStarts
 	applied appliedStates
 	healthy healthyVersions
@@ -113,7 +117,8 @@ func (r *KustomizationReconciler) runner() *reconcile.Runner[*kustomizev1.Kustom
 // SetupWithManager registers the reconciler with mgr: the runner watches
 // Kustomizations, the sources they use (a new artifact reconciles them at
 // once, those whose folder changed first), their dependencies (one that
-// becomes ready reconciles its dependents at once) and their gates.
+// becomes ready reconciles its dependents at once) and their gates; the
+// watch of the applied objects ends health waits.
 func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	// Extracted artifacts are removed when the manager stops.
 	if err := mgr.Add(reconcile.OnStop(r.trees.RemoveAll)); err != nil {
@@ -123,6 +128,9 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	b, err := runner.Setup(ctx, mgr, opts)
 	if err != nil {
 		return err
+	}
+	if notifier, ok := r.Health.(HealthNotifier); ok {
+		b = b.WatchesRawSource(source.Channel(r.wakeOnHealth(notifier), wakeHandler()))
 	}
 	return b.Complete(runner)
 }
