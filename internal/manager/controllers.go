@@ -406,6 +406,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 	}
 	r.Versions = owned
 	r.Health = owned
+	r.Wakes = health.NewWakes(owned)
 	releaseSecrets, err := m.versionsSelected(helmaction.ReleaseSecretsSelector)
 	if err != nil {
 		return err

@@ -28,10 +28,11 @@ func (r *HelmReleaseReconciler) localVersions(obj *helmv2.HelmRelease) FieldsRea
 }
 
 // localCaches are the caches of the local cluster that a release runner
-// uses: the newest releases, and the health of the objects.
+// uses: the newest releases, and the health of the objects and its changes.
 type localCaches struct {
 	newest *release.NewestCache
 	health health.Watch
+	wakes  *health.Wakes
 }
 
 // local returns r's caches of the local cluster for obj's release: none
@@ -40,7 +41,7 @@ func (r *HelmReleaseReconciler) local(obj *helmv2.HelmRelease) localCaches {
 	if obj.Spec.KubeConfig != nil {
 		return localCaches{}
 	}
-	return localCaches{newest: r.Releases, health: r.Health}
+	return localCaches{newest: r.Releases, health: r.Health, wakes: r.Wakes}
 }
 
 // appliedInSync tells whether the fields versions that the run's action

@@ -83,6 +83,9 @@ type HelmReleaseReconciler struct {
 	// upgrade's wait reads an object that was not ready only when the
 	// watch cannot tell (releases on the local cluster only).
 	Health health.Watch
+	// Wakes, when set, tells those waits that the watch judged an object
+	// they wait for again, so that they poll at once.
+	Wakes *health.Wakes
 
 	synced  syncedVersions
 	charts  loadedCharts
@@ -248,7 +251,7 @@ func (rr *releaseRunners) get(t *impersonation.Target, storageNamespace string, 
 		opts = append(opts, helmaction.WithNewestCache(local.newest, t.Identity))
 	}
 	if local.health != nil {
-		opts = append(opts, helmaction.WithHealthWatch(local.health))
+		opts = append(opts, helmaction.WithHealthWatch(local.health), helmaction.WithHealthWakes(local.wakes))
 	}
 	run, err := helmaction.New(getter, storageNamespace, opts...)
 	if err != nil {

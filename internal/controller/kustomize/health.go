@@ -51,7 +51,7 @@ type healthWaits struct {
 	mu     sync.Mutex
 	states map[types.NamespacedName]healthWait
 	// waiting holds, by object, the Kustomizations that wait for it.
-	waiting map[waited]map[types.NamespacedName]struct{}
+	waiting map[health.ObjectKey]map[types.NamespacedName]struct{}
 }
 
 type healthWait struct {
@@ -79,7 +79,7 @@ func (h *healthWaits) current(key types.NamespacedName) (healthWait, bool) {
 }
 
 // waitingFor returns the Kustomizations that wait for the object.
-func (h *healthWaits) waitingFor(object waited) []types.NamespacedName {
+func (h *healthWaits) waitingFor(object health.ObjectKey) []types.NamespacedName {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	keys := make([]types.NamespacedName, 0, len(h.waiting[object]))
@@ -105,11 +105,11 @@ func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []
 		h.states = map[types.NamespacedName]healthWait{}
 	}
 	if h.waiting == nil {
-		h.waiting = map[waited]map[types.NamespacedName]struct{}{}
+		h.waiting = map[health.ObjectKey]map[types.NamespacedName]struct{}{}
 	}
 	h.states[key] = w
 	for _, p := range pending {
-		object := waitedRef(p.Ref)
+		object := health.KeyOf(p.Ref)
 		if h.waiting[object] == nil {
 			h.waiting[object] = map[types.NamespacedName]struct{}{}
 		}
@@ -129,7 +129,7 @@ func (h *healthWaits) end(key types.NamespacedName) {
 // unindex drops key from the index of the objects its wait waits for.
 func (h *healthWaits) unindex(key types.NamespacedName) {
 	for _, p := range h.states[key].pending {
-		object := waitedRef(p.Ref)
+		object := health.KeyOf(p.Ref)
 		delete(h.waiting[object], key)
 		if len(h.waiting[object]) == 0 {
 			delete(h.waiting, object)

@@ -18,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/event"
 	"github.com/windlass-dev/windlass/internal/fetch"
+	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/reconcile"
@@ -69,7 +70,7 @@ type KustomizationReconciler struct {
 	// Health, when set, tells the health of the objects applied to the
 	// local cluster as a watch last saw them, so that a health check that
 	// waits for an object reads it only when the watch cannot tell (see
-	// health.Pending). When it is a HealthNotifier too, it wakes a
+	// health.Pending). When it is a health.Notifier too, it wakes a
 	// Kustomization whose wait it decides (see wake.go).
 	Health HealthWatch
 
@@ -129,7 +130,7 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return err
 	}
-	if notifier, ok := r.Health.(HealthNotifier); ok {
+	if notifier, ok := r.Health.(health.Notifier); ok {
 		b = b.WatchesRawSource(source.Channel(r.wakeOnHealth(notifier), wakeHandler()))
 	}
 	return b.Complete(runner)

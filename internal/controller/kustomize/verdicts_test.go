@@ -60,7 +60,7 @@ func TestHealthRechecksAskTheWatch(t *testing.T) {
 func TestHealthWatchWakesTheWait(t *testing.T) {
 	g := NewWithT(t)
 	ns, fresh, run := steadyAndStuck(t, g)
-	notifier, ok := fresh.Health.(HealthNotifier)
+	notifier, ok := fresh.Health.(health.Notifier)
 	g.Expect(ok).To(BeTrue(), "the versions cache tells of health changes")
 	wakes := fresh.wakeOnHealth(notifier)
 	for _, name := range []string{"stuck", "steady"} {

@@ -15,7 +15,6 @@ import (
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/windlass-dev/windlass/internal/health"
-	"github.com/windlass-dev/windlass/internal/versions"
 )
 
 // A health wait is rechecked on a timer (healthRecheckDelay), which grows
@@ -33,19 +32,13 @@ import (
 // it a wake is dropped, and the timer rechecks.
 const wakeQueue = 1024
 
-// HealthNotifier tells of the applied objects whose health changed: a
-// versions cache made WithHealth.
-type HealthNotifier interface {
-	NotifyHealth(fn versions.HealthChanged)
-}
-
 // wakeOnHealth makes notifier wake the Kustomizations whose wait it decides,
 // and returns the channel of their events.
-func (r *KustomizationReconciler) wakeOnHealth(notifier HealthNotifier) <-chan event.GenericEvent {
+func (r *KustomizationReconciler) wakeOnHealth(notifier health.Notifier) <-chan event.GenericEvent {
 	wakes := make(chan event.GenericEvent, wakeQueue)
 	r.wakes = wakes
 	notifier.NotifyHealth(func(gvk schema.GroupVersionKind, key types.NamespacedName) {
-		for _, waiting := range r.waits.waitingFor(waitedKey(gvk.GroupKind(), key)) {
+		for _, waiting := range r.waits.waitingFor(health.ObjectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}) {
 			r.wakeIfDecided(context.Background(), waiting)
 		}
 	})
@@ -100,20 +93,4 @@ func wakeHandler() handler.EventHandler {
 			q.Add(req)
 		},
 	}
-}
-
-// waited names an object a health wait waits for, whatever its version.
-type waited struct {
-	schema.GroupKind
-	types.NamespacedName
-}
-
-func waitedKey(gk schema.GroupKind, key types.NamespacedName) waited {
-	return waited{GroupKind: gk, NamespacedName: key}
-}
-
-// waitedRef returns the waited key of a health reference.
-func waitedRef(ref health.ObjectRef) waited {
-	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
-	return waitedKey(gk, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name})
 }

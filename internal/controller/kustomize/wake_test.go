@@ -16,14 +16,14 @@ func TestHealthWaitsIndex(t *testing.T) {
 	ref := func(kind, name string) health.ObjectStatus {
 		return health.ObjectStatus{Ref: health.ObjectRef{APIVersion: "apps/v1", Kind: kind, Namespace: "ns", Name: name}}
 	}
-	object := func(kind, name string) waited {
-		return waitedKey(schema.GroupKind{Group: "apps", Kind: kind}, types.NamespacedName{Namespace: "ns", Name: name})
+	object := func(kind, name string) health.ObjectKey {
+		return health.ObjectKey{GroupKind: schema.GroupKind{Group: "apps", Kind: kind}, NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
 	for _, tc := range []struct {
 		name   string
 		steps  func(h *healthWaits)
-		object waited
+		object health.ObjectKey
 		want   []types.NamespacedName
 	}{
 		{"waited for", func(h *healthWaits) { h.wait(a, "r1", []health.ObjectStatus{ref("Deployment", "web")}) },

@@ -51,6 +51,12 @@ type Runner struct {
 	// watch, when set, answers the polls of the checked waits after the
 	// first (WithHealthWatch).
 	watch health.Watch
+	// wakes, when set, starts the next poll of a checked wait when the
+	// health of one of its objects changed (WithHealthWakes).
+	wakes *health.Wakes
+	// polls are the delays between the polls of the checked waits
+	// (defaultPolls when zero).
+	polls pollDelays
 	// sandbox, when set, renders charts in bounded child processes
 	// (WithSandbox).
 	sandbox *sandbox.Renderer
@@ -142,7 +148,7 @@ func (r *Runner) recordedConfig(waitCtx context.Context, namespace string) (*act
 	kc.SetLogger(r.log)
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(r.log))
 	cfg.RESTClientGetter = r.getter
-	cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, watch: r.watch, ctx: waitCtx}
+	cfg.KubeClient = &checkingClient{Client: kc, checker: r.checker, watch: r.watch, wakes: r.wakes, polls: r.polls, ctx: waitCtx}
 	cfg.Releases = store
 	cfg.Capabilities = caps
 	cfg.SetHookOutputFunc(func(_, _, _ string) io.Writer { return io.Discard })

@@ -17,12 +17,11 @@ import (
 	objversions "github.com/windlass-dev/windlass/internal/versions"
 )
 
-// Polls of a checkWaiter: the first soon after the action applied, then
-// slower, up to the longest.
-const (
-	firstPoll   = 250 * time.Millisecond
-	longestPoll = 2 * time.Second
-)
+// pollDelays are the delays between the polls of a checkWaiter: the first
+// soon after the action applied, then slower, up to the longest.
+type pollDelays struct{ first, longest time.Duration }
+
+var defaultPolls = pollDelays{first: 250 * time.Millisecond, longest: 2 * time.Second}
 
 // WithHealthChecker makes the Runner's waits (install, upgrade and rollback
 // with kstatus, the default strategy) read each object of the release with
@@ -45,6 +44,15 @@ func WithHealthWatch(watch health.Watch) Option {
 	return func(r *Runner) { r.watch = watch }
 }
 
+// WithHealthWakes makes the checked waits (WithHealthChecker) poll again as
+// soon as wakes tells that the health of an object they wait for changed,
+// rather than at the next poll only: a release is deployed the moment its
+// last object becomes ready. wakes should tell of the watch of
+// WithHealthWatch.
+func WithHealthWakes(wakes *health.Wakes) Option {
+	return func(r *Runner) { r.wakes = wakes }
+}
+
 // checkingClient is the kube.Client of every action: it asks no discovery
 // request to know the cluster is reachable, and, with a health.Checker, its
 // kstatus waiter polls the health of the release's objects with it.
@@ -54,6 +62,10 @@ type checkingClient struct {
 	checker *health.Checker
 	// watch, if set, answers the polls after the first (WithHealthWatch).
 	watch health.Watch
+	// wakes, if set, starts a poll early (WithHealthWakes).
+	wakes *health.Wakes
+	// polls are the delays between polls.
+	polls pollDelays
 	// applied, when set, receives the versions of what each apply applied.
 	applied AppliedFunc
 	// ctx ends the waits with the action.
@@ -124,7 +136,11 @@ func (c *checkingClient) GetWaiterWithOptions(ws kube.WaitStrategy, opts ...kube
 	if err != nil || ws != kube.StatusWatcherStrategy || c.checker == nil {
 		return sdk, err
 	}
-	return &checkWaiter{Waiter: sdk, checker: c.checker, watch: c.watch, ctx: c.ctx}, nil
+	polls := c.polls
+	if polls.first <= 0 {
+		polls = defaultPolls
+	}
+	return &checkWaiter{Waiter: sdk, checker: c.checker, watch: c.watch, wakes: c.wakes, polls: polls, ctx: c.ctx}, nil
 }
 
 // checkWaiter waits until the objects of a release are Current by reading
@@ -134,6 +150,8 @@ type checkWaiter struct {
 	kube.Waiter
 	checker *health.Checker
 	watch   health.Watch
+	wakes   *health.Wakes
+	polls   pollDelays
 	ctx     context.Context
 }
 
@@ -158,7 +176,11 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 	if err != nil {
 		return err
 	}
-	delay := firstPoll
+	delay := w.polls.first
+	// A change after the subscription, during a check say, wakes the
+	// next poll.
+	woken, unsubscribe := w.wakes.Subscribe(refs)
+	defer unsubscribe()
 	// The first check reads only what the action's apply did not return.
 	checker := w.checker.WithLive(appliedObjects(resources))
 	for len(refs) > 0 {
@@ -185,8 +207,9 @@ func (w *checkWaiter) waitCurrent(resources kube.ResourceList, timeout time.Dura
 		case <-ctx.Done():
 			return notReadyError(notReady, ctx.Err())
 		case <-time.After(delay):
+		case <-woken:
 		}
-		delay = min(2*delay, longestPoll)
+		delay = min(2*delay, w.polls.longest)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	appsv1 "k8s.io/api/apps/v1"
@@ -236,45 +237,14 @@ func TestCheckedWaitAsksTheWatch(t *testing.T) {
 	cfg.Wrap(reads.Wrap)
 	checkReads, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme(), Mapper: env.Client.RESTMapper()})
 	g.Expect(err).NotTo(HaveOccurred())
-	watchCtx, stop := context.WithCancel(ctx)
-	t.Cleanup(stop)
-	watch, err := objversions.New(env.Config, env.Client.RESTMapper(), "windlass-test/watched",
-		objversions.WithHealth(health.Judge, health.Watchable, nil))
-	g.Expect(err).NotTo(HaveOccurred())
-	go func() { _ = watch.Start(watchCtx) }()
-	deployments := appsv1.SchemeGroupVersion.WithKind("Deployment")
-	g.Expect(watch.WaitForSync(ctx, deployments)).To(BeTrue())
+	watch := deploymentWatch(t, g)
 	f := checkedFixture(t)
 	f.runner, err = New(getter(t), f.storage, WithSandbox(testSandbox(t)),
 		WithHealthChecker(health.NewChecker(checkReads, env.Client.RESTMapper())), WithHealthWatch(watch))
 	g.Expect(err).NotTo(HaveOccurred())
-	ch := basicChart(t, "1.0.0", helmtest.WithTemplate("web.yaml", `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-web
-  labels: {windlass-test/watched: "yes"}
-spec:
-  replicas: 0
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: c, image: registry.invalid/web:1}]
-`))
+	ch := watchedWebChart(t)
 
-	// No kube-controller-manager here: the test says the Deployment is
-	// available, once the watch holds it.
-	go func() {
-		g := NewWithT(t)
-		g.Eventually(func() bool { _, ok := watch.Health(ctx, deployments, f.target, "ready-web"); return ok }, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
-		d := &appsv1.Deployment{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: f.target, Name: "ready-web"}, d)).To(Succeed())
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-		}}
-		g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
-	}()
+	go makeAvailable(t, watch, f.target, "ready-web")
 	rel, err := f.runner.Install(ctx, ch, nil, InstallOptions{
 		ReleaseName: "ready", Namespace: f.target, ServerSideApply: true, Wait: true, Timeout: time.Minute,
 	})
@@ -288,4 +258,78 @@ spec:
 	g.Expect(err).To(MatchError(ContainSubstring("Deployment/" + f.target + "/stuck-web")))
 	g.Expect(reads.Of(f.target, "deployments", "stuck-web")).To(BeNumerically("<=", 1),
 		"four polls in four seconds, the watch asked")
+}
+
+// TestCheckedWaitIsWokenByTheWatch: a wait whose polls are an hour apart
+// ends as soon as the watch judges its Deployment available: the watch
+// woke it. Without the wakes it would poll again only after the hour.
+func TestCheckedWaitIsWokenByTheWatch(t *testing.T) {
+	g := NewWithT(t)
+	watch := deploymentWatch(t, g)
+	f := checkedFixture(t)
+	var err error
+	f.runner, err = New(getter(t), f.storage, WithSandbox(testSandbox(t)),
+		WithHealthChecker(health.NewChecker(env.Client, env.Client.RESTMapper())), WithHealthWatch(watch),
+		WithHealthWakes(health.NewWakes(watch)), withPolls(pollDelays{first: time.Hour, longest: time.Hour}))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	go makeAvailable(t, watch, f.target, "woken-web")
+	rel, err := f.runner.Install(context.Background(), watchedWebChart(t), nil, InstallOptions{
+		ReleaseName: "woken", Namespace: f.target, ServerSideApply: true, Wait: true, Timeout: 2 * time.Hour,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Info.Status).To(Equal(rcommon.StatusDeployed))
+}
+
+// withPolls sets the delays between the polls of the Runner's checked
+// waits.
+func withPolls(p pollDelays) Option {
+	return func(r *Runner) { r.polls = p }
+}
+
+// deploymentWatch returns a versions cache, synced, that judges the
+// Deployments labelled windlass-test/watched.
+func deploymentWatch(t *testing.T, g *WithT) *objversions.Cache {
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	watch, err := objversions.New(env.Config, env.Client.RESTMapper(), "windlass-test/watched",
+		objversions.WithHealth(health.Judge, health.Watchable, nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = watch.Start(ctx) }()
+	g.Expect(watch.WaitForSync(ctx, appsv1.SchemeGroupVersion.WithKind("Deployment"))).To(BeTrue())
+	return watch
+}
+
+// watchedWebChart is a chart of one Deployment, <release>-web, that the
+// deploymentWatch judges.
+func watchedWebChart(t *testing.T) *chart.Chart {
+	return basicChart(t, "1.0.0", helmtest.WithTemplate("web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  labels: {windlass-test/watched: "yes"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: registry.invalid/web:1}]
+`))
+}
+
+// makeAvailable says, once the watch holds it, that the Deployment is
+// available: there is no kube-controller-manager here to say it.
+func makeAvailable(t *testing.T, watch *objversions.Cache, ns, name string) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	deployments := appsv1.SchemeGroupVersion.WithKind("Deployment")
+	g.Eventually(func() bool { _, ok := watch.Health(ctx, deployments, ns, name); return ok }, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
+	d := &appsv1.Deployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+	}}
+	g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
 }
