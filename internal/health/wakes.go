@@ -30,18 +30,46 @@ func KeyOf(ref ObjectRef) ObjectKey {
 
 // Wakes wakes the waits for the health of objects when the watch tells
 // that the health of one of them changed: a wait that polls sleeps until
-// its next poll or until woken, whichever comes first. A nil *Wakes wakes
+// its next poll or until woken, whichever comes first; a wait that is not
+// polled (a Kustomization's, between its runs) is queued again. It is the
+// one index of which waits wait for which object. A nil *Wakes wakes
 // nothing.
 type Wakes struct {
-	mu   sync.Mutex
-	subs map[ObjectKey]map[chan struct{}]struct{}
+	mu       sync.Mutex
+	watchers map[ObjectKey]map[*watcher]struct{}
 }
+
+// watcher is one Watch: the function it calls.
+type watcher struct{ changed func() }
 
 // NewWakes returns the Wakes of the changes notifier tells of.
 func NewWakes(notifier Notifier) *Wakes {
-	w := &Wakes{subs: map[ObjectKey]map[chan struct{}]struct{}{}}
+	w := &Wakes{watchers: map[ObjectKey]map[*watcher]struct{}{}}
 	notifier.NotifyHealth(w.tell)
 	return w
+}
+
+// Watch calls changed each time the health of one of the objects refs
+// names changes, until the returned function is called. changed runs on
+// the watch's goroutine: it must not block, and may take locks held while
+// Watch or its cancel function are called.
+func (w *Wakes) Watch(refs []ObjectRef, changed func()) (cancel func()) {
+	if w == nil {
+		return func() {}
+	}
+	sub := &watcher{changed: changed}
+	keys := make([]ObjectKey, 0, len(refs))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ref := range refs {
+		key := KeyOf(ref)
+		if w.watchers[key] == nil {
+			w.watchers[key] = map[*watcher]struct{}{}
+		}
+		w.watchers[key][sub] = struct{}{}
+		keys = append(keys, key)
+	}
+	return func() { w.unwatch(sub, keys) }
 }
 
 // Subscribe returns a channel that receives when the health of one of
@@ -53,39 +81,36 @@ func (w *Wakes) Subscribe(refs []ObjectRef) (<-chan struct{}, func()) {
 		return nil, func() {}
 	}
 	ch := make(chan struct{}, 1)
-	keys := make([]ObjectKey, 0, len(refs))
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, ref := range refs {
-		key := KeyOf(ref)
-		if w.subs[key] == nil {
-			w.subs[key] = map[chan struct{}]struct{}{}
-		}
-		w.subs[key][ch] = struct{}{}
-		keys = append(keys, key)
-	}
-	return ch, func() { w.unsubscribe(ch, keys) }
-}
-
-func (w *Wakes) unsubscribe(ch chan struct{}, keys []ObjectKey) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, key := range keys {
-		delete(w.subs[key], ch)
-		if len(w.subs[key]) == 0 {
-			delete(w.subs, key)
-		}
-	}
-}
-
-// tell wakes the subscriptions of the object.
-func (w *Wakes) tell(gvk schema.GroupVersionKind, key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for ch := range w.subs[ObjectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}] {
+	return ch, w.Watch(refs, func() {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
+	})
+}
+
+func (w *Wakes) unwatch(sub *watcher, keys []ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, key := range keys {
+		delete(w.watchers[key], sub)
+		if len(w.watchers[key]) == 0 {
+			delete(w.watchers, key)
+		}
+	}
+}
+
+// tell calls the watchers of the object, without holding the lock, so
+// that a watcher may take a lock under which Watch is called.
+func (w *Wakes) tell(gvk schema.GroupVersionKind, key types.NamespacedName) {
+	w.mu.Lock()
+	subs := w.watchers[ObjectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}]
+	called := make([]*watcher, 0, len(subs))
+	for sub := range subs {
+		called = append(called, sub)
+	}
+	w.mu.Unlock()
+	for _, sub := range called {
+		sub.changed()
 	}
 }

@@ -62,7 +62,7 @@ func TestWakes(t *testing.T) {
 		unsubscribe()
 		n.tell(deployment("v1", "web"))
 		g.Expect(woken).NotTo(Receive())
-		g.Expect(wakes.subs).To(BeEmpty(), "nothing is kept of an ended subscription")
+		g.Expect(wakes.watchers).To(BeEmpty(), "nothing is kept of an ended subscription")
 	})
 	t.Run("nil wakes nothing", func(t *testing.T) {
 		g := NewWithT(t)
@@ -70,5 +70,43 @@ func TestWakes(t *testing.T) {
 		woken, unsubscribe := wakes.Subscribe([]ObjectRef{web})
 		unsubscribe()
 		g.Expect(woken).To(BeNil())
+	})
+	t.Run("watchers", func(t *testing.T) {
+		g := NewWithT(t)
+		n := &notifier{}
+		wakes := NewWakes(n)
+		api := ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "api"}
+		calls := map[string]int{}
+		stopBoth := wakes.Watch([]ObjectRef{web, api}, func() { calls["both"]++ })
+		wakes.Watch([]ObjectRef{web}, func() { calls["web"]++ })
+		n.tell(deployment("v1", "web"))
+		n.tell(deployment("v1", "api"))
+		g.Expect(calls).To(Equal(map[string]int{"both": 2, "web": 1}), "each watcher is called for each change of its objects")
+		stopBoth()
+		n.tell(deployment("v1", "api"))
+		g.Expect(calls["both"]).To(Equal(2), "a cancelled watcher is not called")
+		g.Expect(wakes.watchers).NotTo(HaveKey(KeyOf(api)))
+	})
+	t.Run("a watcher watches again from its call", func(t *testing.T) {
+		g := NewWithT(t)
+		n := &notifier{}
+		wakes := NewWakes(n)
+		var stop func()
+		renewed := 0
+		var watch func()
+		watch = func() {
+			stop = wakes.Watch([]ObjectRef{web}, func() {
+				// As a Kustomization's wait records itself again, under its
+				// own lock, when its wake runs: tell holds no lock of Wakes.
+				stop()
+				renewed++
+				watch()
+			})
+		}
+		watch()
+		n.tell(deployment("v1", "web"))
+		n.tell(deployment("v1", "web"))
+		g.Expect(renewed).To(Equal(2))
+		g.Expect(wakes.watchers[KeyOf(web)]).To(HaveLen(1), "the renewed watch replaced the old one")
 	})
 }

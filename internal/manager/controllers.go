@@ -348,6 +348,7 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	}
 	r.Versions = owned
 	r.Health = owned
+	r.Wakes = health.NewWakes(owned)
 	if m.ui != nil {
 		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}

@@ -46,12 +46,14 @@ func healthRecheckDelay(elapsed, remaining time.Duration) time.Duration {
 // healthWaits remembers, for each Kustomization whose objects are not all
 // healthy yet, when it began to wait for the health of its revision (for
 // the timeout) and which objects it still waits for: a recheck reads only
-// those.
+// those. With wakes set, each wait watches its objects, and woken is
+// called with the Kustomization's key when the watch tells that one of
+// them changed its health (see wake.go).
 type healthWaits struct {
 	mu     sync.Mutex
 	states map[types.NamespacedName]healthWait
-	// waiting holds, by object, the Kustomizations that wait for it.
-	waiting map[health.ObjectKey]map[types.NamespacedName]struct{}
+	wakes  *health.Wakes
+	woken  func(types.NamespacedName)
 }
 
 type healthWait struct {
@@ -60,6 +62,8 @@ type healthWait struct {
 	// pending holds the objects not healthy yet, as the last check found
 	// them.
 	pending []health.ObjectStatus
+	// unwatch ends the watch of pending's objects.
+	unwatch func()
 }
 
 // get returns the wait of key for revision, if one is under way.
@@ -78,63 +82,49 @@ func (h *healthWaits) current(key types.NamespacedName) (healthWait, bool) {
 	return w, ok
 }
 
-// waitingFor returns the Kustomizations that wait for the object.
-func (h *healthWaits) waitingFor(object health.ObjectKey) []types.NamespacedName {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	keys := make([]types.NamespacedName, 0, len(h.waiting[object]))
-	for key := range h.waiting[object] {
-		keys = append(keys, key)
-	}
-	return keys
-}
-
 // wait records that key still waits for the pending objects of revision,
 // and returns when the wait began: now, unless it already waited for that
 // revision.
 func (h *healthWaits) wait(key types.NamespacedName, revision string, pending []health.ObjectStatus) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w, ok := h.states[key]
+	last, ok := h.states[key]
+	w := last
 	if !ok || w.revision != revision {
 		w = healthWait{revision: revision, since: time.Now()}
 	}
-	h.unindex(key)
+	if last.unwatch != nil {
+		last.unwatch()
+	}
 	w.pending = pending
+	w.unwatch = h.watch(key, pending)
 	if h.states == nil {
 		h.states = map[types.NamespacedName]healthWait{}
 	}
-	if h.waiting == nil {
-		h.waiting = map[health.ObjectKey]map[types.NamespacedName]struct{}{}
-	}
 	h.states[key] = w
-	for _, p := range pending {
-		object := health.KeyOf(p.Ref)
-		if h.waiting[object] == nil {
-			h.waiting[object] = map[types.NamespacedName]struct{}{}
-		}
-		h.waiting[object][key] = struct{}{}
-	}
 	return w.since
+}
+
+// watch makes the changes of the pending objects' health wake key.
+func (h *healthWaits) watch(key types.NamespacedName, pending []health.ObjectStatus) func() {
+	if h.wakes == nil {
+		return nil
+	}
+	refs := make([]health.ObjectRef, 0, len(pending))
+	for _, p := range pending {
+		refs = append(refs, p.Ref)
+	}
+	return h.wakes.Watch(refs, func() { h.woken(key) })
 }
 
 // end forgets the wait of key.
 func (h *healthWaits) end(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.unindex(key)
-	delete(h.states, key)
-}
-
-// unindex drops key from the index of the objects its wait waits for.
-func (h *healthWaits) unindex(key types.NamespacedName) {
-	for _, p := range h.states[key].pending {
-		object := health.KeyOf(p.Ref)
-		delete(h.waiting[object], key)
-		if len(h.waiting[object]) == 0 {
-			delete(h.waiting, object)
-		}
+	if w := h.states[key]; w.unwatch != nil {
+		w.unwatch()
 	}
+	delete(h.states, key)
 }
 
 // checkHealth checks once the objects that spec.wait or spec.healthChecks

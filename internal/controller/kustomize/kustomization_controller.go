@@ -70,9 +70,12 @@ type KustomizationReconciler struct {
 	// Health, when set, tells the health of the objects applied to the
 	// local cluster as a watch last saw them, so that a health check that
 	// waits for an object reads it only when the watch cannot tell (see
-	// health.Pending). When it is a health.Notifier too, it wakes a
-	// Kustomization whose wait it decides (see wake.go).
+	// health.Pending).
 	Health HealthWatch
+	// Wakes, when set with Health, tells of the objects whose health the
+	// watch judged anew, so that a Kustomization whose wait it decides is
+	// woken at once (see wake.go).
+	Wakes *health.Wakes
 
 	waits   healthWaits
 	wakes   chan<- ctrlevent.GenericEvent
@@ -130,8 +133,8 @@ func (r *KustomizationReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return err
 	}
-	if notifier, ok := r.Health.(health.Notifier); ok {
-		b = b.WatchesRawSource(source.Channel(r.wakeOnHealth(notifier), wakeHandler()))
+	if r.Wakes != nil {
+		b = b.WatchesRawSource(source.Channel(r.wakeOnHealth(), wakeHandler()))
 	}
 	return b.Complete(runner)
 }

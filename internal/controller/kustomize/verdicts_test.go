@@ -62,7 +62,8 @@ func TestHealthWatchWakesTheWait(t *testing.T) {
 	ns, fresh, run := steadyAndStuck(t, g)
 	notifier, ok := fresh.Health.(health.Notifier)
 	g.Expect(ok).To(BeTrue(), "the versions cache tells of health changes")
-	wakes := fresh.wakeOnHealth(notifier)
+	fresh.Wakes = health.NewWakes(notifier)
+	wakes := fresh.wakeOnHealth()
 	for _, name := range []string{"stuck", "steady"} {
 		_, err := run(name)
 		g.Expect(err).To(MatchError(ContainSubstring("in progress: Deployment/")), "just applied, %s", name)

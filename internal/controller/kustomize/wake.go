@@ -32,16 +32,13 @@ import (
 // it a wake is dropped, and the timer rechecks.
 const wakeQueue = 1024
 
-// wakeOnHealth makes notifier wake the Kustomizations whose wait it decides,
-// and returns the channel of their events.
-func (r *KustomizationReconciler) wakeOnHealth(notifier health.Notifier) <-chan event.GenericEvent {
+// wakeOnHealth makes the waits wake the Kustomizations whose wait the watch
+// decides, and returns the channel of their events.
+func (r *KustomizationReconciler) wakeOnHealth() <-chan event.GenericEvent {
 	wakes := make(chan event.GenericEvent, wakeQueue)
 	r.wakes = wakes
-	notifier.NotifyHealth(func(gvk schema.GroupVersionKind, key types.NamespacedName) {
-		for _, waiting := range r.waits.waitingFor(health.ObjectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}) {
-			r.wakeIfDecided(context.Background(), waiting)
-		}
-	})
+	r.waits.wakes = r.Wakes
+	r.waits.woken = func(key types.NamespacedName) { r.wakeIfDecided(context.Background(), key) }
 	return wakes
 }
 
