@@ -15,17 +15,17 @@ type Notifier interface {
 	NotifyHealth(fn versions.HealthChanged)
 }
 
-// ObjectKey names an object whose health is waited for, whatever the
+// objectKey names an object whose health is waited for, whatever the
 // version of its kind.
-type ObjectKey struct {
+type objectKey struct {
 	schema.GroupKind
 	types.NamespacedName
 }
 
-// KeyOf returns the key of the object ref names.
-func KeyOf(ref ObjectRef) ObjectKey {
+// keyOf returns the key of the object ref names.
+func keyOf(ref ObjectRef) objectKey {
 	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
-	return ObjectKey{GroupKind: gk, NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}
+	return objectKey{GroupKind: gk, NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}
 }
 
 // Wakes wakes the waits for the health of objects when the watch tells
@@ -36,7 +36,7 @@ func KeyOf(ref ObjectRef) ObjectKey {
 // nothing.
 type Wakes struct {
 	mu       sync.Mutex
-	watchers map[ObjectKey]map[*watcher]struct{}
+	watchers map[objectKey]map[*watcher]struct{}
 }
 
 // watcher is one Watch: the function it calls.
@@ -44,25 +44,26 @@ type watcher struct{ changed func() }
 
 // NewWakes returns the Wakes of the changes notifier tells of.
 func NewWakes(notifier Notifier) *Wakes {
-	w := &Wakes{watchers: map[ObjectKey]map[*watcher]struct{}{}}
+	w := &Wakes{watchers: map[objectKey]map[*watcher]struct{}{}}
 	notifier.NotifyHealth(w.tell)
 	return w
 }
 
 // Watch calls changed each time the health of one of the objects refs
-// names changes, until the returned function is called. changed runs on
-// the watch's goroutine: it must not block, and may take locks held while
+// names changes, until the returned function is called (a change told
+// while it is called may still call changed once). changed runs on the
+// watch's goroutine: it must not block, and may take locks held while
 // Watch or its cancel function are called.
 func (w *Wakes) Watch(refs []ObjectRef, changed func()) (cancel func()) {
 	if w == nil {
 		return func() {}
 	}
 	sub := &watcher{changed: changed}
-	keys := make([]ObjectKey, 0, len(refs))
+	keys := make([]objectKey, 0, len(refs))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ref := range refs {
-		key := KeyOf(ref)
+		key := keyOf(ref)
 		if w.watchers[key] == nil {
 			w.watchers[key] = map[*watcher]struct{}{}
 		}
@@ -89,7 +90,7 @@ func (w *Wakes) Subscribe(refs []ObjectRef) (<-chan struct{}, func()) {
 	})
 }
 
-func (w *Wakes) unwatch(sub *watcher, keys []ObjectKey) {
+func (w *Wakes) unwatch(sub *watcher, keys []objectKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, key := range keys {
@@ -104,7 +105,7 @@ func (w *Wakes) unwatch(sub *watcher, keys []ObjectKey) {
 // that a watcher may take a lock under which Watch is called.
 func (w *Wakes) tell(gvk schema.GroupVersionKind, key types.NamespacedName) {
 	w.mu.Lock()
-	subs := w.watchers[ObjectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}]
+	subs := w.watchers[objectKey{GroupKind: gvk.GroupKind(), NamespacedName: key}]
 	called := make([]*watcher, 0, len(subs))
 	for sub := range subs {
 		called = append(called, sub)

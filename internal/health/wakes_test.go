@@ -85,7 +85,7 @@ func TestWakes(t *testing.T) {
 		stopBoth()
 		n.tell(deployment("v1", "api"))
 		g.Expect(calls["both"]).To(Equal(2), "a cancelled watcher is not called")
-		g.Expect(wakes.watchers).NotTo(HaveKey(KeyOf(api)))
+		g.Expect(wakes.watchers).NotTo(HaveKey(keyOf(api)))
 	})
 	t.Run("a watcher watches again from its call", func(t *testing.T) {
 		g := NewWithT(t)
@@ -107,6 +107,6 @@ func TestWakes(t *testing.T) {
 		n.tell(deployment("v1", "web"))
 		n.tell(deployment("v1", "web"))
 		g.Expect(renewed).To(Equal(2))
-		g.Expect(wakes.watchers[KeyOf(web)]).To(HaveLen(1), "the renewed watch replaced the old one")
+		g.Expect(wakes.watchers[keyOf(web)]).To(HaveLen(1), "the renewed watch replaced the old one")
 	})
 }
