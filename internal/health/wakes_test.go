@@ -96,8 +96,10 @@ func TestWakes(t *testing.T) {
 		var watch func()
 		watch = func() {
 			stop = wakes.Watch([]ObjectRef{web}, func() {
-				// As a Kustomization's wait records itself again, under its
-				// own lock, when its wake runs: tell holds no lock of Wakes.
+				// Were tell to hold its lock while it calls, this would
+				// deadlock; so would a Kustomization's wake, which takes the
+				// lock under which a run records its wait (and calls Watch
+				// and cancel), against that run.
 				stop()
 				renewed++
 				watch()
