@@ -131,11 +131,11 @@ func cleanManifest(obj client.Object) (*unstructured.Unstructured, error) {
 // cleanScheme knows the kinds that cleanManifest exports.
 var cleanScheme = scheme.New()
 
-// userLabels returns labels without those the cluster writes: the replica
-// that holds the object (--shards=auto), which Git must not pin.
+// userLabels returns labels without those the cluster writes: the bucket
+// of the object (--shards=auto), which Git must not pin.
 func userLabels(labels map[string]string) map[string]any {
 	out := stringMap(labels)
-	delete(out, shard.HolderLabel)
+	delete(out, shard.BucketLabel)
 	return out
 }
 

@@ -34,10 +34,11 @@ Leases are in the namespace of -n (the controller's runtime namespace, default
 flux-system), one row per member: its ring (the replicas that run the same
 controllers), its name, whether it is Live or since when its Lease has
 Expired, how long ago it renewed its Lease, and how many objects of the kinds
-of its ring's controllers, in every namespace, name it in the label
-shard.windlass.dev/holder. A last line counts the objects that name a member
-that is not live (its Lease expired or is gone), by member: they wait for a
-live member to claim them.
+of its ring's controllers, in every namespace, it holds: those whose bucket
+(the label shard.windlass.dev/bucket) has a Lease (windlass-bucket-<ring>-<n>)
+that names it. A last line counts the objects of buckets that a member that
+is not live holds (its Lease expired or is gone), or that nobody holds yet,
+by member: they wait for a live member to take their bucket.
 
 HEALTH compares the Lease's renew time, written by the member's clock, with
 this machine's clock: a clock that is off by a few seconds shows a member
@@ -105,18 +106,30 @@ func (f *getFlags) runShards(cmd *cobra.Command, _ []string) error {
 	return printShards(cmd.OutOrStdout(), report, f.noHeader, at)
 }
 
-// readShards reads the members from the Leases in namespace, and counts
-// the objects they hold, live as of at.
+// readShards reads the members and the holders of the buckets from the
+// Leases in namespace, and counts the objects each member holds (those of
+// the buckets it holds), live as of at.
 func readShards(ctx context.Context, c client.Client, namespace string, at time.Time) (shardsReport, error) {
 	var leases coordinationv1.LeaseList
 	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.HasLabels{shard.RingLabel}); err != nil {
 		return shardsReport{}, fmt.Errorf("listing the shard Leases in %s: %w", namespace, err)
 	}
 	var report shardsReport
-	// live are the live members of the rings that serve each kind.
+	// live are the live members of the rings that serve each kind; ringOf
+	// the ring that serves it; holders the holders of each ring's buckets.
 	live := map[string][]string{}
+	ringOf := map[string]string{}
+	holders := map[string]map[int]string{}
 	var counted []kinds.Kind
 	for i := range leases.Items {
+		if b, holder, ok := shard.ReadBucketLease(&leases.Items[i]); ok {
+			ring := leases.Items[i].Labels[shard.RingLabel]
+			if holders[ring] == nil {
+				holders[ring] = map[int]string{}
+			}
+			holders[ring][b] = holder
+			continue
+		}
 		lease, ok := shard.ReadLease(&leases.Items[i])
 		if !ok {
 			continue
@@ -131,6 +144,7 @@ func readShards(ctx context.Context, c client.Client, namespace string, at time.
 			if !slices.ContainsFunc(counted, func(c kinds.Kind) bool { return c.Kind == k.Kind }) {
 				counted = append(counted, k)
 			}
+			ringOf[k.Kind] = lease.Ring
 			if m.Live {
 				live[k.Kind] = append(live[k.Kind], m.Member)
 			}
@@ -145,12 +159,17 @@ func readShards(ctx context.Context, c client.Client, namespace string, at time.
 	})
 	held := map[string]map[string]int{}
 	for _, k := range counted {
-		byHolder, err := countHeld(ctx, c, k)
+		byBucket, err := countByBucket(ctx, c, k)
 		if err != nil {
 			return shardsReport{}, err
 		}
-		held[k.Kind] = byHolder
-		for holder, n := range byHolder {
+		held[k.Kind] = map[string]int{}
+		for b, n := range byBucket {
+			holder := holders[ringOf[k.Kind]][b]
+			held[k.Kind][holder] += n
+			if holder == "" {
+				holder = "nobody"
+			}
 			if !slices.Contains(live[k.Kind], holder) {
 				if report.HeldByNoLiveMember == nil {
 					report.HeldByNoLiveMember = map[string]int{}
@@ -167,22 +186,24 @@ func readShards(ctx context.Context, c client.Client, namespace string, at time.
 	return report, nil
 }
 
-// countHeld counts the objects of k in every namespace that carry the
-// holder label, by holder: a list of their metadata, a page at a time.
-func countHeld(ctx context.Context, c client.Client, k kinds.Kind) (map[string]int, error) {
-	byHolder := map[string]int{}
+// countByBucket counts the objects of k in every namespace that carry the
+// bucket label, by bucket: a list of their metadata, a page at a time.
+func countByBucket(ctx context.Context, c client.Client, k kinds.Kind) (map[int]int, error) {
+	byBucket := map[int]int{}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(k.GroupVersion.WithKind(k.Kind + "List"))
-	opts := []client.ListOption{client.HasLabels{shard.HolderLabel}, client.Limit(500)}
+	opts := []client.ListOption{client.HasLabels{shard.BucketLabel}, client.Limit(500)}
 	for {
 		if err := c.List(ctx, list, opts...); err != nil {
 			return nil, listError(pluralKind(k.Kind), err)
 		}
 		for _, o := range list.Items {
-			byHolder[o.Labels[shard.HolderLabel]]++
+			if b, ok := shard.ParseBucket(o.Labels[shard.BucketLabel]); ok {
+				byBucket[b]++
+			}
 		}
 		if list.Continue == "" {
-			return byHolder, nil
+			return byBucket, nil
 		}
 		opts = append(opts[:2:2], client.Continue(list.Continue))
 	}

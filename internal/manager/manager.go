@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
+	"github.com/windlass-dev/windlass/internal/reselect"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/ui"
@@ -70,7 +72,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 			return nil, err
 		}
 	}
-	cacheOpts, err := opts.cacheOptions(member)
+	cacheOpts, held, err := opts.cacheOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		return nil, err
 	}
 	selector, _ := opts.watchSelector()
-	if err := m.startShard(cfg, controllers, &opts, member, selector); err != nil {
+	if err := m.startShard(cfg, controllers, &opts, member, selector, held); err != nil {
 		return nil, err
 	}
 	var served []kinds.Kind
@@ -172,28 +174,40 @@ func (o Options) leaderElectionID(controllers []string) string {
 }
 
 // cacheOptions restricts the shared cache to the watched namespace, and
-// each kind's objects to those its cacheSelector selects (member is this
-// replica's name when the replicas share the objects). Cached objects are
-// kept without their managed fields, which no reconciler reads: memory then
+// each kind's objects to those its cacheSelector selects. With
+// --shards=auto, the objects of the kinds cached by holder are those of
+// the buckets this replica holds: held, which the replica's shard member
+// keeps up to date, selects them (nil otherwise). Cached objects are kept
+// without their managed fields, which no reconciler reads: memory then
 // grows with the objects' specs and statuses only.
-func (o Options) cacheOptions(member string) (cache.Options, error) {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+func (o Options) cacheOptions() (opts cache.Options, held *reselect.Selection, err error) {
+	opts = cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if !o.WatchAllNamespaces {
 		opts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
 	selector, err := o.watchSelector()
 	if err != nil {
-		return opts, err
+		return opts, nil, err
+	}
+	if held, err = o.heldSelection(selector); err != nil {
+		return opts, nil, err
+	}
+	if held != nil {
+		var byBucket []runtime.Object
+		for _, obj := range cachedByHolder() {
+			byBucket = append(byBucket, obj)
+		}
+		opts.NewInformer = reselect.NewInformer(held.For(byBucket...))
 	}
 	for _, k := range kinds.All {
-		if s := o.cacheSelector(k, selector, member); s != nil {
+		if s := o.cacheSelector(k, selector); s != nil {
 			if opts.ByObject == nil {
 				opts.ByObject = map[client.Object]cache.ByObject{}
 			}
 			opts.ByObject[k.New()] = cache.ByObject{Label: s}
 		}
 	}
-	return opts, nil
+	return opts, held, nil
 }
 
 // watchSelector returns the --watch-label-selector, nil when none.

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
@@ -24,6 +24,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/registry"
+	"github.com/windlass-dev/windlass/internal/reselect"
 	"github.com/windlass-dev/windlass/internal/shard"
 )
 
@@ -125,23 +126,31 @@ func cachedByHolder() []client.Object {
 }
 
 // cacheSelector returns the label selector of the cache of k's objects, nil
-// for all of them: the --watch-label-selector (selector, nil when none)
-// for the kinds it shards, and with --shards=auto, what this replica holds
-// (member) of the kinds cached by holder. A replica that serves the web UI
-// caches every object of those kinds too: the overview of any replica
-// shows them all, and the controllers still run only those it holds.
-func (o Options) cacheSelector(k kinds.Kind, selector labels.Selector, member string) labels.Selector {
-	if k.Unsharded {
+// for all of them (or, for the kinds cached by holder with --shards=auto,
+// for those that heldSelection selects): the --watch-label-selector
+// (selector, nil when none) for the kinds it shards.
+func (o Options) cacheSelector(k kinds.Kind, selector labels.Selector) labels.Selector {
+	if k.Unsharded || o.cachedByBucket() && k.CachedByHolder {
 		return nil
 	}
-	if !o.Shards.auto() || !k.CachedByHolder || o.UIAddr != "" {
-		return selector
+	return selector
+}
+
+// cachedByBucket reports whether this replica caches only the objects of
+// the buckets it holds, of the kinds cached by holder: with --shards=auto,
+// unless it serves the web UI, whose overview of any replica shows every
+// object (the controllers still run only those it holds).
+func (o Options) cachedByBucket() bool { return o.Shards.auto() && o.UIAddr == "" }
+
+// heldSelection returns the selection of the objects of the kinds cached
+// by holder that this replica caches: those of the buckets it holds (none
+// until it holds one), among those selector (the --watch-label-selector,
+// nil when none) selects; nil when it caches them all.
+func (o Options) heldSelection(selector labels.Selector) (*reselect.Selection, error) {
+	if !o.cachedByBucket() {
+		return nil, nil
 	}
-	held, _ := labels.NewRequirement(shard.HolderLabel, selection.Equals, []string{member})
-	if selector == nil {
-		return labels.NewSelector().Add(*held)
-	}
-	return selector.DeepCopySelector().Add(*held)
+	return reselect.New(selector, shard.BucketLabel, nil)
 }
 
 // newShardClient returns the manager's client of a replica that shares
@@ -198,7 +207,7 @@ func RingControllers(ring string) ([]string, bool) {
 
 // startShard makes this replica a member of the ring of the replicas that
 // run controllers, when they share the objects.
-func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Options, member string, selector labels.Selector) error {
+func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Options, member string, selector labels.Selector, held *reselect.Selection) error {
 	if !opts.Shards.auto() {
 		return nil
 	}
@@ -214,6 +223,13 @@ func (m *Manager) startShard(cfg *rest.Config, controllers []string, opts *Optio
 	})
 	if err != nil {
 		return err
+	}
+	if held != nil {
+		s.OnHeld(func(values []string) {
+			if err := held.Set(values); err != nil {
+				ctrl.Log.WithName("shard").Error(err, "Selecting the objects of the held buckets")
+			}
+		})
 	}
 	m.Shard = s
 	opts.sharder = s
@@ -329,7 +345,7 @@ func (m *Manager) forwardTags(tags http.Handler) http.Handler {
 		if err := m.GetClient().Get(r.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &repo); err != nil {
 			return ""
 		}
-		holder := repo.Labels[shard.HolderLabel]
+		holder := m.Shard.HolderOf(&repo)
 		if holder == "" || holder == m.Shard.Name() {
 			return ""
 		}

@@ -104,6 +104,16 @@ func (m *Manager) startUI(ctx context.Context, opts Options) error {
 	m.recent = ui.NewRecent(m.GetScheme(), recentEvents)
 	server := &ui.Server{Reader: m.GetCache(), Kinds: kinds.All, Log: ctrl.Log.WithName("ui"), Changes: changes, Events: m.recent,
 		Previews: map[string]ui.Previewer{}, Logs: opts.UILogs}
+	if opts.Shards.auto() {
+		// The shard member starts after the UI is set up, before any page
+		// is served.
+		server.Holder = func(obj client.Object) string {
+			if m.Shard == nil {
+				return ""
+			}
+			return m.Shard.HolderOf(obj)
+		}
+	}
 	m.ui = server
 	if opts.UIActions {
 		server.Actions = m.GetClient()

@@ -12,14 +12,29 @@ var ShardMembers = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "The replicas sharing the objects, as this replica sees them (--shards=auto).",
 })
 
-// ShardMoves is windlass_shard_moves_total: the objects this replica
-// claimed (held by nobody, or by a member that left) or handed over to the
-// member the ring gives them to.
-var ShardMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "windlass_shard_moves_total",
-	Help: "Objects this replica claimed (move=claimed) or handed over (move=handed_over) as the replicas came and went.",
-}, []string{kindLabel, "move"})
+// ShardBuckets is windlass_shard_buckets: the buckets of objects this
+// replica holds (--shards=auto).
+var ShardBuckets = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "windlass_shard_buckets",
+	Help: "The buckets of objects this replica holds (--shards=auto).",
+})
+
+// ShardBucketMoves is windlass_shard_bucket_moves_total: the buckets this
+// replica claimed (held by nobody, or by a member that left) or handed
+// over to the member the ring assigns them to.
+var ShardBucketMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "windlass_shard_bucket_moves_total",
+	Help: "Buckets of objects this replica claimed (move=claimed) or handed over (move=handed_over) as the replicas came and went.",
+}, []string{"move"})
+
+// ShardLabelled is windlass_shard_labelled_total: the objects this
+// replica labelled with their bucket (new ones, and those whose key moved
+// them to another bucket).
+var ShardLabelled = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "windlass_shard_labelled_total",
+	Help: "Objects this replica labelled with their shard bucket: new ones, and those whose key moved them.",
+}, []string{kindLabel})
 
 func init() {
-	crmetrics.Registry.MustRegister(ShardMembers, ShardMoves)
+	crmetrics.Registry.MustRegister(ShardMembers, ShardBuckets, ShardBucketMoves, ShardLabelled)
 }

@@ -174,12 +174,14 @@ func (r *Runner[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctr
 		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
 	}
 	if r.sharder != nil {
-		if held, err := r.sharder.Holds(ctx, r.Client, r.Kind.Name, obj); !held {
+		done, err := r.sharder.Hold(ctx, r.Client, r.Kind.Name, obj)
+		if done == nil {
 			if err == nil {
 				r.forget(req.NamespacedName)
 			}
 			return ctrl.Result{}, err
 		}
+		defer done()
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		// A deleted object's series are forgotten, not observed again.

@@ -31,13 +31,14 @@ type ControllerOptions struct {
 // Sharder decides which objects this replica reconciles when several
 // replicas share them (internal/shard).
 type Sharder interface {
-	// Holds reports whether this replica reconciles obj now; when obj
-	// belongs to another replica, it hands it over first. The runner asks
-	// it from the worker of obj, before anything else.
-	Holds(ctx context.Context, c client.Client, kind string, obj client.Object) (bool, error)
-	// Handovers returns the source of the requests that ask the
-	// controller of kind to reconcile, and so hand over, objects.
-	Handovers(kind string) source.Source
+	// Hold returns, when this replica reconciles obj now, the function
+	// that the run calls when it ends; nil otherwise. The runner asks it
+	// from the worker of obj, before anything else: a replica hands
+	// objects over to another only when none of their runs is under way.
+	Hold(ctx context.Context, c client.Client, kind string, obj client.Object) (func(), error)
+	// Gained returns the source of the requests that ask the controller
+	// of kind to reconcile objects this replica has come to hold.
+	Gained(kind string) source.Source
 	// Mine passes the events of the objects this replica holds, or held
 	// before the change.
 	Mine() predicate.Predicate

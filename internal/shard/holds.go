@@ -2,13 +2,8 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,61 +12,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/windlass-dev/windlass/internal/kinds"
-	"github.com/windlass-dev/windlass/internal/metrics"
 )
 
-// Holds reports whether this member reconciles obj now: it holds obj, and
-// has not handed it over. When the ring gives obj to another member, Holds
-// hands it over first, on condition that this member still holds it: call
-// it from the worker that reconciles obj, so that no run of it is under
-// way here when the other member starts one.
-func (m *Member) Holds(ctx context.Context, c client.Client, kind string, obj client.Object) (bool, error) {
-	m.mu.Lock()
-	ring, ready := m.ring, m.ready
-	if obj.GetLabels()[HolderLabel] != m.opts.Name {
-		// The cache has seen the object leave: it is not released any more.
-		delete(m.released, obj.GetUID())
-		m.mu.Unlock()
-		return false, nil
+// Hold returns, when this member reconciles obj now, the function that the
+// run of obj calls when it ends: the member holds obj's bucket and is not
+// handing it over. It returns nil otherwise. An object whose key moved it
+// to another bucket (its KeyLabel changed) is labelled with that bucket
+// first, by the holder of the old one, from the worker that reconciles
+// it, so that no run of it is under way here when the new bucket's holder
+// starts one. Call it from the worker that reconciles obj.
+func (m *Member) Hold(ctx context.Context, c client.Client, kind string, obj client.Object) (func(), error) {
+	b, ok := ParseBucket(obj.GetLabels()[BucketLabel])
+	if !ok {
+		// Not labelled yet: the holder of its bucket labels it.
+		return nil, nil
 	}
-	_, released := m.released[obj.GetUID()]
-	m.mu.Unlock()
-	if released {
-		return false, nil
+	want := BucketOf(m.keyOf(kind, obj))
+	if b == want {
+		return m.hold(b), nil
 	}
-	owner := ring.Owner(m.keyOf(kind, obj))
-	if !ready || !ring.Has(m.opts.Name) || owner == m.opts.Name {
-		return true, nil
+	if !m.holdsBucket(b) {
+		return nil, nil
 	}
-	if err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, handover(m.opts.Name, owner))); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
-			// Gone, or no longer ours to hand over.
-			return false, nil
-		}
-		return false, err
-	}
-	m.mu.Lock()
-	m.released[obj.GetUID()] = time.Now()
-	m.mu.Unlock()
-	metrics.ShardMoves.WithLabelValues(kind, "handed_over").Inc()
-	ctrl.LoggerFrom(ctx).V(1).Info("Handed over", "to", owner)
-	return false, nil
+	return nil, m.relabel(ctx, c, kind, obj, b, want)
 }
 
-// handover is the JSON patch that makes to the holder of an object that
-// from holds, and fails when from does not.
-func handover(from, to string) []byte {
-	path := "/metadata/labels/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(HolderLabel)
-	patch, _ := json.Marshal([]map[string]string{
-		{"op": "test", "path": path, "value": from},
-		{"op": "replace", "path": path, "value": to},
-	})
-	return patch
-}
-
-// Handovers returns the source of the requests by which the member asks
-// the controller of kind to hand over objects (see Holds).
-func (m *Member) Handovers(kind string) source.Source {
+// Gained returns the source of the requests that wake the objects of kind
+// in the buckets this member takes (see wake).
+func (m *Member) Gained(kind string) source.Source {
 	ch, ok := m.subs[kind]
 	if !ok {
 		ch = make(chan event.GenericEvent)
@@ -79,10 +47,46 @@ func (m *Member) Handovers(kind string) source.Source {
 	return source.Channel(ch, &handler.EnqueueRequestForObject{})
 }
 
-// Mine passes the events of the objects this member holds, or held before
-// the change: a controller gets no event of another member's objects.
+// wake asks the controllers to reconcile the objects of the buckets
+// gained, of the kinds whose cache holds every object: those of the kinds
+// cached by bucket come with the cache's next list.
+func (m *Member) wake(ctx context.Context, gained []int) {
+	if len(gained) == 0 {
+		return
+	}
+	for _, k := range m.opts.Kinds {
+		ch, ok := m.subs[k.Kind]
+		if !ok || k.CachedByHolder {
+			continue
+		}
+		for _, b := range gained {
+			list := k.NewList()
+			if err := m.cache.List(ctx, list, client.MatchingLabels{BucketLabel: BucketValue(b)}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of a shard bucket", "kind", k.Kind, "bucket", b)
+				continue
+			}
+			for _, obj := range k.Items(list) {
+				select {
+				case ch <- event.GenericEvent{Object: obj}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// Mine passes the events of the objects this member holds, or held
+// before the change: a controller gets no event of another member's
+// objects.
 func (m *Member) Mine() predicate.Predicate {
-	held := func(o client.Object) bool { return o != nil && o.GetLabels()[HolderLabel] == m.opts.Name }
+	held := func(o client.Object) bool {
+		if o == nil {
+			return false
+		}
+		b, ok := ParseBucket(o.GetLabels()[BucketLabel])
+		return ok && m.holdsBucket(b)
+	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return held(e.Object) },
 		UpdateFunc:  func(e event.UpdateEvent) bool { return held(e.ObjectNew) || held(e.ObjectOld) },
@@ -92,13 +96,13 @@ func (m *Member) Mine() predicate.Predicate {
 }
 
 // Moves passes the changes that may change who holds an object: of its
-// holder, or of the key it is hashed by.
+// bucket, or of the key it is hashed by.
 func (m *Member) Moves() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()
-			return o[HolderLabel] != n[HolderLabel] || o[KeyLabel] != n[KeyLabel]
+			return o[BucketLabel] != n[BucketLabel] || o[KeyLabel] != n[KeyLabel]
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
@@ -106,21 +110,34 @@ func (m *Member) Moves() predicate.Predicate {
 }
 
 // Reports reports whether this member reports obj, of kind, in its
-// metrics: it holds it, or, for a kind that nobody holds (Alerts and
-// Providers, ExternalArtifacts, read by every member), the ring gives it
-// to this member.
+// metrics: it holds its bucket, or, for a kind that nobody holds (Alerts
+// and Providers, ExternalArtifacts, read by every member), the ring
+// assigns its bucket to this member.
 func (m *Member) Reports(kind string, obj client.Object) bool {
-	row, _ := kinds.Named(kind)
-	if holder := obj.GetLabels()[HolderLabel]; holder != "" || row.Reconciled() {
-		return holder == m.opts.Name
+	if row, _ := kinds.Named(kind); !row.Reconciled() {
+		return m.Owns(kind, obj)
 	}
-	return m.Owns(kind, obj)
+	b, ok := ParseBucket(obj.GetLabels()[BucketLabel])
+	return ok && m.holdsBucket(b)
 }
 
-// Owns reports whether the ring gives obj, of kind, to this member: it
-// holds it, or will once it claims it.
+// Owns reports whether the ring assigns the bucket of obj, of kind, to
+// this member: it holds it, or will once it takes it.
 func (m *Member) Owns(kind string, obj metav1.Object) bool {
-	return m.Ring().Owner(m.keyOf(kind, obj)) == m.opts.Name
+	m.mu.Lock()
+	assignment := m.assignment
+	m.mu.Unlock()
+	return assignment.Owner(BucketOf(m.keyOf(kind, obj))) == m.opts.Name
+}
+
+// HolderOf returns the member that holds obj (the holder of the Lease of
+// its bucket), "" when none does or obj has no bucket yet.
+func (m *Member) HolderOf(obj client.Object) string {
+	b, ok := ParseBucket(obj.GetLabels()[BucketLabel])
+	if !ok {
+		return ""
+	}
+	return m.HolderOfBucket(b)
 }
 
 // keyOf returns what obj, of kind, is hashed by: Key, or for the kinds

@@ -9,9 +9,12 @@ import (
 
 // Labels the sharding reads and writes.
 const (
-	// HolderLabel names the member that reconciles an object.
-	HolderLabel = "shard.windlass.dev/holder"
-	// RingLabel is on the members' Leases: the ring they belong to.
+	// BucketLabel is on every object the members share: its bucket (see
+	// BucketOf), by which a member's caches select the objects it holds;
+	// and on the buckets' Leases.
+	BucketLabel = "shard.windlass.dev/bucket"
+	// RingLabel is on the members' and the buckets' Leases: the ring they
+	// belong to.
 	RingLabel = "shard.windlass.dev/ring"
 	// KeyLabel pins objects by hand, as in the reference's sharding:
 	// objects with the same value are hashed together, by that value.
@@ -53,7 +56,7 @@ func Key(obj v1.Object, by By) string {
 }
 
 // CheckMemberName returns an error when name cannot be a member's name:
-// it is a label value (HolderLabel) and part of a Lease's name.
+// it is a label value and part of a Lease's name.
 func CheckMemberName(name string) error {
 	if name == "" {
 		return fmt.Errorf("the shard member's name is empty")

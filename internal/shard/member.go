@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -61,9 +60,12 @@ type Options struct {
 }
 
 // Member is one replica's membership of the ring: it keeps its Lease,
-// follows the others', claims the objects it owns that nobody holds, and
-// asks its controllers to hand over the objects that the ring gives to
-// another member. It is a manager runnable that every replica runs.
+// follows the others', and holds the buckets the ring assigns to it (see
+// holding.go): it takes those that nobody holds, or that a member no
+// longer live held, and hands over those the ring gives to another member
+// once no run of their objects is under way. It labels the objects that
+// have no bucket yet with theirs (see labels.go). It is a manager runnable
+// that every replica runs.
 type Member struct {
 	opts   Options
 	leases kubernetesLeases
@@ -71,19 +73,22 @@ type Member struct {
 	cache  client.Reader
 	mapper apimeta.RESTMapper
 
-	mu       sync.Mutex
-	ring     Ring
-	ready    bool
-	seen     map[string]observation
-	released map[types.UID]time.Time
-	subs     map[string]chan event.GenericEvent
-	resource map[string]schema.GroupVersionResource
+	mu         sync.Mutex
+	ring       Ring
+	assignment Assignment
+	ready      bool
+	seen       map[string]observation
+	buckets    buckets
+	subs       map[string]chan event.GenericEvent
+	resource   map[string]schema.GroupVersionResource
+	onHeld     []func(values []string)
 
-	// changed is poked when a Lease changes; rebalanceAsked when the ring
-	// does.
-	changed, rebalanceAsked chan struct{}
-	claims                  *claimQueue
-	// leases holds the members' Leases, once Start watches them.
+	// changed is poked when a Lease changes; balanceAsked when the ring
+	// or a bucket's Lease does.
+	changed, balanceAsked chan struct{}
+	unlabelled            *labelQueue
+	// leases holds the members' and the buckets' Leases, once Start
+	// watches them.
 	leaseStore cache.Store
 	// process tells this process's writes of the member's Lease from
 	// those of another process started with the same name; wrote says
@@ -125,10 +130,10 @@ func NewMember(cfg *rest.Config, cache client.Reader, mapper apimeta.RESTMapper,
 	}
 	m := &Member{
 		opts: opts, leases: kubernetesLeases{cs: cs, namespace: opts.Namespace}, md: md, cache: cache, mapper: mapper,
-		seen: map[string]observation{}, released: map[types.UID]time.Time{}, subs: map[string]chan event.GenericEvent{},
-		resource: map[string]schema.GroupVersionResource{}, changed: make(chan struct{}, 1), rebalanceAsked: make(chan struct{}, 1),
+		seen: map[string]observation{}, buckets: newBuckets(), subs: map[string]chan event.GenericEvent{},
+		resource: map[string]schema.GroupVersionResource{}, changed: make(chan struct{}, 1), balanceAsked: make(chan struct{}, 1),
 	}
-	m.claims = newClaimQueue()
+	m.unlabelled = newLabelQueue()
 	m.process = rand.Text()
 	for _, k := range opts.Kinds {
 		m.subs[k.Kind] = make(chan event.GenericEvent, 1024)
@@ -173,8 +178,11 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.leaseStore = leaseInformer.GetStore()
 	m.mu.Unlock()
-	go m.runClaims(ctx)
-	go m.rebalanceOnChange(ctx)
+	if err := m.unlabelled.watch(ctx, m); err != nil {
+		return err
+	}
+	go m.runLabels(ctx)
+	go m.balanceOnChange(ctx)
 	go m.follow(ctx, leaseInformer.GetStore())
 	m.observe(ctx, leaseInformer.GetStore())
 	renew := time.NewTicker(m.renewEvery())
@@ -301,23 +309,19 @@ func (m *Member) observe(ctx context.Context, store cache.Store) {
 	now := time.Now()
 	m.mu.Lock()
 	live := m.liveMembers(store.List(), now)
-	for uid, at := range m.released {
-		if now.Sub(at) > time.Minute {
-			delete(m.released, uid)
-		}
-	}
 	ring := NewRing(live...)
 	metrics.ShardMembers.Set(float64(len(ring.Members())))
 	changed := !m.ready || !ring.Equal(m.ring)
+	if changed {
+		m.assignment = ring.Assign()
+	}
 	m.ring, m.ready = ring, true
 	m.mu.Unlock()
 	if changed {
 		ctrl.LoggerFrom(ctx).Info("Shard ring", "members", ring.Members())
-		select {
-		case m.rebalanceAsked <- struct{}{}:
-		default:
-		}
 	}
+	// A bucket's Lease may have changed too: balance whenever a Lease did.
+	m.askBalance()
 }
 
 // liveMembers returns this member and those whose Lease, among leases,

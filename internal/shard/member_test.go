@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -24,8 +23,7 @@ func lease(name, holder, resourceVersion string) *coordinationv1.Lease {
 // any more, whatever its renew time says.
 func TestLiveMembers(t *testing.T) {
 	g := NewWithT(t)
-	m := &Member{opts: Options{Name: "me", LeaseDuration: 15 * time.Second}, seen: map[string]observation{},
-		released: map[types.UID]time.Time{}}
+	m := &Member{opts: Options{Name: "me", LeaseDuration: 15 * time.Second}, seen: map[string]observation{}}
 	start := time.Unix(1700000000, 0)
 	leases := []any{
 		lease("windlass-shard-me", "me", "1"),

@@ -100,7 +100,7 @@ func (s *Server) gateConsumers(r *http.Request) (map[types.NamespacedName][]row,
 			}
 			for _, ref := range consumer.GetGates() {
 				key := gate.Key(consumer, ref)
-				out[key] = append(out[key], rowOf(k, obj))
+				out[key] = append(out[key], s.row(k, obj))
 			}
 		}
 	}

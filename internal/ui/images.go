@@ -178,7 +178,7 @@ func groupPolicies(repos []imageRepository, policies []imagePolicy) []imagePolic
 // repositoryOf returns the page's view of obj.
 func (s *Server) repositoryOf(obj *imagev1.ImageRepository) imageRepository {
 	k, _ := s.kind(imagev1.ImageRepositoryKind)
-	r := imageRepository{Row: rowOf(k, obj), Image: obj.Status.CanonicalImageName}
+	r := imageRepository{Row: s.row(k, obj), Image: obj.Status.CanonicalImageName}
 	if scan := obj.Status.LastScanResult; scan != nil {
 		r.Scanned, r.Tags = scan.ScanTime.Time, scan.TagCount
 	}
@@ -188,7 +188,7 @@ func (s *Server) repositoryOf(obj *imagev1.ImageRepository) imageRepository {
 // policyOf returns the page's view of obj.
 func (s *Server) policyOf(obj *imagev1.ImagePolicy) imagePolicy {
 	k, _ := s.kind(imagev1.ImagePolicyKind)
-	return imagePolicy{Row: rowOf(k, obj), Rule: policyRule(obj.Spec.Policy),
+	return imagePolicy{Row: s.row(k, obj), Rule: policyRule(obj.Spec.Policy),
 		Repository: client.ObjectKey{Namespace: obj.GetRepositoryNamespace(), Name: obj.Spec.ImageRepositoryRef.Name},
 		Latest:     obj.Status.LatestRef, Previous: obj.Status.ObservedPreviousRef,
 		Pinned: obj.Annotations[imagev1.PinAnnotation]}
@@ -224,7 +224,7 @@ func (s *Server) automationsOf(objs *imageObjects, ns string) []imageAutomation 
 // selected ones of policies.
 func (s *Server) automationOf(obj *imagev1.ImageUpdateAutomation, policies []imagev1.ImagePolicy) imageAutomation {
 	k, _ := s.kind(imagev1.ImageUpdateAutomationKind)
-	a := imageAutomation{Row: rowOf(k, obj), SourceKind: obj.Spec.SourceRef.Kind,
+	a := imageAutomation{Row: s.row(k, obj), SourceKind: obj.Spec.SourceRef.Kind,
 		Source:     client.ObjectKey{Namespace: obj.GetSourceNamespace(), Name: obj.Spec.SourceRef.Name},
 		PushCommit: obj.Status.LastPushCommit, Pushed: timeOrZero(obj.Status.LastPushTime),
 		Ran: timeOrZero(obj.Status.LastAutomationRunTime), Policies: selectedPolicies(obj, policies)}

@@ -61,7 +61,7 @@ func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := s.now()
-	page := inventoryPage{Row: rowOf(k, obj)}
+	page := inventoryPage{Row: s.row(k, obj)}
 	if page.Objects, page.Unchecked, err = s.checkInventory(r, live, inventoryEntries(obj)); err != nil {
 		page.Err = redact.String(err.Error())
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -68,7 +68,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := client.ObjectKeyFromObject(obj)
-	page := objectPage{Row: rowOf(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
+	page := objectPage{Row: s.row(k, obj), Generation: obj.GetGeneration(), Created: obj.GetCreationTimestamp().Time,
 		Now: s.now(), Conditions: obj.GetConditions()}
 	if s.acts() && k.Reconciled() {
 		page.Actions, page.CSRF = s.actionsFor(r, obj), s.csrfFor(r)

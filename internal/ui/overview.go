@@ -10,7 +10,6 @@ import (
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/kinds"
-	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/state"
 )
 
@@ -136,15 +135,23 @@ func (s *Server) rows(r *http.Request, k kinds.Kind) ([]row, error) {
 		if !ok {
 			continue
 		}
-		out = append(out, rowOf(k, obj))
+		out = append(out, s.row(k, obj))
 	}
 	return out, nil
 }
 
+// row returns the row of obj, of kind k, with the replica that holds it.
+func (s *Server) row(k kinds.Kind, obj object) row {
+	r := rowOf(k, obj)
+	if s.Holder != nil {
+		r.Shard = s.Holder(obj)
+	}
+	return r
+}
+
 // rowOf returns the row of obj, of kind k.
 func rowOf(k kinds.Kind, obj object) row {
-	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: state.Of(obj, k.Static),
-		Shard: obj.GetLabels()[shard.HolderLabel]}
+	r := row{Kind: k.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), State: state.Of(obj, k.Static)}
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		r.Reason, r.Message = c.Reason, c.Message
 	}

@@ -81,7 +81,7 @@ func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	meta, _ := inventory.Entry{ID: id}.ObjMetadata()
-	page := podsPage{Row: rowOf(k, obj), Workload: meta.Subject()}
+	page := podsPage{Row: s.row(k, obj), Workload: meta.Subject()}
 	ctx, cancel := context.WithTimeout(r.Context(), podsTimeout)
 	defer cancel()
 	pods, err := workloadPods(ctx, live, meta)

@@ -58,7 +58,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	page := previewPage{Row: rowOf(k, obj), Now: s.now()}
+	page := previewPage{Row: s.row(k, obj), Now: s.now()}
 	select {
 	case s.previews <- struct{}{}:
 		defer func() { <-s.previews }()

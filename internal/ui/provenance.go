@@ -75,7 +75,7 @@ func (s *Server) traceStepOf(obj client.Object, kind string) traceStep {
 	step := traceStep{Row: row{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	if k, ok := s.kind(kind); ok {
 		if o, ok := obj.(object); ok {
-			step.Row = rowOf(k, o)
+			step.Row = s.row(k, o)
 		}
 	}
 	if a, ok := obj.(interface{ GetArtifact() *meta.Artifact }); ok && a.GetArtifact() != nil {

@@ -74,6 +74,9 @@ type Server struct {
 	// Events, when set, are the latest events the controllers of this
 	// process recorded: the overview and the object pages show them.
 	Events *Recent
+	// Holder, when set, names the replica that holds an object, when the
+	// replicas share the objects (controller --shards=auto).
+	Holder func(client.Object) string
 	// Logs, when set, are the latest lines the controllers of this process
 	// logged about objects: the object pages show them.
 	Logs *Logs

@@ -41,7 +41,7 @@ func (s artifactStore) sweepHandedOver(ctx context.Context, informers cache.Info
 // this replica's storage.
 func (s artifactStore) handedOver(src sourceObject, held bool) bool {
 	a := src.GetArtifact()
-	if held || src.GetLabels()[shard.HolderLabel] == "" || a == nil {
+	if held || src.GetLabels()[shard.BucketLabel] == "" || a == nil {
 		return false
 	}
 	return a.URL != s.storage.NewArtifactFor(s.kind, src, a.Revision, a.FileName()).URL

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
+		"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,12 +21,12 @@ import (
 	"github.com/windlass-dev/windlass/internal/kinds"
 )
 
-// TestClaim: a claim makes the member the holder and adds the reconcilers'
+// TestLabel: labelling an object with its bucket adds the reconcilers'
 // finalizer in the same request (the holder's first run then needs none of
 // its own), keeps the other finalizers, and changes nothing when the object
 // changed since it was read. A source, whose kind carries no finalizer, is
-// claimed without one.
-func TestClaim(t *testing.T) {
+// labelled without one.
+func TestLabel(t *testing.T) {
 	ctx := context.Background()
 	ns := env.CreateNamespace(t)
 	m, err := NewMember(env.Config, env.Client, env.Client.RESTMapper(),
@@ -37,19 +37,19 @@ func TestClaim(t *testing.T) {
 		name           string
 		finalizers     []string
 		stale          bool
-		wantHolder     string
+		wantBucket     string
 		wantFinalizers []string
 	}{
-		{name: "unheld, new", wantHolder: "me", wantFinalizers: []string{meta.Finalizer}},
-		{name: "with a finalizer of another's", finalizers: []string{"example.com/keep"}, wantHolder: "me",
+		{name: "unheld, new", wantBucket: "42", wantFinalizers: []string{meta.Finalizer}},
+		{name: "with a finalizer of another's", finalizers: []string{"example.com/keep"}, wantBucket: "42",
 			wantFinalizers: []string{"example.com/keep", meta.Finalizer}},
-		{name: "with the finalizer already", finalizers: []string{meta.Finalizer}, wantHolder: "me", wantFinalizers: []string{meta.Finalizer}},
+		{name: "with the finalizer already", finalizers: []string{meta.Finalizer}, wantBucket: "42", wantFinalizers: []string{meta.Finalizer}},
 		{name: "changed since it was read", stale: true, finalizers: []string{"example.com/keep"}, wantFinalizers: []string{"example.com/keep"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			ks := newKustomization(g, ns, "app-"+string(rune('a'+i)), "")
+			ks := newKustomization(g, ns, "app-"+string(rune('a'+i)), nil)
 			if len(tt.finalizers) > 0 {
 				ks.Finalizers = tt.finalizers
 				g.Expect(env.Client.Update(ctx, ks)).To(Succeed())
@@ -61,10 +61,10 @@ func TestClaim(t *testing.T) {
 				ks.Annotations = map[string]string{"changed": "after the read"}
 				g.Expect(env.Client.Update(ctx, ks)).To(Succeed())
 			}
-			g.Expect(m.claim(ctx, "Kustomization", gvr, read)).To(Succeed())
+			g.Expect(m.label(ctx, "Kustomization", gvr, read, 42)).To(Succeed())
 			got := &kustomizev1.Kustomization{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), got)).To(Succeed())
-			g.Expect(got.Labels[HolderLabel]).To(Equal(tt.wantHolder))
+			g.Expect(got.Labels[BucketLabel]).To(Equal(tt.wantBucket))
 			g.Expect(got.Finalizers).To(Equal(tt.wantFinalizers))
 		})
 	}
@@ -77,53 +77,57 @@ func TestClaim(t *testing.T) {
 		read.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(sourcev1.GitRepositoryKind))
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), read)).To(Succeed())
 		repos := schema.GroupVersionResource{Group: sourcev1.GroupVersion.Group, Version: sourcev1.GroupVersion.Version, Resource: "gitrepositories"}
-		g.Expect(m.claim(ctx, sourcev1.GitRepositoryKind, repos, read)).To(Succeed())
+		g.Expect(m.label(ctx, sourcev1.GitRepositoryKind, repos, read, 7)).To(Succeed())
 		got := &sourcev1.GitRepository{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(repo), got)).To(Succeed())
-		g.Expect(got.Labels[HolderLabel]).To(Equal("me"))
+		g.Expect(got.Labels[BucketLabel]).To(Equal("7"))
 		g.Expect(got.Finalizers).To(BeEmpty())
 	})
 }
 
-// TestClaimsRunSideBySide: a member sends up to claimWorkers claims at once
-// (after a member's loss, its share is claimed at once, not one object
-// after another), and claims every queued object.
-func TestClaimsRunSideBySide(t *testing.T) {
+// TestLabelsRunSideBySide: a member sends up to labelWorkers labels at
+// once (many objects created at once are labelled side by side, not one
+// after another), and labels every queued object of a bucket it holds with
+// that bucket.
+func TestLabelsRunSideBySide(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.CreateNamespace(t)
 	m, err := NewMember(env.Config, env.Client, env.Client.RESTMapper(),
-		Options{Name: "me", Ring: "windlass", Namespace: ns, LeaseDuration: 15 * time.Second, Kinds: []kinds.Kind{kustomizationKind(g)}})
+		Options{Name: "me", Ring: "windlass", Namespace: ns, By: ByObject, LeaseDuration: 15 * time.Second, Kinds: []kinds.Kind{kustomizationKind(g)}})
 	g.Expect(err).NotTo(HaveOccurred())
 	m.ring = NewRing("me")
-	gate := &claimGate{want: claimWorkers, all: make(chan struct{})}
+	for b := range Buckets {
+		m.buckets.held[b] = true
+	}
+	gate := &labelGate{want: labelWorkers, all: make(chan struct{})}
 	m.md = gatedMetadata{Interface: m.md, gate: gate}
 
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	var names []string
-	for i := range 2 * claimWorkers {
-		ks := newKustomization(g, ns, fmt.Sprintf("app-%d", i), "")
+	for i := range 2 * labelWorkers {
+		ks := newKustomization(g, ns, fmt.Sprintf("app-%d", i), nil)
 		read := &metav1.PartialObjectMetadata{}
 		read.SetGroupVersionKind(kustomizev1.GroupVersion.WithKind("Kustomization"))
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ks), read)).To(Succeed())
 		g.Expect(store.Add(read)).To(Succeed())
 		names = append(names, ks.Name)
 	}
-	m.claims.stores = map[string]cache.Store{"Kustomization": store}
+	m.unlabelled.stores = map[string]cache.Store{"Kustomization": store}
 	for _, key := range store.ListKeys() {
-		m.claims.Add(claimItem{kind: "Kustomization", key: key})
+		m.unlabelled.Add(labelItem{kind: "Kustomization", key: key})
 	}
-	go m.runClaims(ctx)
+	go m.runLabels(ctx)
 
 	for _, name := range names {
 		g.Eventually(func() string {
 			got := &kustomizev1.Kustomization{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)).To(Succeed())
-			return got.Labels[HolderLabel]
-		}, 30*time.Second, 50*time.Millisecond).Should(Equal("me"), name)
+			return got.Labels[BucketLabel]
+		}, 30*time.Second, 50*time.Millisecond).Should(Equal(BucketValue(BucketOf(ns+"/"+name))), name)
 	}
-	g.Expect(gate.most()).To(Equal(claimWorkers), "claims in flight at once")
+	g.Expect(gate.most()).To(Equal(labelWorkers), "labels in flight at once")
 }
 
 // kustomizationKind returns the registry row of Kustomization.
@@ -133,9 +137,9 @@ func kustomizationKind(g Gomega) kinds.Kind {
 	return k
 }
 
-// claimGate holds each claim until want claims are in flight at once (or,
-// when they never are, for claimGateBound), and counts the most in flight.
-type claimGate struct {
+// labelGate holds each label until want labels are in flight at once (or,
+// when they never are, for labelGateBound), and counts the most in flight.
+type labelGate struct {
 	want int
 	all  chan struct{}
 
@@ -145,11 +149,11 @@ type claimGate struct {
 	reached  bool
 }
 
-// claimGateBound lets a claim through when the others it waits for never
+// labelGateBound lets a label through when the others it waits for never
 // come: the test then fails on the count, not by hanging.
-const claimGateBound = 10 * time.Second
+const labelGateBound = 10 * time.Second
 
-func (c *claimGate) enter() {
+func (c *labelGate) enter() {
 	c.mu.Lock()
 	c.inFlight++
 	c.max = max(c.max, c.inFlight)
@@ -160,26 +164,26 @@ func (c *claimGate) enter() {
 	c.mu.Unlock()
 	select {
 	case <-c.all:
-	case <-time.After(claimGateBound):
+	case <-time.After(labelGateBound):
 	}
 }
 
-func (c *claimGate) leave() {
+func (c *labelGate) leave() {
 	c.mu.Lock()
 	c.inFlight--
 	c.mu.Unlock()
 }
 
-func (c *claimGate) most() int {
+func (c *labelGate) most() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.max
 }
 
-// gatedMetadata is a metadata client whose patches pass a claimGate.
+// gatedMetadata is a metadata client whose patches pass a labelGate.
 type gatedMetadata struct {
 	metadata.Interface
-	gate *claimGate
+	gate *labelGate
 }
 
 func (g gatedMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter {
@@ -188,7 +192,7 @@ func (g gatedMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter
 
 type gatedGetter struct {
 	metadata.Getter
-	gate *claimGate
+	gate *labelGate
 }
 
 func (g gatedGetter) Namespace(ns string) metadata.ResourceInterface {
@@ -197,7 +201,7 @@ func (g gatedGetter) Namespace(ns string) metadata.ResourceInterface {
 
 type gatedResource struct {
 	metadata.ResourceInterface
-	gate *claimGate
+	gate *labelGate
 }
 
 func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,

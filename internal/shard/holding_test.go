@@ -1,0 +1,109 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestBalanceTakes: a member takes the buckets the ring assigns to it that
+// have no Lease, or whose holder is no live member, one write each; it
+// leaves alone those that a live member holds (that member hands them
+// over), and tells OnHeld what it holds.
+func TestBalanceTakes(t *testing.T) {
+	ns := env.CreateNamespace(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := testMember(g, ns, "me", "me", "other")
+	mine := m.assignment.Of("me")
+	gone, others := mine[0], mine[1]
+	bucketLease(g, ns, gone, "gone")
+	bucketLease(g, ns, others, "other")
+	readLeases(g, m)
+	var told [][]string
+	m.OnHeld(func(values []string) { told = append(told, values) })
+
+	m.balance(ctx)
+	for _, b := range mine {
+		want := "me"
+		if b == others {
+			want = "other"
+		}
+		g.Expect(holderOf(g, ns, b)).To(Equal(want), "bucket %d", b)
+	}
+	g.Expect(m.buckets.held).To(HaveLen(len(mine) - 1))
+	g.Expect(m.buckets.held).NotTo(HaveKey(others))
+	g.Expect(told).To(HaveLen(1))
+	g.Expect(told[0]).To(HaveLen(len(mine) - 1))
+	g.Expect(told[0]).To(ContainElement(BucketValue(gone)))
+	for _, b := range m.assignment.Of("other") {
+		g.Expect(m.HolderOfBucket(b)).To(BeEmpty(), "the buckets of another are not taken")
+	}
+
+	// The other hands its bucket over: the member keeps it, with no write.
+	readLeases(g, m)
+	lease := m.bucketLeases(m.leaseStore.List())[others].DeepCopy()
+	lease.Spec.HolderIdentity = ptrTo("me")
+	g.Expect(env.Client.Update(ctx, lease)).To(Succeed())
+	readLeases(g, m)
+	m.balance(ctx)
+	g.Expect(m.buckets.held).To(HaveKey(others))
+	g.Expect(told).To(HaveLen(2))
+	g.Expect(slices.Contains(told[1], BucketValue(others))).To(BeTrue())
+}
+
+// TestHandOverWaitsForRuns: a member that holds a bucket the ring assigns
+// to another starts no run of its objects any more, and writes the new
+// holder only once the runs under way have ended.
+func TestHandOverWaitsForRuns(t *testing.T) {
+	ns := env.CreateNamespace(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := testMember(g, ns, "me", "me", "other")
+	b := bucketOwnedBy(g, m.assignment, "other")
+	bucketLease(g, ns, b, "me")
+	readLeases(g, m)
+	m.buckets.held[b] = true
+	run := m.hold(b)
+	g.Expect(run).NotTo(BeNil())
+
+	m.balance(ctx)
+	g.Expect(m.hold(b)).To(BeNil(), "no run starts once the hand-over has")
+	g.Consistently(func() string { return holderOf(g, ns, b) }, time.Second, 100*time.Millisecond).
+		Should(Equal("me"), "not handed over while a run is under way")
+
+	run()
+	g.Eventually(func() string { return holderOf(g, ns, b) }, 10*time.Second, 50*time.Millisecond).Should(Equal("other"))
+	g.Eventually(func() bool { return m.holdsBucket(b) }).Should(BeFalse())
+	g.Expect(m.heldValues()).NotTo(ContainElement(BucketValue(b)))
+}
+
+// TestHandOverCalledOff: a bucket whose hand-over has not been written is
+// kept when the ring assigns it back to the member.
+func TestHandOverCalledOff(t *testing.T) {
+	ns := env.CreateNamespace(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := testMember(g, ns, "me", "me", "other")
+	b := bucketOwnedBy(g, m.assignment, "other")
+	bucketLease(g, ns, b, "me")
+	readLeases(g, m)
+	m.buckets.held[b] = true
+	run := m.hold(b)
+	m.balance(ctx)
+	g.Expect(m.holdsBucket(b)).To(BeFalse())
+
+	m.ring = NewRing("me") // the other went
+	m.assignment = m.ring.Assign()
+	m.balance(ctx)
+	g.Expect(m.holdsBucket(b)).To(BeTrue(), "kept")
+	run()
+	g.Consistently(func() string { return holderOf(g, ns, b) }, time.Second, 100*time.Millisecond).Should(Equal("me"))
+}
+
+func ptrTo(s string) *string { return &s }
