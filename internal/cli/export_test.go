@@ -24,14 +24,14 @@ const exportNamespace = "windlass-export"
 
 // seedExportObjects creates, in exportNamespace, two GitRepositories and a
 // Kustomization with a status, cluster-written annotations and labels (the
-// shard holder), and a user's annotation and labels.
+// shard bucket), and a user's annotation and labels.
 func seedExportObjects(t *testing.T, g *WithT) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: exportNamespace}}
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
 	om := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Namespace: exportNamespace, Name: name, Labels: map[string]string{"team": "apps", shard.HolderLabel: "windlass-7d9f8c6b5-x2k4j"},
+		return metav1.ObjectMeta{Namespace: exportNamespace, Name: name, Labels: map[string]string{"team": "apps", shard.BucketLabel: "17"},
 			Annotations: map[string]string{meta.ReconcileRequestAnnotation: "2024-01-01T00:00:00Z", "example.com/owner": "apps"}}
 	}
 	app := &sourcev1.GitRepository{ObjectMeta: om("app"), Spec: sourcev1.GitRepositorySpec{URL: "https://example.com/app.git",

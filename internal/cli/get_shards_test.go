@@ -42,8 +42,9 @@ func runAt(t *testing.T, at time.Time, args ...string) (stdout, stderr string, e
 // source controller's replicas source-0 (renewed 5s before shardsAt) and
 // source-1 (2m before, for 15s: expired), and the kustomize and helm
 // controllers' apply-0; a Lease of another use and one named after another
-// holder, which are no members. In another namespace, it creates objects
-// held by them, by gone-0 (which has no Lease), and by nobody. It returns
+// holder, which are no members; and the Leases of buckets that they, and
+// gone-0 (which has no member Lease), hold. In another namespace, it
+// creates objects in those buckets, and one with no bucket yet. It returns
 // the Leases' namespace.
 func seedShards(t *testing.T, g *WithT) string {
 	ctx := context.Background()
@@ -67,19 +68,30 @@ func seedShards(t *testing.T, g *WithT) string {
 	lease("windlass-leader-election", "", "source-0", time.Second, 15)
 	lease("windlass-shard-apply-9", "windlass-kustomize-helm", "apply-0", time.Second, 30)
 
-	held := func(holder string) map[string]string {
-		if holder == "" {
+	// The objects are held through the Leases of their buckets, a ring's
+	// own: bucket 1 of each ring, 2 and 3 of one.
+	bucketLease := func(ring string, bucket int, holder string) {
+		create(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leases, Name: shard.BucketLeaseName(ring, bucket),
+			Labels: map[string]string{shard.RingLabel: ring, shard.BucketLabel: shard.BucketValue(bucket)}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}})
+	}
+	bucketLease("windlass-source", 1, "source-0")
+	bucketLease("windlass-source", 2, "source-1")
+	bucketLease("windlass-kustomize-helm", 1, "apply-0")
+	bucketLease("windlass-kustomize-helm", 3, "gone-0")
+	in := func(bucket string) map[string]string {
+		if bucket == "" {
 			return nil
 		}
-		return map[string]string{shard.HolderLabel: holder}
+		return map[string]string{shard.BucketLabel: bucket}
 	}
 	interval := metav1.Duration{Duration: time.Hour}
-	for name, holder := range map[string]string{"a": "source-0", "b": "source-0", "c": "source-1", "d": ""} {
-		create(&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: objects, Name: name, Labels: held(holder)},
+	for name, bucket := range map[string]string{"a": "1", "b": "1", "c": "2", "d": ""} {
+		create(&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: objects, Name: name, Labels: in(bucket)},
 			Spec: sourcev1.GitRepositorySpec{URL: "https://example.com/" + name + ".git", Interval: interval}})
 	}
-	for name, holder := range map[string]string{"x": "apply-0", "y": "apply-0", "z": "gone-0"} {
-		create(&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: objects, Name: name, Labels: held(holder)},
+	for name, bucket := range map[string]string{"x": "1", "y": "1", "z": "3"} {
+		create(&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: objects, Name: name, Labels: in(bucket)},
 			Spec: kustomizev1.KustomizationSpec{Interval: interval,
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "a"}}})
 	}

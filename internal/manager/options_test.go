@@ -120,9 +120,9 @@ func TestLeaderElectionNamespace(t *testing.T) {
 
 func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 	g := NewWithT(t)
-	_, err := Options{WatchLabelSelector: "a in (b"}.cacheOptions("")
+	_, _, err := Options{WatchLabelSelector: "a in (b"}.cacheOptions()
 	g.Expect(err).To(MatchError(ContainSubstring("invalid --watch-label-selector")))
-	opts, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions("")
+	opts, _, err := Options{WatchLabelSelector: "sharding.fluxcd.io/key=shard1", Namespace: "ns"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.ByObject).To(HaveLen(15), "the sources, ArtifactGenerators and ExternalArtifacts, Kustomizations, HelmReleases, Alerts, Providers, Receivers and the image kinds are sharded")
 	g.Expect(opts.DefaultNamespaces).To(HaveKey("ns"))
@@ -130,7 +130,7 @@ func TestCacheOptionsRejectsBadSelector(t *testing.T) {
 
 func TestCacheOptionsStripManagedFields(t *testing.T) {
 	g := NewWithT(t)
-	opts, err := Options{}.cacheOptions("")
+	opts, _, err := Options{}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.DefaultTransform).NotTo(BeNil())
 	obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "a",
@@ -187,7 +187,7 @@ func TestControllersTable(t *testing.T) {
 	for _, k := range kinds.All {
 		g.Expect(AllControllers).To(ContainElement(k.Controller), k.Kind)
 	}
-	cache, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions("")
+	cache, _, err := Options{WatchLabelSelector: "shard=a"}.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cache.ByObject).To(HaveLen(15), "every kind of every controller is sharded, but Gates, which every shard reads")
 }

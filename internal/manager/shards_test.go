@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"reflect"
 	"testing"
 	"time"
@@ -49,13 +50,37 @@ func TestShardOptionsValidate(t *testing.T) {
 	}
 }
 
-// selectors returns the label selector of each kind's cache in opts.
-func selectors(g Gomega, o Options, member string) map[string]string {
-	opts, err := o.cacheOptions(member)
+// selectors returns the label selector of each kind's cache in opts: the
+// ByObject selector, or the held buckets' for the kinds cached by bucket,
+// with held holding buckets.
+func selectors(g Gomega, o Options, held ...string) map[string]string {
+	opts, selection, err := o.cacheOptions()
 	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]string{}
 	for obj, by := range opts.ByObject {
 		out[kindOf(obj)] = by.Label.String()
+	}
+	if selection == nil {
+		g.Expect(opts.NewInformer).To(BeNil())
+		return out
+	}
+	g.Expect(opts.NewInformer).NotTo(BeNil())
+	g.Expect(selection.Set(held)).To(Succeed())
+	byBucket := selection.For(kindObjects(cachedByHolder())...)
+	for _, k := range kinds.All {
+		if s := byBucket(k.New()); s != nil {
+			g.Expect(out).NotTo(HaveKey(k.Kind), "a kind cached by bucket has no fixed selector")
+			out[k.Kind] = s.Selector().String()
+		}
+	}
+	return out
+}
+
+// kindObjects returns objs as runtime objects.
+func kindObjects(objs []client.Object) []runtime.Object {
+	out := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
 	}
 	return out
 }
@@ -75,20 +100,20 @@ func TestShardCacheSelectors(t *testing.T) {
 	g.Expect(selectors(g, o, "")).To(BeEmpty(), "without sharding every object is cached")
 
 	o.Shards.Mode = ShardsAuto
-	got := selectors(g, o, "r1")
+	got := selectors(g, o, "3", "17")
 	g.Expect(got).To(Equal(map[string]string{
-		"Kustomization":         "shard.windlass.dev/holder=r1",
-		"HelmRelease":           "shard.windlass.dev/holder=r1",
-		"ImageUpdateAutomation": "shard.windlass.dev/holder=r1",
+		"Kustomization":         "shard.windlass.dev/bucket in (17,3)",
+		"HelmRelease":           "shard.windlass.dev/bucket in (17,3)",
+		"ImageUpdateAutomation": "shard.windlass.dev/bucket in (17,3)",
 	}), "the sources, Gates, Receivers, Alerts, Providers and image policies are read across replicas: cached in full")
 
 	withUI := o
 	withUI.UIAddr = "127.0.0.1:9880"
-	g.Expect(selectors(g, withUI, "r1")).To(BeEmpty(), "a replica that serves the UI caches every object, for its overview")
+	g.Expect(selectors(g, withUI, "3")).To(BeEmpty(), "a replica that serves the UI caches every object, for its overview")
 
 	o.WatchLabelSelector = "team=a"
-	got = selectors(g, o, "r1")
-	g.Expect(got).To(HaveKeyWithValue("Kustomization", "shard.windlass.dev/holder=r1,team=a"))
+	got = selectors(g, o, "3")
+	g.Expect(got).To(HaveKeyWithValue("Kustomization", "shard.windlass.dev/bucket in (3),team=a"))
 	g.Expect(got).To(HaveKeyWithValue("GitRepository", "team=a"))
 	g.Expect(got).NotTo(HaveKey("Gate"))
 }

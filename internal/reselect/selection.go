@@ -12,9 +12,10 @@
 // which the informer's event handlers see as deletes and adds.
 //
 // Do not configure a label selector for these kinds in the cache options
-// (ByObject or DefaultLabelSelector): controller-runtime would put it in the
-// options the wrapper receives, where it is kept and AND'ed with the
-// Selection's, but the static part is better passed to New.
+// (ByObject or DefaultLabelSelector): controller-runtime applies it inside
+// the ListerWatcher it hands to the hook, below the wrapper, where it
+// replaces the Selection's selector altogether. Pass the static part (such
+// as --watch-label-selector) to New instead.
 package reselect
 
 import (
@@ -72,6 +73,11 @@ func New(static labels.Selector, key string, values []string) (*Selection, error
 // Selection ends with a 410 Expired error event, so that its informer lists
 // the objects again with the new selector. It fails, changing nothing, when
 // a value is not a valid label value.
+//
+// The reflector lists again after its backoff (client-go's default, which
+// the informer does not let one change): 0.8-1.6 s after a first change,
+// twice as long after each further change until two minutes have passed,
+// up to 30-60 s. Changes made while it waits are taken together.
 func (s *Selection) Set(values []string) error {
 	values = normalize(values)
 	s.mu.Lock()

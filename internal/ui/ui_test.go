@@ -116,10 +116,14 @@ func TestOverviewNamesTheShard(t *testing.T) {
 	g.Expect(section(body, "objects")).NotTo(ContainSubstring("<th>Shard</th>"), "no column when nothing is shared")
 
 	objs := testObjects()
-	objs[0].SetLabels(map[string]string{shard.HolderLabel: "windlass-0"})
-	objs[1].SetLabels(map[string]string{shard.HolderLabel: "windlass-1"})
-	objs[2].SetLabels(map[string]string{shard.HolderLabel: "windlass-1"})
-	h := testServer(append(objs, &notifyv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "slack"}})...)
+	objs[0].SetLabels(map[string]string{shard.BucketLabel: "0"})
+	objs[1].SetLabels(map[string]string{shard.BucketLabel: "1"})
+	objs[2].SetLabels(map[string]string{shard.BucketLabel: "1"})
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).
+		WithObjects(append(objs, &notifyv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "slack"}})...).Build()
+	holders := map[string]string{"0": "windlass-0", "1": "windlass-1"}
+	h := (&Server{Reader: c, Kinds: kinds.All, Log: logr.Discard(),
+		Holder: func(obj client.Object) string { return holders[obj.GetLabels()[shard.BucketLabel]] }}).Handler()
 	_, body = get(g, h, "/")
 	objects := section(body, "objects")
 	g.Expect(objects).To(ContainSubstring("<th>Shard</th>"))

@@ -24,10 +24,10 @@ func TestSweepHandedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := artifactStore{kind: sourcev1.GitRepositoryKind, storage: storage}
-	repo := func(holder, url string) *sourcev1.GitRepository {
+	repo := func(bucket, url string) *sourcev1.GitRepository {
 		r := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"}}
-		if holder != "" {
-			r.Labels = map[string]string{shard.HolderLabel: holder}
+		if bucket != "" {
+			r.Labels = map[string]string{shard.BucketLabel: bucket}
 		}
 		if url != "" {
 			a := storage.NewArtifactFor(sourcev1.GitRepositoryKind, r, "main@sha1:1", "1.tar.gz")
@@ -44,11 +44,11 @@ func TestSweepHandedOver(t *testing.T) {
 		held      bool
 		wantSwept bool
 	}{
-		{name: "held here", obj: repo("r0", ours), held: true},
-		{name: "handed over, the new holder has not published yet", obj: repo("r1", ours)},
-		{name: "handed over and published by the new holder", obj: repo("r1", theirs), wantSwept: true},
-		{name: "nobody holds it yet", obj: repo("", theirs)},
-		{name: "no artifact", obj: repo("r1", "")},
+		{name: "held here", obj: repo("7", ours), held: true},
+		{name: "handed over, the new holder has not published yet", obj: repo("7", ours)},
+		{name: "handed over and published by the new holder", obj: repo("7", theirs), wantSwept: true},
+		{name: "no bucket yet", obj: repo("", theirs)},
+		{name: "no artifact", obj: repo("7", "")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
