@@ -44,7 +44,8 @@ type ReplicasResult struct {
 	// PeakRSSSumBytes is the sum of their VmHWM before the failover.
 	PeakRSSSumBytes int64 `json:"peak_rss_sum_bytes"`
 	// UnheldObjects counts the objects of the shared kinds that no
-	// replica's holder label named before the failover (0).
+	// replica held before the failover (0): those without a bucket label,
+	// or whose bucket's Lease named none.
 	UnheldObjects int `json:"unheld_objects"`
 	// FailoverSeconds runs from the kill of one replica until the
 	// survivors' metrics have a run that left Ready every object it held
@@ -65,12 +66,15 @@ type ReplicaFigures struct {
 	// APIRequests is its rest_client_requests_total at the end of the
 	// ready phase.
 	APIRequests int64 `json:"api_requests"`
-	// HeldObjects counts the objects whose holder label names it, Members
-	// the windlass_shard_members it reports and Moves its
-	// windlass_shard_moves_total by move, before the failover.
+	// HeldBuckets counts the buckets whose Lease names it and HeldObjects
+	// the objects of those buckets (by their bucket label); Members is the
+	// windlass_shard_members it reports and BucketMoves its
+	// windlass_shard_bucket_moves_total by move (claimed, handed_over): a
+	// count of buckets, not objects. All before the failover.
 	HeldObjects int              `json:"held_objects"`
+	HeldBuckets int              `json:"held_buckets"`
 	Members     int              `json:"members"`
-	Moves       map[string]int64 `json:"moves"`
+	BucketMoves map[string]int64 `json:"bucket_moves"`
 	// LogErrors counts the lines it logged (at --log-level error) before
 	// the failover.
 	LogErrors int `json:"log_errors"`
@@ -291,25 +295,26 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 	rows := [][2]string{{"replicas", fmt.Sprintf("%d: --shards=auto --shard-by=%s --shard-lease-duration=%s (figures above are their sums)",
 		rr.Count, rr.ShardBy, time.Duration(rr.LeaseDurationSeconds*float64(time.Second)))}}
 	for _, f := range rr.Replicas {
-		moves := make(map[string]int, len(f.Moves))
-		for k, v := range f.Moves {
+		moves := make(map[string]int, len(f.BucketMoves))
+		for k, v := range f.BucketMoves {
 			moves[k] = int(v)
 		}
 		rows = append(rows, [2]string{"  " + f.Name, fmt.Sprintf(
-			"VmHWM %.1f MiB, CPU %.2fs at start-up, %.2fs at ready, %d API requests at ready, holds %d objects, sees %d members, moves %s, %d error lines",
-			float64(f.PeakRSSBytes)/(1<<20), f.StartupCPUSeconds, f.CPUSeconds, f.APIRequests, f.HeldObjects, f.Members, formatInts(moves), f.LogErrors)})
+			"VmHWM %.1f MiB, CPU %.2fs at start-up, %.2fs at ready, %d API requests at ready, holds %d objects in %d buckets, sees %d members, bucket moves %s, %d error lines",
+			float64(f.PeakRSSBytes)/(1<<20), f.StartupCPUSeconds, f.CPUSeconds, f.APIRequests, f.HeldObjects, f.HeldBuckets, f.Members,
+			formatInts(moves), f.LogErrors)})
 	}
 	rows = append(rows, [2]string{"  peak RSS, sum of VmHWM", fmt.Sprintf("%.1f MiB (%d objects held by none)",
 		float64(rr.PeakRSSSumBytes)/(1<<20), rr.UnheldObjects)})
 	if fo := rr.Failover; fo != nil {
 		rows = append(rows,
-			[2]string{"failover_seconds", fmt.Sprintf("%.2f (killed %s holding %d objects: %s; taken over by %s; lease %gs)",
-				rr.FailoverSeconds, fo.Killed, fo.Objects, formatInts(fo.ObjectsByKind), formatInts(fo.TakenOverBy), rr.LeaseDurationSeconds)},
+			[2]string{"failover_seconds", fmt.Sprintf("%.2f (killed %s holding %d objects in %d buckets: %s; taken over by %s; lease %gs)",
+				rr.FailoverSeconds, fo.Killed, fo.Objects, fo.Buckets, formatInts(fo.ObjectsByKind), formatInts(fo.TakenOverBy), rr.LeaseDurationSeconds)},
 			[2]string{"  after the kill", failoverAfterRow(fo)},
 			[2]string{"  requests per object taken over", failoverRequestsRow(fo.Requests)},
 			[2]string{"  events of the takeover", failoverEventsRow(fo.Events)},
-			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; all claimed %.2fs",
-				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Timeline.ClaimedSeconds)})
+			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; %d buckets claimed %.2fs",
+				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Buckets, fo.Timeline.ClaimedSeconds)})
 	}
 	return rows
 }
@@ -336,7 +341,7 @@ func failoverAfterRow(fo *FailoverResult) string {
 	if fo.NotReady > 0 {
 		ready = fmt.Sprintf("%d applications not Ready once the takeover settled, e.g. %s", fo.NotReady, fo.NotReadyExample)
 	}
-	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects still labelled %s; %d of its objects had a success on a survivor before; the survivors logged %d error lines",
+	return fmt.Sprintf("%s; %d sources with their artifact in %s's storage; %d objects whose bucket's Lease still names %s; %d of its objects had a success on a survivor before; the survivors logged %d error lines",
 		ready, fo.ArtifactsOnKilled, fo.Killed, fo.LeftWithKilled, fo.Killed, fo.ReconciledBefore, fo.LogErrors) +
 		errorExample(fo.LogErrorExample)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +21,8 @@ import (
 )
 
 // The failover phase of a -replicas run (see replicas.go): once the usual
-// phases are done, it reads the holder label of every shared object,
+// phases are done, it reads who holds every shared object (the holder of
+// the Lease of the bucket its shard.windlass.dev/bucket label names),
 // kills (SIGKILL) the replica that holds the most, and times until the
 // survivors' own metrics say that a run of theirs left every object it
 // held Ready (windlass_reconcile_last_success_timestamp_seconds); then it
@@ -38,9 +41,11 @@ const failoverReadyBound = 2 * time.Minute
 
 // FailoverResult is what the failover phase measured.
 type FailoverResult struct {
-	// Killed is the replica killed (SIGKILL), Objects the objects its
-	// holder label named just before, by kind in ObjectsByKind.
+	// Killed is the replica killed (SIGKILL); Buckets the buckets whose
+	// Lease named it just before, and Objects the objects of those
+	// buckets, by kind in ObjectsByKind.
 	Killed        string         `json:"killed"`
+	Buckets       int            `json:"buckets"`
 	Objects       int            `json:"objects"`
 	ObjectsByKind map[string]int `json:"objects_by_kind"`
 	// TakenOverBy counts those objects by the survivor whose metrics got
@@ -48,8 +53,9 @@ type FailoverResult struct {
 	TakenOverBy map[string]int `json:"taken_over_by"`
 	// Timeline says when, in seconds from the kill, the survivors'
 	// metrics had a run that left Ready the first of its objects, and a
-	// half and nine tenths of them; and when their claims (windlass_shard_moves_total)
-	// had grown by as many objects.
+	// half and nine tenths of them; and when the buckets they claimed
+	// (windlass_shard_bucket_moves_total{move="claimed"}) had grown by as
+	// many as it held (Buckets).
 	Timeline FailoverTimeline `json:"timeline"`
 	// Requests are the survivors' API requests from the kill until every
 	// object was taken over, per object taken over (PerApp, ByKind and
@@ -75,8 +81,8 @@ type FailoverResult struct {
 	// killed replica's storage address then (0: their new holders stored
 	// them again).
 	ArtifactsOnKilled int `json:"artifacts_on_killed"`
-	// LeftWithKilled counts the objects still labelled with the killed
-	// replica then (0).
+	// LeftWithKilled counts the objects whose bucket's Lease still named
+	// the killed replica then (0).
 	LeftWithKilled int `json:"left_with_killed"`
 	// LogErrors counts the lines the survivors logged from the kill until
 	// then; LogErrorExample is the first of them.
@@ -88,7 +94,10 @@ type FailoverResult struct {
 }
 
 // FailoverTimeline marks the takeover's progress, in seconds from the
-// kill (0: not reached while the run looked).
+// kill (0: not reached while the run looked): ClaimedSeconds marks when
+// the survivors had claimed as many buckets as the killed replica held,
+// the others when their runs had left Ready the first, a half and nine
+// tenths of its objects.
 type FailoverTimeline struct {
 	FirstSeconds   float64 `json:"first_seconds"`
 	HalfSeconds    float64 `json:"half_seconds"`
@@ -97,8 +106,9 @@ type FailoverTimeline struct {
 }
 
 // mark records, at elapsed seconds, the marks that taken of objects
-// (reconciled) and claimed (claims since the kill) reach first.
-func (t *FailoverTimeline) mark(elapsed float64, taken, claimed, objects int) {
+// (taken over) and claimed of buckets (the survivors' bucket claims since
+// the kill) reach first.
+func (t *FailoverTimeline) mark(elapsed float64, taken, objects, claimed, buckets int) {
 	set := func(field *float64, reached bool) {
 		if reached && *field == 0 {
 			*field = round2(elapsed)
@@ -107,7 +117,7 @@ func (t *FailoverTimeline) mark(elapsed float64, taken, claimed, objects int) {
 	set(&t.FirstSeconds, taken > 0)
 	set(&t.HalfSeconds, 2*taken >= objects)
 	set(&t.NinetySeconds, 10*taken >= 9*objects)
-	set(&t.ClaimedSeconds, claimed >= objects)
+	set(&t.ClaimedSeconds, claimed >= buckets)
 }
 
 // failoverPhase records the replicas' figures, then kills the one that
@@ -118,13 +128,13 @@ func (r *run) failoverPhase(ctx context.Context, res *Result) error {
 	if r.replicas == nil {
 		return nil
 	}
-	holders, err := holderLabels(ctx, r.c)
+	held, err := readHolding(ctx, r.c)
 	if err != nil {
 		return err
 	}
 	rr := &ReplicasResult{Count: r.cfg.Replicas, ShardBy: r.cfg.ShardBy, LeaseDurationSeconds: r.cfg.ShardLeaseDuration.Seconds(),
-		UnheldObjects: len(heldBy(holders, ""))}
-	if err := r.recordReplicasHolding(rr, holders); err != nil {
+		UnheldObjects: len(heldBy(held.objects, ""))}
+	if err := r.recordReplicasHolding(rr, held); err != nil {
 		return err
 	}
 	res.Replicas = rr
@@ -132,24 +142,25 @@ func (r *run) failoverPhase(ctx context.Context, res *Result) error {
 	for _, f := range rr.Replicas {
 		names = append(names, f.Name)
 	}
-	fo, err := r.failover(ctx, mostHeld(holders, names), holders)
+	fo, err := r.failover(ctx, mostHeld(held.objects, names), held)
 	if err != nil {
 		return r.withOutput(err)
 	}
 	rr.Failover = fo
 	rr.FailoverSeconds = round2(fo.seconds)
-	r.logf("failover: %s killed holding %d objects; the others reconciled them after %.2fs (lease %s): %s",
-		fo.Killed, fo.Objects, rr.FailoverSeconds, r.cfg.ShardLeaseDuration, formatInts(fo.TakenOverBy))
+	r.logf("failover: %s killed holding %d objects in %d buckets; the others reconciled them after %.2fs (lease %s): %s",
+		fo.Killed, fo.Objects, fo.Buckets, rr.FailoverSeconds, r.cfg.ShardLeaseDuration, formatInts(fo.TakenOverBy))
 	return nil
 }
 
 // recordReplicasHolding records each replica's peak memory, held
-// objects, members and moves into rr, before the failover.
-func (r *run) recordReplicasHolding(rr *ReplicasResult, holders map[string]string) error {
+// objects and buckets (by held), members and bucket moves into rr, before
+// the failover.
+func (r *run) recordReplicasHolding(rr *ReplicasResult, held holding) error {
 	err := r.eachReplica(func(f *ReplicaFigures, p *controller, st procStats, body []byte) error {
 		members, _ := sampleValue(body, "windlass_shard_members")
-		f.PeakRSSBytes, f.Members, f.Moves = st.PeakRSSBytes, int(members), shardMoves(body)
-		f.HeldObjects = len(heldBy(holders, f.Name))
+		f.PeakRSSBytes, f.Members, f.BucketMoves = st.PeakRSSBytes, int(members), bucketMoves(body)
+		f.HeldObjects, f.HeldBuckets = len(heldBy(held.objects, f.Name)), len(heldBy(held.buckets, f.Name))
 		f.LogErrors = logErrors(p.Output())
 		rr.PeakRSSSumBytes += st.PeakRSSBytes
 		return nil
@@ -162,12 +173,11 @@ func (r *run) recordReplicasHolding(rr *ReplicasResult, holders map[string]strin
 }
 
 // failover kills the replica victim, waits until the survivors' metrics
-// have a run that left Ready every object that victim held by holders
-// (see succeededObjects), then checks
-// what it left (see afterFailover).
-func (r *run) failover(ctx context.Context, victim string, holders map[string]string) (*FailoverResult, error) {
-	orphans := heldBy(holders, victim)
-	fo := &FailoverResult{Killed: victim, Objects: len(orphans), ObjectsByKind: byKind(orphans)}
+// have a run that left Ready every object that victim held by held (see
+// succeededObjects), then checks what it left (see afterFailover).
+func (r *run) failover(ctx context.Context, victim string, held holding) (*FailoverResult, error) {
+	orphans := heldBy(held.objects, victim)
+	fo := &FailoverResult{Killed: victim, Buckets: len(heldBy(held.buckets, victim)), Objects: len(orphans), ObjectsByKind: byKind(orphans)}
 	killed, survivors := r.splitReplicas(victim)
 	before, err := scrapeSurvivors(survivors)
 	if err != nil {
@@ -184,7 +194,7 @@ func (r *run) failover(ctx context.Context, victim string, holders map[string]st
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
 	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(taken int, claimed int64) {
-		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, int(claimed-before.claimed), len(orphans))
+		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, len(orphans), int(claimed-before.claimed), fo.Buckets)
 	})
 	if err != nil {
 		return nil, err
@@ -275,7 +285,7 @@ func requestsButLeases(counts requestCounts) int64 {
 // afterFailover waits, at most failoverReadyBound, until every
 // application is Ready, and records into fo how long that took or how
 // many were not, the sources whose artifact is still in the storage of
-// killed, and the objects still labelled with it.
+// killed, and the objects whose bucket's Lease still names it.
 func (r *run) afterFailover(ctx context.Context, fo *FailoverResult, killed *controller, killedAt time.Time) error {
 	wctx, cancel := context.WithTimeout(ctx, min(failoverReadyBound, r.cfg.ReadyTimeout))
 	defer cancel()
@@ -295,11 +305,11 @@ func (r *run) afterFailover(ctx context.Context, fo *FailoverResult, killed *con
 	if fo.ArtifactsOnKilled, err = r.artifactsAt(ctx, killed.StorageAddr); err != nil {
 		return err
 	}
-	after, err := holderLabels(ctx, r.c)
+	after, err := readHolding(ctx, r.c)
 	if err != nil {
 		return err
 	}
-	fo.LeftWithKilled = len(heldBy(after, fo.Killed))
+	fo.LeftWithKilled = len(heldBy(after.objects, fo.Killed))
 	return nil
 }
 
@@ -352,7 +362,7 @@ func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
 // waitTakenOver scrapes the survivors every failoverPoll until each of
 // orphans is taken over (see takenOver), and returns who took each and
 // the last scrape. After each scrape it tells progress how many are taken
-// over and the survivors' claims so far.
+// over and how many buckets the survivors have claimed so far.
 func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
 	baseline map[string]map[string]float64, progress func(taken int, claimed int64)) (map[string]string, survivorsScrape, error) {
 	takers := map[string]string{}
@@ -385,7 +395,8 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 
 // survivorsScrape is what one scrape of the survivors' metrics read: by
 // replica, the objects its runs left Ready (see succeededObjects); the
-// claims they all counted; and their API requests, summed.
+// buckets they all claimed (see bucketMoves); and their API requests,
+// summed.
 type survivorsScrape struct {
 	succeeded map[string]map[string]float64
 	claimed   int64
@@ -402,17 +413,70 @@ func scrapeSurvivors(procs map[string]*controller) (survivorsScrape, error) {
 			return survivorsScrape{}, fmt.Errorf("replica %s: %w", name, err)
 		}
 		out.succeeded[name] = succeededObjects(body)
-		out.claimed += shardMoves(body)["claimed"]
+		out.claimed += bucketMoves(body)["claimed"]
 		bodies = append(bodies, body)
 	}
 	out.requests = sumAPIRequests(bodies)
 	return out, nil
 }
 
-// holderLabels returns the holder label of every object of the kinds the
-// replicas share, in every namespace, by "Kind/namespace/name"; "" for an
-// object without one.
-func holderLabels(ctx context.Context, c client.Client) (map[string]string, error) {
+// replicasRing is the ring the replicas form: each runs every
+// controller.
+const replicasRing = "windlass"
+
+// holding is who held what at one time, as the replicas' bucket Leases
+// and the shared objects' bucket labels said.
+type holding struct {
+	// buckets names the holder of each bucket whose Lease names one.
+	buckets map[int]string
+	// objects names the holder of every shared object, by heldKey (see
+	// holdersOf).
+	objects map[string]string
+}
+
+// readHolding lists the bucket Leases of the replicas' ring once, then
+// every shared object, and returns who held what.
+func readHolding(ctx context.Context, c client.Client) (holding, error) {
+	buckets, err := readBucketHolders(ctx, c)
+	if err != nil {
+		return holding{}, err
+	}
+	labels, err := bucketLabels(ctx, c)
+	if err != nil {
+		return holding{}, err
+	}
+	return holding{buckets: buckets, objects: holdersOf(labels, buckets)}, nil
+}
+
+// readBucketHolders returns the holder of each bucket of the replicas'
+// ring, from the Leases in controllerNamespace: their runtime namespace,
+// since they run without $RUNTIME_NAMESPACE.
+func readBucketHolders(ctx context.Context, c client.Client) (map[int]string, error) {
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(controllerNamespace),
+		client.MatchingLabels{shard.RingLabel: replicasRing}); err != nil {
+		return nil, fmt.Errorf("listing the bucket Leases in %s: %w", controllerNamespace, err)
+	}
+	return bucketHolders(leases.Items), nil
+}
+
+// bucketHolders returns the holder of each bucket that leases record,
+// leaving out the Leases that are no bucket's and the buckets held by
+// none.
+func bucketHolders(leases []coordinationv1.Lease) map[int]string {
+	out := map[int]string{}
+	for i := range leases {
+		if b, holder, ok := shard.ReadBucketLease(&leases[i]); ok && holder != "" {
+			out[b] = holder
+		}
+	}
+	return out
+}
+
+// bucketLabels returns the bucket label of every object of the kinds the
+// replicas share, in every namespace, by heldKey; "" for an object
+// without one.
+func bucketLabels(ctx context.Context, c client.Client) (map[string]string, error) {
 	out := map[string]string{}
 	for _, k := range kinds.Where(func(k kinds.Kind) bool { return !k.Static }) {
 		list := k.NewList()
@@ -420,10 +484,25 @@ func holderLabels(ctx context.Context, c client.Client) (map[string]string, erro
 			return nil, fmt.Errorf("listing %s: %w", k.Kind, err)
 		}
 		for _, o := range k.Items(list) {
-			out[heldKey(k.Kind, o.GetNamespace(), o.GetName())] = o.GetLabels()[shard.HolderLabel]
+			out[heldKey(k.Kind, o.GetNamespace(), o.GetName())] = o.GetLabels()[shard.BucketLabel]
 		}
 	}
 	return out, nil
+}
+
+// holdersOf returns the holder of each object of labels (its bucket label,
+// by heldKey): the holder of its bucket by buckets, "" when the label
+// names no bucket or the bucket has no holder.
+func holdersOf(labels map[string]string, buckets map[int]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for obj, value := range labels {
+		holder := ""
+		if b, ok := shard.ParseBucket(value); ok {
+			holder = buckets[b]
+		}
+		out[obj] = holder
+	}
+	return out
 }
 
 // heldKey names an object as the failover phase keys it.
@@ -446,11 +525,11 @@ func succeededObjects(body []byte) map[string]float64 {
 	return out
 }
 
-// shardMoves reads windlass_shard_moves_total by move (claimed,
-// handed_over), summed over the kinds.
-func shardMoves(body []byte) map[string]int64 {
+// bucketMoves reads windlass_shard_bucket_moves_total by move (claimed,
+// handed_over): buckets, not objects.
+func bucketMoves(body []byte) map[string]int64 {
 	out := map[string]int64{}
-	forEachSample(body, "windlass_shard_moves_total", func(l map[string]string, v float64) {
+	forEachSample(body, "windlass_shard_bucket_moves_total", func(l map[string]string, v float64) {
 		out[l["move"]] += int64(v)
 	})
 	return out
@@ -474,9 +553,10 @@ func takenOver(orphans []string, baseline, scrapes map[string]map[string]float64
 	return out
 }
 
-// heldBy returns the objects that holders says member holds, sorted.
-func heldBy(holders map[string]string, member string) []string {
-	var out []string
+// heldBy returns the objects, or buckets, that holders says member holds,
+// sorted.
+func heldBy[K cmp.Ordered](holders map[K]string, member string) []K {
+	var out []K
 	for obj, h := range holders {
 		if h == member {
 			out = append(out, obj)

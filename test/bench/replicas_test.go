@@ -9,10 +9,13 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/internal/metrics"
+	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/state"
 )
 
@@ -35,14 +38,79 @@ func TestSucceededObjects(t *testing.T) {
 	g.Expect(got).NotTo(HaveKey("Kustomization/bench-succeeded/waited"), "a run that did not leave it Ready")
 }
 
-func TestShardMoves(t *testing.T) {
+// TestShardBucketMoves reads the bucket moves by move, and nothing of the
+// other shard series, nor of the object moves of old builds.
+func TestShardBucketMoves(t *testing.T) {
 	g := NewWithT(t)
-	got := shardMoves([]byte(`windlass_shard_moves_total{kind="GitRepository",move="claimed"} 4
+	got := bucketMoves([]byte(`windlass_shard_bucket_moves_total{move="claimed"} 85
+windlass_shard_bucket_moves_total{move="handed_over"} 3
+windlass_shard_buckets 82
+windlass_shard_labelled_total{kind="Kustomization"} 40
 windlass_shard_moves_total{kind="Kustomization",move="claimed"} 6
-windlass_shard_moves_total{kind="Kustomization",move="handed_over"} 2
 windlass_shard_members 3
 `))
-	g.Expect(got).To(Equal(map[string]int64{"claimed": 10, "handed_over": 2}))
+	g.Expect(got).To(Equal(map[string]int64{"claimed": 85, "handed_over": 3}))
+	g.Expect(bucketMoves([]byte("windlass_shard_members 3\n"))).To(BeEmpty())
+}
+
+// TestShardBucketMovesFromHandler reads what the controller's own metrics
+// handler writes of its bucket claims.
+func TestShardBucketMovesFromHandler(t *testing.T) {
+	g := NewWithT(t)
+	scrape := func() map[string]int64 {
+		rec := httptest.NewRecorder()
+		metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return bucketMoves(rec.Body.Bytes())
+	}
+	before := scrape()["claimed"]
+	metrics.ShardBucketMoves.WithLabelValues("claimed").Add(3)
+	g.Expect(scrape()["claimed"] - before).To(BeEquivalentTo(3))
+}
+
+// TestShardBucketHolders reads the holder of each bucket from its Lease, and
+// leaves out the members' Leases, the buckets held by none and the Leases
+// not named after their bucket.
+func TestShardBucketHolders(t *testing.T) {
+	g := NewWithT(t)
+	lease := func(name, bucket, holder string) coordinationv1.Lease {
+		l := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: controllerNamespace,
+			Labels: map[string]string{shard.RingLabel: replicasRing}}}
+		if bucket != "" {
+			l.Labels[shard.BucketLabel] = bucket
+		}
+		if holder != "" {
+			l.Spec.HolderIdentity = ptr.To(holder)
+		}
+		return l
+	}
+	got := bucketHolders([]coordinationv1.Lease{
+		lease(shard.BucketLeaseName(replicasRing, 0), "0", "r1"),
+		lease(shard.BucketLeaseName(replicasRing, 7), "7", "r0"),
+		lease(shard.BucketLeaseName(replicasRing, 9), "9", ""),
+		lease(shard.BucketLeaseName(replicasRing, 8), "3", "r2"),
+		lease("windlass-shard-r2", "", "r2"),
+	})
+	g.Expect(got).To(Equal(map[int]string{0: "r1", 7: "r0"}))
+	g.Expect(heldBy(got, "r1")).To(Equal([]int{0}))
+}
+
+// TestShardHoldersOf gives each object the holder of its bucket, and none to an
+// object without a bucket label, with one that names no bucket, or whose
+// bucket has no holder.
+func TestShardHoldersOf(t *testing.T) {
+	g := NewWithT(t)
+	buckets := map[int]string{0: "r1", 7: "r0", 255: "r2"}
+	got := holdersOf(map[string]string{
+		"Kustomization/ns/a": "7", "GitRepository/ns/a": "7", "Kustomization/ns/b": "255",
+		"Kustomization/ns/c": "0", "Kustomization/ns/d": "", "Kustomization/ns/e": "256",
+		"Kustomization/ns/f": "07", "Kustomization/ns/g": "12",
+	}, buckets)
+	g.Expect(got).To(Equal(map[string]string{
+		"Kustomization/ns/a": "r0", "GitRepository/ns/a": "r0", "Kustomization/ns/b": "r2",
+		"Kustomization/ns/c": "r1", "Kustomization/ns/d": "", "Kustomization/ns/e": "",
+		"Kustomization/ns/f": "", "Kustomization/ns/g": "",
+	}))
+	g.Expect(heldBy(got, "")).To(HaveLen(4))
 }
 
 func TestSumAPIRequests(t *testing.T) {
@@ -138,12 +206,15 @@ func TestReplicasRows(t *testing.T) {
 	g := NewWithT(t)
 	rows := replicasRows(&ReplicasResult{Count: 2, ShardBy: "object", LeaseDurationSeconds: 15, PeakRSSSumBytes: 3 << 20,
 		Replicas: []ReplicaFigures{{Name: "r0", PeakRSSBytes: 1 << 20, StartupCPUSeconds: 0.5, CPUSeconds: 2, APIRequests: 10,
-			HeldObjects: 4, Members: 2, Moves: map[string]int64{"claimed": 4}}},
-		FailoverSeconds: 16.5, Failover: &FailoverResult{Killed: "r1", Objects: 3, ObjectsByKind: map[string]int{"Kustomization": 3},
-			TakenOverBy: map[string]int{"r0": 3}, ReadySeconds: 17}})
+			HeldObjects: 4, HeldBuckets: 128, Members: 2, BucketMoves: map[string]int64{"claimed": 130, "handed_over": 2}}},
+		FailoverSeconds: 16.5, Failover: &FailoverResult{Killed: "r1", Buckets: 128, Objects: 3, ObjectsByKind: map[string]int{"Kustomization": 3},
+			TakenOverBy: map[string]int{"r0": 3}, ReadySeconds: 17, LeftWithKilled: 1,
+			Timeline: FailoverTimeline{FirstSeconds: 15.5, HalfSeconds: 16, NinetySeconds: 16.25, ClaimedSeconds: 15.75}}})
 	g.Expect(rows[0]).To(Equal([2]string{"replicas", "2: --shards=auto --shard-by=object --shard-lease-duration=15s (figures above are their sums)"}))
-	g.Expect(rows[1][1]).To(Equal("VmHWM 1.0 MiB, CPU 0.50s at start-up, 2.00s at ready, 10 API requests at ready, holds 4 objects, sees 2 members, moves claimed=4, 0 error lines"))
-	g.Expect(rows[3]).To(Equal([2]string{"failover_seconds", "16.50 (killed r1 holding 3 objects: Kustomization=3; taken over by r0=3; lease 15s)"}))
+	g.Expect(rows[1][1]).To(Equal("VmHWM 1.0 MiB, CPU 0.50s at start-up, 2.00s at ready, 10 API requests at ready, holds 4 objects in 128 buckets, sees 2 members, bucket moves claimed=130 handed_over=2, 0 error lines"))
+	g.Expect(rows[3]).To(Equal([2]string{"failover_seconds", "16.50 (killed r1 holding 3 objects in 128 buckets: Kustomization=3; taken over by r0=3; lease 15s)"}))
+	g.Expect(rows[4][1]).To(ContainSubstring("; 1 objects whose bucket's Lease still names r1;"))
+	g.Expect(rows[7]).To(Equal([2]string{"  timeline", "first run 15.50s, half 16.00s, nine tenths 16.25s; 128 buckets claimed 15.75s"}))
 	g.Expect(round2(16.499)).To(Equal(16.5))
 	g.Expect(logErrors(`{"level":"error","msg":"a"}
 {"level":"info","msg":"b"}
@@ -168,23 +239,26 @@ func smokeReplicas(t *testing.T, cl *Cluster) {
 	rr := res.Replicas
 	g.Expect(rr).NotTo(BeNil())
 	g.Expect(rr.Replicas).To(HaveLen(2))
-	held := 0
+	held, heldBuckets := 0, 0
 	for _, f := range rr.Replicas {
 		g.Expect(f.HeldObjects).To(BeNumerically(">", 0), "%s holds a share", f.Name)
 		g.Expect(f.Members).To(Equal(2))
 		held += f.HeldObjects
+		heldBuckets += f.HeldBuckets
 	}
 	g.Expect(held).To(Equal(2*smokeN), "a GitRepository and a Kustomization per application, each held once")
+	g.Expect(heldBuckets).To(Equal(shard.Buckets), "every bucket held once")
 	g.Expect(rr.UnheldObjects).To(BeZero())
 	g.Expect(res.NoopTickWrites).To(BeZero(), "files written by the no-op tick: %v", res.Details.NoopWrittenFiles)
 	g.Expect(res.ReadyRequests.ByRequest).To(HaveKey("patch kustomizations/status"))
 	fo := rr.Failover
 	g.Expect(fo).NotTo(BeNil())
 	g.Expect(fo.Objects).To(BeNumerically(">=", smokeN), "the replica killed held the most")
+	g.Expect(fo.Buckets).To(BeNumerically(">", 0))
 	g.Expect(fo.TakenOverBy).To(HaveLen(1))
 	g.Expect(fo.LeftWithKilled).To(BeZero())
 	g.Expect(fo.ArtifactsOnKilled).To(BeZero(), "the survivors stored the sources of the killed replica again")
-	// The survivor claims the objects once the killed replica's Lease has
+	// The survivor claims the killed replica's buckets once its Lease has
 	// expired. A shorter lease would make the test quicker, but on a busy
 	// machine a replica that cannot renew it for two thirds of it exits.
 	g.Expect(rr.FailoverSeconds).To(BeNumerically(">", 10))
@@ -202,16 +276,19 @@ func smokeReplicas(t *testing.T, cl *Cluster) {
 	g.Expect(got).To(HaveKeyWithValue("replicas", And(HaveKey("failover_seconds"), HaveKeyWithValue("lease_duration_seconds", BeNumerically("==", 15)))))
 }
 
+// TestFailoverTimeline marks the objects taken over against the killed
+// replica's objects, and the buckets claimed against its buckets.
 func TestFailoverTimeline(t *testing.T) {
 	g := NewWithT(t)
+	const objects, buckets = 10, 4
 	var tl FailoverTimeline
-	tl.mark(15.2, 0, 3, 10)
+	tl.mark(15.2, 0, objects, 3, buckets)
 	g.Expect(tl).To(Equal(FailoverTimeline{}), "claims begun, none reconciled")
-	tl.mark(16.004, 1, 10, 10)
-	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, ClaimedSeconds: 16}))
-	tl.mark(18, 5, 12, 10)
-	tl.mark(19, 9, 12, 10)
-	tl.mark(20, 10, 12, 10)
+	tl.mark(16.004, 1, objects, 4, buckets)
+	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, ClaimedSeconds: 16}), "as many buckets claimed as it held, fewer than its objects")
+	tl.mark(18, 5, objects, 6, buckets)
+	tl.mark(19, 9, objects, 6, buckets)
+	tl.mark(20, 10, objects, 6, buckets)
 	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, HalfSeconds: 18, NinetySeconds: 19, ClaimedSeconds: 16}),
 		"each mark keeps the first time it was reached")
 }
