@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -40,19 +42,25 @@ const (
 	shardKustomizations   = 10
 	shardLeaseDuration    = 6 * time.Second
 	shardRuntimeNamespace = "windlass-system"
+	// shardRing is the ring of replicas that run every controller: its
+	// members' Leases and its buckets' carry it in shard.RingLabel.
+	shardRing = "windlass"
 )
 
 // Three replicas started with --shards=auto --shard-by=object share the
-// objects: each object is held by exactly one replica, the one whose own
-// metrics say it reconciled it, and a Kustomization whose GitRepository or
+// objects' buckets: each bucket's Lease names the replica that holds it,
+// each replica holds an equal share of the buckets, and each object is held
+// by exactly one replica, the one its bucket's Lease names and whose own
+// metrics say it reconciled it; a Kustomization whose GitRepository or
 // dependency another replica holds reads them across (the artifact over
-// HTTP). A replica killed with SIGKILL loses its objects to the others,
-// which reconcile every one of them; started again, it takes its share
-// back, and again each object is reconciled by one replica only. All along,
-// the API server refuses a status written by a replica that does not hold
-// the object, and the test checks that no replica was refused. The web UI
-// of one replica lists every Kustomization and names the replica that
-// holds each.
+// HTTP). A replica killed with SIGKILL loses its buckets to the others,
+// which claim every one of them and reconcile every object of them;
+// started again, it is handed its share back, and again each object is
+// reconciled by one replica only. All along, the API server refuses a
+// status written by a replica that the Lease of the object's bucket does
+// not name, and the test checks that no replica was refused. The web UI of
+// one replica lists every Kustomization and names the replica that holds
+// each.
 func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -77,6 +85,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}
 	objects := createShardedApps(g, cp, url)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	expectBucketShares(g, cp, replicas)
 	holders := expectHeldOnce(g, cp, replicas, objects)
 	t.Logf("shares: %v", shareSizes(holders))
 	for name, proc := range replicas {
@@ -86,7 +95,10 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}
 
 	killed := replicas["r1"]
-	survivorsDryRuns := apiRequestsOf(g, map[string]*controller{"r0": replicas["r0"], "r2": replicas["r2"]}, `dry_run="true"`)
+	survivors := map[string]*controller{"r0": replicas["r0"], "r2": replicas["r2"]}
+	survivorsDryRuns := apiRequestsOf(g, survivors, `dry_run="true"`)
+	survivorsClaimed := bucketMovesOf(g, survivors, "claimed")
+	orphanBuckets := bucketShareSizes(bucketHolders(g, cp))["r1"]
 	killed.Kill()
 	killedAt := time.Now()
 	delete(replicas, "r1")
@@ -112,13 +124,23 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}, 2*time.Minute, interval).Should(Succeed())
 	g.Expect(apiRequestsOf(g, replicas, `dry_run="true"`)).To(Equal(survivorsDryRuns),
 		"the survivors took the Kustomizations over without a dry run: their status.verified said nothing changed")
+	expectBucketShares(g, cp, replicas)
+	g.Eventually(func(g Gomega) int { return bucketMovesOf(g, survivors, "claimed") - survivorsClaimed }, timeout, interval).
+		Should(Equal(orphanBuckets), "the survivors claimed each of the killed replica's %d buckets once, and no other", orphanBuckets)
 	expectHeldOnce(g, cp, replicas, objects)
 
+	survivorsHandedOver := bucketMovesOf(g, survivors, "handed_over")
 	replicas["r1"] = startReplica(t, g, kubeconfigs["r1"], "r1")
 	g.Eventually(func(g Gomega) {
 		held := expectHeldOnce(g, cp, replicas, objects)
 		g.Expect(shareSizes(held)).To(HaveKeyWithValue("r1", BeNumerically(">", 0)), "the replica that came back takes a share")
 	}, 2*time.Minute, interval).Should(Succeed())
+	expectBucketShares(g, cp, replicas)
+	rejoined := bucketShareSizes(bucketHolders(g, cp))["r1"]
+	g.Expect(bucketMovesOf(g, map[string]*controller{"r1": replicas["r1"]}, "claimed")).To(BeZero(),
+		"the replica that came back claimed no bucket: the live holders handed its share over")
+	g.Eventually(func(g Gomega) int { return bucketMovesOf(g, survivors, "handed_over") - survivorsHandedOver }, timeout, interval).
+		Should(BeNumerically(">=", rejoined), "the others handed over the %d buckets the replica that came back holds", rejoined)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
 	expectArtifactsOnlyAtHolders(g, cp, replicas)
 	expectTagsFromEveryReplica(t, g, cp, replicas)
@@ -137,7 +159,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 // the new holder published its own.
 func expectArtifactsOnlyAtHolders(g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
 	g.Eventually(func(g Gomega) {
-		for obj, holder := range holderLabels(g, cp) {
+		for obj, holder := range holdersByLease(g, cp) {
 			rel, ok := strings.CutPrefix(obj, "GitRepository/")
 			if !ok {
 				continue
@@ -157,10 +179,10 @@ var overviewShard = regexp.MustCompile(`Kustomization ([^<]+)</a></td>(?s:.*?)<t
 
 // expectOverviewNamesEveryHolder checks that the overview of the replica
 // serving the UI at addr lists every Kustomization, those the others hold
-// too, each with the replica its holder label names.
+// too, each with the replica its bucket's Lease names.
 func expectOverviewNamesEveryHolder(g *WithT, cp *testenv.Environment, addr string) {
 	want := map[string]string{}
-	for obj, holder := range holderLabels(g, cp) {
+	for obj, holder := range holdersByLease(g, cp) {
 		if name, ok := strings.CutPrefix(obj, "Kustomization/"); ok {
 			want[name] = holder
 		}
@@ -245,15 +267,15 @@ func waitAllApplied(g *WithT, cp *testenv.Environment, revision string, replicas
 }
 
 // expectHeldOnce checks that each object is reconciled by exactly one live
-// replica, by their own metrics, and that it is the holder its label
-// names; it returns the holder of each object.
+// replica, by their own metrics, and that it is the holder that the Lease
+// of its bucket names; it returns the holder of each object.
 func expectHeldOnce(g Gomega, cp *testenv.Environment, replicas map[string]*controller, objects []string) map[string]string {
 	reconciled := reconciledBy(g, replicas)
-	labels := holderLabels(g, cp)
+	byLease := holdersByLease(g, cp)
 	holders := map[string]string{}
 	for _, obj := range objects {
 		g.Expect(reconciled[obj]).To(HaveLen(1), "%s is reconciled by one replica", obj)
-		g.Expect(labels).To(HaveKeyWithValue(obj, reconciled[obj][0]), "%s is held by the replica that reconciles it", obj)
+		g.Expect(byLease).To(HaveKeyWithValue(obj, reconciled[obj][0]), "%s is held by the replica that reconciles it", obj)
 		holders[obj] = reconciled[obj][0]
 	}
 	return holders
@@ -282,22 +304,105 @@ func reconciledBy(g Gomega, replicas map[string]*controller) map[string][]string
 	return out
 }
 
-// holderLabels returns the holder label of every GitRepository and
-// Kustomization of cp.
-func holderLabels(g Gomega, cp *testenv.Environment) map[string]string {
+// holdersByLease returns the holder of every GitRepository and
+// Kustomization of cp: the member that the Lease of its bucket names, ""
+// when it has no bucket yet or its bucket no Lease.
+func holdersByLease(g Gomega, cp *testenv.Environment) map[string]string {
 	ctx := context.Background()
+	buckets := bucketHolders(g, cp)
 	out := map[string]string{}
 	var repos sourcev1.GitRepositoryList
 	g.Expect(cp.Client.List(ctx, &repos)).To(Succeed())
 	for _, r := range repos.Items {
-		out["GitRepository/"+r.Namespace+"/"+r.Name] = r.Labels[shard.HolderLabel]
+		out["GitRepository/"+r.Namespace+"/"+r.Name] = holderIn(buckets, &r)
 	}
 	var ks kustomizev1.KustomizationList
 	g.Expect(cp.Client.List(ctx, &ks)).To(Succeed())
 	for _, k := range ks.Items {
-		out["Kustomization/"+k.Namespace+"/"+k.Name] = k.Labels[shard.HolderLabel]
+		out["Kustomization/"+k.Namespace+"/"+k.Name] = holderIn(buckets, &k)
 	}
 	return out
+}
+
+// bucketHolders returns, by bucket, the member that each Lease of the
+// buckets of the replicas' ring names ("" for a Lease that names none).
+// The ring's members' Leases, which it lists too, are no bucket's.
+func bucketHolders(g Gomega, cp *testenv.Environment) map[int]string {
+	var leases coordinationv1.LeaseList
+	g.Expect(cp.Client.List(context.Background(), &leases, client.InNamespace(shardRuntimeNamespace),
+		client.MatchingLabels{shard.RingLabel: shardRing})).To(Succeed())
+	out := map[int]string{}
+	for i := range leases.Items {
+		if b, holder, ok := shard.ReadBucketLease(&leases.Items[i]); ok {
+			out[b] = holder
+		}
+	}
+	return out
+}
+
+// holderIn returns the holder of obj by buckets (see bucketHolders): the
+// member its bucket's Lease names, "" when obj has no bucket label or its
+// bucket no Lease.
+func holderIn(buckets map[int]string, obj client.Object) string {
+	b, ok := shard.ParseBucket(obj.GetLabels()[shard.BucketLabel])
+	if !ok {
+		return ""
+	}
+	return buckets[b]
+}
+
+// bucketShareSizes counts the buckets each member holds, by their Leases.
+func bucketShareSizes(buckets map[int]string) map[string]int {
+	out := map[string]int{}
+	for _, h := range buckets {
+		out[h]++
+	}
+	return out
+}
+
+// expectBucketShares waits until every bucket has a Lease that names a
+// live replica, and each of these holds an equal share of the buckets (the
+// ring assigns each member floor(Buckets/members) or one more), as much
+// as its own windlass_shard_buckets says it holds.
+func expectBucketShares(g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
+	floor := shard.Buckets / len(replicas)
+	g.Eventually(func(g Gomega) {
+		buckets := bucketHolders(g, cp)
+		g.Expect(buckets).To(HaveLen(shard.Buckets), "every bucket has a Lease")
+		shares := bucketShareSizes(buckets)
+		g.Expect(shares).To(HaveLen(len(replicas)), "the buckets' Leases name the live replicas only: %v", shares)
+		for name, proc := range replicas {
+			g.Expect(shares[name]).To(And(BeNumerically(">=", floor), BeNumerically("<=", floor+1)),
+				"%s holds an equal share of the buckets: %v", name, shares)
+			held, ok := sampleOf(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), "windlass_shard_buckets")
+			g.Expect(ok).To(BeTrue(), "%s reports windlass_shard_buckets", name)
+			g.Expect(held).To(BeNumerically("==", shares[name]), "%s holds the buckets whose Leases name it", name)
+		}
+	}, 2*time.Minute, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
+}
+
+// bucketMovesOf returns the buckets the replicas moved, by their
+// windlass_shard_bucket_moves_total{move=move} (claimed, handed_over).
+func bucketMovesOf(g Gomega, replicas map[string]*controller, move string) int {
+	total := 0
+	for _, proc := range replicas {
+		n, _ := sampleOf(scrape(g, "http://"+proc.MetricsAddr+"/metrics"), `windlass_shard_bucket_moves_total{move="`+move+`"}`)
+		total += int(n)
+	}
+	return total
+}
+
+// sampleOf returns the value of series (its name and labels, as the
+// metrics text writes them) in the metrics text, and false when there is
+// none (a counter of a label never incremented).
+func sampleOf(text, series string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if value, ok := strings.CutPrefix(line, series+" "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // shareSizes counts the objects each replica holds.
@@ -333,8 +438,20 @@ const notHolderMessage = "written by a replica that does not hold it"
 
 // denyStatusOfOthers makes the API server of cp refuse the status of a
 // GitRepository or Kustomization written by one of the users of
-// kubeconfigs (the replicas) that its holder label does not name, and
-// checks that it does.
+// kubeconfigs (the replicas) unless the Lease of the object's bucket names
+// that user, and checks that it does. Call it before any replica starts.
+//
+// The policy takes the Leases of the replicas' ring as its params: the
+// binding selects them by shard.RingLabel in the runtime namespace, and
+// the API server evaluates the policy once for each of them, refusing the
+// request when any evaluation fails. So an evaluation passes whenever its
+// Lease is not the Lease of the object's bucket (a member's Lease, which
+// has no bucket label, or another bucket's), and fails when it is and
+// names another replica. A replica may not write the status of an object
+// that has no bucket yet either: no member holds it. (An object whose
+// bucket has no Lease at all passes: no evaluation is of its bucket. The
+// story's holdersByLease gives such an object no holder, which
+// expectHeldOnce refuses.)
 func denyStatusOfOthers(t *testing.T, g *WithT, cp *testenv.Environment, kubeconfigs map[string]string) {
 	ctx := context.Background()
 	var users []string
@@ -342,10 +459,14 @@ func denyStatusOfOthers(t *testing.T, g *WithT, cp *testenv.Environment, kubecon
 		users = append(users, "'"+name+"'")
 	}
 	sort.Strings(users)
+	byReplica := fmt.Sprintf("request.userInfo.username in [%s]", strings.Join(users, ","))
+	objectBucket := fmt.Sprintf("has(oldObject.metadata.labels) && '%s' in oldObject.metadata.labels", shard.BucketLabel)
+	leaseBucket := fmt.Sprintf("has(params.metadata.labels) && '%s' in params.metadata.labels", shard.BucketLabel)
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "status-by-holder"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"},
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -358,30 +479,57 @@ func denyStatusOfOthers(t *testing.T, g *WithT, cp *testenv.Environment, kubecon
 				}},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!(request.userInfo.username in [%s]) || "+
-					"(has(oldObject.metadata.labels) && '%s' in oldObject.metadata.labels && "+
-					"oldObject.metadata.labels['%s'] == request.userInfo.username)",
-					strings.Join(users, ","), shard.HolderLabel, shard.HolderLabel),
-				Message: notHolderMessage,
+				// No replica holds an object that has no bucket.
+				Expression: fmt.Sprintf("!(%s) || (%s)", byReplica, objectBucket),
+				Message:    notHolderMessage + ": it has no bucket",
+			}, {
+				// The Lease of the object's bucket names the replica.
+				Expression: fmt.Sprintf("!(%s) || !(%s) || !(%s) || "+
+					"params.metadata.labels['%s'] != oldObject.metadata.labels['%s'] || "+
+					"(has(params.spec.holderIdentity) && params.spec.holderIdentity == request.userInfo.username)",
+					byReplica, leaseBucket, objectBucket, shard.BucketLabel, shard.BucketLabel),
+				Message: notHolderMessage + ": its bucket's Lease names another",
 			}},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "status-by-holder"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
+			PolicyName: policy.Name,
+			ParamRef: &admissionregistrationv1.ParamRef{
+				Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{shard.RingLabel: shardRing}},
+				Namespace:               shardRuntimeNamespace,
+				ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
+
+	// The probe: a GitRepository of bucket b, whose Lease names r0; next
+	// to it, the Lease of another bucket, naming r1, and a Lease of the
+	// ring that is no bucket's (as a member's is), naming r1 too, which
+	// must not count. It runs before any replica starts, and the probe and
+	// its Leases are gone before one does: the replicas create the
+	// buckets' Leases themselves, and no Lease the probe wrote can make
+	// one of them believe it, or another, holds a bucket. (A bucket the
+	// replicas could not hold, one out of their range, would do as well,
+	// but then the probe would not be of a bucket's Lease as they write
+	// it.)
+	probe := createIn(g, cp, &sourcev1.GitRepository{}, gitRepositoryYAML(shardRuntimeNamespace, "probe", "https://example.com/probe"))
+	b := shard.BucketOf(shard.Key(probe, shard.ByObject))
+	leases := []*coordinationv1.Lease{
+		probeLease(shard.BucketLeaseName(shardRing, b), "r0", map[string]string{shard.BucketLabel: shard.BucketValue(b)}),
+		probeLease(shard.BucketLeaseName(shardRing, (b+1)%shard.Buckets), "r1",
+			map[string]string{shard.BucketLabel: shard.BucketValue((b + 1) % shard.Buckets)}),
+		probeLease("windlass-shard-probe", "r1", nil),
+	}
+	for _, lease := range leases {
+		g.Expect(cp.Client.Create(ctx, lease)).To(Succeed())
+	}
 	g.Expect(cp.Client.Create(ctx, policy)).To(Succeed())
 	g.Expect(cp.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() { _ = cp.Client.Delete(ctx, binding); _ = cp.Client.Delete(ctx, policy) })
 
-	// The probe: a GitRepository held by r0, whose status r1 may not write
-	// and r0 may.
-	probe := &sourcev1.GitRepository{}
-	createIn(g, cp, probe, gitRepositoryYAML(shardRuntimeNamespace, "probe", "https://example.com/probe"))
-	probe.Labels = map[string]string{shard.HolderLabel: "r0"}
-	g.Expect(cp.Client.Update(ctx, probe)).To(Succeed())
 	writeStatus := func(user string) error {
 		c := clientOf(g, kubeconfigs[user])
 		obj := &sourcev1.GitRepository{}
@@ -391,10 +539,38 @@ func denyStatusOfOthers(t *testing.T, g *WithT, cp *testenv.Environment, kubecon
 		obj.Status.ObservedGeneration++
 		return c.Status().Update(ctx, obj)
 	}
-	g.Eventually(func() error { return writeStatus("r1") }, timeout, interval).Should(MatchError(ContainSubstring(notHolderMessage)))
+	// Until the API server reads the policy and its params, it accepts
+	// the write, or refuses it for want of params.
+	g.Eventually(func() error { return writeStatus("r0") }, timeout, interval).
+		Should(MatchError(ContainSubstring(notHolderMessage + ": it has no bucket")))
+	g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(probe), probe)).To(Succeed())
+	probe.Labels = map[string]string{shard.BucketLabel: shard.BucketValue(b)}
+	g.Expect(cp.Client.Update(ctx, probe)).To(Succeed())
+	g.Eventually(func() error { return writeStatus("r1") }, timeout, interval).
+		Should(MatchError(ContainSubstring(notHolderMessage + ": its bucket's Lease names another")))
 	g.Expect(writeStatus("r0")).To(Succeed())
+	g.Expect(writeStatus("r2")).To(MatchError(ContainSubstring(notHolderMessage)))
+
 	g.Expect(cp.Client.Delete(ctx, probe)).To(Succeed())
-	t.Cleanup(func() { _ = cp.Client.Delete(ctx, binding); _ = cp.Client.Delete(ctx, policy) })
+	for _, lease := range leases {
+		g.Expect(cp.Client.Delete(ctx, lease)).To(Succeed())
+	}
+	var left coordinationv1.LeaseList
+	g.Expect(cp.Client.List(ctx, &left, client.InNamespace(shardRuntimeNamespace))).To(Succeed())
+	g.Expect(left.Items).To(BeEmpty(), "the probe's Leases are gone before a replica starts")
+}
+
+// probeLease is a Lease of the replicas' ring, with labels besides,
+// naming holder, for the probe of denyStatusOfOthers.
+func probeLease(name, holder string, labels map[string]string) *coordinationv1.Lease {
+	l := map[string]string{shard.RingLabel: shardRing}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: shardRuntimeNamespace, Labels: l},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
+	}
 }
 
 // clientOf returns a client of the cluster and user of kubeconfig.
@@ -424,7 +600,7 @@ spec: {image: %s, interval: 1h, insecure: true}
 		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
 		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(2))
 	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
-	holder := repo.Labels[shard.HolderLabel]
+	holder := holderIn(bucketHolders(g, cp), repo)
 	for name, proc := range replicas {
 		body := scrape(g, "http://"+proc.TagsAddr+"/images/shards-00/podinfo/tags")
 		g.Expect(body).To(ContainSubstring("6.1.0"), "the tags from %s (held by %s)", name, holder)
@@ -455,9 +631,10 @@ spec:
 	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
 	var list kustomizev1.KustomizationList
 	g.Expect(cp.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	buckets := bucketHolders(g, cp)
 	holders := map[string]bool{}
 	for _, ks := range list.Items {
-		holders[ks.Labels[shard.HolderLabel]] = true
+		holders[holderIn(buckets, &ks)] = true
 	}
 	g.Expect(len(holders)).To(BeNumerically(">", 1), "the namespace's Kustomizations are spread over replicas")
 
@@ -470,7 +647,7 @@ spec:
 		for _, ks := range list.Items {
 			requested := ks.Annotations[meta.ReconcileRequestAnnotation]
 			g.Expect(requested).NotTo(BeEmpty(), "%s was asked to reconcile", ks.Name)
-			g.Expect(ks.Status.LastHandledReconcileAt).To(Equal(requested), "%s (held by %s) reconciled", ks.Name, ks.Labels[shard.HolderLabel])
+			g.Expect(ks.Status.LastHandledReconcileAt).To(Equal(requested), "%s (held by %s) reconciled", ks.Name, holderIn(buckets, &ks))
 		}
 	}, timeout, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
 }
