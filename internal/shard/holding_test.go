@@ -7,6 +7,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/scheme"
 )
 
 // TestBalanceTakes: a member takes the buckets the ring assigns to it that
@@ -107,3 +115,27 @@ func TestHandOverCalledOff(t *testing.T) {
 }
 
 func ptrTo(s string) *string { return &s }
+
+// TestWakeGained: the objects of the buckets a member takes are woken,
+// of the kinds whose cache holds every object (the others come with their
+// cache's next list); those of other buckets are not.
+func TestWakeGained(t *testing.T) {
+	g := NewWithT(t)
+	repo := func(name, bucket string) *sourcev1.GitRepository {
+		return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{BucketLabel: bucket}}}
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(repo("a", "3"), repo("b", "4"), repo("c", "5"),
+		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{BucketLabel: "3"}}}).Build()
+	gitRepository, _ := kinds.Named(sourcev1.GitRepositoryKind)
+	m := &Member{opts: Options{Kinds: []kinds.Kind{gitRepository, kustomizationKind(g)}}, cache: reader,
+		subs: map[string]chan event.GenericEvent{sourcev1.GitRepositoryKind: make(chan event.GenericEvent, 8),
+			"Kustomization": make(chan event.GenericEvent, 8)}}
+	m.wake(context.Background(), []int{3, 5})
+	var woken []string
+	for len(m.subs[sourcev1.GitRepositoryKind]) > 0 {
+		woken = append(woken, (<-m.subs[sourcev1.GitRepositoryKind]).Object.GetName())
+	}
+	g.Expect(woken).To(ConsistOf("a", "c"))
+	g.Expect(m.subs["Kustomization"]).To(BeEmpty(), "a kind cached by bucket comes with its cache's next list")
+}

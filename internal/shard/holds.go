@@ -54,23 +54,28 @@ func (m *Member) wake(ctx context.Context, gained []int) {
 	if len(gained) == 0 {
 		return
 	}
+	in := map[string]bool{}
+	for _, b := range gained {
+		in[BucketValue(b)] = true
+	}
 	for _, k := range m.opts.Kinds {
 		ch, ok := m.subs[k.Kind]
 		if !ok || k.CachedByHolder {
 			continue
 		}
-		for _, b := range gained {
-			list := k.NewList()
-			if err := m.cache.List(ctx, list, client.MatchingLabels{BucketLabel: BucketValue(b)}); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of a shard bucket", "kind", k.Kind, "bucket", b)
+		list := k.NewList()
+		if err := m.cache.List(ctx, list, client.HasLabels{BucketLabel}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of the shard buckets taken", "kind", k.Kind)
+			continue
+		}
+		for _, obj := range k.Items(list) {
+			if !in[obj.GetLabels()[BucketLabel]] {
 				continue
 			}
-			for _, obj := range k.Items(list) {
-				select {
-				case ch <- event.GenericEvent{Object: obj}:
-				case <-ctx.Done():
-					return
-				}
+			select {
+			case ch <- event.GenericEvent{Object: obj}:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}
