@@ -109,7 +109,6 @@ func (m *Member) balance(ctx context.Context) {
 	}
 	leases := m.bucketLeases(store.List())
 	var gained []int
-	lost := false
 	for b := range Buckets {
 		lease := leases[b]
 		holder := ""
@@ -128,12 +127,10 @@ func (m *Member) balance(ctx context.Context) {
 		case owner != m.opts.Name && holder == m.opts.Name && ring.Has(owner):
 			m.handOver(ctx, b, lease, owner)
 		case holder != m.opts.Name:
-			lost = m.lose(b) || lost
+			m.lose(b)
 		}
 	}
-	if len(gained) > 0 || lost {
-		m.heldChanged(ctx, gained)
-	}
+	m.heldChanged(ctx, gained)
 }
 
 // bucketLeases returns the Leases of the ring's buckets among leases, by
@@ -173,18 +170,15 @@ func (m *Member) keep(b int) bool {
 	return true
 }
 
-// lose forgets b, which another member holds, and tells whether it was
-// held.
-func (m *Member) lose(b int) bool {
+// lose forgets b, which another member holds.
+func (m *Member) lose(b int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	held := m.buckets.held[b]
 	delete(m.buckets.held, b)
 	if r, ok := m.buckets.releasing[b]; ok {
 		delete(m.buckets.releasing, b)
 		closeOnce(r.drained)
 	}
-	return held
 }
 
 // take writes this member as the holder of b, on condition that its Lease
@@ -275,16 +269,23 @@ func (m *Member) writeHandOver(ctx context.Context, b int, r *release, lease *co
 	m.lose(b)
 	metrics.ShardBucketMoves.WithLabelValues("handed_over").Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("Handed over a shard bucket", "bucket", b, "to", to)
-	m.heldChanged(ctx, nil)
+	// The next balance, within a second, tells the buckets held: the
+	// hand-overs of one change of the ring are told at once, and each
+	// change of what the caches select lists their objects again.
+	m.askBalance()
 }
 
-// heldChanged tells the OnHeld functions the buckets held now, and wakes
-// the objects of the buckets gained.
+// heldChanged tells the OnHeld functions the buckets held now, when they
+// changed since they were last told, and wakes the objects of the buckets
+// gained.
 func (m *Member) heldChanged(ctx context.Context, gained []int) {
 	values := m.heldValues()
 	metrics.ShardBuckets.Set(float64(len(values)))
-	for _, fn := range m.onHeld {
-		fn(values)
+	if m.told == nil || !slices.Equal(values, m.told) {
+		m.told = values
+		for _, fn := range m.onHeld {
+			fn(values)
+		}
 	}
 	if len(gained) > 0 {
 		m.unlabelled.requeueAll()

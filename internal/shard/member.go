@@ -82,6 +82,9 @@ type Member struct {
 	subs       map[string]chan event.GenericEvent
 	resource   map[string]schema.GroupVersionResource
 	onHeld     []func(values []string)
+	// told are the buckets last told to onHeld (nil: none told yet); only
+	// the balance loop reads and writes it.
+	told []string
 
 	// changed is poked when a Lease changes; balanceAsked when the ring
 	// or a bucket's Lease does.

@@ -203,7 +203,7 @@ func expectOverviewNamesEveryHolder(g *WithT, cp *testenv.Environment, addr stri
 func startReplica(t *testing.T, g *WithT, kc, name string, extra ...string) *controller {
 	t.Helper()
 	args := append([]string{"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
-		"--requeue-dependency=2s", "--insecure-image-tags"}, extra...)
+		"--requeue-dependency=2s", "--insecure-image-tags", "--log-level=debug" /* TEMPDEBUG */}, extra...)
 	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace}, args...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -211,6 +211,7 @@ func startReplica(t *testing.T, g *WithT, kc, name string, extra ...string) *con
 		if t.Failed() {
 			t.Logf("windlass controller %s output (last lines):\n%s", name, lastLines(proc.Output(), 60))
 		}
+		_ = os.WriteFile("/tmp/shards-"+name+"-"+fmt.Sprint(time.Now().UnixNano())+".log", []byte(proc.Output()), 0o644) // TEMPDEBUG
 	})
 	g.Expect(proc.waitReady(timeout)).To(Succeed(), proc.Output)
 	return proc
@@ -256,13 +257,17 @@ func waitAllApplied(g *WithT, cp *testenv.Environment, revision string, replicas
 		var list kustomizev1.KustomizationList
 		g.Expect(cp.Client.List(context.Background(), &list)).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(shardNamespaces * shardKustomizations))
-		notReady := 0
+		buckets := bucketHolders(g, cp)
+		var notReady []string
 		for _, ks := range list.Items {
 			if !conditions.IsTrue(&ks, meta.ReadyCondition) || ks.Status.LastAppliedRevision != revision {
-				notReady++
+				notReady = append(notReady, fmt.Sprintf("%s/%s (bucket %q held by %q: %s)", ks.Namespace, ks.Name,
+					ks.Labels[shard.BucketLabel], holderIn(buckets, &ks), conditions.Message(&ks, meta.ReadyCondition))+
+					fmt.Sprintf(" TEMPDEBUG gen=%d obs=%d fin=%v rv=%s conds=%v", ks.Generation, ks.Status.ObservedGeneration, ks.Finalizers, ks.ResourceVersion, ks.Status.Conditions))
 			}
 		}
-		g.Expect(notReady).To(BeZero(), "Kustomizations not applied")
+		sort.Strings(notReady)
+		g.Expect(notReady).To(BeEmpty(), "Kustomizations not applied")
 	}, 3*time.Minute, interval).Should(Succeed(), func() string { return replicaTails(replicas) })
 }
 
