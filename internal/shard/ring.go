@@ -1,13 +1,14 @@
 // Package shard shares the objects of the Windlass kinds among the replicas
 // of `windlass controller --shards=auto`. Each replica keeps a Lease in the
-// controller's namespace (its membership); the live members form a Ring,
-// which names the replica that owns each object by rendezvous hashing of
-// its key (its namespace by default, so that a tenant's objects and their
-// dependsOn stay together). Who reconciles an object is written on it, in
-// the label HolderLabel: a replica reconciles only what it holds, claims
-// what nobody holds or what a dead member held, and hands over, from the
-// worker that reconciles it, what the ring gives to another replica, so
-// that an object is never reconciled by two replicas at once.
+// controller's namespace (its membership); the live members form a Ring.
+// Each object falls in one of Buckets buckets by a hash of its key (its
+// namespace by default, so that a tenant's objects and their dependsOn stay
+// together), recorded on it in BucketLabel; the ring assigns each member an
+// equal share of the buckets. Who reconciles a bucket's objects is written
+// in the bucket's Lease: a replica reconciles only the objects of the
+// buckets it holds, takes the buckets assigned to it that nobody live
+// holds, and hands over the others once no run of their objects is under
+// way, so that an object is never reconciled by two replicas at once.
 package shard
 
 import (
