@@ -71,7 +71,7 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 	b := NewControllerManagedBy(mgr, obj, opts)
 	if opts.Sharder != nil {
 		r.sharder = opts.Sharder
-		b = b.WatchesRawSource(opts.Sharder.Gained(r.Kind.Name))
+		b = b.WatchesRawSource(opts.Sharder.Moved(r.Kind.Name))
 	}
 	indexer := mgr.GetFieldIndexer()
 	if row.Gates != kinds.NoGates {

@@ -36,9 +36,10 @@ type Sharder interface {
 	// from the worker of obj, before anything else: a replica hands
 	// objects over to another only when none of their runs is under way.
 	Hold(ctx context.Context, c client.Client, kind string, obj client.Object) (func(), error)
-	// Gained returns the source of the requests that ask the controller
-	// of kind to reconcile objects this replica has come to hold.
-	Gained(kind string) source.Source
+	// Moved returns the source of the requests that ask the controller of
+	// kind to reconcile objects this replica has come to hold, or no
+	// longer holds (their runs forget them).
+	Moved(kind string) source.Source
 	// Mine passes the events of the objects this replica holds, or held
 	// before the change.
 	Mine() predicate.Predicate

@@ -35,6 +35,9 @@ type buckets struct {
 	releasing map[int]*release
 	// runs counts the runs under way of each bucket's objects.
 	runs map[int]int
+	// lost are the buckets no longer held, whose objects the next balance
+	// wakes: their runs forget what they remembered of them.
+	lost map[int]bool
 }
 
 // release is the hand-over of a bucket under way.
@@ -50,7 +53,7 @@ type release struct {
 }
 
 func newBuckets() buckets {
-	return buckets{held: map[int]bool{}, releasing: map[int]*release{}, runs: map[int]int{}}
+	return buckets{held: map[int]bool{}, releasing: map[int]*release{}, runs: map[int]int{}, lost: map[int]bool{}}
 }
 
 // BucketLeaseName is the name of the Lease of bucket b of ring.
@@ -174,6 +177,9 @@ func (m *Member) keep(b int) bool {
 func (m *Member) lose(b int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.buckets.held[b] {
+		m.buckets.lost[b] = true
+	}
 	delete(m.buckets.held, b)
 	if r, ok := m.buckets.releasing[b]; ok {
 		delete(m.buckets.releasing, b)
@@ -275,10 +281,12 @@ func (m *Member) writeHandOver(ctx context.Context, b int, r *release, lease *co
 	m.askBalance()
 }
 
-// heldChanged tells the OnHeld functions the buckets held now, when they
-// changed since they were last told, and wakes the objects of the buckets
-// gained.
+// heldChanged wakes the objects of the buckets lost, before the caches
+// drop them, so that their runs forget what this member remembered of
+// them; tells the OnHeld functions the buckets held now, when they changed
+// since they were last told; and wakes the objects of the buckets gained.
 func (m *Member) heldChanged(ctx context.Context, gained []int) {
+	m.wake(ctx, m.takeLost())
 	values := m.heldValues()
 	metrics.ShardBuckets.Set(float64(len(values)))
 	if m.told == nil || !slices.Equal(values, m.told) {
@@ -291,6 +299,20 @@ func (m *Member) heldChanged(ctx context.Context, gained []int) {
 		m.unlabelled.requeueAll()
 	}
 	m.wake(ctx, gained)
+}
+
+// takeLost returns the buckets lost since the last call.
+func (m *Member) takeLost() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]int, 0, len(m.buckets.lost))
+	for b := range m.buckets.lost {
+		if !m.buckets.held[b] {
+			out = append(out, b)
+		}
+	}
+	clear(m.buckets.lost)
+	return out
 }
 
 // heldValues returns the buckets held, as values of BucketLabel.

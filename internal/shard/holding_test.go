@@ -116,10 +116,9 @@ func TestHandOverCalledOff(t *testing.T) {
 
 func ptrTo(s string) *string { return &s }
 
-// TestWakeGained: the objects of the buckets a member takes are woken,
-// of the kinds whose cache holds every object (the others come with their
-// cache's next list); those of other buckets are not.
-func TestWakeGained(t *testing.T) {
+// TestWake: the objects of the buckets a member takes or loses are woken,
+// as the cache holds them; those of other buckets are not.
+func TestWake(t *testing.T) {
 	g := NewWithT(t)
 	repo := func(name, bucket string) *sourcev1.GitRepository {
 		return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
@@ -137,5 +136,19 @@ func TestWakeGained(t *testing.T) {
 		woken = append(woken, (<-m.subs[sourcev1.GitRepositoryKind]).Object.GetName())
 	}
 	g.Expect(woken).To(ConsistOf("a", "c"))
-	g.Expect(m.subs["Kustomization"]).To(BeEmpty(), "a kind cached by bucket comes with its cache's next list")
+	g.Expect(m.subs["Kustomization"]).To(HaveLen(1), "a kind cached by bucket is woken too, as far as the cache holds it")
+}
+
+// TestLostBucketsAreWokenOnce: a bucket handed over or lost is woken once,
+// by the next balance; one never held, or held again, is not.
+func TestLostBucketsAreWokenOnce(t *testing.T) {
+	g := NewWithT(t)
+	m := &Member{buckets: newBuckets()}
+	m.buckets.held[1], m.buckets.held[2], m.buckets.held[3] = true, true, true
+	m.lose(1)
+	m.lose(2)
+	m.lose(9)
+	m.keep(2)
+	g.Expect(m.takeLost()).To(ConsistOf(1))
+	g.Expect(m.takeLost()).To(BeEmpty(), "once")
 }

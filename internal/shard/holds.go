@@ -37,9 +37,10 @@ func (m *Member) Hold(ctx context.Context, c client.Client, kind string, obj cli
 	return nil, m.relabel(ctx, c, kind, obj, b, want)
 }
 
-// Gained returns the source of the requests that wake the objects of kind
-// in the buckets this member takes (see wake).
-func (m *Member) Gained(kind string) source.Source {
+// Moved returns the source of the requests that wake the objects of kind
+// in the buckets this member takes or loses (see wake). The requests pass
+// no predicate: Mine would refuse those of the buckets lost.
+func (m *Member) Moved(kind string) source.Source {
 	ch, ok := m.subs[kind]
 	if !ok {
 		ch = make(chan event.GenericEvent)
@@ -47,20 +48,21 @@ func (m *Member) Gained(kind string) source.Source {
 	return source.Channel(ch, &handler.EnqueueRequestForObject{})
 }
 
-// wake asks the controllers to reconcile the objects of the buckets
-// gained, of the kinds whose cache holds every object: those of the kinds
-// cached by bucket come with the cache's next list.
-func (m *Member) wake(ctx context.Context, gained []int) {
-	if len(gained) == 0 {
+// wake asks the controllers to reconcile the objects of buckets, as the
+// cache holds them: a run of an object of a bucket gained reconciles it,
+// one of a bucket lost forgets it. (The objects of the kinds cached by
+// bucket that the cache does not hold yet come with its next list.)
+func (m *Member) wake(ctx context.Context, buckets []int) {
+	if len(buckets) == 0 {
 		return
 	}
 	in := map[string]bool{}
-	for _, b := range gained {
+	for _, b := range buckets {
 		in[BucketValue(b)] = true
 	}
 	for _, k := range m.opts.Kinds {
 		ch, ok := m.subs[k.Kind]
-		if !ok || k.CachedByHolder {
+		if !ok {
 			continue
 		}
 		list := k.NewList()
