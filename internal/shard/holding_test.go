@@ -63,26 +63,34 @@ func TestBalanceTakes(t *testing.T) {
 	g.Expect(slices.Contains(told[1], BucketValue(others))).To(BeTrue())
 }
 
+// handingOver returns a member of the ring of it and another that holds a
+// bucket the ring assigns to the other, with a run of it under way (run
+// ends it), once a balance has started handing it over; and the namespace
+// of the Leases.
+func handingOver(t *testing.T, g *WithT, ctx context.Context) (m *Member, ns string, b int, run func()) {
+	ns = env.CreateNamespace(t)
+	m = testMember(g, ns, "me", "me", "other")
+	b = bucketOwnedBy(g, m.assignment, "other")
+	bucketLease(g, ns, b, "me")
+	readLeases(g, m)
+	m.buckets.held[b] = true
+	run = m.hold(b)
+	g.Expect(run).NotTo(BeNil())
+	m.balance(ctx)
+	return m, ns, b, run
+}
+
 // TestHandOverWaitsForRuns: a member that holds a bucket the ring assigns
 // to another starts no run of its objects any more, and writes the new
 // holder only once the runs under way have ended.
 func TestHandOverWaitsForRuns(t *testing.T) {
-	ns := env.CreateNamespace(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := testMember(g, ns, "me", "me", "other")
-	b := bucketOwnedBy(g, m.assignment, "other")
-	bucketLease(g, ns, b, "me")
-	readLeases(g, m)
-	m.buckets.held[b] = true
-	run := m.hold(b)
-	g.Expect(run).NotTo(BeNil())
-
-	m.balance(ctx)
+	m, ns, b, run := handingOver(t, g, ctx)
 	g.Expect(m.hold(b)).To(BeNil(), "no run starts once the hand-over has")
-	g.Consistently(func() string { return holderOf(g, ns, b) }, time.Second, 100*time.Millisecond).
-		Should(Equal("me"), "not handed over while a run is under way")
+	g.Expect(m.buckets.releasing[b].drained).NotTo(BeClosed(), "the hand-over waits for the run under way")
+	g.Expect(holderOf(g, ns, b)).To(Equal("me"))
 
 	run()
 	g.Eventually(func() string { return holderOf(g, ns, b) }, 10*time.Second, 50*time.Millisecond).Should(Equal("other"))
@@ -93,25 +101,20 @@ func TestHandOverWaitsForRuns(t *testing.T) {
 // TestHandOverCalledOff: a bucket whose hand-over has not been written is
 // kept when the ring assigns it back to the member.
 func TestHandOverCalledOff(t *testing.T) {
-	ns := env.CreateNamespace(t)
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := testMember(g, ns, "me", "me", "other")
-	b := bucketOwnedBy(g, m.assignment, "other")
-	bucketLease(g, ns, b, "me")
-	readLeases(g, m)
-	m.buckets.held[b] = true
-	run := m.hold(b)
-	m.balance(ctx)
+	m, ns, b, run := handingOver(t, g, ctx)
 	g.Expect(m.holdsBucket(b)).To(BeFalse())
 
 	m.ring = NewRing("me") // the other went
 	m.assignment = m.ring.Assign()
 	m.balance(ctx)
 	g.Expect(m.holdsBucket(b)).To(BeTrue(), "kept")
+	g.Expect(m.buckets.releasing).NotTo(HaveKey(b), "the hand-over is called off: once drained, it writes nothing")
 	run()
-	g.Consistently(func() string { return holderOf(g, ns, b) }, time.Second, 100*time.Millisecond).Should(Equal("me"))
+	g.Expect(m.buckets.runs).NotTo(HaveKey(b))
+	g.Expect(holderOf(g, ns, b)).To(Equal("me"))
 }
 
 func ptrTo(s string) *string { return &s }
