@@ -209,12 +209,12 @@ func (m *Member) take(ctx context.Context, b int, lease *coordinationv1.Lease, f
 	}
 	if err != nil {
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			ctrl.LoggerFrom(ctx).Error(err, "Taking a shard bucket", "bucket", b)
+			ctrl.LoggerFrom(ctx).Error(err, "Taking a shard bucket", "shardBucket", b)
 		}
 		return false
 	}
 	metrics.ShardBucketMoves.WithLabelValues("claimed").Inc()
-	ctrl.LoggerFrom(ctx).V(1).Info("Took a shard bucket", "bucket", b, "from", from)
+	ctrl.LoggerFrom(ctx).V(1).Info("Took a shard bucket", "shardBucket", b, "from", from)
 	return m.keep(b)
 }
 
@@ -268,13 +268,13 @@ func (m *Member) writeHandOver(ctx context.Context, b int, r *release, lease *co
 		r.writing, r.failed = false, true
 		m.mu.Unlock()
 		if !apierrors.IsConflict(err) {
-			ctrl.LoggerFrom(ctx).Error(err, "Handing over a shard bucket", "bucket", b, "to", to)
+			ctrl.LoggerFrom(ctx).Error(err, "Handing over a shard bucket", "shardBucket", b, "to", to)
 		}
 		return
 	}
 	m.lose(b)
 	metrics.ShardBucketMoves.WithLabelValues("handed_over").Inc()
-	ctrl.LoggerFrom(ctx).V(1).Info("Handed over a shard bucket", "bucket", b, "to", to)
+	ctrl.LoggerFrom(ctx).V(1).Info("Handed over a shard bucket", "shardBucket", b, "to", to)
 	// The next balance, within a second, tells the buckets held: the
 	// hand-overs of one change of the ring are told at once, and each
 	// change of what the caches select lists their objects again.

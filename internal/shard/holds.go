@@ -67,7 +67,7 @@ func (m *Member) wake(ctx context.Context, buckets []int) {
 		}
 		list := k.NewList()
 		if err := m.cache.List(ctx, list, client.HasLabels{BucketLabel}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of the shard buckets taken", "kind", k.Kind)
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the objects of the shard buckets moved", "kind", k.Kind)
 			continue
 		}
 		for _, obj := range k.Items(list) {

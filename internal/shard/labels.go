@@ -255,7 +255,7 @@ func (m *Member) label(ctx context.Context, kind string, gvr schema.GroupVersion
 	if err == nil {
 		metrics.ShardLabelled.WithLabelValues(kind).Inc()
 		ctrl.LoggerFrom(ctx).V(1).Info("Labelled with its shard bucket", "resource", gvr.Resource,
-			"namespace", obj.Namespace, "name", obj.Name, "bucket", b)
+			"namespace", obj.Namespace, "name", obj.Name, "shardBucket", b)
 	}
 	return err
 }
