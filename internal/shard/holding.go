@@ -72,6 +72,19 @@ func ReadBucketLease(lease *coordinationv1.Lease) (bucket int, holder string, ok
 	return b, ptr.Deref(lease.Spec.HolderIdentity, ""), true
 }
 
+// BucketHolders returns the holder of each bucket that leases, the Leases
+// of one ring, record, leaving out the Leases that are no bucket's and the
+// buckets that name no holder.
+func BucketHolders(leases []coordinationv1.Lease) map[int]string {
+	out := map[int]string{}
+	for i := range leases {
+		if b, holder, ok := ReadBucketLease(&leases[i]); ok && holder != "" {
+			out[b] = holder
+		}
+	}
+	return out
+}
+
 // OnHeld calls fn with the buckets this member holds, as values of
 // BucketLabel, whenever they change (and once they are first known):
 // the caches of the kinds cached by bucket select them. Call it before

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -54,7 +55,7 @@ func TestBalanceTakes(t *testing.T) {
 	// The other hands its bucket over: the member keeps it, with no write.
 	readLeases(g, m)
 	lease := m.bucketLeases(m.leaseStore.List())[others].DeepCopy()
-	lease.Spec.HolderIdentity = ptrTo("me")
+	lease.Spec.HolderIdentity = ptr.To("me")
 	g.Expect(env.Client.Update(ctx, lease)).To(Succeed())
 	readLeases(g, m)
 	m.balance(ctx)
@@ -116,8 +117,6 @@ func TestHandOverCalledOff(t *testing.T) {
 	g.Expect(m.buckets.runs).NotTo(HaveKey(b))
 	g.Expect(holderOf(g, ns, b)).To(Equal("me"))
 }
-
-func ptrTo(s string) *string { return &s }
 
 // TestWake: the objects of the buckets a member takes or loses are woken,
 // as the cache holds them; those of other buckets are not.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,21 +87,12 @@ func bucketOwnedBy(g Gomega, a Assignment, member string) int {
 func nameInBucket(g Gomega, ns string, b int, taken ...string) string {
 	for i := range 100000 {
 		name := fmt.Sprintf("app-%d", i)
-		if BucketOf(ns+"/"+name) == b && !contains(taken, name) {
+		if BucketOf(ns+"/"+name) == b && !slices.Contains(taken, name) {
 			return name
 		}
 	}
 	g.Expect(false).To(BeTrue(), "no name in bucket %d", b)
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestHold(t *testing.T) {

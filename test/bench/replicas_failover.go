@@ -457,20 +457,7 @@ func readBucketHolders(ctx context.Context, c client.Client) (map[int]string, er
 		client.MatchingLabels{shard.RingLabel: replicasRing}); err != nil {
 		return nil, fmt.Errorf("listing the bucket Leases in %s: %w", controllerNamespace, err)
 	}
-	return bucketHolders(leases.Items), nil
-}
-
-// bucketHolders returns the holder of each bucket that leases record,
-// leaving out the Leases that are no bucket's and the buckets held by
-// none.
-func bucketHolders(leases []coordinationv1.Lease) map[int]string {
-	out := map[int]string{}
-	for i := range leases {
-		if b, holder, ok := shard.ReadBucketLease(&leases[i]); ok && holder != "" {
-			out[b] = holder
-		}
-	}
-	return out
+	return shard.BucketHolders(leases.Items), nil
 }
 
 // bucketLabels returns the bucket label of every object of the kinds the

@@ -83,7 +83,7 @@ func TestShardBucketHolders(t *testing.T) {
 		}
 		return l
 	}
-	got := bucketHolders([]coordinationv1.Lease{
+	got := shard.BucketHolders([]coordinationv1.Lease{
 		lease(shard.BucketLeaseName(replicasRing, 0), "0", "r1"),
 		lease(shard.BucketLeaseName(replicasRing, 7), "7", "r0"),
 		lease(shard.BucketLeaseName(replicasRing, 9), "9", ""),

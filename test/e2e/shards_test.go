@@ -339,19 +339,13 @@ func holdersByLease(g Gomega, cp *testenv.Environment) map[string]string {
 }
 
 // bucketHolders returns, by bucket, the member that each Lease of the
-// buckets of the replicas' ring names ("" for a Lease that names none).
-// The ring's members' Leases, which it lists too, are no bucket's.
+// buckets of the replicas' ring names (a bucket whose Lease names none is
+// left out).
 func bucketHolders(g Gomega, cp *testenv.Environment) map[int]string {
 	var leases coordinationv1.LeaseList
 	g.Expect(cp.Client.List(context.Background(), &leases, client.InNamespace(shardRuntimeNamespace),
 		client.MatchingLabels{shard.RingLabel: shardRing})).To(Succeed())
-	out := map[int]string{}
-	for i := range leases.Items {
-		if b, holder, ok := shard.ReadBucketLease(&leases.Items[i]); ok {
-			out[b] = holder
-		}
-	}
-	return out
+	return shard.BucketHolders(leases.Items)
 }
 
 // holderIn returns the holder of obj by buckets (see bucketHolders): the
