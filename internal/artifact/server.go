@@ -77,18 +77,31 @@ func (s *Storage) Server(addr string) *http.Server {
 // Start listens on addr and serves the storage until ctx is done, then shuts
 // down gracefully.
 func (s *Storage) Start(ctx context.Context, addr string) error {
+	return s.StartWith(ctx, addr, s.Handler())
+}
+
+// StartWith listens on addr and serves handler, which serves the storage
+// (Handler, wrapped), until ctx is done, then shuts down gracefully.
+func (s *Storage) StartWith(ctx context.Context, addr string, handler http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s for artifact storage: %w", addr, err)
 	}
-	return s.Serve(ctx, ln)
+	srv := s.Server(ln.Addr().String())
+	srv.Handler = handler
+	return serveHTTP(ctx, srv, ln)
 }
 
 // Serve serves the storage on ln until ctx is done, then shuts down
 // gracefully, waiting up to 30 seconds for downloads in flight. It closes
 // ln. A nil return means a clean shutdown.
 func (s *Storage) Serve(ctx context.Context, ln net.Listener) error {
-	if err := httpserver.Serve(ctx, s.Server(ln.Addr().String()), ln, shutdownTimeout); err != nil {
+	return serveHTTP(ctx, s.Server(ln.Addr().String()), ln)
+}
+
+// serveHTTP serves srv on ln until ctx is done (see Serve).
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	if err := httpserver.Serve(ctx, srv, ln, shutdownTimeout); err != nil {
 		return fmt.Errorf("serving artifact storage: %w", err)
 	}
 	return nil

@@ -50,7 +50,40 @@ type Storage struct {
 	retentionRecords int
 	locks            keyedMutex
 	fingerprints     treeFingerprints
+	// shared is set when the advertised address is shared by replicas
+	// that store the artifacts of different sources (see SetShared).
+	shared bool
+	// storedAgain are told of the artifacts built again here (see
+	// OnStoredAgain).
+	storedAgain []func(kind string, obj metav1.Object)
 }
+
+// OnStoredAgain has fn told of every artifact that a source controller of
+// this process builds again, as another replica had stored it, under the
+// same URL: the source's status does not change, so its consumers that
+// waited for the artifact here learn it from fn. Call it before the
+// storage is used.
+func (s *Storage) OnStoredAgain(fn func(kind string, obj metav1.Object)) {
+	s.storedAgain = append(s.storedAgain, fn)
+}
+
+// StoredAgain tells the OnStoredAgain functions that the artifact of obj,
+// of kind, was built again here.
+func (s *Storage) StoredAgain(kind string, obj metav1.Object) {
+	for _, fn := range s.storedAgain {
+		fn(kind, obj)
+	}
+}
+
+// SetShared says that the advertised address is shared by the replicas
+// of a ring (--shards=auto behind one Service): every replica names an
+// artifact with the same URL, and the artifact of a source whose file
+// this storage lacks was stored by another replica. Call it before the
+// storage is used.
+func (s *Storage) SetShared(shared bool) { s.shared = shared }
+
+// Shared tells whether the advertised address is shared (see SetShared).
+func (s *Storage) Shared() bool { return s.shared }
 
 // New returns a Storage rooted at basePath, which it creates (mode 0750) if
 // needed. advertisedAddr is the host[:port] that artifact URLs point at.
@@ -166,11 +199,12 @@ func (s *Storage) ArtifactExists(a meta.Artifact) bool {
 }
 
 // StoredElsewhere reports whether a, the artifact of obj of kind, was
-// stored at another address (another replica, whose objects this one took
-// over) and is not in this storage: its source controller builds it again
-// here.
+// stored by another replica (whose objects this one took over) and is not
+// in this storage: its source controller builds it again here. The
+// artifact was stored at another address, or the address is shared (see
+// SetShared).
 func (s *Storage) StoredElsewhere(kind string, obj metav1.Object, a meta.Artifact) bool {
-	return !s.ArtifactExists(a) && a.URL != s.NewArtifactFor(kind, obj, a.Revision, a.FileName()).URL
+	return !s.ArtifactExists(a) && (s.shared || a.URL != s.NewArtifactFor(kind, obj, a.Revision, a.FileName()).URL)
 }
 
 // Open opens the artifact's file for reading. A missing file gives an error

@@ -247,6 +247,11 @@ func TestStoredElsewhere(t *testing.T) {
 	gone.URL = s.NewArtifactFor("GitRepository", obj("default", "podinfo"), gone.Revision, "b.tar.gz").URL
 	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), gone)).To(BeFalse(),
 		"stored at this address and gone from it: not another replica's")
+
+	s.SetShared(true)
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), gone)).To(BeTrue(),
+		"the address is the ring's: another replica stored it")
+	g.Expect(s.StoredElsewhere("GitRepository", obj("default", "podinfo"), here)).To(BeFalse(), "stored here")
 }
 
 func TestDigest(t *testing.T) {

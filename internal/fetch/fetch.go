@@ -93,6 +93,10 @@ type HTTP struct {
 	Retries int
 	// MaxSize caps the size of an artifact, compressed.
 	MaxSize int64
+	// Route, when set, returns the URL to download an artifact from in
+	// place of its own (the replica that stores it, when replicas share
+	// one address); "" when nothing serves it yet (ErrNotFound).
+	Route func(ctx context.Context, a meta.Artifact) string
 }
 
 // artifactAddresses are the addresses artifacts are downloaded from: the
@@ -125,6 +129,11 @@ func (h *HTTP) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
 // downloadFile downloads the artifact to a temporary file, retrying, and
 // returns it, checked and rewound; the caller closes and removes it.
 func (h *HTTP) downloadFile(ctx context.Context, a meta.Artifact) (*os.File, error) {
+	if h.Route != nil {
+		if a.URL = h.Route(ctx, a); a.URL == "" {
+			return nil, fmt.Errorf("%w: artifact %s is not stored yet where it is served", ErrNotFound, a.Path)
+		}
+	}
 	f, err := workdir.CreateTemp("artifact-*.tar.gz")
 	if err != nil {
 		return nil, err

@@ -103,3 +103,29 @@ func TestHTTPRefusesLinkLocalAndMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPRoute: a fetcher with a Route downloads an artifact from the URL
+// the Route gives (the replica that stores it), not from the artifact's
+// own (the address the replicas share), and finds nothing when the Route
+// knows no place that serves it yet.
+func TestHTTPRoute(t *testing.T) {
+	g := NewWithT(t)
+	_, a, srv := storedArtifact(t, g)
+	shared := a
+	shared.URL = "http://source-controller.windlass.svc/" + a.Path
+	var routed []string
+	f := NewHTTP()
+	f.Route = func(_ context.Context, a meta.Artifact) string {
+		routed = append(routed, a.URL)
+		return srv.URL + "/" + a.Path
+	}
+	dir := t.TempDir()
+	g.Expect(f.Fetch(context.Background(), shared, dir)).To(Succeed())
+	g.Expect(os.ReadFile(filepath.Join(dir, "deploy", "app.yaml"))).To(Equal([]byte("kind: ConfigMap\n")))
+	g.Expect(routed).To(Equal([]string{shared.URL}))
+
+	f.Route = func(context.Context, meta.Artifact) string { return "" }
+	g.Expect(f.Fetch(context.Background(), shared, t.TempDir())).To(MatchError(ErrNotFound))
+	_, err := f.ReadAll(context.Background(), shared, 1<<20)
+	g.Expect(err).To(MatchError(ErrNotFound))
+}

@@ -109,8 +109,8 @@ type Options struct {
 	// alerts and the dashboard's ConfigMap (package monitoring).
 	Monitoring bool
 	// Replicas is how many pods each Deployment runs (1 when zero): with
-	// more than one, they share the objects (--shards=auto) and each
-	// advertises its artifacts at its pod's address.
+	// more than one, they share the objects (--shards=auto) and their
+	// artifacts' URLs name the Service in front of them all.
 	Replicas int
 }
 
@@ -376,11 +376,11 @@ func (d deployment) args(split, notifications bool, replicas int) []string {
 	if d.runs(manager.SourceController) || d.runs(manager.ImageReflectorController) {
 		args = append(args, "--storage-path=/data")
 	}
-	switch {
-	case d.runs(manager.SourceController) && replicas > 1:
-		// Each replica serves the artifacts of the sources it holds.
-		args = append(args, fmt.Sprintf("--storage-adv-addr=$(%s):%d", podIPVariable, ArtifactPort))
-	case d.runs(manager.SourceController):
+	if d.runs(manager.SourceController) {
+		// With replicas, each serves the artifacts of the sources it
+		// holds, at the address its Lease publishes ($POD_IP), and passes
+		// a download the Service sent it to the holder: an artifact's URL
+		// names the Service, and survives the replica that stored it.
 		args = append(args, "--storage-adv-addr="+ServiceName+".$(RUNTIME_NAMESPACE).svc")
 	}
 	if d.runs(manager.ImageReflectorController) {

@@ -295,7 +295,8 @@ func TestImageTag(t *testing.T) {
 }
 
 // TestRenderReplicas runs several pods per Deployment that share the
-// objects, each advertising its artifacts at its own address.
+// objects, their artifacts' URLs naming the Service in front of them all,
+// each publishing its own address ($POD_IP) to the others.
 func TestRenderReplicas(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(g, Options{Version: "v1", Replicas: 3})
@@ -303,7 +304,7 @@ func TestRenderReplicas(t *testing.T) {
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 	g.Expect(replicas).To(BeEquivalentTo(3))
 	args := containerArgs(g, d)
-	g.Expect(args).To(ContainElements("--shards=auto", "--storage-adv-addr=$(POD_IP):9090"))
+	g.Expect(args).To(ContainElements("--shards=auto", "--storage-adv-addr=source-controller.$(RUNTIME_NAMESPACE).svc"))
 	g.Expect(args).NotTo(ContainElement("--enable-leader-election"), "every replica reconciles its share")
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	env := containers[0].(map[string]any)["env"].([]any)

@@ -14,7 +14,6 @@ import (
 	kustomizectrl "github.com/windlass-dev/windlass/internal/controller/kustomize"
 	sourcectrl "github.com/windlass-dev/windlass/internal/controller/source"
 	"github.com/windlass-dev/windlass/internal/event"
-	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/git"
 	"github.com/windlass-dev/windlass/internal/health"
 	"github.com/windlass-dev/windlass/internal/helm/chart"
@@ -24,6 +23,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
+	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/ssa"
 	"github.com/windlass-dev/windlass/internal/versions"
 )
@@ -301,7 +301,7 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
 		Storage:              m.Storage,
-		Remote:               remoteArtifacts(opts),
+		Remote:               m.chartSourceArtifacts(opts),
 		IndexCache:           m.HelmIndexes,
 		MaxIndexSize:         opts.Source.HelmIndexMaxSize,
 		JitterPercent:        opts.IntervalJitterPercentage,
@@ -318,7 +318,7 @@ func (m *Manager) setupHelmSources(ctx context.Context, opts Options) error {
 		Client:               m.GetClient(),
 		Events:               m.events(SourceController),
 		Storage:              m.Storage,
-		Remote:               fetch.NewHTTP(),
+		Remote:               m.remoteArtifacts(),
 		JitterPercent:        opts.IntervalJitterPercentage,
 		DependencyRequeue:    opts.RequeueDependency,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
@@ -352,7 +352,18 @@ func (m *Manager) setupKustomize(ctx context.Context, opts Options) error {
 	if m.ui != nil {
 		m.ui.Previews[kustomizev1.KustomizationKind] = r.Preview
 	}
-	return r.SetupWithManager(ctx, m, opts.controllerOptions())
+	return r.SetupWithManager(ctx, m, m.consumerOptions(opts))
+}
+
+// consumerOptions returns the options of the controller of a kind that
+// consumes sources' artifacts: those of every controller, and the events
+// of the artifacts this process's source controller builds again.
+func (m *Manager) consumerOptions(opts Options) reconcile.ControllerOptions {
+	copts := opts.controllerOptions()
+	if m.Storage != nil {
+		copts.ArtifactsStoredAgain = m.storedAgain.subscribe
+	}
+	return copts
 }
 
 // versionsSelected returns a versions cache, run by the manager, of the
@@ -416,7 +427,7 @@ func (m *Manager) setupHelm(ctx context.Context, opts Options) error {
 	if m.ui != nil {
 		m.ui.Previews[helmv2.HelmReleaseKind] = r.Preview
 	}
-	copts := opts.controllerOptions()
+	copts := m.consumerOptions(opts)
 	copts.MaxConcurrentReconciles = max(opts.Helm.Concurrent, 1)
 	return r.SetupWithManager(ctx, m, copts)
 }

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type Manager struct {
 	ctrl.Manager
 	// Storage is the artifact storage, when a source controller runs.
 	Storage *artifact.Storage
+	// storedAgain passes the artifacts built again in Storage to the
+	// controllers of their consumers.
+	storedAgain storedAgainEvents
 	// StorageAddr is where Storage is served.
 	StorageAddr string
 	// HelmIndexes are the parsed Helm repository indexes that the
@@ -258,9 +262,11 @@ func (m *Manager) setupStorage(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("opening the artifact storage at %s: %w", path, err)
 	}
+	storage.SetShared(sharedArtifacts(opts))
+	storage.OnStoredAgain(m.storedAgain.tell)
 	m.Storage = storage
 	m.StorageAddr = opts.Source.StorageAddr
-	return m.Add(&storageServer{storage: storage, addr: opts.Source.StorageAddr})
+	return m.Add(&storageServer{storage: storage, addr: opts.Source.StorageAddr, handler: m.forwardArtifacts(storage.Handler())})
 }
 
 // storageServer serves the artifact storage over HTTP while the manager
@@ -268,6 +274,7 @@ func (m *Manager) setupStorage(opts Options) error {
 type storageServer struct {
 	storage *artifact.Storage
 	addr    string
+	handler http.Handler
 }
 
 // NeedLeaderElection is false: every replica serves its storage, so that a
@@ -277,5 +284,5 @@ func (s *storageServer) NeedLeaderElection() bool { return false }
 // Start serves until ctx is done, then shuts down gracefully.
 func (s *storageServer) Start(ctx context.Context) error {
 	ctrl.LoggerFrom(ctx).Info("Serving artifacts", "addr", s.addr)
-	return s.storage.Start(ctx, s.addr)
+	return s.storage.StartWith(ctx, s.addr, s.handler)
 }

@@ -12,16 +12,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/windlass-dev/windlass/api/image/v1"
-	"github.com/windlass-dev/windlass/api/meta"
-	"github.com/windlass-dev/windlass/internal/artifact"
-	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
 	"github.com/windlass-dev/windlass/internal/registry"
 	"github.com/windlass-dev/windlass/internal/reselect"
@@ -245,89 +241,42 @@ func (m *Manager) Leave(ctx context.Context) error {
 	return m.Shard.Leave(ctx)
 }
 
-// artifactSource reads and unpacks artifacts: a Fetcher, a Patcher and a
-// Reader.
-type artifactSource interface {
-	fetch.Fetcher
-	fetch.Reader
-}
-
-// artifacts returns how the appliers of this process read the artifacts
-// of their sources: from the storage of the source controller of this
-// process when it holds them, over HTTP otherwise (the source controller
-// runs elsewhere, another replica holds the source, or another producer
-// publishes the ExternalArtifact).
-func (m *Manager) artifacts() artifactSource {
-	if m.Storage == nil {
-		return fetch.NewHTTP()
-	}
-	return &fetch.LocalOrHTTP{Local: &fetch.Local{Storage: m.Storage}, HTTP: fetch.NewHTTP()}
-}
-
-// storedAgainHere tells the appliers of this process whether the
-// artifact a of source, of kind, is being stored again here (see
-// sourceref.Resolver.StoredAgainHere): see willStoreAgain.
-func (m *Manager) storedAgainHere(kind string, source client.Object, a meta.Artifact) bool {
-	var owns func(string, metav1.Object) bool
-	if m.Shard != nil {
-		owns = m.Shard.Owns
-	}
-	return willStoreAgain(m.Storage, owns, kind, source, a)
-}
-
-// willStoreAgain reports whether the source controller of this process,
-// whose artifacts storage holds, is about to store a, the artifact of
-// source, of kind, again under its own address: it reconciles the kind
-// (ExternalArtifacts have producers of their own), the source is not
-// suspended, owns (nil without shards) gives it to this replica, and a was
-// stored at another address (by a replica that went, or before the
-// storage's address changed). The source's next status names this
-// storage's address, which wakes its consumers.
-func willStoreAgain(storage *artifact.Storage, owns func(string, metav1.Object) bool, kind string, source client.Object, a meta.Artifact) bool {
-	if storage == nil {
-		return false
-	}
-	if row, ok := kinds.Named(kind); !ok || !row.Reconciled() {
-		return false
-	}
-	if s, ok := source.(interface{ IsSuspended() bool }); ok && s.IsSuspended() {
-		return false
-	}
-	if owns != nil && !owns(kind, source) {
-		return false
-	}
-	return a.URL != storage.NewArtifactFor(kind, source, a.Revision, a.FileName()).URL
-}
-
-// remoteArtifacts returns the HTTP fetcher of the artifacts that another
-// replica stores, when the replicas share the sources; nil otherwise.
-func remoteArtifacts(opts Options) *fetch.HTTP {
-	if !opts.Shards.auto() {
-		return nil
-	}
-	return fetch.NewHTTP()
-}
-
 // imageTagsAddress names the address of a replica's tags server on its
 // Lease.
 const imageTagsAddress = "image-tags"
 
 // shardAddresses are the base URLs of what this replica serves that only
-// the holder of an object can answer: the scanned tags.
+// the holder of an object can answer: the scanned tags, and the artifacts
+// of the sources it holds.
 func shardAddresses(controllers []string, opts *Options) map[string]string {
-	if !slices.Contains(controllers, ImageReflectorController) || opts.Image.TagsAddr == "" {
-		return nil
+	out := map[string]string{}
+	if slices.Contains(controllers, ImageReflectorController) && opts.Image.TagsAddr != "" {
+		if addr, ok := replicaAddress(opts.Image.TagsAddr); ok {
+			out[imageTagsAddress] = "http://" + addr
+		}
 	}
-	host, port, err := net.SplitHostPort(opts.Image.TagsAddr)
+	if slices.Contains(controllers, SourceController) {
+		if addr, ok := replicaAddress(opts.Source.StorageAddr); ok {
+			out[artifactsAddress] = "http://" + addr
+		}
+	}
+	return out
+}
+
+// replicaAddress returns the address at which the other replicas reach a
+// server of this one that listens on addr: the pod's IP ($POD_IP, else the
+// host's name) when addr names no host.
+func replicaAddress(addr string) (string, bool) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil
+		return "", false
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		if host = os.Getenv("POD_IP"); host == "" {
 			host, _ = os.Hostname()
 		}
 	}
-	return map[string]string{imageTagsAddress: "http://" + net.JoinHostPort(host, port)}
+	return net.JoinHostPort(host, port), true
 }
 
 // forwardTags passes a request for the tags of an ImageRepository that

@@ -135,10 +135,11 @@ func TestHeldKinds(t *testing.T) {
 	g.Expect(kinds.Names(HeldKinds([]string{"kustomize", "gating"}))).To(Equal([]string{"Kustomization", "Gate"}))
 }
 
-// TestWillStoreAgain: an artifact that another address stored is stored
+// TestWillStoreAgain: an artifact that another address stored (or, when
+// the replicas share one address, that this storage lacks) is stored
 // again here when this process reconciles its source and the ring gives
 // the source to this replica; not an ExternalArtifact's, a suspended
-// source's, another replica's or one stored at this address.
+// source's, another replica's or one stored here.
 func TestWillStoreAgain(t *testing.T) {
 	storage, err := artifact.New(t.TempDir(), "here:9090", time.Minute, 2)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
@@ -154,6 +155,12 @@ func TestWillStoreAgain(t *testing.T) {
 	mine := func(_ string, o metav1.Object) bool { return o.GetName() != "theirs" }
 	ea := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ea"}}
 	here := storage.NewArtifactFor(sourcev1.GitRepositoryKind, repo("app", false), "main@sha1:1", "1.tar.gz")
+	ring, err := artifact.New(t.TempDir(), "source-controller.windlass.svc", time.Minute, 2)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ring.SetShared(true)
+	lost := ring.NewArtifactFor(sourcev1.GitRepositoryKind, repo("app", false), "main@sha1:1", "1.tar.gz")
+	stored := ring.NewArtifactFor(sourcev1.GitRepositoryKind, repo("stored", false), "main@sha1:1", "1.tar.gz")
+	NewWithT(t).Expect(ring.Archive(&stored, t.TempDir(), nil)).To(Succeed())
 	tests := []struct {
 		name    string
 		storage *artifact.Storage
@@ -169,6 +176,8 @@ func TestWillStoreAgain(t *testing.T) {
 		{"another replica's", storage, mine, sourcev1.GitRepositoryKind, repo("theirs", false), gone(sourcev1.GitRepositoryKind, repo("theirs", false)), false},
 		{"suspended", storage, mine, sourcev1.GitRepositoryKind, repo("app", true), gone(sourcev1.GitRepositoryKind, repo("app", true)), false},
 		{"an ExternalArtifact", storage, mine, sourcev1.ExternalArtifactKind, ea, gone(sourcev1.ExternalArtifactKind, ea), false},
+		{"the ring's address, stored by another replica", ring, mine, sourcev1.GitRepositoryKind, repo("app", false), lost, true},
+		{"the ring's address, stored here", ring, mine, sourcev1.GitRepositoryKind, repo("stored", false), stored, false},
 		{"no source controller here", nil, mine, sourcev1.GitRepositoryKind, repo("app", false), gone(sourcev1.GitRepositoryKind, repo("app", false)), false},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	gatingv1alpha1 "github.com/windlass-dev/windlass/api/gating/v1alpha1"
 	"github.com/windlass-dev/windlass/internal/kinds"
@@ -104,6 +105,9 @@ func (r *Runner[T]) Setup(ctx context.Context, mgr ctrl.Manager, opts Controller
 				events = s.Events(src.Kind)
 			}
 			b = b.Watches(src.New(), events, builder.WithPredicates(wakes))
+			if opts.ArtifactsStoredAgain != nil {
+				b = b.WatchesRawSource(source.Channel(opts.ArtifactsStoredAgain(src.Kind), events))
+			}
 		}
 	}
 	return b, nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,6 +27,12 @@ type ControllerOptions struct {
 	// Sharder, when set, decides which objects this replica reconciles:
 	// the replicas share them (windlass controller --shards=auto).
 	Sharder Sharder
+	// ArtifactsStoredAgain, when set, returns the events of the sources of
+	// a kind whose artifacts a source controller of this process built
+	// again, as another replica had stored them, under the same URL (see
+	// artifact.Storage.OnStoredAgain): no status changes, so these events
+	// wake the consumers that waited for them.
+	ArtifactsStoredAgain func(kind string) <-chan event.GenericEvent
 }
 
 // Sharder decides which objects this replica reconciles when several

@@ -18,13 +18,20 @@ import (
 // processes, r0 to rN-1, with --shards=auto, --shard-name r<i>,
 // --shard-by (-shard-by, object by default: the Kustomizations of the
 // default layout all live in one namespace) and --shard-lease-duration
-// (-shard-lease-duration), each with its own ports, artifact storage and
+// (-shard-lease-duration) and one --storage-adv-addr for all (see
+// sharedArtifactsAddr), each with its own ports, artifact storage and
 // metrics, all as the one ServiceAccount. r.ctrl is r0, with the others in
 // its group: the run's figures (peak_rss_bytes, cpu_seconds,
 // api_requests, ready_requests, noop_tick_requests, the no-op tick's
 // files) are their sums, and ReplicasResult splits them. After the usual
 // phases, the failover phase kills the replica that holds the most
 // objects and times until the others have reconciled every one of them.
+
+// sharedArtifactsAddr is the address the replicas share in their
+// artifacts' URLs, as the install's Service: no process listens on it,
+// each replica downloads an artifact it lacks from the replica that holds
+// the source, at the address that replica's Lease publishes.
+const sharedArtifactsAddr = "source-controller.windlass-bench.svc"
 
 // The defaults of -shard-by and -shard-lease-duration.
 const (
@@ -175,7 +182,7 @@ func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error 
 // replicaFlags are the flags of the replica name besides startController's.
 func (r *run) replicaFlags(name string) []string {
 	flags := []string{"--shards=auto", "--shard-name", name, "--shard-by", r.cfg.ShardBy,
-		"--shard-lease-duration", r.cfg.ShardLeaseDuration.String()}
+		"--shard-lease-duration", r.cfg.ShardLeaseDuration.String(), "--storage-adv-addr", sharedArtifactsAddr}
 	if r.cfg.Alert {
 		flags = append(flags, "--rate-limit-interval", r.cfg.AlertWindow.String())
 	}

@@ -89,6 +89,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}
 	objects := createShardedApps(g, cp, url)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
+	expectSharedArtifactURLs(g, cp)
 	expectBucketShares(g, cp, replicas)
 	// The replicas that started first handed buckets over to the others:
 	// each forgets the objects it handed over once it sees them go.
@@ -106,6 +107,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	survivorsDryRuns := apiRequestsOf(g, survivors, `dry_run="true"`)
 	survivorsClaimed := bucketMovesOf(g, survivors, "claimed")
 	orphanBuckets := bucketShareSizes(bucketHolders(g, cp))["r1"]
+	sourcesBefore := gitRepositoryVersions(g, cp)
 	killed.Kill()
 	killedAt := time.Now()
 	delete(replicas, "r1")
@@ -131,6 +133,8 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}, 2*time.Minute, interval).Should(Succeed())
 	g.Expect(apiRequestsOf(g, replicas, `dry_run="true"`)).To(Equal(survivorsDryRuns),
 		"the survivors took the Kustomizations over without a dry run: their status.verified said nothing changed")
+	g.Expect(gitRepositoryVersions(g, cp)).To(Equal(sourcesBefore),
+		"the survivors stored the GitRepositories' artifacts again under the same URLs: no source's status was written")
 	expectBucketShares(g, cp, replicas)
 	g.Eventually(func(g Gomega) int { return bucketMovesOf(g, survivors, "claimed") - survivorsClaimed }, timeout, interval).
 		Should(Equal(orphanBuckets), "the survivors claimed each of the killed replica's %d buckets once, and no other", orphanBuckets)
@@ -152,6 +156,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 		Should(BeNumerically(">=", rejoined), "the others handed over the %d buckets the replica that came back holds", rejoined)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
 	expectArtifactsOnlyAtHolders(g, cp, replicas)
+	expectArtifactsFromEveryReplica(g, cp, replicas)
 	expectTagsFromEveryReplica(t, g, cp, replicas)
 	expectWebhookReachesEveryHolder(g, cp, replicas)
 	expectOverviewNamesEveryHolder(g, cp, uiAddrs[0])
@@ -213,7 +218,7 @@ func expectOverviewNamesEveryHolder(g *WithT, cp *testenv.Environment, addr stri
 func startReplica(t *testing.T, g *WithT, kc, name string, extra ...string) *controller {
 	t.Helper()
 	args := append([]string{"--shards=auto", "--shard-by=object", "--shard-name", name, "--shard-lease-duration", shardLeaseDuration.String(),
-		"--requeue-dependency=2s", "--insecure-image-tags"}, extra...)
+		"--requeue-dependency=2s", "--insecure-image-tags", "--storage-adv-addr", sharedArtifactsAddr}, extra...)
 	proc, err := startControllerWithEnv(kc, t.TempDir(), "", []string{"RUNTIME_NAMESPACE=" + shardRuntimeNamespace}, args...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {

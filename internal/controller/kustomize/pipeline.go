@@ -188,7 +188,7 @@ func (r *KustomizationReconciler) applyRevision(ctx context.Context, obj *kustom
 // tree shared with the other Kustomizations of the same artifact.
 func (r *KustomizationReconciler) buildRevision(ctx context.Context, obj *kustomizev1.Kustomization, source sourceref.Source,
 	in *buildInputs) ([]*unstructured.Unstructured, error) {
-	dir, release, err := r.acquireTree(ctx, source)
+	dir, release, err := r.acquireTree(ctx, obj.Spec.SourceRef.Kind, source)
 	if err != nil {
 		return nil, err
 	}

@@ -23,21 +23,27 @@ func sourceKey(obj *kustomizev1.Kustomization) string {
 	return sourceref.Key(obj.Namespace, sourceRef(obj))
 }
 
-// getSource returns obj's source (see sourceref.Resolver.Get).
+// getSource returns obj's source (see sourceref.Resolver.Get). An
+// artifact being stored again here (see StoredAgainHere) is waited for
+// only when the run needs its content (see acquireTree): a run that finds
+// nothing changed since status.verified needs none.
 func (r *KustomizationReconciler) getSource(ctx context.Context, obj *kustomizev1.Kustomization) (sourceref.Source, error) {
 	resolver := sourceref.Resolver{
 		Client: r.Client, Kinds: sourceref.Served(), NoCrossNamespaceRefs: r.NoCrossNamespaceRefs, Requeue: r.DependencyRequeue,
-		StoredAgainHere: r.StoredAgainHere,
 	}
 	return resolver.Get(ctx, obj.Namespace, sourceRef(obj))
 }
 
-// acquireTree returns the tree of the source's artifact, shared with the
-// other Kustomizations of the same artifact (see fetch.TreeCache), and the
-// function that ends its use. An artifact that a newer revision replaced
-// meanwhile is waited for, not failed on.
-func (r *KustomizationReconciler) acquireTree(ctx context.Context, source sourceref.Source) (string, func(), error) {
+// acquireTree returns the tree of the artifact of source, of kind, shared
+// with the other Kustomizations of the same artifact (see
+// fetch.TreeCache), and the function that ends its use. An artifact that a
+// newer revision replaced meanwhile, or that this process is storing again
+// (another replica stored it), is waited for, not failed on.
+func (r *KustomizationReconciler) acquireTree(ctx context.Context, kind string, source sourceref.Source) (string, func(), error) {
 	a := source.GetArtifact()
+	if r.StoredAgainHere != nil && r.StoredAgainHere(kind, source, *a) {
+		return "", nil, sourceref.WaitStoredAgain(kind, source, r.DependencyRequeue)
+	}
 	dir, release, err := r.trees.AcquireArtifact(ctx, *a, r.Fetcher)
 	switch {
 	case err == nil || ctx.Err() != nil:

@@ -11,9 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/impersonation"
 	"github.com/windlass-dev/windlass/internal/patch"
+	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/ssa"
 	"github.com/windlass-dev/windlass/internal/versions"
@@ -103,4 +105,69 @@ func freshReconciler(t *testing.T, g *WithT) *KustomizationReconciler {
 		Versions:          watch,
 		Health:            watch,
 	}
+}
+
+// countingFetcher counts the artifacts fetched.
+type countingFetcher struct {
+	fetch.Fetcher
+	fetched int
+}
+
+// Fetch counts, then fetches.
+func (f *countingFetcher) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
+	f.fetched++
+	return f.Fetcher.Fetch(ctx, a, dir)
+}
+
+// TestTakeOverWhileTheArtifactIsStoredAgain: a replica that takes over a
+// Kustomization and its source, whose artifact the replica that went
+// stored, runs the Kustomization at once when its status.verified says
+// nothing changed: it needs no artifact. One whose inputs changed needs
+// the artifact, and waits for it, keeping its status, rather than fail.
+func TestTakeOverWhileTheArtifactIsStoredAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	_, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": substitutedConfigMap(ns, "a")})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vars\ndata:\n  value: one\n---\n"+
+		kustomization("app", "app", "  path: ./deploy\n  postBuild:\n    substituteFrom:\n    - kind: ConfigMap\n      name: vars\n"))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	ready := waitForKs(g, key, func(k *kustomizev1.Kustomization) bool { return ksReady("")(k) && k.Status.Verified != nil })
+
+	fresh := freshReconciler(t, g)
+	fetcher := &countingFetcher{Fetcher: fresh.Fetcher}
+	fresh.Fetcher = fetcher
+	var asked []string
+	fresh.StoredAgainHere = func(kind string, source client.Object, _ meta.Artifact) bool {
+		asked = append(asked, kind+"/"+source.GetName())
+		return true
+	}
+	run := func() (*kustomizev1.Kustomization, error) {
+		obj := &kustomizev1.Kustomization{}
+		g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed())
+		_, err := fresh.run(ctx, obj, patch.NewHelper(obj, env.Client))
+		return obj, err
+	}
+	ran, err := run()
+	g.Expect(err).NotTo(HaveOccurred(), "status.verified: nothing to build, no artifact needed")
+	g.Expect(ran.Status.Inventory).To(Equal(ready.Status.Inventory))
+	g.Expect(fetcher.fetched).To(BeZero())
+	g.Expect(asked).To(BeEmpty(), "the run never asked for the artifact")
+
+	// New inputs: the run needs the artifact, which is being stored here.
+	fresh = freshReconciler(t, g)
+	fresh.Fetcher, fresh.StoredAgainHere = fetcher, func(string, client.Object, meta.Artifact) bool { return true }
+	var vars corev1.ConfigMap
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vars"}, &vars)).To(Succeed())
+	vars.Data["value"] = "two"
+	g.Expect(env.Client.Update(ctx, &vars)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, err := run()
+		w := outcome.QuietWait(err)
+		g.Expect(w).NotTo(BeNil(), "%v", err)
+		g.Expect(w.KeepsStatus).To(BeTrue())
+		g.Expect(err).To(MatchError(ContainSubstring("was stored by another replica and is being stored again here")))
+	}).Should(Succeed())
+	g.Expect(fetcher.fetched).To(BeZero(), "no download from an address that may be gone")
 }

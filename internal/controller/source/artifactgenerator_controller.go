@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,6 +96,7 @@ func (r *ArtifactGeneratorReconciler) SetupWithManager(ctx context.Context, mgr 
 			SuccessMessage:     generatedMessage,
 			Run:                r.run,
 			Finalize:           r.removeAll,
+			Forget:             r.forget,
 			SourceRef: &reconcile.SourceRef[*sourceextv1beta1.ArtifactGenerator]{
 				Use: kinds.GeneratorSource, Refs: generatorSourceRefs,
 			},
@@ -180,4 +182,27 @@ func (r *ArtifactGeneratorReconciler) run(ctx context.Context, obj *sourceextv1b
 // artifacts of the ExternalArtifacts the generators publish.
 func (r *ArtifactGeneratorReconciler) store() artifactStore {
 	return artifactStore{kind: sourcev1.ExternalArtifactKind, storage: r.Storage, events: r.Events}
+}
+
+// forget drops, when the replicas share one address (see
+// artifact.Storage.SetShared), the artifacts this replica generated for
+// the generator key, deleted or held by another replica: consumers
+// download them from the replica that holds it.
+func (r *ArtifactGeneratorReconciler) forget(key types.NamespacedName) {
+	if !r.Storage.Shared() {
+		return
+	}
+	ctx := context.Background()
+	var list sourcev1.ExternalArtifactList
+	if err := r.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+		return
+	}
+	for i := range list.Items {
+		ea := &list.Items[i]
+		for _, owner := range ea.OwnerReferences {
+			if owner.Kind == sourceextv1beta1.ArtifactGeneratorKind && owner.Name == key.Name {
+				r.store().sweep(ctx, ea)
+			}
+		}
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +48,9 @@ type artifactStore struct {
 // altered, if any. Every source kind's scope embeds one.
 type storageCheck struct {
 	forgotten *meta.Artifact
+	// inStorage is the forgotten artifact's ArtifactInStorage condition,
+	// put back when the artifact is built again as it was.
+	inStorage *metav1.Condition
 }
 
 // reconcileStorage checks that the artifact named in obj's status is in
@@ -60,6 +66,9 @@ func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, c
 	}
 	if why := s.checkStoredArtifact(ctx, obj, *a); why != "" {
 		check.forgotten = a.DeepCopy()
+		if c := conditions.Get(obj, sourcev1.ArtifactInStorageCondition); c != nil {
+			check.inStorage = c.DeepCopy()
+		}
 		forget()
 		conditions.MarkFalse(obj, sourcev1.ArtifactInStorageCondition, sourcev1.StorageOperationFailedReason,
 			"artifact %s", why)
@@ -132,16 +141,49 @@ func (s artifactStore) stored(ctx context.Context, obj sourceObject, check stora
 	case previous.HasDigest(a.Digest):
 		change = artifactUnchanged
 	}
-	set(&a)
 	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
-	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", a.Revision)
+	if f := check.forgotten; f != nil && sameArtifact(*f, a) {
+		// Built again here as another replica stored it, under the same
+		// URL (the replicas share their address): the status stays as it
+		// was, and costs no write. The consumers waiting for it here are
+		// told (see artifact.Storage.StoredAgain).
+		set(f)
+		s.restoreInStorage(obj, check.inStorage, a.Revision)
+		s.storage.StoredAgain(s.kind, obj)
+	} else {
+		set(&a)
+		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", a.Revision)
+	}
 	if deleted, err := s.storage.GarbageCollect(ctx, a); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Garbage collection of old artifacts failed")
 	} else if len(deleted) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Garbage collected old artifacts", "files", deleted)
 	}
 	return change
+}
+
+// sameArtifact tells whether b, just stored, is a as the status named it:
+// the same file, URL and content, whenever it was stored.
+func sameArtifact(a, b meta.Artifact) bool {
+	b.LastUpdateTime = a.LastUpdateTime
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// restoreInStorage sets obj's ArtifactInStorage condition back to was, the
+// condition of the artifact of revision before the run forgot it, when it
+// said the artifact was stored; to a new one otherwise.
+func (s artifactStore) restoreInStorage(obj sourceObject, was *metav1.Condition, revision string) {
+	message := fmt.Sprintf("stored artifact for revision '%s'", revision)
+	if was == nil || was.Status != metav1.ConditionTrue || was.Reason != meta.SucceededReason || was.Message != message {
+		conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "%s", message)
+		return
+	}
+	restored := *was
+	restored.ObservedGeneration = obj.GetGeneration()
+	all := obj.GetConditions()
+	apimeta.SetStatusCondition(&all, restored)
+	obj.SetConditions(all)
 }
 
 // announce records the event of a stored artifact: a Kubernetes event when
@@ -192,8 +234,19 @@ func (s artifactStore) removeAll(_ context.Context, obj client.Object) error {
 	return nil
 }
 
-// forgetTrees drops the fingerprints kept for a deleted object's
-// artifacts.
+// forget drops what the process keeps of the source key, deleted or held
+// by another replica: the fingerprints of its artifacts' trees and, when
+// the replicas share one address (see artifact.Storage.SetShared), its
+// artifacts, which consumers now download from the replica that holds it.
+func (s artifactStore) forget(key types.NamespacedName) {
+	s.forgetTrees(key)
+	if s.storage.Shared() {
+		s.sweep(context.Background(), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	}
+}
+
+// forgetTrees drops the fingerprints kept for the artifacts of the object
+// key.
 func (s artifactStore) forgetTrees(key types.NamespacedName) {
 	s.storage.ForgetTrees(s.kind, key.Namespace, key.Name)
 }

@@ -30,7 +30,7 @@ func sourceKind[T sourceObject](store artifactStore, newObject func() T, negativ
 		Revision:           artifactRevision[T],
 		Run:                run,
 		Gone:               store.removeGone,
-		Forget:             store.forgetTrees,
+		Forget:             store.forget,
 	}
 }
 

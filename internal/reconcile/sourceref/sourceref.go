@@ -143,10 +143,19 @@ func (r *Resolver) Get(ctx context.Context, namespace string, ref Ref) (Source, 
 	if !OwnFolder(ref.Kind, source, a.Path) {
 		a.Path = ""
 	} else if r.StoredAgainHere != nil && r.StoredAgainHere(ref.Kind, source, *a) {
-		return nil, outcome.WaitKeepingStatus(meta.ArtifactFailedReason,
-			fmt.Errorf("the artifact of source %s '%s' was stored at another address and is being stored again here", ref.Kind, key), r.Requeue)
+		return nil, WaitStoredAgain(ref.Kind, source, r.Requeue)
 	}
 	return source, nil
+}
+
+// WaitStoredAgain returns the wait of a consumer for the artifact of
+// source, of kind, that another replica stored and that the source
+// controller of this process is storing again: the consumer keeps its
+// status, and the artifact, once stored, wakes it (or requeue passes).
+func WaitStoredAgain(kind string, source client.Object, requeue time.Duration) error {
+	return outcome.WaitKeepingStatus(meta.ArtifactFailedReason,
+		fmt.Errorf("the artifact of source %s '%s' was stored by another replica and is being stored again here",
+			kind, client.ObjectKeyFromObject(source)), requeue)
 }
 
 // fetchingFirst tells whether source, which has no artifact, is under way

@@ -163,7 +163,7 @@ func TestResolverWaitsForAnArtifactStoredAgainHere(t *testing.T) {
 	}
 	g := NewWithT(t)
 	_, err := get("lost")
-	g.Expect(err).To(MatchError(ContainSubstring("the artifact of source GitRepository 'a/lost' was stored at another address and is being stored again here")))
+	g.Expect(err).To(MatchError(ContainSubstring("the artifact of source GitRepository 'a/lost' was stored by another replica and is being stored again here")))
 	w := outcome.QuietWait(err)
 	g.Expect(w).NotTo(BeNil())
 	g.Expect(w.KeepsStatus).To(BeTrue())

@@ -1,0 +1,82 @@
+package source
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/windlass-dev/windlass/api/meta"
+	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/artifact"
+	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/event"
+)
+
+// TestStoredAgainUnderASharedAddress: when the replicas share one address,
+// a replica that takes a source over builds its artifact again, and the
+// same content leaves the status as it was (its artifact, stored time
+// included, and its ArtifactInStorage condition): no write, no event. The
+// storage tells the consumers waiting here. Other content is a new
+// artifact.
+func TestStoredAgainUnderASharedAddress(t *testing.T) {
+	g := NewWithT(t)
+	store, err := artifact.New(t.TempDir(), "source-controller.windlass.svc", time.Minute, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	store.SetShared(true)
+	var told []string
+	store.OnStoredAgain(func(kind string, obj metav1.Object) {
+		told = append(told, kind+"/"+obj.GetNamespace()+"/"+obj.GetName())
+	})
+
+	obj := newGitRepository("default", "app", "https://example.com/app.git")
+	src := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 1\n"), 0o600)).To(Succeed())
+	build := func() meta.Artifact {
+		a := store.NewArtifactFor(sourcev1.GitRepositoryKind, obj, "main@sha1:1", "1.tar.gz")
+		g.Expect(store.Archive(&a, src, nil)).To(Succeed())
+		return a
+	}
+	first := build()
+	first.LastUpdateTime = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	obj.Status.Artifact = &first
+	conditions.MarkTrue(obj, sourcev1.ArtifactInStorageCondition, meta.SucceededReason, "stored artifact for revision '%s'", first.Revision)
+	inStorage := conditions.Get(obj, sourcev1.ArtifactInStorageCondition)
+	inStorage.LastTransitionTime = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	before := obj.Status.DeepCopy()
+
+	// The replica that stored it went: this storage lacks the file.
+	g.Expect(os.Remove(store.LocalPath(first))).To(Succeed())
+	recorder := events.NewFakeRecorder(10)
+	r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}}
+	sc := &gitScope{}
+	_, err = r.reconcileStorage(context.Background(), obj, sc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(recorder.Events).To(BeEmpty(), "no warning: another replica stored it")
+	g.Expect(obj.Status.Artifact).To(BeNil(), "built again in this run")
+
+	again := build()
+	change := r.store().stored(context.Background(), obj, sc.storageCheck, again, func(a *meta.Artifact) { obj.Status.Artifact = a })
+	g.Expect(change).To(Equal(artifactUnchanged))
+	conditions.Delete(obj, meta.ReconcilingCondition) // as a run that ends Ready does
+	g.Expect(obj.Status).To(Equal(*before), "the status is as it was: nothing to write")
+	g.Expect(told).To(Equal([]string{"GitRepository/default/app"}), "the consumers waiting here are told")
+
+	// Other content under the same URL is a new artifact, written.
+	g.Expect(os.Remove(store.LocalPath(first))).To(Succeed())
+	sc = &gitScope{}
+	_, err = r.reconcileStorage(context.Background(), obj, sc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(src, "a.yaml"), []byte("a: 2\n"), 0o600)).To(Succeed())
+	other := build()
+	g.Expect(r.store().stored(context.Background(), obj, sc.storageCheck, other, func(a *meta.Artifact) { obj.Status.Artifact = a })).
+		To(Equal(artifactReplaced))
+	g.Expect(obj.Status.Artifact.Digest).NotTo(Equal(first.Digest))
+	g.Expect(obj.Status.Artifact.LastUpdateTime).NotTo(Equal(first.LastUpdateTime))
+	g.Expect(told).To(HaveLen(1), "a new artifact changes the status, which wakes the consumers")
+}
