@@ -18,6 +18,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/fetch"
 	"github.com/windlass-dev/windlass/internal/kinds"
+	"github.com/windlass-dev/windlass/internal/predicates"
 	"github.com/windlass-dev/windlass/internal/shard"
 )
 
@@ -194,10 +195,15 @@ func (m *Manager) generatorHolder(ctx context.Context, ea *sourcev1.ExternalArti
 }
 
 // kindOfFolder returns the kind whose artifacts are stored in folder (see
-// artifact.Storage.NewArtifactFor: the kind's name in lower case).
+// artifact.Storage.NewArtifactFor: the kind's name in lower case): a kind
+// whose objects carry an artifact, which every replica caches whole (so
+// that a request names no object the cache would start watching).
 func kindOfFolder(folder string) (kinds.Kind, bool) {
 	for _, row := range kinds.All {
-		if strings.ToLower(row.Kind) == folder {
+		if strings.ToLower(row.Kind) != folder || row.CachedByHolder {
+			continue
+		}
+		if _, ok := row.New().(predicates.ArtifactSource); ok {
 			return row, true
 		}
 	}

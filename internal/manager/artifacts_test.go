@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // TestSharedArtifacts: the replicas share their artifacts' address when
@@ -33,7 +35,8 @@ func TestSharedArtifacts(t *testing.T) {
 	}
 }
 
-// TestKindOfFolder: an artifact's first folder names its source's kind.
+// TestKindOfFolder: an artifact's first folder names its source's kind,
+// one whose objects carry an artifact.
 func TestKindOfFolder(t *testing.T) {
 	g := NewWithT(t)
 	row, ok := kindOfFolder("gitrepository")
@@ -44,4 +47,29 @@ func TestKindOfFolder(t *testing.T) {
 	g.Expect(row.Kind).To(Equal("ExternalArtifact"))
 	_, ok = kindOfFolder("..")
 	g.Expect(ok).To(BeFalse())
+	_, ok = kindOfFolder("kustomization")
+	g.Expect(ok).To(BeFalse(), "no artifact: a request naming one must not start a watch of every Kustomization")
+}
+
+// TestStoredAgainEvents: the artifacts built again are passed to every
+// controller that subscribed to their kind, as events of their source, and
+// to no other; a controller that does not take them loses what overflows
+// its buffer rather than hold the source controller up.
+func TestStoredAgainEvents(t *testing.T) {
+	g := NewWithT(t)
+	var events storedAgainEvents
+	kustomizations, releases := events.subscribe("GitRepository"), events.subscribe("GitRepository")
+	charts := events.subscribe("HelmChart")
+	events.tell("GitRepository", &metav1.ObjectMeta{Namespace: "team", Name: "app"})
+	for _, ch := range []<-chan event.GenericEvent{kustomizations, releases} {
+		var e event.GenericEvent
+		g.Expect(ch).To(Receive(&e))
+		g.Expect(e.Object.GetNamespace() + "/" + e.Object.GetName()).To(Equal("team/app"))
+	}
+	g.Expect(charts).NotTo(Receive())
+
+	for range storedAgainBuffer + 10 {
+		events.tell("HelmChart", &metav1.ObjectMeta{Namespace: "team", Name: "chart"})
+	}
+	g.Expect(charts).To(HaveLen(storedAgainBuffer), "what overflows is dropped: the consumers' requeue runs them")
 }

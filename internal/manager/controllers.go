@@ -89,7 +89,7 @@ type SourceOptions struct {
 func (o *SourceOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StoragePath, "storage-path", "", "folder of the artifact storage (default /data in a cluster, else the user's cache folder)")
 	fs.StringVar(&o.StorageAddr, "storage-addr", o.StorageAddr, "address the artifacts are served on")
-	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name)")
+	fs.StringVar(&o.StorageAdvAddr, "storage-adv-addr", "", "address advertised in artifact URLs (default: the storage address with this host's name); with --shards=auto, an address other than this replica's own is the one the replicas share (a Service)")
 	fs.DurationVar(&o.ArtifactRetentionTTL, "artifact-retention-ttl", o.ArtifactRetentionTTL, "how long superseded artifacts are kept")
 	fs.IntVar(&o.ArtifactRetentionRecords, "artifact-retention-records", o.ArtifactRetentionRecords, "how many artifacts are kept per object")
 	fs.Int64Var(&o.GitCloneMaxSize, "git-clone-max-size", 0, "bytes a git clone may receive, inflate and check out, each (0: 1 GiB received, 2 GiB of objects, 2 GiB checked out)")
