@@ -195,6 +195,7 @@ func (r *ArtifactGeneratorReconciler) forget(key types.NamespacedName) {
 	ctx := context.Background()
 	var list sourcev1.ExternalArtifactList
 	if err := r.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the ExternalArtifacts of a generator another replica holds", "artifactgenerator", key)
 		return
 	}
 	for i := range list.Items {
