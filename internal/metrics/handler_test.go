@@ -64,3 +64,54 @@ func TestHandlerServesOneValidExposition(t *testing.T) {
 		g.Expect(string(data)).To(MatchRegexp(`windlass_reconcile_last_success_timestamp_seconds\{kind="GitRepository",exported_namespace="handler-test",name="quote\\"and\\\\slash"\} 1\.\d+e\+09`))
 	}
 }
+
+// TestHandlerServesTheFamiliesAsked: a scrape that names families gets
+// those and no other, whether the registry or the objects' series hold
+// them; a name that no family has gives an empty exposition.
+func TestHandlerServesTheFamiliesAsked(t *testing.T) {
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "asked", Namespace: "handler-families-test"}}
+	r := served(t, kinds.All, repo)
+	RecordDuration("GitRepository", repo, time.Now().Add(-time.Second))
+	RecordRun("GitRepository", repo, state.Ready, time.Now())
+	t.Cleanup(func() { Forget("GitRepository", client.ObjectKeyFromObject(repo)) })
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Reconciles)
+	h := handler(reg, r)
+
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", nil},
+		{"name=" + lastSuccessName, []string{lastSuccessName}},
+		{"name=windlass_reconcile_total", []string{"windlass_reconcile_total"}},
+		{"name=" + reconcileDurationName + "&name=" + resourceInfoName, []string{reconcileDurationName, resourceInfoName}},
+		{"name=no_such_family", []string{}},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			g := NewWithT(t)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics?"+tc.query, nil))
+			g.Expect(rec.Code).To(Equal(200))
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			families, err := parser.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.want == nil {
+				g.Expect(families).To(HaveKey(lastSuccessName))
+				g.Expect(families).To(HaveKey("windlass_reconcile_total"))
+				g.Expect(families).To(HaveKey(resourceInfoName))
+				return
+			}
+			var got []string
+			for name, f := range families {
+				if len(f.GetMetric()) > 0 {
+					got = append(got, name)
+				}
+			}
+			g.Expect(got).To(ConsistOf(tc.want))
+			for name := range families {
+				g.Expect(tc.want).To(ContainElement(name), "no HELP or TYPE of a family not asked")
+			}
+		})
+	}
+}

@@ -130,6 +130,9 @@ func (s *objectStore) snapshot() []keyedRuns {
 
 // writeText writes the families of the objects' runs.
 func (s *objectStore) writeText(t *textWriter) {
+	if !t.wants(reconcileDurationName, suspendStatusName, lastSuccessName) {
+		return
+	}
 	all := s.snapshot()
 	t.family(reconcileDurationName, reconcileDurationHelp, "histogram")
 	for _, o := range all {

@@ -149,8 +149,15 @@ func factsOf(k *kinds.Kind, obj client.Object) facts {
 	return f
 }
 
+// resourceFamilies are the families writeText writes.
+var resourceFamilies = []string{resourceInfoName, readySinceName, intervalName, artifactSizeName, artifactTimeName,
+	heldSinceName, imageTagsName, cachedName}
+
 // writeText writes the families of every object the sources hold.
 func (r *resources) writeText(ctx context.Context, t *textWriter) {
+	if !t.wants(resourceFamilies...) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	all, counts := r.objectsOf(ctx)

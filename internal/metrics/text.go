@@ -13,10 +13,31 @@ import (
 type textWriter struct {
 	w   *bufio.Writer
 	buf []byte
+	// only, when not nil, names the families to write; the samples of the
+	// others are left out (skip).
+	only map[string]bool
+	skip bool
 }
 
-// family writes the HELP and TYPE lines of the family name.
+// wants reports whether any of the families names is written.
+func (t *textWriter) wants(names ...string) bool {
+	if t.only == nil {
+		return true
+	}
+	for _, n := range names {
+		if t.only[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// family writes the HELP and TYPE lines of the family name, and the
+// samples that follow, unless the scrape asked for other families only.
 func (t *textWriter) family(name, help, typ string) {
+	if t.skip = !t.wants(name); t.skip {
+		return
+	}
 	t.buf = append(t.buf[:0], "# HELP "...)
 	t.buf = append(t.buf, name...)
 	t.buf = append(t.buf, ' ')
@@ -32,6 +53,9 @@ func (t *textWriter) family(name, help, typ string) {
 // sample writes one sample of name with the labels names=values, then
 // the label extra="extraValue" when extra is not empty.
 func (t *textWriter) sample(name string, names, values []string, extra, extraValue string, v float64) {
+	if t.skip {
+		return
+	}
 	t.buf = append(t.buf[:0], name...)
 	sep := byte('{')
 	for i, n := range names {

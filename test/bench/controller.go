@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,9 @@ type controller struct {
 	// folder.
 	HealthAddr, MetricsAddr, StorageAddr, StoragePath string
 
+	// PprofAddr serves its profiles, when it was started with one.
+	PprofAddr string
+
 	// name names the process in Output: the reference controller's name,
 	// empty for windlass.
 	name string
@@ -90,7 +94,7 @@ func startController(bin, kubeconfig, storagePath string, concurrent int, pprofA
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], StoragePath: storagePath}
+	c := &controller{StorageAddr: ports[0], MetricsAddr: ports[1], HealthAddr: ports[2], StoragePath: storagePath, PprofAddr: pprofAddr}
 	args := []string{"controller"}
 	if !viaEnv {
 		args = append(args, "--kubeconfig", kubeconfig)
@@ -295,8 +299,16 @@ func (c *controller) apiRequests() (int64, map[string]int64, error) {
 // metrics returns the controller's /metrics, the Prometheus text
 // exposition.
 func (c *controller) metrics() ([]byte, error) {
+	return c.metricsOf()
+}
+
+// metricsOf scrapes the families names of the controller's metrics (all
+// with none), which costs a scrape of thousands of objects' series only
+// what those families do.
+func (c *controller) metricsOf(names ...string) ([]byte, error) {
+	query := url.Values{"name": names}.Encode()
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + c.MetricsAddr + "/metrics")
+	resp, err := client.Get("http://" + c.MetricsAddr + "/metrics?" + query)
 	if err != nil {
 		return nil, fmt.Errorf("scraping metrics: %w", err)
 	}

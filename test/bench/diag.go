@@ -203,29 +203,40 @@ func serverRequestsOrNil(ctx context.Context, cfg *rest.Config) map[string]int64
 // startProfiles takes CPU profiles of the controller and kube-apiserver
 // over cfg.ProfileSeconds, in the background, into cfg.ProfileDir, and
 // returns a function that waits for them. It does nothing without
-// cfg.ProfileDir.
+// cfg.ProfileDir, or with replicas (their failover is profiled instead:
+// see profileTargets).
 func startProfiles(ctx context.Context, cfg Config, restCfg *rest.Config, logf func(string, ...any)) (wait func()) {
-	if cfg.ProfileDir == "" {
+	if cfg.ProfileDir == "" || cfg.Replicas > 1 {
 		return func() {}
 	}
+	return profileTargets(ctx, cfg, restCfg, "", map[string]string{"windlass": cfg.PprofAddr}, logf)
+}
+
+// profileTargets takes CPU profiles over cfg.ProfileSeconds, in the
+// background, of kube-apiserver and of each controller of pprofAddrs (by
+// name), into cfg.ProfileDir (<prefix><name>.pprof), and returns a
+// function that waits for them.
+func profileTargets(ctx context.Context, cfg Config, restCfg *rest.Config, prefix string, pprofAddrs map[string]string, logf func(string, ...any)) (wait func()) {
 	secs := max(cfg.ProfileSeconds, 1)
 	path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs)
 	var wg sync.WaitGroup
 	take := func(name string, hc *http.Client, url string) {
 		defer wg.Done()
-		err := fetchTo(ctx, hc, url, filepath.Join(cfg.ProfileDir, name+".pprof"))
-		if err != nil {
+		file := filepath.Join(cfg.ProfileDir, prefix+name+".pprof")
+		if err := fetchTo(ctx, hc, url, file); err != nil {
 			logf("profiling %s: %v", name, err)
 			return
 		}
-		logf("wrote %s", filepath.Join(cfg.ProfileDir, name+".pprof"))
+		logf("wrote %s", file)
 	}
 	if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 		logf("profiling: %v", err)
 		return func() {}
 	}
-	wg.Add(1)
-	go take("windlass", &http.Client{Timeout: time.Duration(secs+30) * time.Second}, "http://"+cfg.PprofAddr+path)
+	for name, addr := range pprofAddrs {
+		wg.Add(1)
+		go take(name, &http.Client{Timeout: time.Duration(secs+30) * time.Second}, "http://"+addr+path)
+	}
 	if hc, err := rest.HTTPClientFor(restCfg); err == nil {
 		wg.Add(1)
 		go take("kube-apiserver", hc, strings.TrimSuffix(restCfg.Host, "/")+path)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/windlass-dev/windlass/internal/shard"
+	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
 
 // With -replicas N (N > 1) the run starts N `windlass controller`
@@ -118,8 +119,6 @@ func (cfg Config) withReplicas() (Config, error) {
 		return cfg, refuse("-ui")
 	case cfg.Image:
 		return cfg, refuse("-image")
-	case cfg.ProfileDir != "":
-		return cfg, refuse("-profile")
 	case cfg.PprofAddr != "":
 		return cfg, refuse("-pprof-addr")
 	}
@@ -147,7 +146,11 @@ func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error 
 	rr := &replicaRun{}
 	for i := range r.cfg.Replicas {
 		name := replicaName(i)
-		p, err := startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage-"+name), r.cfg.Concurrent, "",
+		pprofAddr, err := r.replicaPprofAddr()
+		if err != nil {
+			return err
+		}
+		p, err := startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage-"+name), r.cfg.Concurrent, pprofAddr,
 			r.cfg.KubeconfigViaEnv, r.replicaFlags(name)...)
 		if err != nil {
 			for _, q := range rr.procs {
@@ -177,6 +180,19 @@ func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error 
 		rr.figures[i].StartupCPUSeconds = st.CPUSeconds
 	}
 	return nil
+}
+
+// replicaPprofAddr is a free loopback address for a replica's profiles
+// with -profile (the failover phase profiles the survivors), else "".
+func (r *run) replicaPprofAddr() (string, error) {
+	if r.cfg.ProfileDir == "" {
+		return "", nil
+	}
+	addrs, err := childproc.FreeAddrs(1)
+	if err != nil {
+		return "", err
+	}
+	return addrs[0], nil
 }
 
 // replicaFlags are the flags of the replica name besides startController's.
@@ -320,10 +336,24 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 			[2]string{"  after the kill", failoverAfterRow(fo)},
 			[2]string{"  requests per object taken over", failoverRequestsRow(fo.Requests)},
 			[2]string{"  events of the takeover", failoverEventsRow(fo.Events)},
+			[2]string{"  CPU seconds by process, takeover", formatCPU(fo.CPU)},
+			[2]string{"  API server requests, takeover", strings.Join(firstN(fo.ServerRequests, 12), " ")},
 			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; %d buckets claimed %.2fs",
-				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Buckets, fo.Timeline.ClaimedSeconds)})
+				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Buckets, fo.Timeline.ClaimedSeconds)},
+			[2]string{"  timeline by kind", kindTimelineRow(fo.Timeline.ByKind)})
 	}
 	return rows
+}
+
+// kindTimelineRow lists, by kind, when the first, a half, nine tenths and
+// the last of its objects were taken over.
+func kindTimelineRow(byKind map[string][4]float64) string {
+	var parts []string
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		t := byKind[kind]
+		parts = append(parts, fmt.Sprintf("%s first %.2fs, half %.2fs, nine tenths %.2fs, last %.2fs", kind, t[0], t[1], t[2], t[3]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // failoverRequestsRow lists the survivors' requests per object taken over.

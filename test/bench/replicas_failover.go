@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -88,6 +91,12 @@ type FailoverResult struct {
 	// then; LogErrorExample is the first of them.
 	LogErrors       int    `json:"log_errors"`
 	LogErrorExample string `json:"log_error_example,omitempty"`
+	// CPU is the CPU seconds of every process of the run (see processCPU)
+	// from the kill until every object was taken over, and
+	// ServerRequests the requests the API server served meanwhile, the
+	// most first (see requestDelta).
+	CPU            map[string]float64 `json:"cpu_seconds_by_process,omitempty"`
+	ServerRequests []string           `json:"server_requests,omitempty"`
 
 	// seconds is ReplicasResult.FailoverSeconds, unrounded.
 	seconds float64
@@ -103,6 +112,25 @@ type FailoverTimeline struct {
 	HalfSeconds    float64 `json:"half_seconds"`
 	NinetySeconds  float64 `json:"ninety_seconds"`
 	ClaimedSeconds float64 `json:"claimed_seconds"`
+	// ByKind gives, by kind, the seconds from the kill at which the first,
+	// a half, nine tenths and the last of its objects were taken over.
+	ByKind map[string][4]float64 `json:"by_kind,omitempty"`
+}
+
+// markKinds records ByKind from the seconds after the kill at which each
+// object (Kind/namespace/name) was taken over.
+func (t *FailoverTimeline) markKinds(takenAt map[string]float64) {
+	seconds := map[string][]float64{}
+	for obj, at := range takenAt {
+		kind, _, _ := strings.Cut(obj, "/")
+		seconds[kind] = append(seconds[kind], at)
+	}
+	t.ByKind = map[string][4]float64{}
+	for kind, s := range seconds {
+		slices.Sort(s)
+		at := func(q float64) float64 { return round2(s[min(len(s)-1, int(q*float64(len(s))))]) }
+		t.ByKind[kind] = [4]float64{round2(s[0]), at(0.5), at(0.9), round2(s[len(s)-1])}
+	}
 }
 
 // mark records, at elapsed seconds, the marks that taken of objects
@@ -189,17 +217,33 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	for name, p := range survivors {
 		loggedBefore[name] = len(p.Output())
 	}
+	served0 := serverRequestsOrNil(ctx, r.restCfg)
 	killedAt := time.Now()
 	killed.Kill()
+	// After the kill, which reaps it: its CPU then counts as this
+	// process's reaped children's before and after.
+	cpu0 := processCPU()
+	profiled := r.profileFailover(ctx, survivors)
+	defer profiled()
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
-	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(taken int, claimed int64) {
-		fo.Timeline.mark(time.Since(killedAt).Seconds(), taken, len(orphans), int(claimed-before.claimed), fo.Buckets)
+	takenAt := map[string]float64{}
+	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(takers map[string]string, claimed int64) {
+		elapsed := time.Since(killedAt).Seconds()
+		for obj := range takers {
+			if _, ok := takenAt[obj]; !ok {
+				takenAt[obj] = elapsed
+			}
+		}
+		fo.Timeline.mark(elapsed, len(takers), len(orphans), int(claimed-before.claimed), fo.Buckets)
 	})
 	if err != nil {
 		return nil, err
 	}
+	fo.Timeline.markKinds(takenAt)
 	fo.seconds = time.Since(killedAt).Seconds()
+	fo.CPU = cpuDelta(cpu0, processCPU())
+	fo.ServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
 	fo.Requests = budget(before.requests, last.requests, nil, len(orphans), "controller")
 	events, err := eventsBy(ctx, r.c, r.apps.ns, killedAt, func(e corev1.Event) string {
 		return e.InvolvedObject.Kind + " " + e.Reason
@@ -232,6 +276,59 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	}
 	return fo, nil
 }
+
+// profileFailover profiles the survivors and kube-apiserver from the
+// kill on (failover-<name>.pprof), with -profile; see profileTargets.
+func (r *run) profileFailover(ctx context.Context, survivors map[string]*controller) (wait func()) {
+	if r.cfg.ProfileDir == "" {
+		return func() {}
+	}
+	addrs := map[string]string{}
+	for name, p := range survivors {
+		addrs[name] = p.PprofAddr
+	}
+	profiled := profileTargets(ctx, r.cfg, r.restCfg, "failover-", addrs, r.logf)
+	traced := make(chan struct{})
+	go func() {
+		defer close(traced)
+		r.traceFailover(ctx, addrs)
+	}()
+	return func() { profiled(); <-traced }
+}
+
+// traceFailover takes an execution trace of each survivor of addrs over
+// failoverTraceSeconds, from failoverTraceLead before the lease of the
+// killed replica expires at the latest
+// (failover-<name>.trace in the -profile folder): where their workers
+// wait while they take over.
+func (r *run) traceFailover(ctx context.Context, addrs map[string]string) {
+	if err := sleep(ctx, r.cfg.ShardLeaseDuration-failoverTraceLead); err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for name, addr := range addrs {
+		wg.Go(func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, failoverTraceSeconds)
+			file := filepath.Join(r.cfg.ProfileDir, "failover-"+name+".trace")
+			hc := &http.Client{Timeout: (failoverTraceSeconds + 30) * time.Second}
+			if err := fetchTo(ctx, hc, url, file); err != nil {
+				r.logf("tracing %s: %v", name, err)
+				return
+			}
+			r.logf("wrote %s", file)
+		})
+	}
+	wg.Wait()
+}
+
+// failoverTraceSeconds is the length of the failover's execution traces,
+// and failoverTraceLead how long before the lease's expiry they start:
+// the killed replica renewed its Lease up to a fifth of its duration
+// before the kill.
+const (
+	failoverTraceSeconds = 12
+	failoverTraceLead    = 3 * time.Second
+)
 
 // splitReplicas returns the replica victim and the others, by name.
 func (r *run) splitReplicas(victim string) (*controller, map[string]*controller) {
@@ -364,7 +461,7 @@ func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
 // the last scrape. After each scrape it tells progress how many are taken
 // over and how many buckets the survivors have claimed so far.
 func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
-	baseline map[string]map[string]float64, progress func(taken int, claimed int64)) (map[string]string, survivorsScrape, error) {
+	baseline map[string]map[string]float64, progress func(takers map[string]string, claimed int64)) (map[string]string, survivorsScrape, error) {
 	takers := map[string]string{}
 	for {
 		scrape, err := scrapeSurvivors(survivors)
@@ -376,7 +473,7 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 				takers[obj] = by
 			}
 		}
-		progress(len(takers), scrape.claimed)
+		progress(takers, scrape.claimed)
 		if len(takers) == len(orphans) {
 			return takers, scrape, nil
 		}
@@ -403,12 +500,20 @@ type survivorsScrape struct {
 	requests  requestCounts
 }
 
+// The families of the survivors' metrics that the failover phase reads:
+// scraping only these spares the survivors, and the machine, the cost of
+// their every series while they take over.
+const (
+	lastSuccessFamily = "windlass_reconcile_last_success_timestamp_seconds"
+	bucketMovesFamily = "windlass_shard_bucket_moves_total"
+)
+
 // scrapeSurvivors reads the survivors' metrics once.
 func scrapeSurvivors(procs map[string]*controller) (survivorsScrape, error) {
 	out := survivorsScrape{succeeded: map[string]map[string]float64{}}
 	var bodies [][]byte
 	for name, p := range procs {
-		body, err := p.metrics()
+		body, err := p.metricsOf(lastSuccessFamily, bucketMovesFamily, apiRequestsFamily)
 		if err != nil {
 			return survivorsScrape{}, fmt.Errorf("replica %s: %w", name, err)
 		}
@@ -502,7 +607,7 @@ func heldKey(kind, namespace, name string) string { return kind + "/" + namespac
 // stored again after the failover, say) leaves none.
 func succeededObjects(body []byte) map[string]float64 {
 	out := map[string]float64{}
-	forEachSample(body, "windlass_reconcile_last_success_timestamp_seconds", func(l map[string]string, v float64) {
+	forEachSample(body, lastSuccessFamily, func(l map[string]string, v float64) {
 		if l["kind"] != "" && l["name"] != "" {
 			// The windlass_* series name the object's namespace
 			// exported_namespace, as a ServiceMonitor's scrape would.
@@ -516,7 +621,7 @@ func succeededObjects(body []byte) map[string]float64 {
 // handed_over): buckets, not objects.
 func bucketMoves(body []byte) map[string]int64 {
 	out := map[string]int64{}
-	forEachSample(body, "windlass_shard_bucket_moves_total", func(l map[string]string, v float64) {
+	forEachSample(body, bucketMovesFamily, func(l map[string]string, v float64) {
 		out[l["move"]] += int64(v)
 	})
 	return out

@@ -53,6 +53,9 @@ func (c *controller) apiRequestsByRequest() (requestCounts, error) {
 	return sumAPIRequests(bodies), nil
 }
 
+// apiRequestsFamily is the family of the controller's API requests.
+const apiRequestsFamily = "windlass_api_requests_total"
+
 // sumAPIRequests adds up the windlass_api_requests_total of several
 // expositions (see parseAPIRequests).
 func sumAPIRequests(bodies [][]byte) requestCounts {
@@ -84,7 +87,7 @@ func (c *controller) awaitAPIRequests(ctx context.Context) (requestCounts, error
 // exposition.
 func parseAPIRequests(body []byte) requestCounts {
 	out := requestCounts{}
-	forEachSample(body, "windlass_api_requests_total", func(l map[string]string, v float64) {
+	forEachSample(body, apiRequestsFamily, func(l map[string]string, v float64) {
 		if l["verb"] == "watch" {
 			return
 		}
