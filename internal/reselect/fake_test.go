@@ -23,13 +23,19 @@ type fakeLW struct {
 	opening func()
 	// noWatchList makes it tell it does not support WatchList semantics.
 	noWatchList bool
+	// items are what List answers; listErr, when set, is its error.
+	items   []corev1.ConfigMap
+	listErr error
 }
 
 func (f *fakeLW) List(opts metav1.ListOptions) (runtime.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists = append(f.lists, opts)
-	return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: f.items}, nil
 }
 
 func (f *fakeLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
@@ -92,17 +98,6 @@ func newSelection(t *testing.T, values ...string) *Selection {
 func initial() metav1.ListOptions {
 	return metav1.ListOptions{SendInitialEvents: new(true), AllowWatchBookmarks: true,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
-}
-
-// expectExpired expects the next event of w to be the 410 Expired error,
-// and then w's channel to close.
-func expectExpired(g Gomega, w watch.Interface) {
-	var ev watch.Event
-	g.Eventually(w.ResultChan()).Should(Receive(&ev))
-	g.Expect(ev.Type).To(Equal(watch.Error))
-	g.Expect(ev.Object).To(Equal(&metav1.Status{Status: metav1.StatusFailure, Code: 410,
-		Reason: metav1.StatusReasonExpired, Message: "the selection changed"}))
-	g.Eventually(w.ResultChan()).Should(BeClosed())
 }
 
 // matchesNothing expects sel, and its string form as the API server

@@ -6,10 +6,13 @@
 // NewInformer hook (for cache.Options.NewInformer) wraps the ListerWatcher of
 // the chosen kinds so that every List and Watch asks the API server for the
 // Selection's current value. When Set changes the values, every watch opened
-// through the Selection ends with a 410 Expired error event: the reflector
-// then lists (or streams) the objects again with the new selector, and its
-// store deletes those no longer selected and adds the newly selected ones,
-// which the informer's event handlers see as deletes and adds.
+// through the Selection ends; the reflector watches again from where it
+// was, and that watch first sends the objects of the values removed as
+// deleted and those of the values added as added, listed at that version,
+// which the informer's event handlers see as deletes and adds. The objects
+// of the values kept are not listed again, and the reflector does not back
+// off. (Should the API server no longer keep that version, the reflector
+// lists everything again with the new selector.)
 //
 // Do not configure a label selector for these kinds in the cache options
 // (ByObject or DefaultLabelSelector): controller-runtime applies it inside
@@ -70,14 +73,18 @@ func New(static labels.Selector, key string, values []string) (*Selection, error
 
 // Set changes the set of values. When the set differs from the current one
 // (order and duplicates do not matter), every watch opened through the
-// Selection ends with a 410 Expired error event, so that its informer lists
-// the objects again with the new selector. It fails, changing nothing, when
-// a value is not a valid label value.
+// Selection ends, without an error: its informer watches again at once
+// from where it was, and that watch first sends the objects of the values
+// removed as deleted and those of the values added as added (see
+// listerWatcher.WatchWithContext). Nothing is listed again but those, and
+// no backoff delays them. It fails, changing nothing, when a value is not
+// a valid label value.
 //
-// The reflector lists again after its backoff (client-go's default, which
-// the informer does not let one change): 0.8-1.6 s after a first change,
-// twice as long after each further change until two minutes have passed,
-// up to 30-60 s. Changes made while it waits are taken together.
+// When the watch cannot do so (the API server no longer keeps the version
+// it resumes from), the informer lists everything again after the
+// reflector's backoff (client-go's default, which the informer does not
+// let one change): 0.8-1.6 s after a first failure, twice as long after
+// each further one until two minutes have passed, up to 30-60 s.
 func (s *Selection) Set(values []string) error {
 	values = normalize(values)
 	s.mu.Lock()
@@ -92,7 +99,7 @@ func (s *Selection) Set(values []string) error {
 	s.values, s.selector = values, selector
 	s.gen++
 	for w := range s.watches {
-		w.expire()
+		w.end()
 	}
 	clear(s.watches)
 	return nil
@@ -133,6 +140,18 @@ func (s *Selection) build(values []string) (labels.Selector, error) {
 		return nil, err
 	}
 	return labels.NewSelector().Add(s.static...).Add(*in), nil
+}
+
+// without returns the values of the sorted set a that the sorted set b
+// does not hold.
+func without(a, b []string) []string {
+	var out []string
+	for _, v := range a {
+		if _, found := slices.BinarySearch(b, v); !found {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // normalize returns a sorted copy of values without duplicates.
