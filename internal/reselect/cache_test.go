@@ -85,6 +85,16 @@ func createConfigMap(g Gomega, ns, name, bucket string) {
 	g.Expect(env.Client.Create(context.Background(), cm)).To(Succeed())
 }
 
+// bucketsNamespace returns a new namespace with a ConfigMap b<n> in each
+// bucket n of 1, 2 and 3.
+func bucketsNamespace(t *testing.T, g Gomega) string {
+	ns := env.CreateNamespace(t)
+	for _, b := range []string{"1", "2", "3"} {
+		createConfigMap(g, ns, "b"+b, b)
+	}
+	return ns
+}
+
 // cached returns the names of the ConfigMaps of ns that c holds.
 func cached(g Gomega, c cache.Cache, ns string) func() []string {
 	return func() []string {
@@ -180,10 +190,7 @@ func TestCacheFollowsSetsWithoutListingAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := env.CreateNamespace(t)
-	for _, b := range []string{"1", "2", "3"} {
-		createConfigMap(g, ns, "b"+b, b)
-	}
+	ns := bucketsNamespace(t, g)
 	sel, err := reselect.New(nil, "bucket", []string{"1"})
 	g.Expect(err).NotTo(HaveOccurred())
 	c, events, reqs := startCache(ctx, g, ns, sel)
@@ -231,10 +238,7 @@ func TestCacheFollowsSelection(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := env.CreateNamespace(t)
-	for _, b := range []string{"1", "2", "3"} {
-		createConfigMap(g, ns, "b"+b, b)
-	}
+	ns := bucketsNamespace(t, g)
 	createConfigMap(g, ns, "none", "")
 
 	sel, err := reselect.New(nil, "bucket", []string{"1"})

@@ -95,14 +95,7 @@ func TestAddingValues(t *testing.T) {
 	opts, inner := fake.lastWatch()
 	g.Expect(opts).To(Equal(metav1.ListOptions{LabelSelector: "bucket in (1,2,3)", ResourceVersion: "10", AllowWatchBookmarks: true}))
 	go inner.Modify(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "11"}})
-	var got []string
-	for range 4 {
-		var ev watch.Event
-		g.Eventually(w.ResultChan()).Should(Receive(&ev))
-		cm := ev.Object.(*corev1.ConfigMap)
-		got = append(got, string(ev.Type)+" "+cm.Name+" "+cm.ResourceVersion)
-	}
-	g.Expect(got).To(Equal([]string{"ADDED a 7", "ADDED b 9", "BOOKMARK b 10", "MODIFIED a 11"}))
+	g.Expect(receive(g, w, 4)).To(Equal([]string{"ADDED a 7", "ADDED b 9", "BOOKMARK b 10", "MODIFIED a 11"}))
 
 	// Resuming again from the state the gain made needs no list.
 	w.Stop()
@@ -110,6 +103,19 @@ func TestAddingValues(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	w.Stop()
 	g.Expect(fake.lists).To(HaveLen(2))
+}
+
+// receive returns the next n events of w, each as "TYPE name
+// resourceVersion" of its ConfigMap.
+func receive(g Gomega, w watch.Interface, n int) []string {
+	var got []string
+	for range n {
+		var ev watch.Event
+		g.Eventually(w.ResultChan()).Should(Receive(&ev))
+		cm := ev.Object.(*corev1.ConfigMap)
+		got = append(got, string(ev.Type)+" "+cm.Name+" "+cm.ResourceVersion)
+	}
+	return got
 }
 
 // TestRemovingValues checks that a Watch resuming after values were
@@ -132,14 +138,7 @@ func TestRemovingValues(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer w.Stop()
 	g.Expect(fake.listedSelectors()).To(Equal([]string{"bucket in (1,2)", "bucket in (1,2)", "bucket in (3,4)"}))
-	var got []string
-	for range 3 {
-		var ev watch.Event
-		g.Eventually(w.ResultChan()).Should(Receive(&ev))
-		cm := ev.Object.(*corev1.ConfigMap)
-		got = append(got, string(ev.Type)+" "+cm.Name+" "+cm.ResourceVersion)
-	}
-	g.Expect(got).To(Equal([]string{"DELETED a 7", "ADDED a 7", "BOOKMARK a 10"}))
+	g.Expect(receive(g, w, 3)).To(Equal([]string{"DELETED a 7", "ADDED a 7", "BOOKMARK a 10"}))
 	opts, _ := fake.lastWatch()
 	g.Expect(opts.LabelSelector).To(Equal("bucket in (3,4)"))
 
