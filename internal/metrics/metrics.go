@@ -128,9 +128,12 @@ func (s *objectStore) snapshot() []keyedRuns {
 	return out
 }
 
+// runFamilies are the families objectStore.writeText writes.
+var runFamilies = []string{reconcileDurationName, suspendStatusName, lastSuccessName}
+
 // writeText writes the families of the objects' runs.
 func (s *objectStore) writeText(t *textWriter) {
-	if !t.wants(reconcileDurationName, suspendStatusName, lastSuccessName) {
+	if !t.wants(runFamilies...) {
 		return
 	}
 	all := s.snapshot()

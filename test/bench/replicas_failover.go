@@ -297,10 +297,9 @@ func (r *run) profileFailover(ctx context.Context, survivors map[string]*control
 }
 
 // traceFailover takes an execution trace of each survivor of addrs over
-// failoverTraceSeconds, from failoverTraceLead before the lease of the
-// killed replica expires at the latest
-// (failover-<name>.trace in the -profile folder): where their workers
-// wait while they take over.
+// failoverTraceSeconds, from failoverTraceLead before the killed replica's
+// Lease expires at the latest (failover-<name>.trace in the -profile
+// folder): where their workers wait while they take over.
 func (r *run) traceFailover(ctx context.Context, addrs map[string]string) {
 	if err := sleep(ctx, r.cfg.ShardLeaseDuration-failoverTraceLead); err != nil {
 		return
