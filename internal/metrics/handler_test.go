@@ -3,6 +3,7 @@ package metrics
 import (
 	"compress/gzip"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +102,7 @@ func TestHandlerServesTheFamiliesAsked(t *testing.T) {
 				g.Expect(families).To(HaveKey(lastSuccessName))
 				g.Expect(families).To(HaveKey("windlass_reconcile_total"))
 				g.Expect(families).To(HaveKey(resourceInfoName))
+				everyFamilyAlone(g, h, families)
 				return
 			}
 			var got []string
@@ -113,5 +116,20 @@ func TestHandlerServesTheFamiliesAsked(t *testing.T) {
 				g.Expect(tc.want).To(ContainElement(name), "no HELP or TYPE of a family not asked")
 			}
 		})
+	}
+}
+
+// everyFamilyAlone checks that a scrape naming one of families, those of
+// a full scrape, gets that family with the samples the full scrape had.
+func everyFamilyAlone(g Gomega, h http.Handler, families map[string]*dto.MetricFamily) {
+	for name, f := range families {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics?name="+name, nil))
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		alone, err := parser.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(alone).To(HaveLen(1), name)
+		g.Expect(alone).To(HaveKey(name))
+		g.Expect(alone[name].GetMetric()).To(HaveLen(len(f.GetMetric())), name)
 	}
 }
