@@ -32,8 +32,8 @@ type listerWatcher struct {
 	// listedGen is the generation of the selector of the state that a
 	// paginated List continues and a Watch from a resource version
 	// resumes: that of the last List or Watch that sent the initial state,
-	// or of the last Watch that added the objects of the values gained
-	// since; listedValues are its values. Guarded by s.mu.
+	// or of the last Watch that sent the objects of the values added and
+	// removed since; listedValues are its values. Guarded by s.mu.
 	listedGen    uint64
 	listedValues []string
 }
