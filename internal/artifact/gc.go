@@ -102,7 +102,8 @@ func (s *Storage) listGarbage(dir, current string) (artifacts []storedFile, stal
 }
 
 // RemoveAll deletes the directory of the artifact's object
-// (<kind>/<namespace>/<name>) with everything in it. It returns the storage
+// (<kind>/<namespace>/<name>) with everything in it, and ends the deferral
+// of its artifact (see Defer). It returns the storage
 // path of the deleted directory, or "" when there was none.
 func (s *Storage) RemoveAll(a meta.Artifact) (string, error) {
 	lp, err := s.localPath(a.Path)
@@ -111,6 +112,7 @@ func (s *Storage) RemoveAll(a meta.Artifact) (string, error) {
 	}
 	dir, relDir := filepath.Dir(lp), path.Dir(a.Path)
 	s.fingerprints.forget(relDir)
+	s.undefer(relDir)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/httpserver"
 )
 
@@ -23,7 +24,8 @@ const shutdownTimeout = 30 * time.Second
 // regular files at <kind>/<namespace>/<name>/<file>, and answers 404 for
 // anything else: directories (no listings), temporary files and other
 // dot-files, and paths that are not artifact paths. Range and conditional
-// requests are supported.
+// requests are supported. A deferred artifact (see Defer) is asked for
+// and served once its source stored it (see Restore).
 func (s *Storage) Handler() http.Handler {
 	return http.HandlerFunc(s.serveHTTP)
 }
@@ -35,12 +37,16 @@ func (s *Storage) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	lp, err := s.localPath(strings.TrimPrefix(r.URL.Path, "/"))
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	lp, err := s.localPath(p)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
 	f, err := os.Open(lp)
+	if errors.Is(err, os.ErrNotExist) && s.Restore(r.Context(), meta.Artifact{Path: p}) {
+		f, err = os.Open(lp)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			http.NotFound(w, r)

@@ -56,6 +56,9 @@ type Storage struct {
 	// storedAgain are told of the artifacts built again here (see
 	// OnStoredAgain).
 	storedAgain []func(kind string, obj metav1.Object)
+	// deferrals are the artifacts stored again when asked for (see
+	// Defer).
+	deferrals deferrals
 }
 
 // OnStoredAgain has fn told of every artifact that a source controller of
@@ -67,9 +70,11 @@ func (s *Storage) OnStoredAgain(fn func(kind string, obj metav1.Object)) {
 	s.storedAgain = append(s.storedAgain, fn)
 }
 
-// StoredAgain tells the OnStoredAgain functions that the artifact of obj,
-// of kind, was built again here.
+// StoredAgain tells the OnStoredAgain functions, and the readers waiting
+// for it (see Restore), that the artifact of obj, of kind, was built again
+// here.
 func (s *Storage) StoredAgain(kind string, obj metav1.Object) {
+	s.Undefer(kind, obj)
 	for _, fn := range s.storedAgain {
 		fn(kind, obj)
 	}

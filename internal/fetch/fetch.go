@@ -37,16 +37,18 @@ type Fetcher interface {
 var ErrNotFound = errors.New("artifact not found")
 
 // Local reads artifacts straight from the storage of an in-process source
-// controller.
+// controller. An artifact that the storage defers (see
+// artifact.Storage.Defer) is asked for and waited for.
 type Local struct {
 	Storage *artifact.Storage
 }
 
 // Fetch verifies the artifact's digest and unpacks it into dir.
-func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
+func (l *Local) Fetch(ctx context.Context, a meta.Artifact, dir string) error {
 	if err := notStoredHere(a); err != nil {
 		return err
 	}
+	l.restore(ctx, a)
 	err := l.Storage.ExtractTo(a, "", dir)
 	if errors.Is(err, artifact.ErrNotFound) {
 		return fmt.Errorf("%w: %s", ErrNotFound, a.Path)
@@ -58,15 +60,25 @@ func (l *Local) Fetch(_ context.Context, a meta.Artifact, dir string) error {
 // artifact of the same source, writing only the folders that changed; it
 // returns false, leaving dir alone, when the storage cannot tell what
 // changed.
-func (l *Local) Patch(_ context.Context, old, new meta.Artifact, dir string) (bool, error) {
+func (l *Local) Patch(ctx context.Context, old, new meta.Artifact, dir string) (bool, error) {
 	if err := notStoredHere(new); err != nil {
 		return false, err
 	}
+	l.restore(ctx, new)
 	patched, err := l.Storage.PatchTo(old, new, dir)
 	if errors.Is(err, artifact.ErrNotFound) {
 		return false, fmt.Errorf("%w: %s", ErrNotFound, new.Path)
 	}
 	return patched, err
+}
+
+// restore waits until a, when the storage defers it, is stored (see
+// artifact.Storage.Restore): the source controller of this process stores
+// it when asked. It holds no lock of the storage's, which the store takes.
+func (l *Local) restore(ctx context.Context, a meta.Artifact) {
+	if !l.Storage.ArtifactExists(a) {
+		l.Storage.Restore(ctx, a)
+	}
 }
 
 // notStoredHere returns ErrNotFound, wrapped, for an artifact without a

@@ -19,10 +19,11 @@ type Reader interface {
 
 // ReadAll returns the bytes of the artifact, checked against its digest;
 // an artifact over maxSize bytes is refused.
-func (l *Local) ReadAll(_ context.Context, a meta.Artifact, maxSize int64) ([]byte, error) {
+func (l *Local) ReadAll(ctx context.Context, a meta.Artifact, maxSize int64) ([]byte, error) {
 	if err := notStoredHere(a); err != nil {
 		return nil, err
 	}
+	l.restore(ctx, a)
 	unlock, err := l.Storage.Lock(a)
 	if err != nil {
 		return nil, err

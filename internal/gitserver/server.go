@@ -188,6 +188,18 @@ func (s *Server) RequestsFor(name string) int64 {
 	return n
 }
 
+// FetchesOf returns how many HTTP requests fetched objects of the
+// repository name (e.g. "app.git"): its git-upload-pack requests, which
+// every clone or fetch sends and a listing of its references (a check that
+// the remote has not moved) does not.
+func (s *Server) FetchesOf(name string) int64 {
+	count, ok := s.pathRequests.Load("/" + strings.Trim(name, "/") + "/git-upload-pack")
+	if !ok {
+		return 0
+	}
+	return count.(*atomic.Int64).Load()
+}
+
 // countHTTP counts an HTTP request, by its path too.
 func (s *Server) countHTTP(path string) {
 	s.requests.Add(1)

@@ -81,13 +81,19 @@ func (m *Manager) remoteArtifacts() *fetch.HTTP {
 
 // storedAgainHere tells the appliers of this process whether the
 // artifact a of source, of kind, is being stored again here (see
-// sourceref.Resolver.StoredAgainHere): see willStoreAgain.
+// sourceref.Resolver.StoredAgainHere): see willStoreAgain. An applier
+// asks so when it needs a's content: a that the source controller defers
+// until asked (see artifact.Storage.Defer) is asked for.
 func (m *Manager) storedAgainHere(kind string, source client.Object, a meta.Artifact) bool {
 	var owns func(string, metav1.Object) bool
 	if m.Shard != nil {
 		owns = m.Shard.Owns
 	}
-	return willStoreAgain(m.Storage, owns, kind, source, a)
+	if !willStoreAgain(m.Storage, owns, kind, source, a) {
+		return false
+	}
+	m.Storage.Ask(a)
+	return true
 }
 
 // willStoreAgain reports whether the source controller of this process,

@@ -31,6 +31,7 @@ import (
 	notificationv1 "github.com/windlass-dev/windlass/api/notification/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -57,7 +58,9 @@ const (
 // metrics say it reconciled it; a Kustomization whose GitRepository or
 // dependency another replica holds reads them across (the artifact over
 // HTTP). A replica killed with SIGKILL loses its buckets to the others,
-// which claim every one of them and reconcile every object of them;
+// which claim every one of them and reconcile every object of them,
+// fetching no source again (the remote has not moved: a source's artifact
+// is stored again once something downloads it);
 // started again, it is handed its share back, and again each object is
 // reconciled by one replica only. All along, the API server refuses a
 // status written by a replica that the Lease of the object's bucket does
@@ -77,9 +80,11 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	}
 	denyStatusOfOthers(t, g, cp, kubeconfigs)
 	history := recordBucketHolders(t, g, cp)
-	url, sha := servedRepo(t, "shards", map[string]string{
+	gitSrv := gitserver.NewForTest(t)
+	url := gitSrv.MustStartHTTP(t) + "/shards"
+	sha := gitSrv.MustInitRepo(t, "shards", "main").MustCommit(t, "main", map[string]string{
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-${app}\ndata:\n  app: ${app}\n",
-	})
+	}, "initial commit")
 
 	uiAddrs, err := childproc.FreeAddrs(1)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -108,6 +113,7 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	survivorsClaimed := bucketMovesOf(g, survivors, "claimed")
 	orphanBuckets := bucketShareSizes(bucketHolders(g, cp))["r1"]
 	sourcesBefore := gitRepositoryVersions(g, cp)
+	fetchesBefore := gitSrv.FetchesOf("shards")
 	killed.Kill()
 	killedAt := time.Now()
 	delete(replicas, "r1")
@@ -134,7 +140,9 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g.Expect(apiRequestsOf(g, replicas, `dry_run="true"`)).To(Equal(survivorsDryRuns),
 		"the survivors took the Kustomizations over without a dry run: their status.verified said nothing changed")
 	g.Expect(gitRepositoryVersions(g, cp)).To(Equal(sourcesBefore),
-		"the survivors stored the GitRepositories' artifacts again under the same URLs: no source's status was written")
+		"the survivors kept the GitRepositories' artifacts under the same URLs: no source's status was written")
+	g.Expect(gitSrv.FetchesOf("shards")).To(Equal(fetchesBefore),
+		"the survivors fetched no GitRepository again: the remote had not moved, and no Kustomization needed an artifact")
 	expectBucketShares(g, cp, replicas)
 	g.Eventually(func(g Gomega) int { return bucketMovesOf(g, survivors, "claimed") - survivorsClaimed }, timeout, interval).
 		Should(Equal(orphanBuckets), "the survivors claimed each of the killed replica's %d buckets once, and no other", orphanBuckets)
@@ -155,8 +163,8 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g.Eventually(func(g Gomega) int { return bucketMovesOf(g, survivors, "handed_over") - survivorsHandedOver }, timeout, interval).
 		Should(BeNumerically(">=", rejoined), "the others handed over the %d buckets the replica that came back holds", rejoined)
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas)
-	expectArtifactsOnlyAtHolders(g, cp, replicas)
 	expectArtifactsFromEveryReplica(g, cp, replicas)
+	expectArtifactsOnlyAtHolders(g, cp, replicas)
 	expectTagsFromEveryReplica(t, g, cp, replicas)
 	expectWebhookReachesEveryHolder(g, cp, replicas)
 	expectOverviewNamesEveryHolder(g, cp, uiAddrs[0])
@@ -171,7 +179,9 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 // expectArtifactsOnlyAtHolders checks that the artifacts of every
 // GitRepository are in the storage of the replica that holds it and of no
 // other live one: a replica that handed a source over removed them once
-// the new holder published its own.
+// the new holder published its own. A holder that took a source over
+// stores its artifact once asked for it: call it after the downloads of
+// expectArtifactsFromEveryReplica.
 func expectArtifactsOnlyAtHolders(g *WithT, cp *testenv.Environment, replicas map[string]*controller) {
 	g.Eventually(func(g Gomega) {
 		for obj, holder := range holdersByLease(g, cp) {

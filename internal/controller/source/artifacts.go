@@ -51,12 +51,22 @@ type storageCheck struct {
 	// inStorage is the forgotten artifact's ArtifactInStorage condition,
 	// put back when the artifact is built again as it was.
 	inStorage *metav1.Condition
+	// deferrable is set, before the check, by a kind that can tell
+	// cheaply that its remote still serves the artifact's revision (a
+	// GitRepository); deferred is then set when the artifact, which
+	// another replica stored, is kept in the status though this storage
+	// lacks it: the run checks the remote, and when nothing moved the
+	// artifact is stored again only when a reader asks for it (see
+	// artifact.Storage.Defer).
+	deferrable, deferred bool
 }
 
 // reconcileStorage checks that the artifact named in obj's status is in
 // storage with the digest it claims. A missing or altered file is removed
 // and the artifact forgotten (forget clears it from the status, check
-// keeps it), so that the next steps build it again.
+// keeps it), so that the next steps build it again; but one that another
+// replica stored is kept, when check is deferrable and no reader asked
+// for it (see storageCheck).
 func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, check *storageCheck, forget func()) {
 	a := obj.GetArtifact()
 	if a == nil {
@@ -64,7 +74,12 @@ func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, c
 		reconcile.MarkProgress(obj, "building artifact")
 		return
 	}
-	if why := s.checkStoredArtifact(ctx, obj, *a); why != "" {
+	why := s.checkStoredArtifact(ctx, obj, *a)
+	if why == storedElsewhere && check.deferrable && s.storage.Shared() && !s.storage.AskedToStore(s.kind, obj) {
+		check.deferred = true
+		return
+	}
+	if why != "" {
 		check.forgotten = a.DeepCopy()
 		if c := conditions.Get(obj, sourcev1.ArtifactInStorageCondition); c != nil {
 			check.inStorage = c.DeepCopy()
@@ -143,6 +158,7 @@ func (s artifactStore) stored(ctx context.Context, obj sourceObject, check stora
 	}
 	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
 	conditions.Delete(obj, sourcev1.StorageOperationFailedCondition)
+	s.storage.Undefer(s.kind, obj)
 	if f := check.forgotten; f != nil && sameArtifact(*f, a) {
 		// Built again here as another replica stored it, under the same
 		// URL (the replicas share their address): the status stays as it
@@ -235,11 +251,13 @@ func (s artifactStore) removeAll(_ context.Context, obj client.Object) error {
 }
 
 // forget drops what the process keeps of the source key, deleted or held
-// by another replica: the fingerprints of its artifacts' trees and, when
+// by another replica: the fingerprints of its artifacts' trees, the
+// deferral of its artifact and, when
 // the replicas share one address (see artifact.Storage.SetShared), its
 // artifacts, which consumers now download from the replica that holds it.
 func (s artifactStore) forget(key types.NamespacedName) {
 	s.forgetTrees(key)
+	s.storage.Undefer(s.kind, &metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name})
 	if s.storage.Shared() {
 		s.sweep(context.Background(), &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}

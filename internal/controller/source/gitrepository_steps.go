@@ -268,12 +268,18 @@ func checkIncludePath(p string) error {
 	return nil
 }
 
-// reconcileInclude copies the included artifacts into the checkout.
+// reconcileInclude copies the included artifacts into the checkout. An
+// included artifact that this storage defers (see artifact.Storage.Defer)
+// is asked for and waited for.
 func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
 	if sc.upToDate {
 		return outcome.ResultSuccess, nil
 	}
 	for i, inc := range obj.Spec.Include {
+		if r.Storage.Ask(*sc.includes[i]) {
+			return outcome.ResultEmpty, outcome.Wait(sourcev1.IncludeUnavailableReason,
+				fmt.Errorf("the artifact of the included GitRepository '%s' is being stored again here", inc.GitRepositoryRef.Name), r.DependencyRequeue)
+		}
 		dest, err := securejoin.SecureJoin(sc.workDir, inc.GetToPath())
 		if err != nil {
 			return outcome.ResultEmpty, outcome.Stall(sourcev1.InvalidSpecReason, err)
@@ -292,10 +298,15 @@ func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourc
 
 // reconcileArtifact archives the checkout into storage, records the new
 // artifact in status and collects old artifacts. When the stored artifact is
-// up to date it only confirms it.
+// up to date it only confirms it; one that the storage lacks (see
+// storageCheck) is deferred until a reader asks for it.
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
-	if sc.upToDate && obj.GetArtifact() != nil {
+	if a := obj.GetArtifact(); sc.upToDate && a != nil {
 		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+		if sc.deferred {
+			r.Storage.Defer(sourcev1.GitRepositoryKind, obj, *a)
+			ctrl.LoggerFrom(ctx).V(1).Info("Artifact stored by another replica, the remote unchanged: storing it again when asked", "revision", a.Revision)
+		}
 		return outcome.ResultSuccess, nil
 	}
 	revision := sc.commit.String()

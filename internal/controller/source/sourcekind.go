@@ -6,6 +6,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/event"
@@ -48,7 +50,8 @@ type gatedSource struct {
 // controller, set up by the runner (Runner.Setup: its gates, its sources);
 // the caller may add watches before it completes it with the runner. When
 // the replicas share the objects, the artifacts of the sources handed over
-// leave store once their new holder published its own.
+// leave store once their new holder published its own. A reader's ask for
+// a deferred artifact (see artifact.Storage.Defer) runs its source.
 func newControllerFor[T sourceObject](ctx context.Context, mgr ctrl.Manager, s gatedSource, store artifactStore, kind reconcile.Kind[T],
 	opts reconcile.ControllerOptions) (*builder.Builder, *reconcile.Runner[T], error) {
 	runner := &reconcile.Runner[T]{
@@ -63,7 +66,10 @@ func newControllerFor[T sourceObject](ctx context.Context, mgr ctrl.Manager, s g
 		}
 	}
 	b, err := runner.Setup(ctx, mgr, opts)
-	return b, runner, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.WatchesRawSource(source.Channel(store.storage.AsksFor(kind.Name), &handler.EnqueueRequestForObject{})), runner, nil
 }
 
 // artifactRevision returns the revision of a source's artifact, or "".

@@ -10,12 +10,14 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/artifact"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/event"
+	"github.com/windlass-dev/windlass/internal/gitserver"
 )
 
 // TestStoredAgainUnderASharedAddress: when the replicas share one address,
@@ -79,4 +81,77 @@ func TestStoredAgainUnderASharedAddress(t *testing.T) {
 	g.Expect(obj.Status.Artifact.Digest).NotTo(Equal(first.Digest))
 	g.Expect(obj.Status.Artifact.LastUpdateTime).NotTo(Equal(first.LastUpdateTime))
 	g.Expect(told).To(HaveLen(1), "a new artifact changes the status, which wakes the consumers")
+}
+
+// TestDeferredUntilAskedUnderASharedAddress: a replica that takes a
+// GitRepository over, whose remote still points at the commit of the
+// artifact another replica stored, lists the remote's references only and
+// keeps the status as it was: the artifact is deferred (no clone, no
+// event). A reader's ask runs the source, which clones and stores the same
+// artifact, and the reader waiting for it goes on. A remote that moved
+// meanwhile gives a new artifact; a run asked for that fails lets the
+// readers go too.
+func TestDeferredUntilAskedUnderASharedAddress(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := gitserver.NewForTest(t)
+	base := srv.MustStartHTTP(t)
+	repo := srv.MustInitRepo(t, "app.git", "main")
+	repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
+	store, err := artifact.New(t.TempDir(), "source-controller.windlass.svc", time.Minute, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	store.SetShared(true)
+	recorder := events.NewFakeRecorder(10)
+	r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}, AllowInsecureHTTP: true}
+	obj := newGitRepository("default", "app", base+"/app.git")
+	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
+	obj.Generation, obj.Status.ObservedGeneration = 1, 1 // nothing to announce: the runs need no patcher
+	run := func() error {
+		_, err := r.run(ctx, obj, nil)
+		return err
+	}
+	g.Expect(run()).To(Succeed())
+	stored := obj.Status.Artifact.DeepCopy()
+	g.Expect(store.Verify(*stored)).To(Succeed())
+	takeOver := func() {
+		g.Expect(os.Remove(store.LocalPath(*stored))).To(Succeed(), "the replica that stored it went")
+		before, fetches := srv.Requests(), srv.FetchesOf("app.git")
+		g.Expect(run()).To(Succeed())
+		g.Expect(srv.Requests()-before).To(Equal(int64(1)), "only the remote's references are listed")
+		g.Expect(srv.FetchesOf("app.git")).To(Equal(fetches), "nothing fetched")
+		g.Expect(obj.Status.Artifact).To(Equal(stored), "the status stays")
+		g.Expect(store.Deferred(*stored)).To(BeTrue())
+		g.Expect(store.ArtifactExists(*stored)).To(BeFalse(), "not stored before a reader asks")
+	}
+
+	takeOver()
+	g.Expect(recorder.Events).To(BeEmpty())
+	restored := make(chan bool, 1)
+	go func() { restored <- store.Restore(ctx, *stored) }()
+	var ask ctrlevent.GenericEvent
+	g.Eventually(store.AsksFor(sourcev1.GitRepositoryKind), timeout).Should(Receive(&ask), "the reader asks the source")
+	g.Expect(ask.Object.GetName()).To(Equal("app"))
+	fetches := srv.FetchesOf("app.git")
+	g.Expect(run()).To(Succeed())
+	g.Expect(srv.FetchesOf("app.git")).To(BeNumerically(">", fetches), "cloned")
+	g.Expect(store.Verify(*stored)).To(Succeed(), "the same artifact, stored again")
+	g.Expect(obj.Status.Artifact).To(Equal(stored), "the status stays")
+	g.Eventually(restored, timeout).Should(Receive(BeTrue()), "the reader goes on")
+	g.Expect(store.Deferred(*stored)).To(BeFalse())
+	g.Expect(recorder.Events).To(BeEmpty(), "nothing new to tell")
+
+	takeOver()
+	repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 2\n"}, "two")
+	g.Expect(run()).To(Succeed())
+	g.Expect(obj.Status.Artifact.Revision).NotTo(Equal(stored.Revision), "the remote moved: a new artifact")
+	g.Expect(store.Verify(*obj.Status.Artifact)).To(Succeed())
+	g.Expect(store.Deferred(*stored)).To(BeFalse())
+
+	stored = obj.Status.Artifact.DeepCopy()
+	takeOver()
+	g.Expect(store.Ask(*stored)).To(BeTrue())
+	srv.SetDown(true)
+	g.Expect(run()).NotTo(Succeed(), "the host is down")
+	g.Expect(store.Deferred(*stored)).To(BeFalse(), "the run asked for ended: its readers go on")
+	g.Expect(store.Restore(ctx, *stored)).To(BeFalse(), "nothing to wait for")
 }

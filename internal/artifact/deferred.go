@@ -1,0 +1,179 @@
+package artifact
+
+import (
+	"context"
+	"path"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/windlass-dev/windlass/api/meta"
+)
+
+// A deferred artifact is one that this storage lacks, that its source's
+// status names (another replica stored it, under the address the replicas
+// share) and that the source controller of this process stores again only
+// when something asks for it: a source taken over whose remote still
+// serves the same revision is not fetched again until a consumer needs its
+// content. A reader that finds a deferred artifact missing asks for it
+// (Ask, Restore); the source's next run stores it (AskedToStore), and
+// StoredAgain or Undefer ends the deferral.
+
+// maxRestoreWait bounds how long Restore waits for an artifact to be stored.
+const maxRestoreWait = 2 * time.Minute
+
+// askBuffer is how many asks a source controller may have yet to take:
+// beyond, an ask is dropped, and the reader that asked asks again at its
+// next try.
+const askBuffer = 1024
+
+// deferrals are the deferred artifacts of a Storage, by the folder of
+// their object, and the channels on which the source controllers hear the
+// asks, by kind.
+type deferrals struct {
+	mu      sync.Mutex
+	byDir   map[string]*deferral
+	askedTo map[string]chan event.GenericEvent
+}
+
+// deferral is one deferred artifact.
+type deferral struct {
+	kind, namespace, name string
+	// file is the artifact's file name in its object's folder.
+	file string
+	// asked is set once a reader asked for it.
+	asked bool
+	// stored is closed when the deferral ends.
+	stored chan struct{}
+}
+
+// Defer records that a, the artifact of obj, of kind, which this storage
+// lacks, is stored again when a reader asks for it. A deferral of obj's
+// that was asked for stays as it is.
+func (s *Storage) Defer(kind string, obj metav1.Object, a meta.Artifact) {
+	dir := objectDir(kind, obj.GetNamespace(), obj.GetName())
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if old := d.byDir[dir]; old != nil && old.file == path.Base(a.Path) {
+		return
+	}
+	if d.byDir == nil {
+		d.byDir = map[string]*deferral{}
+	}
+	d.byDir[dir] = &deferral{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(), file: path.Base(a.Path), stored: make(chan struct{})}
+}
+
+// Deferred tells whether a is a deferred artifact.
+func (s *Storage) Deferred(a meta.Artifact) bool {
+	s.deferrals.mu.Lock()
+	defer s.deferrals.mu.Unlock()
+	return s.deferrals.of(a) != nil
+}
+
+// AskedToStore tells whether a reader asked for the deferred artifact of
+// obj, of kind: the source's run stores it then.
+func (s *Storage) AskedToStore(kind string, obj metav1.Object) bool {
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	def := d.byDir[objectDir(kind, obj.GetNamespace(), obj.GetName())]
+	return def != nil && def.asked
+}
+
+// Ask asks the source controller to store a, when a is deferred, and tells
+// whether it is.
+func (s *Storage) Ask(a meta.Artifact) bool {
+	_, ok := s.ask(a)
+	return ok
+}
+
+// Restore asks for a, when a is deferred, and waits until the deferral
+// ends (the source stored it, or its run failed), ctx ends or two minutes
+// pass. It tells whether it waited for the end: the caller reads a again.
+func (s *Storage) Restore(ctx context.Context, a meta.Artifact) bool {
+	stored, ok := s.ask(a)
+	if !ok {
+		return false
+	}
+	timer := time.NewTimer(maxRestoreWait)
+	defer timer.Stop()
+	select {
+	case <-stored:
+		return true
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return false
+}
+
+// ask marks a asked for and sends the ask to its source controller, when
+// a is deferred; it returns the channel closed when the deferral ends.
+func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	def := d.of(a)
+	if def == nil {
+		return nil, false
+	}
+	def.asked = true
+	source := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: def.namespace, Name: def.name}}
+	select {
+	case d.channel(def.kind) <- event.GenericEvent{Object: source}:
+	default:
+	}
+	return def.stored, true
+}
+
+// Undefer ends the deferral of the artifact of obj, of kind, if any: the
+// source stored it, its run that was asked to failed, or the object went.
+// The readers waiting in Restore go on.
+func (s *Storage) Undefer(kind string, obj metav1.Object) {
+	s.undefer(objectDir(kind, obj.GetNamespace(), obj.GetName()))
+}
+
+// undefer ends the deferral of the object of folder dir, if any.
+func (s *Storage) undefer(dir string) {
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if def := d.byDir[dir]; def != nil {
+		close(def.stored)
+		delete(d.byDir, dir)
+	}
+}
+
+// AsksFor returns the channel on which the source controller of kind
+// hears the asks for its deferred artifacts, one event per ask, naming the
+// source.
+func (s *Storage) AsksFor(kind string) <-chan event.GenericEvent {
+	s.deferrals.mu.Lock()
+	defer s.deferrals.mu.Unlock()
+	return s.deferrals.channel(kind)
+}
+
+// of returns the deferral of a, nil when a is not deferred. d.mu is held.
+func (d *deferrals) of(a meta.Artifact) *deferral {
+	def := d.byDir[path.Dir(a.Path)]
+	if def == nil || def.file != path.Base(a.Path) {
+		return nil
+	}
+	return def
+}
+
+// channel returns the asks' channel of kind, made on first use. d.mu is
+// held.
+func (d *deferrals) channel(kind string) chan event.GenericEvent {
+	if d.askedTo == nil {
+		d.askedTo = map[string]chan event.GenericEvent{}
+	}
+	ch := d.askedTo[kind]
+	if ch == nil {
+		ch = make(chan event.GenericEvent, askBuffer)
+		d.askedTo[kind] = ch
+	}
+	return ch
+}
