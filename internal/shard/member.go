@@ -190,7 +190,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.observe(ctx, leaseInformer.GetStore())
 	renew := time.NewTicker(m.renewEvery())
 	defer renew.Stop()
-	look := time.NewTicker(time.Second)
+	look := time.NewTimer(m.untilNextLook(time.Now()))
 	defer look.Stop()
 	for {
 		select {
@@ -212,8 +212,34 @@ func (m *Member) Start(ctx context.Context) error {
 			lastRenew = time.Now()
 		case <-look.C:
 			m.observe(ctx, leaseInformer.GetStore())
+			look.Reset(m.untilNextLook(time.Now()))
 		}
 	}
+}
+
+// maxLookInterval is the longest a member goes without looking at the
+// Leases: a changed Lease is seen as it changes (follow), a Lease that
+// stops changing when it expires (untilNextLook), and this bounds the rest.
+const maxLookInterval = time.Second
+
+// untilNextLook returns how long after now the member looks at the Leases
+// again: when the first of the other members' Leases expires by this
+// member's clock, unless maxLookInterval comes first. A member that dies
+// thus loses its buckets as its Lease expires, not up to a second later.
+func (m *Member) untilNextLook(now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := maxLookInterval
+	for name, seen := range m.seen {
+		if name == m.opts.Name {
+			continue
+		}
+		// A Lease is live while now-at < its duration: just after that it is not.
+		if until := seen.at.Add(max(seen.duration, m.opts.LeaseDuration)).Sub(now) + time.Millisecond; until > 0 && until < next {
+			next = until
+		}
+	}
+	return next
 }
 
 // lost stops the member's reconciling: the others take its objects once

@@ -45,6 +45,32 @@ func TestLiveMembers(t *testing.T) {
 	g.Expect(m.liveMembers(nil, start)).To(Equal([]string{"me"}), "this member is live while it runs")
 }
 
+// TestUntilNextLook: a member looks at the Leases again just after the
+// first of the others' expires by its clock, and at least every second.
+func TestUntilNextLook(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	for _, tt := range []struct {
+		name string
+		seen map[string]observation
+		now  time.Time
+		want time.Duration
+	}{
+		{"alone", map[string]observation{"me": {at: start}}, start, maxLookInterval},
+		{"the others far from expiry", map[string]observation{"a": {at: start}}, start.Add(5 * time.Second), maxLookInterval},
+		{"one expires in 300ms", map[string]observation{"a": {at: start}, "b": {at: start.Add(time.Second)}}, start.Add(14700 * time.Millisecond),
+			300*time.Millisecond + time.Millisecond},
+		{"its own duration when longer", map[string]observation{"a": {at: start, duration: 20 * time.Second}}, start.Add(19800 * time.Millisecond),
+			200*time.Millisecond + time.Millisecond},
+		{"this member's Lease does not count", map[string]observation{"me": {at: start}}, start.Add(14900 * time.Millisecond), maxLookInterval},
+		{"expired already: the usual interval", map[string]observation{"a": {at: start}}, start.Add(20 * time.Second), maxLookInterval},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Member{opts: Options{Name: "me", LeaseDuration: 15 * time.Second}, seen: tt.seen}
+			NewWithT(t).Expect(m.untilNextLook(tt.now)).To(Equal(tt.want))
+		})
+	}
+}
+
 // TestMembersOfOneNameAreRefused: a second process started with a member's
 // name takes the Lease over, and the first, at its next renewal, finds
 // another process's write and stops (errSameName); a process that restarts

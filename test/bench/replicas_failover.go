@@ -34,7 +34,11 @@ import (
 // killed replica's storage.
 
 // failoverPoll is how often the failover phase scrapes the survivors.
-const failoverPoll = 250 * time.Millisecond
+// The times of the objects come from the scraped series themselves (each
+// object's last success), so the poll bounds only when the phase sees
+// the end and the claim mark; each scrape costs the survivors, and the
+// machine they share, a few milliseconds per thousand objects.
+const failoverPoll = time.Second
 
 // failoverReadyBound bounds the wait, once every object of the killed
 // replica is taken over, until every application is Ready again (the
@@ -104,9 +108,10 @@ type FailoverResult struct {
 
 // FailoverTimeline marks the takeover's progress, in seconds from the
 // kill (0: not reached while the run looked): ClaimedSeconds marks when
-// the survivors had claimed as many buckets as the killed replica held,
-// the others when their runs had left Ready the first, a half and nine
-// tenths of its objects.
+// the survivors had claimed as many buckets as the killed replica held
+// (the first poll that saw it), the others when their runs had left Ready
+// the first, a half and nine tenths of its objects (from each object's
+// last success, as the survivors' metrics time it).
 type FailoverTimeline struct {
 	FirstSeconds   float64 `json:"first_seconds"`
 	HalfSeconds    float64 `json:"half_seconds"`
@@ -117,36 +122,48 @@ type FailoverTimeline struct {
 	ByKind map[string][4]float64 `json:"by_kind,omitempty"`
 }
 
-// markKinds records ByKind from the seconds after the kill at which each
-// object (Kind/namespace/name) was taken over.
-func (t *FailoverTimeline) markKinds(takenAt map[string]float64) {
+// markObjects records the first, half and nine tenths marks, and ByKind,
+// from the seconds after the kill at which each object
+// (Kind/namespace/name) was taken over, and returns the last of them.
+func (t *FailoverTimeline) markObjects(takenAt map[string]float64) float64 {
+	var all []float64
 	seconds := map[string][]float64{}
 	for obj, at := range takenAt {
 		kind, _, _ := strings.Cut(obj, "/")
 		seconds[kind] = append(seconds[kind], at)
+		all = append(all, at)
 	}
+	if len(all) == 0 {
+		return 0
+	}
+	marks := quarterMarks(all)
+	t.FirstSeconds, t.HalfSeconds, t.NinetySeconds = marks[0], marks[1], marks[2]
 	t.ByKind = map[string][4]float64{}
 	for kind, s := range seconds {
-		slices.Sort(s)
-		at := func(q float64) float64 { return round2(s[min(len(s)-1, int(q*float64(len(s))))]) }
-		t.ByKind[kind] = [4]float64{round2(s[0]), at(0.5), at(0.9), round2(s[len(s)-1])}
+		t.ByKind[kind] = quarterMarks(s)
+	}
+	return slices.Max(all)
+}
+
+// quarterMarks sorts s and returns its first, its half and nine tenths
+// marks, and its last, rounded.
+func quarterMarks(s []float64) [4]float64 {
+	slices.Sort(s)
+	at := func(q float64) float64 { return round2(s[min(len(s)-1, int(q*float64(len(s))))]) }
+	return [4]float64{round2(s[0]), at(0.5), at(0.9), round2(s[len(s)-1])}
+}
+
+// markClaimed records, at elapsed seconds (a poll's), when claimed of
+// buckets (the survivors' bucket claims since the kill) first reach
+// buckets.
+func (t *FailoverTimeline) markClaimed(elapsed float64, claimed, buckets int) {
+	if claimed >= buckets && t.ClaimedSeconds == 0 {
+		t.ClaimedSeconds = round2(elapsed)
 	}
 }
 
-// mark records, at elapsed seconds, the marks that taken of objects
-// (taken over) and claimed of buckets (the survivors' bucket claims since
-// the kill) reach first.
-func (t *FailoverTimeline) mark(elapsed float64, taken, objects, claimed, buckets int) {
-	set := func(field *float64, reached bool) {
-		if reached && *field == 0 {
-			*field = round2(elapsed)
-		}
-	}
-	set(&t.FirstSeconds, taken > 0)
-	set(&t.HalfSeconds, 2*taken >= objects)
-	set(&t.NinetySeconds, 10*taken >= 9*objects)
-	set(&t.ClaimedSeconds, claimed >= buckets)
-}
+// unixSeconds is t as the metrics' timestamps give it.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // failoverPhase records the replicas' figures, then kills the one that
 // holds the most objects and measures how long the others take to
@@ -228,20 +245,18 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
 	takenAt := map[string]float64{}
-	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(takers map[string]string, claimed int64) {
-		elapsed := time.Since(killedAt).Seconds()
-		for obj := range takers {
+	takers, last, err := waitTakenOver(wctx, survivors, orphans, baseline, func(takers map[string]string, scrape survivorsScrape) {
+		for obj, by := range takers {
 			if _, ok := takenAt[obj]; !ok {
-				takenAt[obj] = elapsed
+				takenAt[obj] = scrape.succeeded[by][obj] - unixSeconds(killedAt)
 			}
 		}
-		fo.Timeline.mark(elapsed, len(takers), len(orphans), int(claimed-before.claimed), fo.Buckets)
+		fo.Timeline.markClaimed(time.Since(killedAt).Seconds(), int(scrape.claimed-before.claimed), fo.Buckets)
 	})
 	if err != nil {
 		return nil, err
 	}
-	fo.Timeline.markKinds(takenAt)
-	fo.seconds = time.Since(killedAt).Seconds()
+	fo.seconds = fo.Timeline.markObjects(takenAt)
 	fo.CPU = cpuDelta(cpu0, processCPU())
 	fo.ServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
 	fo.Requests = budget(before.requests, last.requests, nil, len(orphans), "controller")
@@ -460,7 +475,7 @@ func (r *run) artifactsAt(ctx context.Context, addr string) (int, error) {
 // the last scrape. After each scrape it tells progress how many are taken
 // over and how many buckets the survivors have claimed so far.
 func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphans []string,
-	baseline map[string]map[string]float64, progress func(takers map[string]string, claimed int64)) (map[string]string, survivorsScrape, error) {
+	baseline map[string]map[string]float64, progress func(takers map[string]string, scrape survivorsScrape)) (map[string]string, survivorsScrape, error) {
 	takers := map[string]string{}
 	for {
 		scrape, err := scrapeSurvivors(survivors)
@@ -472,7 +487,7 @@ func waitTakenOver(ctx context.Context, survivors map[string]*controller, orphan
 				takers[obj] = by
 			}
 		}
-		progress(takers, scrape.claimed)
+		progress(takers, scrape)
 		if len(takers) == len(orphans) {
 			return takers, scrape, nil
 		}

@@ -228,20 +228,22 @@ func TestReplicasRows(t *testing.T) {
 `)).To(Equal(2))
 }
 
-// TestMarkKinds: the timeline by kind of the seconds at which each object
-// was taken over.
-func TestMarkKinds(t *testing.T) {
+// TestMarkObjects: the timeline, overall and by kind, of the seconds at
+// which each object was taken over, and the last of them.
+func TestMarkObjects(t *testing.T) {
 	g := NewWithT(t)
 	var tl FailoverTimeline
 	takenAt := map[string]float64{"GitRepository/ns/a": 14, "GitRepository/ns/b": 15}
 	for i := range 10 {
 		takenAt[fmt.Sprintf("Kustomization/ns/k%d", i)] = 16 + float64(i)
 	}
-	tl.markKinds(takenAt)
+	g.Expect(tl.markObjects(takenAt)).To(Equal(25.0))
 	g.Expect(tl.ByKind).To(Equal(map[string][4]float64{
 		"GitRepository": {14, 15, 15, 15},
 		"Kustomization": {16, 21, 25, 25},
 	}))
+	g.Expect([]float64{tl.FirstSeconds, tl.HalfSeconds, tl.NinetySeconds}).To(Equal([]float64{14, 20, 24}))
+	g.Expect((&FailoverTimeline{}).markObjects(nil)).To(BeZero())
 }
 
 // smokeReplicas runs the benchmark with smokeN applications on two
@@ -298,21 +300,17 @@ func smokeReplicas(t *testing.T, cl *Cluster) {
 	g.Expect(got).To(HaveKeyWithValue("replicas", And(HaveKey("failover_seconds"), HaveKeyWithValue("lease_duration_seconds", BeNumerically("==", 15)))))
 }
 
-// TestFailoverTimeline marks the objects taken over against the killed
-// replica's objects, and the buckets claimed against its buckets.
-func TestFailoverTimeline(t *testing.T) {
+// TestMarkClaimed marks the buckets claimed against the killed replica's
+// buckets, at the first poll that sees them all.
+func TestMarkClaimed(t *testing.T) {
 	g := NewWithT(t)
-	const objects, buckets = 10, 4
+	const buckets = 4
 	var tl FailoverTimeline
-	tl.mark(15.2, 0, objects, 3, buckets)
-	g.Expect(tl).To(Equal(FailoverTimeline{}), "claims begun, none reconciled")
-	tl.mark(16.004, 1, objects, 4, buckets)
-	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, ClaimedSeconds: 16}), "as many buckets claimed as it held, fewer than its objects")
-	tl.mark(18, 5, objects, 6, buckets)
-	tl.mark(19, 9, objects, 6, buckets)
-	tl.mark(20, 10, objects, 6, buckets)
-	g.Expect(tl).To(Equal(FailoverTimeline{FirstSeconds: 16, HalfSeconds: 18, NinetySeconds: 19, ClaimedSeconds: 16}),
-		"each mark keeps the first time it was reached")
+	tl.markClaimed(15.2, 3, buckets)
+	g.Expect(tl.ClaimedSeconds).To(BeZero(), "claims begun")
+	tl.markClaimed(16.004, 4, buckets)
+	tl.markClaimed(17, 6, buckets)
+	g.Expect(tl.ClaimedSeconds).To(Equal(16.0), "the first poll that saw as many buckets claimed as it held")
 }
 
 func TestFirstErrorLine(t *testing.T) {
