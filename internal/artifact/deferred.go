@@ -50,15 +50,19 @@ type deferral struct {
 }
 
 // Defer records that a, the artifact of obj, of kind, which this storage
-// lacks, is stored again when a reader asks for it. A deferral of obj's
-// that was asked for stays as it is.
+// lacks, is stored again when a reader asks for it. A deferral of a that
+// exists stays as it is (asked for or not); one of another artifact of
+// obj's ends, its readers going on.
 func (s *Storage) Defer(kind string, obj metav1.Object, a meta.Artifact) {
 	dir := objectDir(kind, obj.GetNamespace(), obj.GetName())
 	d := &s.deferrals
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old := d.byDir[dir]; old != nil && old.file == path.Base(a.Path) {
-		return
+	if old := d.byDir[dir]; old != nil {
+		if old.file == path.Base(a.Path) {
+			return
+		}
+		close(old.stored)
 	}
 	if d.byDir == nil {
 		d.byDir = map[string]*deferral{}

@@ -43,8 +43,8 @@ func storeWhenAsked(t *testing.T, s *Storage, a meta.Artifact) <-chan event.Gene
 
 // TestDeferredArtifacts: a deferred artifact is asked for by the readers
 // that need it; its source is asked once per ask, names the object, and
-// the deferral ends when the artifact is stored again, when the run asked
-// for fails (Undefer), or when the object's folder goes.
+// the deferral ends when the run asked for ends (Undefer), when another
+// artifact of the object is deferred, or when the object's folder goes.
 func TestDeferredArtifacts(t *testing.T) {
 	g := NewWithT(t)
 	s := newStorage(t)
@@ -68,9 +68,14 @@ func TestDeferredArtifacts(t *testing.T) {
 	g.Expect(s.Restore(context.Background(), a)).To(BeFalse(), "nothing to wait for")
 
 	s.Defer("GitRepository", obj("default", "app"), a)
+	stored, _ := s.ask(a)
+	s.Defer("GitRepository", obj("default", "app"), other)
+	g.Expect(stored).To(BeClosed(), "another artifact deferred: the readers of the first go on")
+	g.Expect(s.Deferred(a)).To(BeFalse())
+	g.Expect(s.Deferred(other)).To(BeTrue())
 	_, err := s.RemoveAll(s.NewArtifactFor("GitRepository", obj("default", "app"), "", "*"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s.Deferred(a)).To(BeFalse(), "the object's folder went")
+	g.Expect(s.Deferred(other)).To(BeFalse(), "the object's folder went")
 }
 
 // TestRestoreWaitsUntilStored: a reader waits until the source stored the
