@@ -19,7 +19,10 @@ import (
 // serves the same revision is not fetched again until a consumer needs its
 // content. A reader that finds a deferred artifact missing asks for it
 // (Ask, Restore); the source's next run stores it (AskedToStore), and
-// StoredAgain or Undefer ends the deferral.
+// StoredAgain or Undefer ends the deferral. A run that stores again an
+// artifact that another replica stored says so (Storing), so that the
+// readers that find it missing meanwhile wait for it too, until the run
+// ends (EndStoring).
 
 // maxRestoreWait bounds how long Restore waits for an artifact to be stored.
 const maxRestoreWait = 2 * time.Minute
@@ -43,8 +46,9 @@ type deferral struct {
 	kind, namespace, name string
 	// file is the artifact's file name in its object's folder.
 	file string
-	// asked is set once a reader asked for it.
-	asked bool
+	// asked is set once a reader asked for it; storing while a run
+	// stores it (see Storing).
+	asked, storing bool
 	// stored is closed when the deferral ends.
 	stored chan struct{}
 }
@@ -58,16 +62,50 @@ func (s *Storage) Defer(kind string, obj metav1.Object, a meta.Artifact) {
 	d := &s.deferrals
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.put(dir, kind, obj, a)
+}
+
+// Storing records that a run is storing a, the artifact of obj, of kind,
+// that this storage lacks (another replica stored it): the readers that
+// find it missing wait until the run stores it or ends (see EndStoring).
+func (s *Storage) Storing(kind string, obj metav1.Object, a meta.Artifact) {
+	dir := objectDir(kind, obj.GetNamespace(), obj.GetName())
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	def := d.put(dir, kind, obj, a)
+	def.asked, def.storing = true, true
+}
+
+// EndStoring ends the deferral of the artifact of obj, of kind, when a run
+// was storing it (see Storing): the run ended, stored or not, and its
+// readers go on. A deferral that no run is storing stays.
+func (s *Storage) EndStoring(kind string, obj metav1.Object) {
+	dir := objectDir(kind, obj.GetNamespace(), obj.GetName())
+	s.deferrals.mu.Lock()
+	def := s.deferrals.byDir[dir]
+	s.deferrals.mu.Unlock()
+	if def != nil && def.storing {
+		s.undefer(dir)
+	}
+}
+
+// put returns the deferral of a, the artifact of obj, of kind, whose
+// folder is dir, made if there is none; one of another artifact of obj's
+// ends. d.mu is held.
+func (d *deferrals) put(dir, kind string, obj metav1.Object, a meta.Artifact) *deferral {
 	if old := d.byDir[dir]; old != nil {
 		if old.file == path.Base(a.Path) {
-			return
+			return old
 		}
 		close(old.stored)
 	}
 	if d.byDir == nil {
 		d.byDir = map[string]*deferral{}
 	}
-	d.byDir[dir] = &deferral{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(), file: path.Base(a.Path), stored: make(chan struct{})}
+	def := &deferral{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName(), file: path.Base(a.Path), stored: make(chan struct{})}
+	d.byDir[dir] = def
+	return def
 }
 
 // Deferred tells whether a is a deferred artifact.
@@ -114,7 +152,8 @@ func (s *Storage) Restore(ctx context.Context, a meta.Artifact) bool {
 }
 
 // ask marks a asked for and sends the ask to its source controller, when
-// a is deferred; it returns the channel closed when the deferral ends.
+// a is deferred and no run is storing it; it returns the channel closed
+// when the deferral ends.
 func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
 	d := &s.deferrals
 	d.mu.Lock()
@@ -122,6 +161,9 @@ func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
 	def := d.of(a)
 	if def == nil {
 		return nil, false
+	}
+	if def.storing {
+		return def.stored, true
 	}
 	def.asked = true
 	source := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: def.namespace, Name: def.name}}

@@ -124,3 +124,25 @@ func TestHandlerServesADeferredArtifactOnceStored(t *testing.T) {
 	g.Expect(body).To(Equal(want))
 	g.Expect(taken).To(Receive(), "the download asked for it")
 }
+
+// TestStoringWaitsForTheRun: the readers of an artifact that a run is
+// storing again wait for the run, which needs no ask; its end lets them
+// go, stored or not. The end of a run that was not storing leaves a
+// deferral as it was.
+func TestStoringWaitsForTheRun(t *testing.T) {
+	g := NewWithT(t)
+	s := newStorage(t)
+	a := deferredArtifact(t, g, s)
+	s.EndStoring("GitRepository", obj("default", "app"))
+	g.Expect(s.Deferred(a)).To(BeTrue(), "no run was storing it")
+
+	s.Storing("GitRepository", obj("default", "app"), a)
+	g.Expect(s.AskedToStore("GitRepository", obj("default", "app"))).To(BeTrue())
+	restored := make(chan bool, 1)
+	go func() { restored <- s.Restore(context.Background(), a) }()
+	g.Consistently(restored, 200*time.Millisecond).ShouldNot(Receive(), "the reader waits for the run")
+	g.Expect(s.AsksFor("GitRepository")).NotTo(Receive(), "a run is storing it: nothing to ask")
+	s.EndStoring("GitRepository", obj("default", "app"))
+	g.Eventually(restored, 5*time.Second).Should(Receive(BeTrue()))
+	g.Expect(s.Deferred(a)).To(BeFalse())
+}

@@ -66,7 +66,10 @@ type storageCheck struct {
 // and the artifact forgotten (forget clears it from the status, check
 // keeps it), so that the next steps build it again; but one that another
 // replica stored is kept, when check is deferrable and no reader asked
-// for it (see storageCheck).
+// for it (see storageCheck). The readers of one that another replica
+// stored and that this run stores again wait for it (see
+// artifact.Storage.Storing; the run's end ends their wait: see
+// sourceKind).
 func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, check *storageCheck, forget func()) {
 	a := obj.GetArtifact()
 	if a == nil {
@@ -78,6 +81,9 @@ func (s artifactStore) reconcileStorage(ctx context.Context, obj sourceObject, c
 	if why == storedElsewhere && check.deferrable && s.storage.Shared() && !s.storage.AskedToStore(s.kind, obj) {
 		check.deferred = true
 		return
+	}
+	if why == storedElsewhere {
+		s.storage.Storing(s.kind, obj, *a)
 	}
 	if why != "" {
 		check.forgotten = a.DeepCopy()

@@ -115,16 +115,12 @@ func (r *GitRepositoryReconciler) includersOf(ctx context.Context, o client.Obje
 // run brings one GitRepository's artifact up to date, unless a gate holds
 // it back. An artifact that another replica stored, whose commit the
 // remote still points at, is stored here only once a reader asks for it
-// (see storageCheck); a run that a reader asked for ends the wait of the
-// readers, stored or not.
+// (see storageCheck).
 func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, patcher *patch.Helper) (outcome.Result, error) {
 	sc := &gitScope{fetch: fetchClock{kind: sourcev1.GitRepositoryKind}, announce: func(ctx context.Context) error {
 		return reconcile.AnnounceNewGeneration(ctx, obj, patcher)
 	}}
 	sc.deferrable = true
-	if r.Storage.AskedToStore(sourcev1.GitRepositoryKind, obj) {
-		defer r.Storage.Undefer(sourcev1.GitRepositoryKind, obj)
-	}
 	defer sc.cleanup()
 	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileInclude, r.reconcileArtifact)

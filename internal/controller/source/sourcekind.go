@@ -30,9 +30,19 @@ func sourceKind[T sourceObject](store artifactStore, newObject func() T, negativ
 		SuccessReason:      meta.SucceededReason,
 		SuccessMessage:     storedMessage[T],
 		Revision:           artifactRevision[T],
-		Run:                run,
+		Run:                endingStoring(store, run),
 		Gone:               store.removeGone,
 		Forget:             store.forget,
+	}
+}
+
+// endingStoring returns run, ending when it ends the wait of the readers
+// of an artifact of store's that it was storing again (see
+// artifact.Storage.Storing), stored or not.
+func endingStoring[T sourceObject](store artifactStore, run func(context.Context, T, *patch.Helper) (outcome.Result, error)) func(context.Context, T, *patch.Helper) (outcome.Result, error) {
+	return func(ctx context.Context, obj T, p *patch.Helper) (outcome.Result, error) {
+		defer store.storage.EndStoring(store.kind, obj)
+		return run(ctx, obj, p)
 	}
 }
 

@@ -61,6 +61,7 @@ func TestStoredAgainUnderASharedAddress(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(recorder.Events).To(BeEmpty(), "no warning: another replica stored it")
 	g.Expect(obj.Status.Artifact).To(BeNil(), "built again in this run")
+	g.Expect(store.Deferred(first)).To(BeTrue(), "its readers wait for the run")
 
 	again := build()
 	change := r.store().stored(context.Background(), obj, sc.storageCheck, again, func(a *meta.Artifact) { obj.Status.Artifact = a })
@@ -68,6 +69,7 @@ func TestStoredAgainUnderASharedAddress(t *testing.T) {
 	conditions.Delete(obj, meta.ReconcilingCondition) // as a run that ends Ready does
 	g.Expect(obj.Status).To(Equal(*before), "the status is as it was: nothing to write")
 	g.Expect(told).To(Equal([]string{"GitRepository/default/app"}), "the consumers waiting here are told")
+	g.Expect(store.Deferred(first)).To(BeFalse(), "and the readers go on")
 
 	// Other content under the same URL is a new artifact, written.
 	g.Expect(os.Remove(store.LocalPath(first))).To(Succeed())
@@ -107,7 +109,7 @@ func TestDeferredUntilAskedUnderASharedAddress(t *testing.T) {
 	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
 	obj.Generation, obj.Status.ObservedGeneration = 1, 1 // nothing to announce: the runs need no patcher
 	run := func() error {
-		_, err := r.run(ctx, obj, nil)
+		_, err := endingStoring(r.store(), r.run)(ctx, obj, nil) // as the runner runs it
 		return err
 	}
 	g.Expect(run()).To(Succeed())
