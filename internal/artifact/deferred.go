@@ -82,11 +82,11 @@ func (s *Storage) Storing(kind string, obj metav1.Object, a meta.Artifact) {
 // readers go on. A deferral that no run is storing stays.
 func (s *Storage) EndStoring(kind string, obj metav1.Object) {
 	dir := objectDir(kind, obj.GetNamespace(), obj.GetName())
-	s.deferrals.mu.Lock()
-	def := s.deferrals.byDir[dir]
-	s.deferrals.mu.Unlock()
-	if def != nil && def.storing {
-		s.undefer(dir)
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if def := d.byDir[dir]; def != nil && def.storing {
+		d.end(dir)
 	}
 }
 
@@ -94,12 +94,10 @@ func (s *Storage) EndStoring(kind string, obj metav1.Object) {
 // folder is dir, made if there is none; one of another artifact of obj's
 // ends. d.mu is held.
 func (d *deferrals) put(dir, kind string, obj metav1.Object, a meta.Artifact) *deferral {
-	if old := d.byDir[dir]; old != nil {
-		if old.file == path.Base(a.Path) {
-			return old
-		}
-		close(old.stored)
+	if old := d.byDir[dir]; old != nil && old.file == path.Base(a.Path) {
+		return old
 	}
+	d.end(dir)
 	if d.byDir == nil {
 		d.byDir = map[string]*deferral{}
 	}
@@ -183,9 +181,14 @@ func (s *Storage) Undefer(kind string, obj metav1.Object) {
 
 // undefer ends the deferral of the object of folder dir, if any.
 func (s *Storage) undefer(dir string) {
-	d := &s.deferrals
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	s.deferrals.mu.Lock()
+	defer s.deferrals.mu.Unlock()
+	s.deferrals.end(dir)
+}
+
+// end ends the deferral of the object of folder dir, if any: its readers
+// go on. d.mu is held.
+func (d *deferrals) end(dir string) {
 	if def := d.byDir[dir]; def != nil {
 		close(def.stored)
 		delete(d.byDir, dir)
