@@ -173,8 +173,8 @@ func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
 }
 
 // Undefer ends the deferral of the artifact of obj, of kind, if any: the
-// source stored it, its run that was asked to failed, or the object went.
-// The readers waiting in Restore go on.
+// source stored it, or the object went (see EndStoring for a run that
+// failed). The readers waiting in Restore go on.
 func (s *Storage) Undefer(kind string, obj metav1.Object) {
 	s.undefer(objectDir(kind, obj.GetNamespace(), obj.GetName()))
 }
