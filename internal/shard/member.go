@@ -217,6 +217,13 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 }
 
+// expiry returns when the member whose Lease was last seen to change as
+// seen stops being live, by this member's clock: its Lease's duration (at
+// least this member's) after the change.
+func (m *Member) expiry(seen observation) time.Time {
+	return seen.at.Add(max(seen.duration, m.opts.LeaseDuration))
+}
+
 // maxLookInterval is the longest a member goes without looking at the
 // Leases: a changed Lease is seen as it changes (follow), a Lease that
 // stops changing when it expires (untilNextLook), and this bounds the rest.
@@ -234,8 +241,8 @@ func (m *Member) untilNextLook(now time.Time) time.Duration {
 		if name == m.opts.Name {
 			continue
 		}
-		// A Lease is live while now-at < its duration: just after that it is not.
-		if until := seen.at.Add(max(seen.duration, m.opts.LeaseDuration)).Sub(now) + time.Millisecond; until > 0 && until < next {
+		// Live before its expiry: just after it, not.
+		if until := m.expiry(seen).Sub(now) + time.Millisecond; until > 0 && until < next {
 			next = until
 		}
 	}
@@ -371,7 +378,7 @@ func (m *Member) liveMembers(leases []any, now time.Time) []string {
 			seen = observation{resourceVersion: lease.ResourceVersion, at: now, duration: member.Duration}
 			m.seen[member.Member] = seen
 		}
-		if member.Member != m.opts.Name && now.Sub(seen.at) < max(seen.duration, m.opts.LeaseDuration) {
+		if member.Member != m.opts.Name && now.Before(m.expiry(seen)) {
 			live = append(live, member.Member)
 		}
 	}
