@@ -37,18 +37,36 @@ func Exclusively(f func()) {
 // The directory at path must hold a kustomization file; call Generate first
 // when it may not. Nothing outside root is read.
 func Build(root, path string, opts Options) ([]*unstructured.Unstructured, error) {
-	docs, err := BuildYAML(root, path, opts)
+	docs, err := BuildDocuments(root, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	return Decode(docs)
+	return docs.Objects(nil)
 }
 
-// BuildYAML is Build, returning each object as a YAML document that keeps
-// the scalar styles (quoting) of the sources. Post-build variable
-// substitution works on these documents, because whether "${x}" was quoted
-// decides whether its value stays a string.
+// BuildDocuments is Build, returning the objects as documents that keep
+// the scalar styles (quoting) of the sources, in this process. Post-build
+// variable substitution works on these documents, because whether "${x}"
+// was quoted decides whether its value stays a string.
+func BuildDocuments(root, path string, opts Options) (*Documents, error) {
+	m, err := prepareAndRun(root, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return documentsOf(m), nil
+}
+
+// BuildYAML is BuildDocuments, each document written as YAML.
 func BuildYAML(root, path string, opts Options) ([][]byte, error) {
+	m, err := prepareAndRun(root, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return documents(m)
+}
+
+// prepareAndRun prepares the build and runs it in this process.
+func prepareAndRun(root, path string, opts Options) (resmap.ResMap, error) {
 	p, err := prepare(root, path, opts)
 	if err != nil {
 		return nil, err
@@ -99,7 +117,7 @@ func prepare(root, path string, opts Options) (*prepared, error) {
 }
 
 // build runs kustomize on the prepared build, in this process.
-func (p *prepared) build() ([][]byte, error) {
+func (p *prepared) build() (resmap.ResMap, error) {
 	m, err := run(p.fsys, p.ov)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of %q: %w", p.path, tidyError(err, p.fsys.Root(), p.ov, p.dir))
@@ -109,7 +127,7 @@ func (p *prepared) build() ([][]byte, error) {
 			return nil, fmt.Errorf("kustomize build of %q: %w", p.path, err)
 		}
 	}
-	return documents(m)
+	return m, nil
 }
 
 // buildError keeps the error kustomize returned for errors.Is and errors.As,
@@ -187,69 +205,6 @@ func documents(m resmap.ResMap) ([][]byte, error) {
 		docs = append(docs, []byte(data))
 	}
 	return docs, nil
-}
-
-// Decode parses YAML documents, one object each (as returned by BuildYAML),
-// into unstructured objects, keeping their order. It reads YAML as kustomize
-// does (YAML 1.2: "y" and "no" are strings, not booleans).
-func Decode(docs [][]byte) ([]*unstructured.Unstructured, error) {
-	objs := make([]*unstructured.Unstructured, 0, len(docs))
-	for i, doc := range docs {
-		rn, err := kyaml.Parse(string(doc))
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
-		j, err := rn.MarshalJSON()
-		if err != nil {
-			return nil, documentError(i, rn, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(j); err != nil {
-			return nil, documentError(i, rn, err)
-		}
-		objs = append(objs, u)
-	}
-	return objs, nil
-}
-
-// DecodeError is a document of a build that does not decode into an
-// object, such as one with a duplicate key.
-type DecodeError struct {
-	// Index is the document's place in the build, from 0.
-	Index int
-	// Object names it: Kind namespace/name.
-	Object string
-	// File is the file it comes from, relative to the build's root, when
-	// Locate found it.
-	File string
-	// Reason is the YAML error, on one line; its line numbers are those of
-	// the built document.
-	Reason string
-	err    error
-}
-
-// Error says which object, from which file, and why.
-func (e *DecodeError) Error() string {
-	in := ""
-	if e.File != "" {
-		in = " in " + e.File
-	}
-	return fmt.Sprintf("%s%s (document %d of the build): %s", e.Object, in, e.Index, e.Reason)
-}
-
-// Unwrap returns the YAML error.
-func (e *DecodeError) Unwrap() error { return e.err }
-
-// documentError returns the DecodeError of document i, rn, whose decoding
-// failed with err.
-func documentError(i int, rn *kyaml.RNode, err error) error {
-	msg := strings.Replace(err.Error(), "unmarshal errors:\n  ", "", 1)
-	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	name := rn.GetName()
-	if ns := rn.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return &DecodeError{Index: i, Object: rn.GetKind() + " " + name, Reason: msg, err: err}
 }
 
 // Locate adds to a DecodeError of the build of path in root (as BuildYAML

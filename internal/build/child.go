@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"sigs.k8s.io/kustomize/api/resmap"
+
 	"github.com/windlass-dev/windlass/internal/isolate"
 )
 
@@ -81,22 +83,29 @@ func NewBuilder(limits Limits, pool *isolate.Pool) *Builder {
 	return &Builder{inProcess: limits.InProcess, turns: isolate.NewTurns(childRole, limits.Limits.Or(defaults), errs, pool)}
 }
 
-// BuildYAML is the package's BuildYAML, in this process when the build's
+// Build is the package's BuildDocuments, in this process when the build's
 // input is small and in a child process otherwise; a build in a child
 // process ends when ctx does, or when the limits' time is up.
-func (b *Builder) BuildYAML(ctx context.Context, root, path string, opts Options) ([][]byte, error) {
+func (b *Builder) Build(ctx context.Context, root, path string, opts Options) (*Documents, error) {
 	p, err := prepare(root, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	if b.inProcess >= 0 && p.input <= b.inProcess {
-		return p.build()
+		m, err := p.build()
+		if err != nil {
+			return nil, err
+		}
+		return documentsOf(m), nil
 	}
 	docs, err := b.inChild(ctx, buildRequest{Root: root, Path: path, Options: opts})
 	if err != nil && !errors.As(err, new(*childError)) {
 		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
 	}
-	return docs, err
+	if err != nil {
+		return nil, err
+	}
+	return FromYAML(docs), nil
 }
 
 // childError is an error of a build itself, as its process told it.
@@ -179,7 +188,10 @@ func serveBuild(in io.Reader, out io.Writer) int {
 	reply := buildReply{}
 	p, err := prepare(req.Root, req.Path, req.Options)
 	if err == nil {
-		reply.Documents, err = p.build()
+		var m resmap.ResMap
+		if m, err = p.build(); err == nil {
+			reply.Documents, err = documents(m)
+		}
 	}
 	if err != nil {
 		reply.Error = err.Error()

@@ -52,13 +52,16 @@ func TestBuilderInAProcessOfItsOwnBuildsWhatThisProcessBuilds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			want, wantErr := BuildYAML(root, tc.path, tc.opts)
-			got, err := apart.BuildYAML(context.Background(), root, tc.path, tc.opts)
+			got, err := apart.Build(context.Background(), root, tc.path, tc.opts)
 			if wantErr != nil {
 				g.Expect(err).To(MatchError(wantErr.Error()))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(want))
+			g.Expect(got.YAML()).To(Equal(want))
+			objs, err := got.Objects(nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(Decode(want)).To(Equal(objs))
 		})
 	}
 }
@@ -77,13 +80,13 @@ func TestBuilderLargeBuildHoldsNoOtherAndEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	large := make(chan error, 1)
 	go func() {
-		_, err := b.BuildYAML(ctx, root, "big", Options{})
+		_, err := b.Build(ctx, root, "big", Options{})
 		large <- err
 	}()
 	g.Eventually(buildProcesses, time.Minute).Should(HaveLen(1))
-	docs, err := b.BuildYAML(context.Background(), root, "small", Options{})
+	docs, err := b.Build(context.Background(), root, "small", Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(docs).To(HaveLen(1))
+	g.Expect(docs.Len()).To(Equal(1))
 	g.Expect(large).NotTo(Receive(), "8,000 objects take kustomize minutes")
 
 	cancel()
@@ -111,7 +114,7 @@ func TestBuilderKeepsBuildsWithinTheirLimits(t *testing.T) {
 			g := NewWithT(t)
 			_, root := newRoot(t)
 			writeTree(t, root, tc.files)
-			_, err := NewBuilder(Limits{Limits: tc.limits}, nil).BuildYAML(context.Background(), root, "big", Options{})
+			_, err := NewBuilder(Limits{Limits: tc.limits}, nil).Build(context.Background(), root, "big", Options{})
 			g.Expect(err).To(MatchError(tc.want))
 			g.Expect(err).To(MatchError(ContainSubstring(tc.says)))
 			g.Expect(err).To(MatchError(HavePrefix(`kustomize build of "big": `)))

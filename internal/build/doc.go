@@ -80,8 +80,10 @@
 //
 // # Output
 //
-// BuildYAML returns one YAML document per object, in kustomize's legacy
-// order (by kind, then by name), which is deterministic. The documents keep
-// the quoting of the sources, which post-build substitution depends on.
-// Build decodes them into unstructured objects.
+// A build's objects are Documents, in kustomize's legacy order (by kind,
+// then by name), which is deterministic. They keep the quoting of the
+// sources, which post-build substitution depends on. A build in this
+// process hands over the nodes kustomize parsed, edited and decoded in
+// place; a build process sends YAML (BuildYAML), parsed once, a document at
+// a time. Build decodes them into unstructured objects.
 package build

@@ -269,7 +269,7 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	}
 	opts := kustomization.BuildOptions(&ks.Spec)
 	opts.Files = files
-	docs, err := build.BuildYAML(root, path, opts)
+	docs, err := build.BuildDocuments(root, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +277,11 @@ func (b *localBuild) objects(ctx context.Context, c client.Client, ks *kustomize
 	if err != nil {
 		return nil, err
 	}
-	if docs, err = kustomization.Substitute(&ks.Spec, docs, vars, b.strictSubstitute); err != nil {
+	sub, err := kustomization.Substitution(&ks.Spec, vars, b.strictSubstitute)
+	if err != nil {
 		return nil, err
 	}
-	objs, err := build.Decode(docs)
+	objs, err := docs.Objects(sub)
 	if err != nil {
 		return nil, build.Locate(err, root, path, opts)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,22 +106,33 @@ func readSubstituteFrom(ctx context.Context, c client.Reader, namespace string, 
 	return vars, nil
 }
 
-// Substitute runs the post-build substitution of spec.postBuild with vars
-// on the built documents docs, when the controller does: with a postBuild,
-// and variables or the substituteStrategy Always. Otherwise it returns
-// docs. strict makes a reference to an unset variable without a default
-// an error (the controller is always strict). The errors start with
-// "post-build substitution failed: "; those of an output past a size limit,
+// Substitution returns the post-build substitution of spec.postBuild with
+// vars, to run on each built document (build.Documents.Objects), when the
+// controller substitutes: with a postBuild, and variables or the
+// substituteStrategy Always. Otherwise it returns nil. strict makes a
+// reference to an unset variable without a default an error (the
+// controller is always strict). The errors, of variables whose names are
+// not valid and of the documents, start with "post-build substitution
+// failed: "; those of an output past a size limit,
 // substitute.MaxBuildGrowth for the documents in all included, match
 // substitute.ErrOutputTooLarge.
-func Substitute(spec *kustomizev1.KustomizationSpec, docs [][]byte, vars map[string]string, strict bool) ([][]byte, error) {
+func Substitution(spec *kustomizev1.KustomizationSpec, vars map[string]string, strict bool) (func(*yaml.Node) error, error) {
 	pb := spec.PostBuild
 	if pb == nil || (len(vars) == 0 && pb.SubstituteStrategy != substituteAlways) {
-		return docs, nil
+		return nil, nil
 	}
-	out, err := substitute.Documents(docs, vars, strict)
+	b, err := substitute.NewBuild(vars, strict)
 	if err != nil {
-		return nil, fmt.Errorf("post-build substitution failed: %w", err)
+		return nil, substitutionFailed(err)
 	}
-	return out, nil
+	return func(doc *yaml.Node) error {
+		if err := b.Node(doc); err != nil {
+			return substitutionFailed(err)
+		}
+		return nil
+	}, nil
+}
+
+func substitutionFailed(err error) error {
+	return fmt.Errorf("post-build substitution failed: %w", err)
 }

@@ -10,11 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
@@ -145,17 +146,36 @@ func TestSubstitute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			spec := &kustomizev1.KustomizationSpec{PostBuild: tt.postBuild}
-			out, err := Substitute(spec, tt.docs, tt.vars, tt.strict)
+			objs, err := substituted(spec, tt.docs, tt.vars, tt.strict)
 			if tt.wantErr != nil {
 				g.Expect(errors.Is(err, tt.wantErr)).To(BeTrue(), "%v", err)
 				g.Expect(err.Error()).To(HavePrefix(tt.errText))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(out).To(HaveLen(len(tt.docs)))
-			var got struct{ Data map[string]any }
-			g.Expect(yaml.Unmarshal(out[0], &got)).To(Succeed())
-			g.Expect(got.Data).To(HaveKeyWithValue("k", tt.want))
+			g.Expect(objs).To(HaveLen(len(tt.docs)))
+			g.Expect(objs[0].Object["data"]).To(HaveKeyWithValue("k", tt.want))
 		})
 	}
+}
+
+// TestSubstitutionRefusesInvalidNames: a variable whose name is not valid
+// is refused before any document is read.
+func TestSubstitutionRefusesInvalidNames(t *testing.T) {
+	g := NewWithT(t)
+	spec := &kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{}}
+	edit, err := Substitution(spec, map[string]string{"1x": "v"}, true)
+	g.Expect(edit).To(BeNil())
+	g.Expect(errors.Is(err, substitute.ErrInvalidName)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(HavePrefix("post-build substitution failed: "))
+}
+
+// substituted decodes docs as the controller does a build's documents,
+// substituted as spec says.
+func substituted(spec *kustomizev1.KustomizationSpec, docs [][]byte, vars map[string]string, strict bool) ([]*unstructured.Unstructured, error) {
+	edit, err := Substitution(spec, vars, strict)
+	if err != nil {
+		return nil, err
+	}
+	return build.FromYAML(docs).Objects(edit)
 }

@@ -41,13 +41,14 @@
 // becomes an integer, "true" a boolean, "1.5" a float, "null" a null;
 // anything else is a string.
 //
-// Quoting only survives in YAML, so SubstituteYAML, applied to the documents
-// of kustomize.BuildYAML, is the faithful form: a value written as "${x}"
-// stays a string (unless kustomize itself rewrote the map holding it, which
-// it does for annotations; the string-field rule covers those). Substitute
-// works on decoded objects, where every string looks plain, so there a
-// whole-value reference such as ${replicas} is typed by its result outside
-// the string fields.
+// Quoting only survives in YAML, so Build.Node, applied to the parsed
+// documents of a build (build.Documents), and SubstituteYAML, to their
+// YAML, are the faithful forms: a value written as "${x}" stays a string
+// (unless kustomize itself rewrote the map holding it, which it does for
+// annotations; the string-field rule covers those). Substitute works on
+// decoded objects, where every string looks plain, so there a whole-value
+// reference such as ${replicas} is typed by its result outside the string
+// fields. A result that is not UTF-8 text is refused (ErrNotText).
 //
 // An object whose annotations or labels hold
 // kustomize.toolkit.fluxcd.io/substitute: disabled is left untouched.

@@ -6,9 +6,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"go.yaml.in/yaml/v3"
 )
 
-func TestDocuments(t *testing.T) {
+// TestBuild substitutes the parsed documents of one build in turn, their
+// growth bounded together.
+func TestBuild(t *testing.T) {
 	doc := func(data string) []byte { return []byte(cmHeader + "data:\n" + data) }
 	big := strings.Repeat("b", MaxValueSize)
 	// grows is a document that grows by about 2 MiB with big: each stays
@@ -43,31 +46,45 @@ func TestDocuments(t *testing.T) {
 		{name: "8 MiB of growth in all", docs: repeat(grows, 4), vars: map[string]string{"big": big}},
 		{name: "past the growth of a build", docs: repeat(grows, 9), vars: map[string]string{"big": big},
 			wantErr: ErrOutputTooLarge, errText: "the documents would grow by more than 16777216 bytes in all"},
+		{name: "a value that is not text", docs: [][]byte{doc("  k: x${a}\n")}, vars: map[string]string{"a": "\xff"},
+			wantErr: ErrNotText, errText: "ConfigMap/default/app: data.k: the substituted value is not UTF-8 text"},
 		{name: "invalid variable name", docs: [][]byte{doc("  k: v\n")}, vars: map[string]string{"1x": "v"},
 			wantErr: ErrInvalidName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			before := make([]string, len(tt.docs))
+			nodes := make([]*yaml.Node, len(tt.docs))
 			for i, d := range tt.docs {
-				before[i] = string(d)
+				nodes[i] = &yaml.Node{}
+				g.Expect(yaml.Unmarshal(d, nodes[i])).To(Succeed())
 			}
-			out, err := Documents(tt.docs, tt.vars, tt.strict)
-			for i, d := range tt.docs {
-				g.Expect(string(d)).To(Equal(before[i]), "the input is not changed")
-			}
+			err := substituteEach(nodes, tt.vars, tt.strict)
 			if tt.wantErr != nil {
 				g.Expect(errors.Is(err, tt.wantErr)).To(BeTrue(), "%v", err)
 				g.Expect(err.Error()).To(ContainSubstring(tt.errText))
-				g.Expect(out).To(BeNil())
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(out).To(HaveLen(len(tt.docs)))
 			for i, want := range tt.want {
-				g.Expect(decode(g, out[i])["data"]).To(HaveKeyWithValue("k", want))
+				var doc struct{ Data map[string]string }
+				g.Expect(nodes[i].Decode(&doc)).To(Succeed())
+				g.Expect(doc.Data).To(HaveKeyWithValue("k", want))
 			}
 		})
 	}
+}
+
+// substituteEach substitutes nodes, the documents of one build, in order.
+func substituteEach(nodes []*yaml.Node, vars map[string]string, strict bool) error {
+	b, err := NewBuild(vars, strict)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := b.Node(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ var ErrMissingVariable = errors.New("variable is not set and has no default")
 // ErrOutputTooLarge is matched by errors.Is for every *SizeError: a
 // substitution that would produce more than MaxValueSize bytes in one value,
 // or grow a document by more than MaxDocumentGrowth bytes; and for the error
-// of Documents when a build would grow by more than MaxBuildGrowth bytes.
+// of Build.Node when a build would grow by more than MaxBuildGrowth bytes.
 var ErrOutputTooLarge = errors.New("substitution output too large")
 
 // MaxValueSize is the most bytes one substituted scalar (value or key) may

@@ -12,8 +12,8 @@ import (
 	"github.com/windlass-dev/windlass/internal/substitute"
 )
 
-// TestBuildSubstituteDecode runs the pipeline the controller uses: build to
-// YAML, substitute each document, decode.
+// TestBuildSubstituteDecode runs the pipeline the controller uses: build,
+// substitute each document's nodes, decode.
 func TestBuildSubstituteDecode(t *testing.T) {
 	g := NewWithT(t)
 	root := t.TempDir()
@@ -46,17 +46,15 @@ spec:
 	for name, content := range files {
 		g.Expect(os.WriteFile(filepath.Join(root, name), []byte(content), 0o644)).To(Succeed())
 	}
-	docs, err := build.BuildYAML(root, ".", build.Options{NamePrefix: "${prefix}-"})
+	docs, err := build.BuildDocuments(root, ".", build.Options{NamePrefix: "${prefix}-"})
 	g.Expect(err).NotTo(HaveOccurred())
 	vars := substitute.Vars(
 		map[string]string{"version": "1.0", "enabled": "true", "replicas": "1", "prefix": "p"},
 		map[string]string{"replicas": "2", "note": "a: b # c"},
 	)
-	for i := range docs {
-		docs[i], err = substitute.SubstituteYAML(docs[i], vars, true)
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	objs, err := build.Decode(docs)
+	sub, err := substitute.NewBuild(vars, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := docs.Objects(sub.Node)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objs).To(HaveLen(1))
 	d := objs[0]

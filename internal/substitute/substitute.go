@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,10 @@ const DisableKey = "kustomize.toolkit.fluxcd.io/substitute"
 // ErrInvalidName is wrapped by the error for a variable whose name does not
 // match NamePattern.
 var ErrInvalidName = errors.New("invalid variable name")
+
+// ErrNotText is wrapped by the error for a substitution whose result is
+// not UTF-8 text.
+var ErrNotText = errors.New("the substituted value is not UTF-8 text")
 
 // NamePattern is the pattern every variable name must match.
 const NamePattern = `^[_[:alpha:]][_[:alpha:][:digit:]]*$`
@@ -111,20 +116,17 @@ func (e *expander) object(obj *unstructured.Unstructured) error {
 // or a document that would grow by more than MaxDocumentGrowth, is refused
 // with a *SizeError, before the oversized string is built.
 func SubstituteYAML(doc []byte, vars map[string]string, strict bool) ([]byte, error) {
-	if err := ValidateVars(vars); err != nil {
+	b, err := NewBuild(vars, strict)
+	if err != nil {
 		return nil, err
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(doc, &root); err != nil {
 		return nil, fmt.Errorf("parsing the document: %w", err)
 	}
-	if disabledNode(&root) {
-		return doc, nil
-	}
-	w := &walker{expander: &expander{vars: vars, strict: strict}, kind: scalarValue(path(&root, "kind"))}
-	changed, err := w.walk(&root, nil, false)
+	changed, err := b.node(&root)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nodeID(&root), err)
+		return nil, err
 	}
 	if !changed {
 		return doc, nil
@@ -241,6 +243,11 @@ func (w *walker) scalar(n *yaml.Node, str, key bool) (bool, error) {
 	}
 	if out == n.Value {
 		return false, nil
+	}
+	if !utf8.ValidString(out) {
+		// YAML and JSON hold text only; a binary value (from a Secret)
+		// would be changed on its way to the API server.
+		return false, fmt.Errorf("%s: %w", fieldPath(w.field), ErrNotText)
 	}
 	w.grown += max(len(out)-len(n.Value), 0)
 	retype(n, out, str)

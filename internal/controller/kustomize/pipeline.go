@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -238,18 +239,19 @@ func (r *KustomizationReconciler) buildObjects(ctx context.Context, obj *kustomi
 	opts.Files = files
 	buildCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
 	defer cancel()
-	docs, err := r.builder().BuildYAML(buildCtx, dir, path, opts)
+	docs, err := r.builder().Build(buildCtx, dir, path, opts)
 	if errors.Is(err, build.ErrTimeout) && buildCtx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w (spec.timeout is %s)", err, obj.GetTimeout())
 	}
 	if err != nil {
 		return nil, buildFailed(err)
 	}
-	if docs, err = substituteDocs(obj, docs, in.vars); err != nil {
+	objs, err := substitutedObjects(obj, docs, in.vars)
+	var failed *outcome.Failure
+	switch {
+	case errors.As(err, &failed):
 		return nil, err
-	}
-	objs, err := build.Decode(docs)
-	if err != nil {
+	case err != nil:
 		return nil, buildFailed(build.Locate(err, dir, path, opts))
 	}
 	rules, err := compileIgnoreRules(obj.Spec.Ignore)
@@ -299,19 +301,40 @@ func newDecryptor(obj *kustomizev1.Kustomization, keys map[string][]byte) (*sops
 	return dec, nil
 }
 
-// substituteDocs runs the post-build substitution of spec.postBuild with
-// vars on the built YAML documents, before they are decoded, so that quoted
-// values stay strings (see kspec.Substitute). Output past the size
-// limits is a build error; any other failure a substitution error.
-func substituteDocs(obj *kustomizev1.Kustomization, docs [][]byte, vars map[string]string) ([][]byte, error) {
-	out, err := kspec.Substitute(&obj.Spec, docs, vars, true)
-	switch {
-	case errors.Is(err, substitute.ErrOutputTooLarge):
-		return nil, buildFailed(err)
-	case err != nil:
-		return nil, outcome.Fail(kustomizev1.SubstitutionFailedReason, err)
+// substitutedObjects decodes the built documents into objects, each
+// substituted first as spec.postBuild says with vars. The errors of the
+// substitution are classified failures; a document that does not decode
+// is a *build.DecodeError.
+func substitutedObjects(obj *kustomizev1.Kustomization, docs *build.Documents, vars map[string]string) ([]*unstructured.Unstructured, error) {
+	edit, err := substitution(obj, vars)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return docs.Objects(edit)
+}
+
+// substitution returns the post-build substitution of spec.postBuild with
+// vars as an edit of each built document, or nil (see
+// kspec.Substitution); the edit's errors are classified failures.
+func substitution(obj *kustomizev1.Kustomization, vars map[string]string) (func(*yaml.Node) error, error) {
+	sub, err := kspec.Substitution(&obj.Spec, vars, true)
+	if err != nil || sub == nil {
+		return nil, failedSubstitution(err)
+	}
+	return func(doc *yaml.Node) error { return failedSubstitution(sub(doc)) }, nil
+}
+
+// failedSubstitution classifies an error of the post-build substitution:
+// an output past the size limits is a build error, any other a
+// substitution error. nil stays nil.
+func failedSubstitution(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, substitute.ErrOutputTooLarge):
+		return buildFailed(err)
+	}
+	return outcome.Fail(kustomizev1.SubstitutionFailedReason, err)
 }
 
 // substituteVars reads the variables of spec.postBuild (see

@@ -14,6 +14,7 @@ import (
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/build"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/reconcile/outcome"
 	"github.com/windlass-dev/windlass/internal/testutil"
@@ -78,18 +79,19 @@ func TestSubstitutionBombIsABuildError(t *testing.T) {
 	g.Expect(cm.Data["v"]).To(Equal(strings.Repeat("a", 10)))
 }
 
-// TestSubstituteDocsBoundsTheWholeBuild substitutes documents that each
+// TestSubstitutionBoundsTheWholeBuild substitutes documents that each
 // stay within the per-document limit but add up past the build's.
-func TestSubstituteDocsBoundsTheWholeBuild(t *testing.T) {
+func TestSubstitutionBoundsTheWholeBuild(t *testing.T) {
 	g := NewWithT(t)
 	obj := &kustomizev1.Kustomization{Spec: kustomizev1.KustomizationSpec{PostBuild: &kustomizev1.PostBuild{
 		Substitute: map[string]string{"big": strings.Repeat("b", 1<<20)},
 	}}}
 	doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: ${big}\n  b: ${big}\n")
 	docs := [][]byte{doc, doc, doc, doc, doc, doc, doc, doc, doc}
-	_, err := substituteDocs(obj, docs[:4], obj.Spec.PostBuild.Substitute)
+	objs, err := substitutedObjects(obj, build.FromYAML(docs[:4]), obj.Spec.PostBuild.Substitute)
 	g.Expect(err).NotTo(HaveOccurred(), "8 MiB of growth in all is allowed")
-	_, err = substituteDocs(obj, docs, obj.Spec.PostBuild.Substitute)
+	g.Expect(objs).To(HaveLen(4))
+	_, err = substitutedObjects(obj, build.FromYAML(docs), obj.Spec.PostBuild.Substitute)
 	g.Expect(err).To(MatchError(ContainSubstring("in all")))
 	g.Expect(outcome.ReasonOf(err, "")).To(Equal(kustomizev1.BuildFailedReason))
 }
@@ -128,7 +130,7 @@ func TestSubstitutionErrorReasons(t *testing.T) {
 	t.Run("an unset variable fails the substitution", func(t *testing.T) {
 		g := NewWithT(t)
 		doc := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  v: ${unset}\n")
-		_, err := substituteDocs(ks(&kustomizev1.PostBuild{}), [][]byte{doc}, map[string]string{"a": "1"})
+		_, err := substitutedObjects(ks(&kustomizev1.PostBuild{}), build.FromYAML([][]byte{doc}), map[string]string{"a": "1"})
 		var failure *outcome.Failure
 		g.Expect(errors.As(err, &failure)).To(BeTrue(), "%v", err)
 		g.Expect(failure.Reason).To(Equal(kustomizev1.SubstitutionFailedReason))
