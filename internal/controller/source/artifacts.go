@@ -53,12 +53,25 @@ type storageCheck struct {
 	inStorage *metav1.Condition
 	// deferrable is set, before the check, by a kind that can tell
 	// cheaply that its remote still serves the artifact's revision (a
-	// GitRepository); deferred is then set when the artifact, which
-	// another replica stored, is kept in the status though this storage
-	// lacks it: the run checks the remote, and when nothing moved the
-	// artifact is stored again only when a reader asks for it (see
-	// artifact.Storage.Defer).
+	// GitRepository lists the remote's references, an OCIRepository
+	// resolves its tag with a HEAD request, a Bucket lists its objects);
+	// deferred is then set when the artifact, which another replica
+	// stored, is kept in the status though this storage lacks it: the run
+	// checks the remote, and when nothing moved the artifact is stored
+	// again only when a reader asks for it (see artifact.Storage.Defer
+	// and artifactStore.upToDate).
 	deferrable, deferred bool
+}
+
+// upToDate ends a run whose remote still serves the revision of obj's
+// artifact: the artifact is not outdated and, when the storage check
+// deferred it, it is stored again only once a reader asks for it.
+func (s artifactStore) upToDate(ctx context.Context, obj sourceObject, check storageCheck) {
+	conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+	if a := obj.GetArtifact(); check.deferred && a != nil {
+		s.storage.Defer(s.kind, obj, *a)
+		ctrl.LoggerFrom(ctx).V(1).Info("Artifact stored by another replica, the remote unchanged: storing it again when asked", "revision", a.Revision)
+	}
 }
 
 // reconcileStorage checks that the artifact named in obj's status is in

@@ -70,9 +70,12 @@ func (r *BucketReconciler) store() artifactStore {
 }
 
 // run brings one Bucket's artifact up to date, unless a gate holds it
-// back.
+// back. An artifact that another replica stored, whose objects the bucket
+// still lists unchanged, is stored here only once a reader asks for it
+// (see storageCheck).
 func (r *BucketReconciler) run(ctx context.Context, obj *sourcev1.Bucket, _ *patch.Helper) (outcome.Result, error) {
 	sc := &bucketScope{deadline: time.Now().Add(obj.GetTimeout()), fetch: fetchClock{kind: sourcev1.BucketKind}}
+	sc.deferrable = true
 	defer sc.cleanup()
 	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)

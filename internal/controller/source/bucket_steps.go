@@ -111,7 +111,7 @@ func (r *BucketReconciler) bucketOptions(ctx context.Context, obj *sourcev1.Buck
 // confirms it.
 func (r *BucketReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.Bucket, sc *bucketScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
-		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+		r.store().upToDate(ctx, obj, sc.storageCheck)
 		return outcome.ResultSuccess, nil
 	}
 	var err error

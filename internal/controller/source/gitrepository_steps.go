@@ -301,12 +301,8 @@ func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourc
 // up to date it only confirms it; one that the storage lacks (see
 // storageCheck) is deferred until a reader asks for it.
 func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
-	if a := obj.GetArtifact(); sc.upToDate && a != nil {
-		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
-		if sc.deferred {
-			r.Storage.Defer(sourcev1.GitRepositoryKind, obj, *a)
-			ctrl.LoggerFrom(ctx).V(1).Info("Artifact stored by another replica, the remote unchanged: storing it again when asked", "revision", a.Revision)
-		}
+	if sc.upToDate && obj.GetArtifact() != nil {
+		r.store().upToDate(ctx, obj, sc.storageCheck)
 		return outcome.ResultSuccess, nil
 	}
 	revision := sc.commit.String()

@@ -69,9 +69,12 @@ func (r *OCIRepositoryReconciler) store() artifactStore {
 }
 
 // run brings one OCIRepository's artifact up to date, unless a gate holds
-// it back.
+// it back. An artifact that another replica stored, whose digest the tag
+// still resolves to, is stored here only once a reader asks for it (see
+// storageCheck).
 func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, _ *patch.Helper) (outcome.Result, error) {
 	sc := &ociScope{deadline: time.Now().Add(obj.GetTimeout()), fetch: fetchClock{kind: sourcev1.OCIRepositoryKind}}
+	sc.deferrable = true
 	defer sc.cleanup()
 	defer sc.fetch.end()
 	return reconcile.RunSteps(ctx, obj, sc, r.reconcileStorage, r.reconcileSource, r.reconcileArtifact)

@@ -235,7 +235,7 @@ func (r *OCIRepositoryReconciler) verifyArtifact(ctx context.Context, obj *sourc
 // The download, not the packaging, is timed as a part of the fetch.
 func (r *OCIRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *sourcev1.OCIRepository, sc *ociScope) (outcome.Result, error) {
 	if sc.upToDate && obj.GetArtifact() != nil {
-		conditions.Delete(obj, sourcev1.ArtifactOutdatedCondition)
+		r.store().upToDate(ctx, obj, sc.storageCheck)
 		return outcome.ResultSuccess, nil
 	}
 	ctx, cancel := context.WithDeadline(ctx, sc.deadline)

@@ -85,75 +85,148 @@ func TestStoredAgainUnderASharedAddress(t *testing.T) {
 	g.Expect(told).To(HaveLen(1), "a new artifact changes the status, which wakes the consumers")
 }
 
-// TestDeferredUntilAskedUnderASharedAddress: a replica that takes a
-// GitRepository over, whose remote still points at the commit of the
-// artifact another replica stored, lists the remote's references only and
-// keeps the status as it was: the artifact is deferred (no clone, no
-// event). A reader's ask runs the source, which clones and stores the same
-// artifact, and the reader waiting for it goes on. A remote that moved
-// meanwhile gives a new artifact; a run asked for that fails lets the
-// readers go too.
+// TestDeferredUntilAskedUnderASharedAddress: a replica that takes a source
+// over (a GitRepository, an OCIRepository, a Bucket), whose remote still
+// serves the revision of the artifact another replica stored, checks the
+// remote only (the references listed, the tag resolved, the objects
+// listed) and keeps the status as it was: the artifact is deferred (no
+// download, no event). A reader's ask runs the source, which downloads and
+// stores the same artifact, and the reader waiting for it goes on. A
+// remote that moved meanwhile gives a new artifact; a run asked for that
+// fails lets the readers go too.
 func TestDeferredUntilAskedUnderASharedAddress(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
+	for _, tc := range []struct {
+		kind   string
+		remote func(t *testing.T, g *WithT, store *artifact.Storage, events *event.Recorder) deferralRemote
+	}{
+		{sourcev1.GitRepositoryKind, gitDeferralRemote},
+		{sourcev1.OCIRepositoryKind, ociDeferralRemote},
+		{sourcev1.BucketKind, bucketDeferralRemote},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			store, err := artifact.New(t.TempDir(), "source-controller.windlass.svc", time.Minute, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			store.SetShared(true)
+			recorder := events.NewFakeRecorder(10)
+			remote := tc.remote(t, g, store, &event.Recorder{Kubernetes: recorder})
+			obj := remote.obj
+			g.Expect(remote.run()).To(Succeed())
+			stored := obj.GetArtifact().DeepCopy()
+			g.Expect(store.Verify(*stored)).To(Succeed())
+			takeOver := func() {
+				g.Expect(os.Remove(store.LocalPath(*stored))).To(Succeed(), "the replica that stored it went")
+				checks, fetches := remote.requests(), remote.fetches()
+				g.Expect(remote.run()).To(Succeed())
+				g.Expect(remote.requests()).To(BeNumerically(">", checks), "the remote is checked")
+				g.Expect(remote.fetches()).To(Equal(fetches), "nothing downloaded")
+				g.Expect(obj.GetArtifact()).To(Equal(stored), "the status stays")
+				g.Expect(store.Deferred(*stored)).To(BeTrue())
+				g.Expect(store.ArtifactExists(*stored)).To(BeFalse(), "not stored before a reader asks")
+			}
+
+			takeOver()
+			g.Expect(recorder.Events).To(BeEmpty())
+			restored := make(chan bool, 1)
+			go func() { restored <- store.Restore(ctx, *stored) }()
+			var ask ctrlevent.GenericEvent
+			g.Eventually(store.AsksFor(tc.kind), timeout).Should(Receive(&ask), "the reader asks the source")
+			g.Expect(ask.Object.GetName()).To(Equal(obj.GetName()))
+			fetches := remote.fetches()
+			g.Expect(remote.run()).To(Succeed())
+			g.Expect(remote.fetches()).To(BeNumerically(">", fetches), "downloaded")
+			g.Expect(store.Verify(*stored)).To(Succeed(), "the same artifact, stored again")
+			g.Expect(obj.GetArtifact()).To(Equal(stored), "the status stays")
+			g.Eventually(restored, timeout).Should(Receive(BeTrue()), "the reader goes on")
+			g.Expect(store.Deferred(*stored)).To(BeFalse())
+			g.Expect(recorder.Events).To(BeEmpty(), "nothing new to tell")
+
+			takeOver()
+			remote.move()
+			g.Expect(remote.run()).To(Succeed())
+			g.Expect(obj.GetArtifact().Revision).NotTo(Equal(stored.Revision), "the remote moved: a new artifact")
+			g.Expect(store.Verify(*obj.GetArtifact())).To(Succeed())
+			g.Expect(store.Deferred(*stored)).To(BeFalse())
+
+			stored = obj.GetArtifact().DeepCopy()
+			takeOver()
+			g.Expect(store.Ask(*stored)).To(BeTrue())
+			remote.down()
+			g.Expect(remote.run()).NotTo(Succeed(), "the remote is down")
+			g.Expect(store.Deferred(*stored)).To(BeFalse(), "the run asked for ended: its readers go on")
+			g.Expect(store.Restore(ctx, *stored)).To(BeFalse(), "nothing to wait for")
+		})
+	}
+}
+
+// deferralRemote is one source of TestDeferredUntilAskedUnderASharedAddress
+// and its remote.
+type deferralRemote struct {
+	obj sourceObject
+	// run runs the source once, as the runner runs it.
+	run func() error
+	// requests counts the remote's requests, fetches its downloads of
+	// content.
+	requests, fetches func() int64
+	// move gives the remote a new revision; down takes it down.
+	move, down func()
+}
+
+// gitDeferralRemote is a GitRepository of a branch of the git server.
+func gitDeferralRemote(t *testing.T, g *WithT, store *artifact.Storage, events *event.Recorder) deferralRemote {
 	srv := gitserver.NewForTest(t)
 	base := srv.MustStartHTTP(t)
 	repo := srv.MustInitRepo(t, "app.git", "main")
 	repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 1\n"}, "one")
-	store, err := artifact.New(t.TempDir(), "source-controller.windlass.svc", time.Minute, 2)
-	g.Expect(err).NotTo(HaveOccurred())
-	store.SetShared(true)
-	recorder := events.NewFakeRecorder(10)
-	r := &GitRepositoryReconciler{Storage: store, Events: &event.Recorder{Kubernetes: recorder}, AllowInsecureHTTP: true}
+	r := &GitRepositoryReconciler{Storage: store, Events: events, AllowInsecureHTTP: true}
 	obj := newGitRepository("default", "app", base+"/app.git")
 	obj.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: "main"}
 	obj.Generation, obj.Status.ObservedGeneration = 1, 1 // nothing to announce: the runs need no patcher
-	run := func() error {
-		_, err := endingStoring(r.store(), r.run)(ctx, obj, nil) // as the runner runs it
-		return err
+	return deferralRemote{
+		obj:      obj,
+		run:      func() error { _, err := endingStoring(r.store(), r.run)(context.Background(), obj, nil); return err },
+		requests: srv.Requests,
+		fetches:  func() int64 { return srv.FetchesOf("app.git") },
+		move:     func() { repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 2\n"}, "two") },
+		down:     func() { srv.SetDown(true) },
 	}
-	g.Expect(run()).To(Succeed())
-	stored := obj.Status.Artifact.DeepCopy()
-	g.Expect(store.Verify(*stored)).To(Succeed())
-	takeOver := func() {
-		g.Expect(os.Remove(store.LocalPath(*stored))).To(Succeed(), "the replica that stored it went")
-		before, fetches := srv.Requests(), srv.FetchesOf("app.git")
-		g.Expect(run()).To(Succeed())
-		g.Expect(srv.Requests()-before).To(Equal(int64(1)), "only the remote's references are listed")
-		g.Expect(srv.FetchesOf("app.git")).To(Equal(fetches), "nothing fetched")
-		g.Expect(obj.Status.Artifact).To(Equal(stored), "the status stays")
-		g.Expect(store.Deferred(*stored)).To(BeTrue())
-		g.Expect(store.ArtifactExists(*stored)).To(BeFalse(), "not stored before a reader asks")
+}
+
+// ociDeferralRemote is an OCIRepository of a tag of the counting registry.
+func ociDeferralRemote(t *testing.T, g *WithT, store *artifact.Storage, events *event.Recorder) deferralRemote {
+	reg := startCountingRegistry(t)
+	push(t, g, reg.host, "app:v1", map[string]string{"a.yaml": "a: 1\n"}, "main@sha1:1111111111111111111111111111111111111111")
+	r := &OCIRepositoryReconciler{Client: env.Client, Storage: store, Events: events, AllowInsecureHTTP: true}
+	obj := newOCIRepository(env.CreateNamespace(t), "app", "oci://"+reg.host+"/app")
+	obj.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: "v1"}
+	obj.Generation, obj.Status.ObservedGeneration = 1, 1
+	return deferralRemote{
+		obj: obj,
+		run: func() error { _, err := endingStoring(r.store(), r.run)(context.Background(), obj, nil); return err },
+		requests: func() int64 {
+			return reg.manifestHeads.Load() + reg.manifestGets.Load() + reg.blobGets.Load()
+		},
+		fetches: func() int64 { return reg.manifestGets.Load() + reg.blobGets.Load() },
+		move: func() {
+			push(t, g, reg.host, "app:v1", map[string]string{"a.yaml": "a: 2\n"}, "main@sha1:2222222222222222222222222222222222222222")
+		},
+		down: func() { reg.down.Store(true) },
 	}
+}
 
-	takeOver()
-	g.Expect(recorder.Events).To(BeEmpty())
-	restored := make(chan bool, 1)
-	go func() { restored <- store.Restore(ctx, *stored) }()
-	var ask ctrlevent.GenericEvent
-	g.Eventually(store.AsksFor(sourcev1.GitRepositoryKind), timeout).Should(Receive(&ask), "the reader asks the source")
-	g.Expect(ask.Object.GetName()).To(Equal("app"))
-	fetches := srv.FetchesOf("app.git")
-	g.Expect(run()).To(Succeed())
-	g.Expect(srv.FetchesOf("app.git")).To(BeNumerically(">", fetches), "cloned")
-	g.Expect(store.Verify(*stored)).To(Succeed(), "the same artifact, stored again")
-	g.Expect(obj.Status.Artifact).To(Equal(stored), "the status stays")
-	g.Eventually(restored, timeout).Should(Receive(BeTrue()), "the reader goes on")
-	g.Expect(store.Deferred(*stored)).To(BeFalse())
-	g.Expect(recorder.Events).To(BeEmpty(), "nothing new to tell")
-
-	takeOver()
-	repo.MustCommit(t, "main", map[string]string{"a.yaml": "a: 2\n"}, "two")
-	g.Expect(run()).To(Succeed())
-	g.Expect(obj.Status.Artifact.Revision).NotTo(Equal(stored.Revision), "the remote moved: a new artifact")
-	g.Expect(store.Verify(*obj.Status.Artifact)).To(Succeed())
-	g.Expect(store.Deferred(*stored)).To(BeFalse())
-
-	stored = obj.Status.Artifact.DeepCopy()
-	takeOver()
-	g.Expect(store.Ask(*stored)).To(BeTrue())
-	srv.SetDown(true)
-	g.Expect(run()).NotTo(Succeed(), "the host is down")
-	g.Expect(store.Deferred(*stored)).To(BeFalse(), "the run asked for ended: its readers go on")
-	g.Expect(store.Restore(ctx, *stored)).To(BeFalse(), "nothing to wait for")
+// bucketDeferralRemote is a Bucket of the S3 fixture.
+func bucketDeferralRemote(t *testing.T, g *WithT, store *artifact.Storage, events *event.Recorder) deferralRemote {
+	f := startS3Fixture(t, g, map[string]string{"a.yaml": "a: 1\n"})
+	r := &BucketReconciler{Client: env.Client, Storage: store, Events: events, AllowInsecureHTTP: true}
+	obj := f.newBucket(t, g, env.CreateNamespace(t), "app")
+	obj.Generation, obj.Status.ObservedGeneration = 1, 1
+	return deferralRemote{
+		obj:      obj,
+		run:      func() error { _, err := endingStoring(r.store(), r.run)(context.Background(), obj, nil); return err },
+		requests: f.requests.Load,
+		fetches:  f.gets.Load,
+		move:     func() { f.put(t, g, "a.yaml", "a: 2\n") },
+		down:     func() { f.down.Store(true) },
+	}
 }
