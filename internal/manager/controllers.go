@@ -245,7 +245,8 @@ func (m *Manager) setupSource(ctx context.Context, opts Options) error {
 		AllowInsecureHTTP:    opts.InsecureAllowHTTP,
 		NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 	}
-	if err := r.SetupWithManager(ctx, m, opts.controllerOptions()); err != nil {
+	// A GitRepository consumes the artifacts of those it includes.
+	if err := r.SetupWithManager(ctx, m, m.consumerOptions(opts)); err != nil {
 		return err
 	}
 	oci := &sourcectrl.OCIRepositoryReconciler{

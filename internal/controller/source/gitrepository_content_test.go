@@ -16,6 +16,7 @@ import (
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
 	"github.com/windlass-dev/windlass/internal/conditions"
 	"github.com/windlass-dev/windlass/internal/gitserver"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -130,6 +131,14 @@ func TestGitRepository_Include(t *testing.T) {
 	})
 	dir = testutil.Extract(t, g, testutil.Download(g, nil, got.Status.Artifact))
 	g.Expect(os.ReadFile(filepath.Join(dir, "vendor/lib/lib.yaml"))).To(Equal([]byte("v2\n")))
+
+	// The included artifact stored again here (a replica's that this one
+	// took over, deferred until the includer asked) runs the includer at
+	// once, not at its requeue: its status does not change.
+	runs := metrics.Runs(sourcev1.GitRepositoryKind, client.ObjectKeyFromObject(app))
+	storage.StoredAgain(sourcev1.GitRepositoryKind, libObj)
+	g.Eventually(func() uint64 { return metrics.Runs(sourcev1.GitRepositoryKind, client.ObjectKeyFromObject(app)) }, timeout, interval).
+		Should(BeNumerically(">", runs))
 }
 
 func TestGitRepository_VerifiesSSHSignedCommits(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
@@ -71,8 +72,9 @@ type GitRepositoryReconciler struct {
 
 // SetupWithManager registers the reconciler with mgr: it watches
 // GitRepositories, those they include (a new artifact rebuilds the
-// includers at once) and their gates (a gate that opens or closes
-// reconciles the GitRepositories behind it at once).
+// includers at once, and so does one stored again here that they waited
+// for: opts.ArtifactsStoredAgain) and their gates (a gate that opens or
+// closes reconciles the GitRepositories behind it at once).
 func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts reconcile.ControllerOptions) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &sourcev1.GitRepository{}, includeIndexKey, func(o client.Object) []string {
 		repo := o.(*sourcev1.GitRepository)
@@ -91,10 +93,12 @@ func (r *GitRepositoryReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err != nil {
 		return err
 	}
-	return b.Watches(&sourcev1.GitRepository{},
-		handler.EnqueueRequestsFromMapFunc(r.includersOf),
-		builder.WithPredicates(predicates.ArtifactChanged{}),
-	).Complete(runner)
+	includers := handler.EnqueueRequestsFromMapFunc(r.includersOf)
+	b = b.Watches(&sourcev1.GitRepository{}, includers, builder.WithPredicates(predicates.ArtifactChanged{}))
+	if opts.ArtifactsStoredAgain != nil {
+		b = b.WatchesRawSource(source.Channel(opts.ArtifactsStoredAgain(sourcev1.GitRepositoryKind), includers))
+	}
+	return b.Complete(runner)
 }
 
 // includersOf maps a GitRepository to the GitRepositories that include it.

@@ -270,7 +270,8 @@ func checkIncludePath(p string) error {
 
 // reconcileInclude copies the included artifacts into the checkout. An
 // included artifact that this storage defers (see artifact.Storage.Defer)
-// is asked for and waited for.
+// is asked for and waited for: once stored, it runs the includer again
+// (see SetupWithManager).
 func (r *GitRepositoryReconciler) reconcileInclude(_ context.Context, obj *sourcev1.GitRepository, sc *gitScope) (outcome.Result, error) {
 	if sc.upToDate {
 		return outcome.ResultSuccess, nil
