@@ -18,7 +18,8 @@ import (
 // when something asks for it: a source taken over whose remote still
 // serves the same revision is not fetched again until a consumer needs its
 // content. A reader that finds a deferred artifact missing asks for it
-// (Ask, Restore); the source's next run stores it (AskedToStore), and
+// (Ask, Restore; AskToStore also before the source's run deferred it);
+// the source's next run stores it (AskedToStore), and
 // StoredAgain or Undefer ends the deferral. A run that stores again an
 // artifact that another replica stored says so (Storing), so that the
 // readers that find it missing meanwhile wait for it too, until the run
@@ -160,8 +161,28 @@ func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
 	if def == nil {
 		return nil, false
 	}
+	d.askFor(def)
+	return def.stored, true
+}
+
+// AskToStore asks the source controller to store a, the artifact of obj,
+// of kind, that this storage lacks and that the source's run here stores
+// again (another replica stored it): a deferral of a is asked for, as Ask
+// does; without one (the run has not deferred a yet) an asked one is
+// made, so that the run stores a rather than deferring it, and the
+// readers of a wait for it.
+func (s *Storage) AskToStore(kind string, obj metav1.Object, a meta.Artifact) {
+	d := &s.deferrals
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.askFor(d.put(objectDir(kind, obj.GetNamespace(), obj.GetName()), kind, obj, a))
+}
+
+// askFor marks def asked for and sends the ask to its source controller,
+// unless a run is storing it already. d.mu is held.
+func (d *deferrals) askFor(def *deferral) {
 	if def.storing {
-		return def.stored, true
+		return
 	}
 	def.asked = true
 	source := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: def.namespace, Name: def.name}}
@@ -169,7 +190,6 @@ func (s *Storage) ask(a meta.Artifact) (<-chan struct{}, bool) {
 	case d.channel(def.kind) <- event.GenericEvent{Object: source}:
 	default:
 	}
-	return def.stored, true
 }
 
 // Undefer ends the deferral of the artifact of obj, of kind, if any: the

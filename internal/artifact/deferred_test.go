@@ -78,6 +78,38 @@ func TestDeferredArtifacts(t *testing.T) {
 	g.Expect(s.Deferred(other)).To(BeFalse(), "the object's folder went")
 }
 
+// TestAskToStoreBeforeTheDeferral: a reader that needs an artifact before
+// its source's run deferred it asks all the same: the run finds it asked
+// for (and stores it rather than deferring it), the readers wait for it,
+// and deferring it then keeps the ask.
+func TestAskToStoreBeforeTheDeferral(t *testing.T) {
+	g := NewWithT(t)
+	s := newStorage(t)
+	app := obj("default", "app")
+	a := s.NewArtifactFor("GitRepository", app, "main@sha1:abc", "1.tar.gz")
+	g.Expect(s.Ask(a)).To(BeFalse(), "nothing deferred to ask for")
+
+	s.AskToStore("GitRepository", app, a)
+	var ask event.GenericEvent
+	g.Expect(s.AsksFor("GitRepository")).To(Receive(&ask), "the source is asked to run")
+	g.Expect(ask.Object.GetNamespace() + "/" + ask.Object.GetName()).To(Equal("default/app"))
+	g.Expect(s.AskedToStore("GitRepository", app)).To(BeTrue())
+	g.Expect(s.Deferred(a)).To(BeTrue(), "its readers wait for the run")
+	s.Defer("GitRepository", app, a)
+	g.Expect(s.AskedToStore("GitRepository", app)).To(BeTrue(), "deferring it keeps the ask")
+
+	s.Storing("GitRepository", app, a)
+	s.AskToStore("GitRepository", app, a)
+	g.Expect(s.AsksFor("GitRepository")).NotTo(Receive(), "a run storing it is not asked again")
+	restored, wanted := make(chan bool, 1), a
+	go func() { restored <- s.Restore(context.Background(), wanted) }()
+	g.Consistently(restored, 100*time.Millisecond).ShouldNot(Receive(), "the reader waits for the run")
+	g.Expect(s.Archive(&a, sourceTree(t), nil)).To(Succeed())
+	s.StoredAgain("GitRepository", app)
+	g.Eventually(restored).Should(Receive(BeTrue()))
+	g.Expect(s.Deferred(a)).To(BeFalse())
+}
+
 // TestRestoreWaitsUntilStored: a reader waits until the source stored the
 // artifact; one whose context ends gives up.
 func TestRestoreWaitsUntilStored(t *testing.T) {

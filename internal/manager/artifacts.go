@@ -83,7 +83,8 @@ func (m *Manager) remoteArtifacts() *fetch.HTTP {
 // artifact a of source, of kind, is being stored again here (see
 // sourceref.Resolver.StoredAgainHere): see willStoreAgain. An applier
 // asks so when it needs a's content: a that the source controller defers
-// until asked (see artifact.Storage.Defer) is asked for.
+// until asked (see artifact.Storage.Defer) is asked for, also before the
+// source's run deferred it (artifact.Storage.AskToStore).
 func (m *Manager) storedAgainHere(kind string, source client.Object, a meta.Artifact) bool {
 	var owns func(string, metav1.Object) bool
 	if m.Shard != nil {
@@ -92,7 +93,7 @@ func (m *Manager) storedAgainHere(kind string, source client.Object, a meta.Arti
 	if !willStoreAgain(m.Storage, owns, kind, source, a) {
 		return false
 	}
-	m.Storage.Ask(a)
+	m.Storage.AskToStore(kind, source, a)
 	return true
 }
 

@@ -91,7 +91,8 @@ func TestStoredAgainUnderASharedAddress(t *testing.T) {
 // remote only (the references listed, the tag resolved, the objects
 // listed) and keeps the status as it was: the artifact is deferred (no
 // download, no event). A reader's ask runs the source, which downloads and
-// stores the same artifact, and the reader waiting for it goes on. A
+// stores the same artifact, and the reader waiting for it goes on; one
+// that asks before the run deferred it has it stored at once. A
 // remote that moved meanwhile gives a new artifact; a run asked for that
 // fails lets the readers go too.
 func TestDeferredUntilAskedUnderASharedAddress(t *testing.T) {
@@ -141,6 +142,17 @@ func TestDeferredUntilAskedUnderASharedAddress(t *testing.T) {
 			g.Eventually(restored, timeout).Should(Receive(BeTrue()), "the reader goes on")
 			g.Expect(store.Deferred(*stored)).To(BeFalse())
 			g.Expect(recorder.Events).To(BeEmpty(), "nothing new to tell")
+
+			// A reader that asks before the takeover's run deferred the
+			// artifact: the run stores it at once.
+			g.Expect(os.Remove(store.LocalPath(*stored))).To(Succeed(), "the replica that stored it went")
+			store.AskToStore(tc.kind, obj, *stored)
+			fetches = remote.fetches()
+			g.Expect(remote.run()).To(Succeed())
+			g.Expect(remote.fetches()).To(BeNumerically(">", fetches), "downloaded at once")
+			g.Expect(store.Verify(*stored)).To(Succeed())
+			g.Expect(obj.GetArtifact()).To(Equal(stored), "the status stays")
+			g.Expect(store.Deferred(*stored)).To(BeFalse())
 
 			takeOver()
 			remote.move()
