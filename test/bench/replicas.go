@@ -336,6 +336,7 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 			[2]string{"  after the kill", failoverAfterRow(fo)},
 			[2]string{"  requests per object taken over", failoverRequestsRow(fo.Requests)},
 			[2]string{"  events of the takeover", failoverEventsRow(fo.Events)},
+			[2]string{"  downloads of the takeover", formatCounts(fo.Downloads)},
 			[2]string{"  CPU seconds by process, takeover", formatCPU(fo.CPU)},
 			[2]string{"  API server requests, takeover", strings.Join(firstN(fo.ServerRequests, 12), " ")},
 			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; %d buckets claimed %.2fs",

@@ -71,6 +71,10 @@ type FailoverResult struct {
 	// Events counts the Events created from the kill until every object
 	// was taken over, by "Kind Reason".
 	Events map[string]int `json:"events,omitempty"`
+	// Downloads counts the content the source server served from the kill
+	// until every object was taken over (see sourceKit.Downloads): none
+	// while the sources' remotes did not move.
+	Downloads map[string]int64 `json:"downloads"`
 	// ReconciledBefore counts those of its objects that a survivor's
 	// metrics already had a success of before the kill (a handover left
 	// behind); they count as taken over once a later one comes.
@@ -235,6 +239,7 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 		loggedBefore[name] = len(p.Output())
 	}
 	served0 := serverRequestsOrNil(ctx, r.restCfg)
+	downloads0 := r.kit.Downloads()
 	killedAt := time.Now()
 	killed.Kill()
 	// After the kill, which reaps it: its CPU then counts as this
@@ -257,6 +262,7 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 		return nil, err
 	}
 	fo.seconds = fo.Timeline.markObjects(takenAt)
+	fo.Downloads = countsDelta(downloads0, r.kit.Downloads())
 	fo.CPU = cpuDelta(cpu0, processCPU())
 	fo.ServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
 	fo.Requests = budget(before.requests, last.requests, nil, len(orphans), "controller")

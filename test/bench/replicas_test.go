@@ -212,15 +212,17 @@ func TestReplicasRows(t *testing.T) {
 			TakenOverBy: map[string]int{"r0": 3}, ReadySeconds: 17, LeftWithKilled: 1,
 			Timeline: FailoverTimeline{FirstSeconds: 15.5, HalfSeconds: 16, NinetySeconds: 16.25, ClaimedSeconds: 15.75,
 				ByKind: map[string][4]float64{"Kustomization": {15.5, 16, 16.25, 16.5}}},
-			CPU: map[string]float64{"windlass": 3.25, "kube-apiserver": 4}, ServerRequests: []string{"PATCH kustomizations/status=3"}}})
+			CPU: map[string]float64{"windlass": 3.25, "kube-apiserver": 4}, ServerRequests: []string{"PATCH kustomizations/status=3"},
+			Downloads: map[string]int64{"fetches": 0}}})
 	g.Expect(rows[0]).To(Equal([2]string{"replicas", "2: --shards=auto --shard-by=object --shard-lease-duration=15s (figures above are their sums)"}))
 	g.Expect(rows[1][1]).To(Equal("VmHWM 1.0 MiB, CPU 0.50s at start-up, 2.00s at ready, 10 API requests at ready, holds 4 objects in 128 buckets, sees 2 members, bucket moves claimed=130 handed_over=2, 0 error lines"))
 	g.Expect(rows[3]).To(Equal([2]string{"failover_seconds", "16.50 (killed r1 holding 3 objects in 128 buckets: Kustomization=3; taken over by r0=3; lease 15s)"}))
 	g.Expect(rows[4][1]).To(ContainSubstring("; 1 objects whose bucket's Lease still names r1;"))
-	g.Expect(rows[7]).To(Equal([2]string{"  CPU seconds by process, takeover", "kube-apiserver=4.0 windlass=3.2"}))
-	g.Expect(rows[8]).To(Equal([2]string{"  API server requests, takeover", "PATCH kustomizations/status=3"}))
-	g.Expect(rows[9]).To(Equal([2]string{"  timeline", "first run 15.50s, half 16.00s, nine tenths 16.25s; 128 buckets claimed 15.75s"}))
-	g.Expect(rows[10]).To(Equal([2]string{"  timeline by kind", "Kustomization first 15.50s, half 16.00s, nine tenths 16.25s, last 16.50s"}))
+	g.Expect(rows[7]).To(Equal([2]string{"  downloads of the takeover", "fetches=0"}))
+	g.Expect(rows[8]).To(Equal([2]string{"  CPU seconds by process, takeover", "kube-apiserver=4.0 windlass=3.2"}))
+	g.Expect(rows[9]).To(Equal([2]string{"  API server requests, takeover", "PATCH kustomizations/status=3"}))
+	g.Expect(rows[10]).To(Equal([2]string{"  timeline", "first run 15.50s, half 16.00s, nine tenths 16.25s; 128 buckets claimed 15.75s"}))
+	g.Expect(rows[11]).To(Equal([2]string{"  timeline by kind", "Kustomization first 15.50s, half 16.00s, nine tenths 16.25s, last 16.50s"}))
 	g.Expect(round2(16.499)).To(Equal(16.5))
 	g.Expect(logErrors(`{"level":"error","msg":"a"}
 {"level":"info","msg":"b"}
