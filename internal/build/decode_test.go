@@ -53,3 +53,20 @@ func TestGenerateRefusesDuplicateKeys(t *testing.T) {
 
 // duplicateKey is a ConfigMap with the key extra twice.
 const duplicateKey = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: demo\ndata:\n  extra: a\n  extra: b\n"
+
+// TestDocumentsNameTheSourceLines: a document of a build in this process
+// that does not decode names the lines of the file it was read from.
+func TestDocumentsNameTheSourceLines(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"app/kustomization.yaml": "resources: [web.yaml]\nnamePrefix: p-\n",
+		"app/web.yaml":           "# a comment\n\n" + duplicateKey,
+	})
+	docs, err := BuildDocuments(root, "app", Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = docs.Objects(nil)
+	g.Expect(err).To(MatchError(`ConfigMap demo/p-web (document 0 of the build): yaml: line 10: mapping key "extra" already defined at line 9`))
+	err = Locate(err, root, "app", Options{})
+	g.Expect(err).To(MatchError(ContainSubstring("in app/web.yaml (document 0")))
+}

@@ -221,7 +221,8 @@ type DecodeError struct {
 	// Locate found it.
 	File string
 	// Reason is the YAML error, on one line; its line numbers are those of
-	// the built document.
+	// the file the object was read from (as kustomize read it) when the
+	// build ran in this process, of the built document otherwise.
 	Reason string
 	err    error
 }
