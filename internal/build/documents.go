@@ -62,10 +62,10 @@ func (d *Documents) YAML() ([][]byte, error) {
 // *DecodeError. Objects consumes the documents: each is let go once
 // decoded, so that a build is not held twice.
 func (d *Documents) Objects(edit func(*yaml.Node) error) ([]*unstructured.Unstructured, error) {
-	if edit != nil && sharesNodes(d.nodes) {
-		// An edit of a node in two places would change both at once,
-		// where YAML holds two copies, each edited as its own place
-		// says: edit copies, as YAML.
+	if sharesNodes(d.nodes) {
+		// An edit of a node in two places (or asWritten) would change
+		// both at once, where YAML holds two copies, each edited as its
+		// own place says: edit copies, as YAML.
 		docs, err := d.YAML()
 		if err != nil {
 			return nil, err
@@ -92,7 +92,8 @@ func (d *Documents) Objects(edit func(*yaml.Node) error) ([]*unstructured.Unstru
 	return objs, nil
 }
 
-// sharesNodes reports whether a node is in more than one place of nodes
+// sharesNodes reports whether a scalar that an edit or asWritten may
+// change (one holding "${", or empty) is in more than one place of nodes
 // (an alias, which names its anchor's node, is not a second place).
 // kustomize copies what it moves from one object to another, but a
 // transformer that did not would leave one node in two objects.
@@ -100,11 +101,15 @@ func sharesNodes(nodes []*yaml.Node) bool {
 	seen := map[*yaml.Node]struct{}{}
 	var visit func(n *yaml.Node) bool
 	visit = func(n *yaml.Node) bool {
-		if _, twice := seen[n]; twice {
-			return true
+		if n.Kind != yaml.ScalarNode {
+			return slices.ContainsFunc(n.Content, visit)
 		}
+		if n.Value != "" && !strings.Contains(n.Value, "${") {
+			return false
+		}
+		_, twice := seen[n]
 		seen[n] = struct{}{}
-		return slices.ContainsFunc(n.Content, visit)
+		return twice
 	}
 	return slices.ContainsFunc(nodes, visit)
 }
