@@ -117,8 +117,9 @@ func (r *HelmChartReconciler) readIndex(ctx context.Context, a meta.Artifact, li
 // pullOCIChart pulls the highest version of spec.version of the chart from
 // the registry of an OCI HelmRepository, with its credentials and TLS
 // settings, and verifies its signature when spec.verify asks for it. The
-// pull is skipped when the stored artifact holds the same version and
-// manifest digest, verified for the current spec.
+// version is resolved to its manifest's digest first (a HEAD request):
+// nothing is downloaded when the stored artifact holds the same version
+// and digest, verified for the current spec.
 func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.HelmChart, repo *sourcev1.HelmRepository, sc *helmChartScope) error {
 	if !strings.HasPrefix(repo.Spec.URL, oci.Scheme) {
 		// The HelmRepository stalls and says why; its fix reconciles obj.
@@ -140,17 +141,15 @@ func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.He
 	defer closeIdle(opts.Transport)
 	ctx, cancel := context.WithTimeout(ctx, repo.GetTimeout())
 	defer cancel()
-	var data []byte
-	var version, digest string
-	err = sc.fetch.time(func() (err error) {
-		data, version, digest, err = repository.PullOCIChart(ctx, repo.Spec.URL, obj.Spec.Chart, obj.GetVersion(), opts, r.maxChartSize())
-		return err
+	chart, err := timed(&sc.fetch, func() (repository.OCIChart, error) {
+		return repository.ResolveOCIChart(ctx, repo.Spec.URL, obj.Spec.Chart, obj.GetVersion(), opts)
 	})
 	if err != nil {
 		return chartPullFailed(obj, oci.ErrAccessDenied, err)
 	}
-	sc.sourceRevision, sc.name, sc.version = version+"@"+digest, obj.Spec.Chart, version
-	if chartUpToDate(obj, version, sc.sourceRevision) && verifiedForGeneration(obj) {
+	sc.sourceRevision, sc.name, sc.version = chart.Version+"@"+chart.Digest, obj.Spec.Chart, chart.Version
+	if chartUpToDate(obj, chart.Version, sc.sourceRevision) && verifiedForGeneration(obj) {
+		ctrl.LoggerFrom(ctx).V(1).Info("No changes since the last reconciliation", "revision", sc.sourceRevision)
 		sc.upToDate = true
 		return nil
 	}
@@ -158,10 +157,12 @@ func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.He
 	if err != nil {
 		return chartPullFailed(obj, nil, outcome.Stall(sourcev1.URLInvalidReason, err))
 	}
-	if err := r.verifyOCIChart(ctx, obj, ref.Digest(digest), sc.sourceRevision, opts); err != nil {
+	if err := r.verifyOCIChart(ctx, obj, ref.Digest(chart.Digest), sc.sourceRevision, opts); err != nil {
 		return err
 	}
-	sc.downloaded = data
+	if sc.downloaded, err = timed(&sc.fetch, func() ([]byte, error) { return chart.Pull(ctx, opts, r.maxChartSize()) }); err != nil {
+		return chartPullFailed(obj, oci.ErrAccessDenied, err)
+	}
 	return nil
 }
 

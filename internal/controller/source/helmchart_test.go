@@ -178,6 +178,42 @@ func TestHelmChartFromOCIRepository(t *testing.T) {
 	}
 }
 
+// TestHelmChartFromOCIRepositorySkipsUnchangedDigests: an OCI chart whose
+// tag still names the stored digest is resolved with a HEAD request and
+// not downloaded again; a tag that moved to other content is pulled.
+func TestHelmChartFromOCIRepositorySkipsUnchangedDigests(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.CreateNamespace(t)
+	reg := startCountingRegistry(t)
+	first := helmtest.PushOCI(t, reg.host, "charts/podinfo", helmtest.Chart(t, "podinfo", "1.0.0"))
+	hr := newHelmRepository(ns, "charts", "oci://"+reg.host+"/charts")
+	hr.Spec.Type, hr.Spec.Insecure = sourcev1.HelmRepositoryTypeOCI, true
+	g.Expect(env.Client.Create(context.Background(), hr)).To(Succeed())
+	hc := newHelmChart(ns, "podinfo", sourcev1.HelmRepositoryKind, "charts", "podinfo")
+	hc.Spec.Version = "1.0.0"
+	g.Expect(env.Client.Create(context.Background(), hc)).To(Succeed())
+	got := waitForChart(g, hc, chartReadyAt("1.0.0"))
+	g.Expect(got.Status.ObservedSourceArtifactRevision).To(Equal("1.0.0@" + first))
+
+	gets, blobs, heads := reg.manifestGets.Load(), reg.blobGets.Load(), reg.manifestHeads.Load()
+	testutil.RequestReconcile(g, env.Client, got, "same-digest")
+	again := waitForChart(g, hc, func(o *sourcev1.HelmChart) bool { return o.Status.LastHandledReconcileAt == "same-digest" })
+	g.Expect(reg.manifestHeads.Load()).To(BeNumerically(">", heads), "the tag is resolved with HEAD")
+	g.Expect(reg.manifestGets.Load()).To(Equal(gets), "no manifest is downloaded")
+	g.Expect(reg.blobGets.Load()).To(Equal(blobs), "no chart is downloaded")
+	g.Expect(again.Status.Artifact).To(Equal(got.Status.Artifact))
+
+	moved := helmtest.PushOCI(t, reg.host, "charts/podinfo", helmtest.Chart(t, "podinfo", "1.0.0", helmtest.WithAppVersion("2.0.0")))
+	g.Expect(moved).NotTo(Equal(first))
+	testutil.RequestReconcile(g, env.Client, got, "moved")
+	pulled := waitForChart(g, hc, func(o *sourcev1.HelmChart) bool {
+		return o.Status.ObservedSourceArtifactRevision == "1.0.0@"+moved && chartReadyAt("1.0.0")(o)
+	})
+	g.Expect(reg.blobGets.Load()).To(BeNumerically(">", blobs), "the moved tag's chart is downloaded")
+	g.Expect(testutil.Download(g, nil, pulled.Status.Artifact)).To(Equal(
+		helmtest.Archive(t, helmtest.Chart(t, "podinfo", "1.0.0", helmtest.WithAppVersion("2.0.0")))))
+}
+
 // TestHelmChartVerifiesCosignSignatures signs an OCI chart with the real
 // cosign CLI: it is stored with SourceVerified=True; an unsigned one is
 // not stored, and SourceVerified=False says why.

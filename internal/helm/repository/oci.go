@@ -26,43 +26,68 @@ const (
 	OCIChartMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 )
 
-// PullOCIChart pulls chart name from the OCI repository at repoURL
-// (oci://host/path; the chart is at oci://host/path/name): the highest
-// version whose tag satisfies versionRange ("" means "*"), or, for an exact
-// version, its tag without listing the tags. Tags write '+' as '_'; version
-// is the chart version with '+'. The chart layer is read verified against
-// its digest and at most maxSize bytes (zero or less: DefaultMaxChartSize).
-// digest is the manifest's, "sha256:<hex>".
-func PullOCIChart(ctx context.Context, repoURL, name, versionRange string, o oci.Options,
-	maxSize int64) (data []byte, version, digest string, err error) {
-	if maxSize <= 0 {
-		maxSize = DefaultMaxChartSize
-	}
+// OCIChart is a version of a chart in an OCI repository, resolved to the
+// digest of its manifest.
+type OCIChart struct {
+	// Version is the chart's version (with '+', which tags write '_').
+	Version string
+	// Digest is the manifest's, "sha256:<hex>".
+	Digest string
+	ref    name.Digest
+}
+
+// ResolveOCIChart resolves chart name of the OCI repository at repoURL
+// (oci://host/path; the chart is at oci://host/path/name) to the digest of
+// the highest version whose tag satisfies versionRange ("" means "*"), or,
+// for an exact version, of its tag without listing the tags. It downloads
+// nothing: a HEAD request resolves the tag.
+func ResolveOCIChart(ctx context.Context, repoURL, name, versionRange string, o oci.Options) (OCIChart, error) {
 	repo, err := oci.ParseRepository(strings.TrimSuffix(repoURL, "/")+"/"+name, o)
 	if err != nil {
-		return nil, "", "", err
+		return OCIChart{}, err
 	}
 	tag, err := chartTag(ctx, repo, versionRange, o)
 	if err != nil {
-		return nil, "", "", err
+		return OCIChart{}, err
 	}
 	hash, err := oci.Resolve(ctx, repo.Tag(tag), o)
 	if err != nil {
-		return nil, "", "", err
+		return OCIChart{}, err
 	}
-	ref := repo.Digest(hash.String())
-	m, err := oci.GetManifest(ctx, ref, o)
+	return OCIChart{Version: tagVersion(tag), Digest: hash.String(), ref: repo.Digest(hash.String())}, nil
+}
+
+// Pull downloads the chart c names: its manifest, then its chart layer,
+// read verified against its digest and at most maxSize bytes (zero or
+// less: DefaultMaxChartSize).
+func (c OCIChart) Pull(ctx context.Context, o oci.Options, maxSize int64) ([]byte, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxChartSize
+	}
+	m, err := oci.GetManifest(ctx, c.ref, o)
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
 	layer, err := oci.SelectLayer(m, OCIChartMediaType)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%s is not a Helm chart: %w", oci.URL(ref), err)
+		return nil, fmt.Errorf("%s is not a Helm chart: %w", oci.URL(c.ref), err)
 	}
-	if data, err = readLayer(ctx, repo, layer, maxSize, o); err != nil {
+	return readLayer(ctx, c.ref.Context(), layer, maxSize, o)
+}
+
+// PullOCIChart resolves chart name (see ResolveOCIChart) and pulls it
+// (see OCIChart.Pull); version is the chart version with '+', digest the
+// manifest's, "sha256:<hex>".
+func PullOCIChart(ctx context.Context, repoURL, name, versionRange string, o oci.Options,
+	maxSize int64) (data []byte, version, digest string, err error) {
+	c, err := ResolveOCIChart(ctx, repoURL, name, versionRange, o)
+	if err != nil {
 		return nil, "", "", err
 	}
-	return data, tagVersion(tag), hash.String(), nil
+	if data, err = c.Pull(ctx, o, maxSize); err != nil {
+		return nil, "", "", err
+	}
+	return data, c.Version, c.Digest, nil
 }
 
 // readLayer reads a whole layer, verified.
