@@ -99,10 +99,10 @@ func (b *Builder) Build(ctx context.Context, root, path string, opts Options) (*
 		return documentsOf(m), nil
 	}
 	docs, err := b.inChild(ctx, buildRequest{Root: root, Path: path, Options: opts})
-	if err != nil && !errors.As(err, new(*childError)) {
-		return nil, fmt.Errorf("kustomize build of %q: %w", path, err)
-	}
 	if err != nil {
+		if !errors.As(err, new(*childError)) {
+			err = fmt.Errorf("kustomize build of %q: %w", path, err)
+		}
 		return nil, err
 	}
 	return FromYAML(docs), nil

@@ -153,11 +153,7 @@ func (r *HelmChartReconciler) pullOCIChart(ctx context.Context, obj *sourcev1.He
 		sc.upToDate = true
 		return nil
 	}
-	ref, err := oci.ParseRepository(strings.TrimSuffix(repo.Spec.URL, "/")+"/"+obj.Spec.Chart, opts)
-	if err != nil {
-		return chartPullFailed(obj, nil, outcome.Stall(sourcev1.URLInvalidReason, err))
-	}
-	if err := r.verifyOCIChart(ctx, obj, ref.Digest(chart.Digest), sc.sourceRevision, opts); err != nil {
+	if err := r.verifyOCIChart(ctx, obj, chart.Ref(), sc.sourceRevision, opts); err != nil {
 		return err
 	}
 	if sc.downloaded, err = timed(&sc.fetch, func() ([]byte, error) { return chart.Pull(ctx, opts, r.maxChartSize()) }); err != nil {

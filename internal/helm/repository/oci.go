@@ -57,6 +57,9 @@ func ResolveOCIChart(ctx context.Context, repoURL, name, versionRange string, o 
 	return OCIChart{Version: tagVersion(tag), Digest: hash.String(), ref: repo.Digest(hash.String())}, nil
 }
 
+// Ref is the reference of the chart's manifest, by digest.
+func (c OCIChart) Ref() name.Digest { return c.ref }
+
 // Pull downloads the chart c names: its manifest, then its chart layer,
 // read verified against its digest and at most maxSize bytes (zero or
 // less: DefaultMaxChartSize).
