@@ -111,6 +111,10 @@ type Outcome struct {
 	// Result is what controller-runtime will be told; Summarized may
 	// change it.
 	Result ctrl.Result
+	// Unchanged tells whether the object is as its status and metadata
+	// were last written, so that the patch at the end of the run would
+	// send nothing: what Summarized may leave unwritten.
+	Unchanged func() bool
 }
 
 // Runner is the Reconcile of every Windlass kind: get, forget when gone,
@@ -279,7 +283,10 @@ func (r *Runner[T]) SummarizeAndPatch(ctx context.Context, obj T, patcher *patch
 		summary.SuccessMessage = r.Kind.SuccessMessage(obj)
 	}
 	result, err := Summarize(obj, summary)
-	ended := &Outcome{Err: runErr, Started: start, Result: result}
+	ended := &Outcome{Err: runErr, Started: start, Result: result, Unchanged: func() bool {
+		fields, others, err := patcher.Changes(obj)
+		return err == nil && !others && len(fields) == 0
+	}}
 	if r.Kind.Summarized != nil {
 		r.Kind.Summarized(ctx, obj, ended)
 	}

@@ -102,8 +102,8 @@ type crashStory struct {
 
 // A controller started again, with nothing changed, takes the last apply
 // of a Kustomization from its status.verified: the new process's first run
-// of it leaves it Ready having sent no dry run and read none of its
-// objects, by the new process's own metrics.
+// of it leaves it Ready having sent no dry run, read none of its objects
+// and written no status, by the new process's own metrics.
 func TestKustomization_RestartedControllerTakesTheLastApplyFromTheStatus(t *testing.T) {
 	g := NewWithT(t)
 	st := startCrashStory(t, g, "restart-", oneObject)
@@ -121,8 +121,10 @@ func TestKustomization_RestartedControllerTakesTheLastApplyFromTheStatus(t *test
 	}, timeout, interval).Should(Succeed())
 	g.Expect(apiRequestsOf(g, restarted, `dry_run="true"`)).To(BeZero(), "no dry run")
 	g.Expect(apiRequestsOf(g, restarted, `verb="get"`, `resource="configmaps"`)).To(BeZero(), "no read of the applied ConfigMap")
-	g.Expect(apiRequestsOf(g, restarted, `resource="kustomizations/status"`)).To(BeNumerically(">", 0),
-		"the run wrote its status: the metrics count the requests")
+	g.Expect(apiRequestsOf(g, restarted, `resource="kustomizations/status"`)).To(BeZero(),
+		"nor wrote its status: the run repeated the history's newest snapshot")
+	g.Expect(apiRequestsOf(g, restarted, `resource="discovery"`)).To(BeNumerically(">", 0),
+		"the metrics count the requests: the process's discovery")
 	waitApplied(g, key, st.rev1)
 }
 

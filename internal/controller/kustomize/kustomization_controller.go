@@ -83,6 +83,8 @@ type KustomizationReconciler struct {
 	applied appliedStates
 	healthy healthyVersions
 	trees   fetch.TreeCache
+	// unwritten counts the runs not yet written to status.history.
+	unwritten unwrittenRuns
 }
 
 // kustomizationKind is the Kustomization kind for the runner. A failed
@@ -105,7 +107,7 @@ func (r *KustomizationReconciler) kustomizationKind() reconcile.Kind[*kustomizev
 		Finalize:        r.finalize,
 		Forget:          r.forget,
 		RetryInterval:   (*kustomizev1.Kustomization).GetRetryInterval,
-		Summarized:      summarized,
+		Summarized:      r.summarized,
 		RecheckedFields: recheckedFields,
 	}
 }
@@ -149,10 +151,10 @@ func (r *KustomizationReconciler) list(ctx context.Context, match client.Matchin
 	return &list
 }
 
-// summarized records the outcome of a run in the history, and sends a
-// health recheck soon after an apply ahead of other work. A run held by a
-// gate is not recorded.
-func summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.Outcome) {
+// summarized records the outcome of a run in the history (see recordRun),
+// and sends a health recheck soon after an apply ahead of other work. A
+// run held by a gate is not recorded.
+func (r *KustomizationReconciler) summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.Outcome) {
 	var (
 		progressing *outcome.Progressing
 		holding     *outcome.Holding
@@ -163,7 +165,7 @@ func summarized(_ context.Context, obj *kustomizev1.Kustomization, o *reconcile.
 	}
 	if !errors.As(o.Err, &progressing) {
 		// A health check in progress is no outcome for the history.
-		recordHistory(obj, time.Since(o.Started))
+		r.recordRun(obj, time.Since(o.Started), o.Unchanged)
 		return
 	}
 	if progressing.RequeueAfter < maxHealthRecheck {
@@ -199,4 +201,5 @@ func (r *KustomizationReconciler) forget(key types.NamespacedName) {
 	r.applied.forget(key)
 	r.waits.end(key)
 	r.healthy.forget(key)
+	r.unwritten.take(key)
 }

@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 
 	kustomizev1 "github.com/windlass-dev/windlass/api/kustomize/v1"
 	sourcev1 "github.com/windlass-dev/windlass/api/source/v1"
+	"github.com/windlass-dev/windlass/internal/metrics"
 	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
@@ -82,6 +84,36 @@ func TestUnchangedRunsApplyNothing(t *testing.T) {
 	g.Expect(env.Client.Patch(ctx, ks, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"spec":{"postBuild":{"substitute":{"value":"three"},"substituteFrom":null}}}`)))).To(Succeed())
 	g.Eventually(value, timeout, interval).Should(Equal("three"))
+}
+
+// TestQuietRunsWriteNoStatus: a Kustomization whose runs change nothing
+// (its interval comes, nothing moved) writes no status; the history counts
+// those runs at the next status write that something else needs.
+func TestQuietRunsWriteNoStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.CreateNamespace(t)
+	_, src := appRepo(t, "app", map[string]string{"deploy/a.yaml": configMap(ns, "a", "1")})
+	applyManifests(g, ns, src)
+	applyManifests(g, ns, strings.Replace(kustomization("app", "app", "  path: ./deploy\n"), "interval: 10m", "interval: 1s", 1))
+	key := client.ObjectKey{Namespace: ns, Name: "app"}
+	runs := func() uint64 { return metrics.Runs(kustomizev1.KustomizationKind, key) }
+	waitForKs(g, key, ksReady(""))
+	g.Eventually(runs, timeout, interval).Should(BeNumerically(">", 1), "a run after the first apply")
+	before := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, key, before)).To(Succeed())
+	since := runs()
+	g.Eventually(runs, timeout, interval).Should(BeNumerically(">=", since+2))
+	after := &kustomizev1.Kustomization{}
+	g.Expect(env.Client.Get(ctx, key, after)).To(Succeed())
+	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "runs that changed nothing wrote nothing")
+
+	testutil.RequestReconcile(g, env.Client, after, "now")
+	handled := waitForKs(g, key, func(k *kustomizev1.Kustomization) bool { return k.Status.LastHandledReconcileAt == "now" })
+	g.Expect(handled.Status.History).To(HaveLen(1))
+	counted := handled.Status.History[0].TotalReconciliations - before.Status.History[0].TotalReconciliations
+	g.Expect(counted).To(BeNumerically(">=", 3), "the quiet runs and the one that handled the request")
+	g.Expect(counted).To(BeNumerically("<=", runs()-since+1))
 }
 
 // TestRevisionThatDoesNotChangeAnAppAppliesNothing serves two apps from

@@ -34,8 +34,10 @@ import (
 // a Secret is among the inputs: a digest of a short secret could be
 // guessed by whoever reads the status.
 //
-// The field costs no write of its own: every run that ends Ready writes the
-// status anyway (its history counts the run).
+// The field changes only when the versions of the objects move (an apply,
+// or a write to an object found as applied): a run that changes nothing
+// else then writes the status for it, so that the next process finds it
+// current. A run with nothing new writes nothing (see recordRun).
 
 // watchSyncTimeout bounds the wait for the watch of a kind to sync, when a
 // run takes the last apply from the status.
