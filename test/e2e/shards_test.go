@@ -42,9 +42,14 @@ import (
 // The size of the sharding story: namespaces, each with a GitRepository
 // and its Kustomizations.
 const (
-	shardNamespaces       = 30
-	shardKustomizations   = 10
-	shardLeaseDuration    = 6 * time.Second
+	shardNamespaces     = 30
+	shardKustomizations = 10
+	// shardLeaseDuration is the controller's default: with a shorter
+	// one, a replica whose renewals a loaded machine delays for two thirds
+	// of it gives its Lease up and exits, as it should, and the story,
+	// which starts no replica again, fails (it did with 6s under two test
+	// runs side by side).
+	shardLeaseDuration    = 15 * time.Second
 	shardRuntimeNamespace = "windlass-system"
 	// shardRing is the ring of replicas that run every controller: its
 	// members' Leases and its buckets' carry it in shard.RingLabel.
