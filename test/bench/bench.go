@@ -134,7 +134,7 @@ type Config struct {
 	Controllers string
 	// Replicas is the number of `windlass controller` processes; above
 	// one they share the objects (--shards=auto, see replicas.go), and a
-	// failover phase ends the run. 0 means 1.
+	// failover phase and a rejoin phase end the run. 0 means 1.
 	Replicas int
 	// ShardBy is the replicas' --shard-by (object when empty), and
 	// ShardLeaseDuration their --shard-lease-duration (15s when zero).

@@ -316,9 +316,12 @@
 // With -replicas N (N > 1), N `windlass controller` processes share the
 // objects (--shards=auto, --shard-by from -shard-by, object by default);
 // the figures are their sums, "replicas" in the JSON splits them, and a
-// failover phase ends the run: the replica that holds the most objects is
+// failover phase follows: the replica that holds the most objects is
 // killed, and failover_seconds times until the survivors' metrics show a
-// run of every object it held (see replicas.go, replicas_failover.go).
+// run of every object it held (see replicas.go, replicas_failover.go);
+// then the rejoin phase starts it again, and rejoin_seconds times until
+// its metrics show a run of every object of its share back
+// (replicas_rejoin.go).
 //
 // Start-up (building the binary, the control plane, the repositories) is
 // not measured. The program needs the test control plane: run `make
@@ -368,7 +371,7 @@ func main() {
 	flag.BoolVar(&cfg.UI, "ui", false, "serve the controller's web UI on loopback (--ui-addr) and measure it once every application is Ready: the overview and the graph, a change reaching an open page, and the API requests and memory of 20 open pages")
 	flag.DurationVar(&cfg.UIQuiet, "ui-quiet", defaultUIQuiet, "with -ui, the length of each quiet window (no page open, then 20 open)")
 	flag.StringVar(&cfg.Controllers, "controllers", ControllersWindlass, "what to measure: "+ControllersWindlass+" (windlass controller) or "+ControllersReference+" (the reference source-controller and kustomize-controller, built by hack/reference.sh; git sources and Kustomizations only) or "+ControllersNone+" (no controller: the benchmark applies the applications' objects itself and waits until every Deployment is Current, the floor that the control plane sets)")
-	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of `windlass controller` processes; above 1 they share the objects (--shards=auto, --shard-name r<i>), and a failover phase kills the one holding the most objects")
+	flag.IntVar(&cfg.Replicas, "replicas", 1, "number of `windlass controller` processes; above 1 they share the objects (--shards=auto, --shard-name r<i>), a failover phase kills the one holding the most objects, and a rejoin phase starts it again")
 	flag.StringVar(&cfg.ShardBy, "shard-by", "", "with -replicas above 1, the replicas' --shard-by: object (the default: the Kustomizations share one namespace) or namespace")
 	flag.DurationVar(&cfg.ShardLeaseDuration, "shard-lease-duration", 0, "with -replicas above 1, the replicas' --shard-lease-duration (default 15s, the controller's)")
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")

@@ -26,7 +26,9 @@ import (
 // api_requests, ready_requests, noop_tick_requests, the no-op tick's
 // files) are their sums, and ReplicasResult splits them. After the usual
 // phases, the failover phase kills the replica that holds the most
-// objects and times until the others have reconciled every one of them.
+// objects and times until the others have reconciled every one of them,
+// and the rejoin phase starts it again and times until it has its share
+// back.
 
 // sharedArtifactsAddr is the address the replicas share in their
 // artifacts' URLs, as the install's Service: no process listens on it,
@@ -60,6 +62,11 @@ type ReplicasResult struct {
 	// (Failover).
 	FailoverSeconds float64         `json:"failover_seconds"`
 	Failover        *FailoverResult `json:"failover"`
+	// RejoinSeconds runs from the start of the killed replica again until
+	// its metrics have a run that left Ready every object of its share of
+	// before the kill (Rejoin).
+	RejoinSeconds float64       `json:"rejoin_seconds"`
+	Rejoin        *RejoinResult `json:"rejoin,omitempty"`
 }
 
 // ReplicaFigures are one replica's figures.
@@ -93,6 +100,8 @@ type ReplicaFigures struct {
 type replicaRun struct {
 	procs   []*controller
 	figures []ReplicaFigures
+	// bin and kubeconfig start a replica (again, in the rejoin phase).
+	bin, kubeconfig string
 }
 
 // withReplicas checks -replicas, -shard-by and -shard-lease-duration and
@@ -143,7 +152,7 @@ func replicaName(i int) string { return fmt.Sprintf("r%d", i) }
 // startReplicas starts the replicas, each with its storage in tmp, and
 // waits until each is ready and sees all of them.
 func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error {
-	rr := &replicaRun{}
+	rr := &replicaRun{bin: cl.Bin, kubeconfig: cl.Kubeconfig}
 	for i := range r.cfg.Replicas {
 		name := replicaName(i)
 		pprofAddr, err := r.replicaPprofAddr()
@@ -342,6 +351,9 @@ func replicasRows(rr *ReplicasResult) [][2]string {
 			[2]string{"  timeline", fmt.Sprintf("first run %.2fs, half %.2fs, nine tenths %.2fs; %d buckets claimed %.2fs",
 				fo.Timeline.FirstSeconds, fo.Timeline.HalfSeconds, fo.Timeline.NinetySeconds, fo.Buckets, fo.Timeline.ClaimedSeconds)},
 			[2]string{"  timeline by kind", kindTimelineRow(fo.Timeline.ByKind)})
+	}
+	if rj := rr.Rejoin; rj != nil {
+		rows = append(rows, rejoinRows(rj)...)
 	}
 	return rows
 }

@@ -171,8 +171,9 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // failoverPhase records the replicas' figures, then kills the one that
 // holds the most objects and measures how long the others take to
-// reconcile every one of them (see failover). It does nothing with one
-// replica.
+// reconcile every one of them (see failover), then starts it again and
+// measures how it takes its share back (see rejoin). It does nothing with
+// one replica.
 func (r *run) failoverPhase(ctx context.Context, res *Result) error {
 	if r.replicas == nil {
 		return nil
@@ -199,6 +200,13 @@ func (r *run) failoverPhase(ctx context.Context, res *Result) error {
 	rr.FailoverSeconds = round2(fo.seconds)
 	r.logf("failover: %s killed holding %d objects in %d buckets; the others reconciled them after %.2fs (lease %s): %s",
 		fo.Killed, fo.Objects, fo.Buckets, rr.FailoverSeconds, r.cfg.ShardLeaseDuration, formatInts(fo.TakenOverBy))
+	rj, err := r.rejoin(ctx, fo.Killed, held)
+	if err != nil {
+		return r.withOutput(err)
+	}
+	rr.Rejoin, rr.RejoinSeconds = rj, rj.Seconds
+	r.logf("rejoin: %s started again; its %d buckets handed back after %.2fs, its runs left Ready its %d objects after %.2fs; %d held by two replicas",
+		rj.Replica, rj.Buckets, rj.BalancedSeconds, rj.Objects, rj.Seconds, rj.HeldTwice)
 	return nil
 }
 
@@ -266,15 +274,8 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	fo.CPU = cpuDelta(cpu0, processCPU())
 	fo.ServerRequests = requestDelta(served0, serverRequestsOrNil(ctx, r.restCfg))
 	fo.Requests = budget(before.requests, last.requests, nil, len(orphans), "controller")
-	events, err := eventsBy(ctx, r.c, r.apps.ns, killedAt, func(e corev1.Event) string {
-		return e.InvolvedObject.Kind + " " + e.Reason
-	})
-	if err != nil {
+	if fo.Events, err = r.eventsSince(ctx, killedAt); err != nil {
 		return nil, err
-	}
-	fo.Events = map[string]int{}
-	for k, v := range events {
-		fo.Events[k] = int(v)
 	}
 	fo.TakenOverBy = countValues(takers)
 	if err := settle(ctx, survivors); err != nil {
@@ -404,18 +405,11 @@ func requestsButLeases(counts requestCounts) int64 {
 // many were not, the sources whose artifact is still in the storage of
 // killed, and the objects whose bucket's Lease still names it.
 func (r *run) afterFailover(ctx context.Context, fo *FailoverResult, killed *controller, killedAt time.Time) error {
-	wctx, cancel := context.WithTimeout(ctx, min(failoverReadyBound, r.cfg.ReadyTimeout))
-	defer cancel()
-	err := waitAll(wctx, r.c, r.apps.ns, r.apps.newList(), r.cfg.N, r.apps.ready, r.apps.describe, r.apps.opts...)
-	switch {
-	case err == nil:
-		fo.ReadySeconds = round2(time.Since(killedAt).Seconds())
-	case ctx.Err() != nil:
+	var err error
+	if fo.ReadySeconds, fo.NotReady, fo.NotReadyExample, err = r.waitAllReadySince(ctx, killedAt); err != nil {
 		return err
-	default:
-		if fo.NotReady, fo.NotReadyExample, err = r.notReady(ctx); err != nil {
-			return err
-		}
+	}
+	if fo.NotReady > 0 {
 		r.logf("after the failover: %d %s not Ready after %.0fs, e.g. %s", fo.NotReady, r.apps.kind,
 			time.Since(killedAt).Seconds(), fo.NotReadyExample)
 	}
@@ -428,6 +422,39 @@ func (r *run) afterFailover(ctx context.Context, fo *FailoverResult, killed *con
 	}
 	fo.LeftWithKilled = len(heldBy(after.objects, fo.Killed))
 	return nil
+}
+
+// waitAllReadySince waits, at most failoverReadyBound, until every
+// application is Ready, and returns the seconds from since until then, or
+// how many were not Ready then and the first of them.
+func (r *run) waitAllReadySince(ctx context.Context, since time.Time) (float64, int, string, error) {
+	wctx, cancel := context.WithTimeout(ctx, min(failoverReadyBound, r.cfg.ReadyTimeout))
+	defer cancel()
+	err := waitAll(wctx, r.c, r.apps.ns, r.apps.newList(), r.cfg.N, r.apps.ready, r.apps.describe, r.apps.opts...)
+	switch {
+	case err == nil:
+		return round2(time.Since(since).Seconds()), 0, "", nil
+	case ctx.Err() != nil:
+		return 0, 0, "", err
+	}
+	n, example, err := r.notReady(ctx)
+	return 0, n, example, err
+}
+
+// eventsSince counts the Events of the applications' namespace created
+// since since, by "Kind Reason".
+func (r *run) eventsSince(ctx context.Context, since time.Time) (map[string]int, error) {
+	events, err := eventsBy(ctx, r.c, r.apps.ns, since, func(e corev1.Event) string {
+		return e.InvolvedObject.Kind + " " + e.Reason
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(events))
+	for k, v := range events {
+		out[k] = int(v)
+	}
+	return out, nil
 }
 
 // notReady counts the applications that are not Ready, and describes the
