@@ -82,8 +82,7 @@ func (r *run) rejoin(ctx context.Context, victim string, held holding) (*RejoinR
 	if err := r.waitBalanced(wctx, rj, held.buckets, startedAt); err != nil {
 		return nil, err
 	}
-	last, err := r.waitShareRun(wctx, rj, killed, share, startedAt)
-	if err != nil {
+	if err := r.waitShareRun(wctx, rj, killed, share, startedAt); err != nil {
 		return nil, err
 	}
 	all := maps.Clone(others)
@@ -91,8 +90,12 @@ func (r *run) rejoin(ctx context.Context, victim string, held holding) (*RejoinR
 	if err := settle(ctx, all); err != nil {
 		return nil, err
 	}
-	return rj, r.afterRejoin(ctx, rj, afterRejoinInput{all: all, before: before, last: last, held: held,
+	err = r.afterRejoin(ctx, rj, afterRejoinInput{all: all, before: before, held: held,
 		logged: logged, downloads0: downloads0, startedAt: startedAt})
+	if err != nil {
+		return nil, err
+	}
+	return rj, nil
 }
 
 // restart starts the replica killed again in place: its entry among the
@@ -135,13 +138,12 @@ func (r *run) waitBalanced(ctx context.Context, rj *RejoinResult, want map[int]s
 }
 
 // waitShareRun scrapes the replica p until its metrics have a success of
-// every object of share, records in rj when the last of them ended, and
-// returns that scrape.
-func (r *run) waitShareRun(ctx context.Context, rj *RejoinResult, p *controller, share []string, startedAt time.Time) (survivorsScrape, error) {
+// every object of share, and records in rj when the last of them ended.
+func (r *run) waitShareRun(ctx context.Context, rj *RejoinResult, p *controller, share []string, startedAt time.Time) error {
 	for {
 		scrape, err := scrapeSurvivors(map[string]*controller{p.name: p})
 		if err != nil {
-			return survivorsScrape{}, err
+			return err
 		}
 		succeeded := scrape.succeeded[p.name]
 		missing := 0
@@ -155,22 +157,21 @@ func (r *run) waitShareRun(ctx context.Context, rj *RejoinResult, p *controller,
 		}
 		if missing == 0 {
 			rj.Seconds = round2(max(0, lastAt-unixSeconds(startedAt)))
-			return scrape, nil
+			return nil
 		}
 		if err := sleep(ctx, failoverPoll); err != nil {
-			return survivorsScrape{}, fmt.Errorf("%d objects of its share not reconciled by %s: %w", missing, p.name, err)
+			return fmt.Errorf("%d objects of its share not reconciled by %s: %w", missing, p.name, err)
 		}
 	}
 }
 
 // afterRejoinInput is what afterRejoin reads: every replica, the others'
-// scrape before the restart, the restarted one's last, the holding before
-// the kill, how much each replica had logged and what the source server
-// had served before the restart, and when it started.
+// scrape before the restart, the holding before the kill, how much each
+// replica had logged and what the source server had served before the
+// restart, and when it started.
 type afterRejoinInput struct {
 	all        map[string]*controller
 	before     survivorsScrape
-	last       survivorsScrape
 	held       holding
 	logged     map[*controller]int
 	downloads0 map[string]int64
