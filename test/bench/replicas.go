@@ -155,19 +155,13 @@ func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error 
 	rr := &replicaRun{bin: cl.Bin, kubeconfig: cl.Kubeconfig}
 	for i := range r.cfg.Replicas {
 		name := replicaName(i)
-		pprofAddr, err := r.replicaPprofAddr()
-		if err != nil {
-			return err
-		}
-		p, err := startController(cl.Bin, cl.Kubeconfig, filepath.Join(tmp, "storage-"+name), r.cfg.Concurrent, pprofAddr,
-			r.cfg.KubeconfigViaEnv, r.replicaFlags(name)...)
+		p, err := r.startReplica(rr, name, filepath.Join(tmp, "storage-"+name))
 		if err != nil {
 			for _, q := range rr.procs {
 				q.stop(10 * time.Second)
 			}
 			return err
 		}
-		p.name = name
 		rr.procs = append(rr.procs, p)
 		rr.figures = append(rr.figures, ReplicaFigures{Name: name})
 	}
@@ -189,6 +183,22 @@ func (r *run) startReplicas(ctx context.Context, cl *Cluster, tmp string) error 
 		rr.figures[i].StartupCPUSeconds = st.CPUSeconds
 	}
 	return nil
+}
+
+// startReplica starts the replica name of rr, its artifacts in
+// storagePath.
+func (r *run) startReplica(rr *replicaRun, name, storagePath string) (*controller, error) {
+	pprofAddr, err := r.replicaPprofAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := startController(rr.bin, rr.kubeconfig, storagePath, r.cfg.Concurrent, pprofAddr,
+		r.cfg.KubeconfigViaEnv, r.replicaFlags(name)...)
+	if err != nil {
+		return nil, err
+	}
+	p.name = name
+	return p, nil
 }
 
 // replicaPprofAddr is a free loopback address for a replica's profiles

@@ -242,10 +242,7 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	}
 	baseline := before.succeeded
 	fo.ReconciledBefore = len(takenOver(orphans, map[string]map[string]float64{}, baseline))
-	loggedBefore := map[string]int{}
-	for name, p := range survivors {
-		loggedBefore[name] = len(p.Output())
-	}
+	loggedBefore := outputLengths(survivors)
 	served0 := serverRequestsOrNil(ctx, r.restCfg)
 	downloads0 := r.kit.Downloads()
 	killedAt := time.Now()
@@ -284,19 +281,47 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 	if err := r.afterFailover(ctx, fo, killed, killedAt); err != nil {
 		return nil, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(survivors)) {
-		since := survivors[name].Output()[loggedBefore[name]:]
-		fo.LogErrors += logErrors(since)
-		if fo.LogErrorExample == "" {
-			fo.LogErrorExample = firstErrorLine(since)
-		}
-	}
-	for name, p := range survivors {
-		if p.Process.Exited() {
-			return nil, fmt.Errorf("replica %s exited during the failover: %v", name, p.Process.Err())
-		}
+	fo.LogErrors, fo.LogErrorExample = logErrorsSince(survivors, loggedBefore)
+	if err := exitedDuring(survivors, "the failover"); err != nil {
+		return nil, err
 	}
 	return fo, nil
+}
+
+// outputLengths returns how much each replica of procs has written, by
+// name.
+func outputLengths(procs map[string]*controller) map[string]int {
+	out := make(map[string]int, len(procs))
+	for name, p := range procs {
+		out[name] = len(p.Output())
+	}
+	return out
+}
+
+// logErrorsSince counts the error lines the replicas of procs wrote after
+// the first before[name] bytes of their output, and returns the first of
+// them, in name order.
+func logErrorsSince(procs map[string]*controller, before map[string]int) (int, string) {
+	n, first := 0, ""
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		since := procs[name].Output()[before[name]:]
+		n += logErrors(since)
+		if first == "" {
+			first = firstErrorLine(since)
+		}
+	}
+	return n, first
+}
+
+// exitedDuring returns an error naming a replica of procs that has
+// exited, during phase.
+func exitedDuring(procs map[string]*controller, phase string) error {
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		if p := procs[name]; p.Process.Exited() {
+			return fmt.Errorf("replica %s exited during %s: %v", name, phase, p.Process.Err())
+		}
+	}
+	return nil
 }
 
 // profileFailover profiles the survivors and kube-apiserver from the

@@ -67,16 +67,13 @@ func (r *run) rejoin(ctx context.Context, victim string, held holding) (*RejoinR
 	if err != nil {
 		return nil, err
 	}
-	logged := map[*controller]int{}
-	for _, p := range others {
-		logged[p] = len(p.Output())
-	}
+	logged := outputLengths(others)
 	downloads0 := r.kit.Downloads()
 	startedAt := time.Now()
 	if err := r.restart(ctx, killed); err != nil {
 		return nil, err
 	}
-	logged[killed] = 0
+	logged[victim] = 0
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer cancel()
 	if err := r.waitBalanced(wctx, rj, held.buckets, startedAt); err != nil {
@@ -101,16 +98,11 @@ func (r *run) rejoin(ctx context.Context, victim string, held holding) (*RejoinR
 // restart starts the replica killed again in place: its entry among the
 // replicas (and r.ctrl, should it be r0) is the new process from now on.
 func (r *run) restart(ctx context.Context, killed *controller) error {
-	pprofAddr, err := r.replicaPprofAddr()
+	fresh, err := r.startReplica(r.replicas, killed.name, killed.StoragePath)
 	if err != nil {
 		return err
 	}
-	fresh, err := startController(r.replicas.bin, r.replicas.kubeconfig, killed.StoragePath, r.cfg.Concurrent, pprofAddr,
-		r.cfg.KubeconfigViaEnv, r.replicaFlags(killed.name)...)
-	if err != nil {
-		return err
-	}
-	fresh.name, fresh.group = killed.name, killed.group
+	fresh.group = killed.group
 	*killed = *fresh
 	if err := killed.Process.WaitHTTP(ctx, "http://"+killed.HealthAddr+"/readyz", time.Minute); err != nil {
 		return r.withOutput(fmt.Errorf("replica %s started again: %w", killed.name, err))
@@ -126,7 +118,7 @@ func (r *run) waitBalanced(ctx context.Context, rj *RejoinResult, want map[int]s
 		if err != nil {
 			return err
 		}
-		if elsewhere := bucketsElsewhere(want, now); elsewhere == 0 {
+		if bucketsElsewhere(want, now) == 0 {
 			rj.BalancedSeconds = round2(time.Since(startedAt).Seconds())
 			return nil
 		}
@@ -173,7 +165,7 @@ type afterRejoinInput struct {
 	all        map[string]*controller
 	before     survivorsScrape
 	held       holding
-	logged     map[*controller]int
+	logged     map[string]int
 	downloads0 map[string]int64
 	startedAt  time.Time
 }
@@ -200,18 +192,8 @@ func (r *run) afterRejoin(ctx context.Context, rj *RejoinResult, in afterRejoinI
 	if rj.ReadySeconds, rj.NotReady, rj.NotReadyExample, err = r.waitAllReadySince(ctx, in.startedAt); err != nil {
 		return err
 	}
-	for _, name := range slices.Sorted(maps.Keys(in.all)) {
-		p := in.all[name]
-		since := p.Output()[in.logged[p]:]
-		rj.LogErrors += logErrors(since)
-		if rj.LogErrorExample == "" {
-			rj.LogErrorExample = firstErrorLine(since)
-		}
-		if p.Process.Exited() {
-			return fmt.Errorf("replica %s exited during the rejoin: %v", name, p.Process.Err())
-		}
-	}
-	return nil
+	rj.LogErrors, rj.LogErrorExample = logErrorsSince(in.all, in.logged)
+	return exitedDuring(in.all, "the rejoin")
 }
 
 // bucketsElsewhere counts the buckets of want whose holder in now is not
