@@ -39,6 +39,8 @@ type Cache struct {
 	// unsynced holds the kinds whose watch did not sync within a wait
 	// (see WaitForSync).
 	unsynced sync.Map
+	// failures tells the watches that failed since they started.
+	failures failures
 	// listeners are told of the objects whose health changed (see
 	// NotifyHealth); told holds the kinds whose watch tells them.
 	listeners listeners
@@ -60,16 +62,18 @@ func New(cfg *rest.Config, mapper apimeta.RESTMapper, selector string, opts ...O
 	if selected.Empty() {
 		return nil, fmt.Errorf("versions: the selector %q selects every object", selector)
 	}
-	c, err := cache.New(cfg, cache.Options{
+	c := &Cache{fieldManager: o.fieldManager, health: o.health}
+	c.cache, err = cache.New(cfg, cache.Options{
 		Mapper:                      mapper,
 		DefaultLabelSelector:        selected,
 		DefaultTransform:            keep(o.fieldManager, o.health),
+		DefaultWatchErrorHandler:    c.watchFailed,
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	return &Cache{cache: c, fieldManager: o.fieldManager, health: o.health}, nil
+	return c, nil
 }
 
 // Start runs the watches until ctx ends.
@@ -135,10 +139,11 @@ func (c *Cache) Watch(ctx context.Context, gvk schema.GroupVersionKind) {
 }
 
 // WaitForSync starts the watch of kind gvk, unless it has started, and
-// waits until it has synced or ctx ends. It tells whether it has synced.
-// A kind whose watch did not sync within one wait is not waited for
-// again: later calls answer at once, so that a watch that cannot sync
-// (its list refused, say) holds up one caller, not each.
+// waits until it has synced, its list or watch fails (see failures), or
+// ctx ends. It tells whether it has synced. A kind whose watch did not
+// sync within one wait is not waited for again: later calls answer at
+// once, so that a watch that cannot sync (its list refused, say) holds up
+// one caller, not each.
 func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bool {
 	inf, err := c.informer(ctx, gvk)
 	if err != nil {
@@ -147,9 +152,10 @@ func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bo
 	if _, gaveUp := c.unsynced.Load(gvk); gaveUp || inf.HasSynced() {
 		return inf.HasSynced()
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	ended := func() bool { return inf.HasSynced() || c.failedSince(gvk) }
+	if !toolscache.WaitForCacheSync(ctx.Done(), ended) || !inf.HasSynced() {
 		c.unsynced.Store(gvk, struct{}{})
-		return false
+		return inf.HasSynced()
 	}
 	return true
 }
@@ -157,6 +163,7 @@ func (c *Cache) WaitForSync(ctx context.Context, gvk schema.GroupVersionKind) bo
 // informer returns the informer of the watch of kind gvk, started if it
 // had not.
 func (c *Cache) informer(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
+	c.failures.start(gvk)
 	inf, err := c.cache.GetInformer(ctx, c.watched(gvk), cache.BlockUntilSynced(false))
 	if err != nil || !c.health.judges(gvk.GroupKind()) {
 		return inf, err

@@ -127,15 +127,17 @@ func TestWaitForSync(t *testing.T) {
 	end()
 	g.Expect(c.WaitForSync(ended, corev1.SchemeGroupVersion.WithKind("Service"))).To(BeFalse(), "a wait whose context ended says so")
 
-	// A watch that cannot sync (its list refused) holds up one wait only.
+	// A watch that cannot sync (its list refused) ends the wait when its
+	// list fails, not at the wait's deadline, and holds up one wait only.
 	refused := rest.CopyConfig(env.Config)
 	refused.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
 	blind, err := New(refused, env.Client.RESTMapper(), owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = blind.Start(ctx) }()
-	first, stopFirst := context.WithTimeout(ctx, time.Second)
+	first, stopFirst := context.WithTimeout(ctx, time.Minute)
 	defer stopFirst()
 	g.Expect(blind.WaitForSync(first, gvk)).To(BeFalse())
+	g.Expect(first.Err()).To(BeNil(), "the refused list ended the first wait")
 	second, stopSecond := context.WithTimeout(ctx, time.Minute)
 	defer stopSecond()
 	g.Expect(blind.WaitForSync(second, gvk)).To(BeFalse())

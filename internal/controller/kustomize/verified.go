@@ -40,8 +40,12 @@ import (
 // current. A run with nothing new writes nothing (see recordRun).
 
 // watchSyncTimeout bounds the wait for the watch of a kind to sync, when a
-// run takes the last apply from the status.
-const watchSyncTimeout = 5 * time.Second
+// run takes the last apply from the status. A watch whose list fails ends
+// the wait at once (see versions.Cache.WaitForSync); one of tens of
+// thousands of objects, on an API server that a restart or a failover
+// keeps busy, may take seconds: waiting is cheaper than reading and dry
+// running every object of each Kustomization run meanwhile.
+const watchSyncTimeout = 30 * time.Second
 
 // VersionWatch tells the resourceVersion that the applied objects have now
 // (see ssa.VersionReader), and can wait for the watch of a kind to hold
