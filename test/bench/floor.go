@@ -31,7 +31,8 @@ const floorFieldManager = "bench-floor"
 // until every Deployment is Current, on the same control plane with
 // kube-controller-manager. No source is fetched, built or recorded, and no
 // status is written: what a run with controllers takes beyond this is
-// theirs.
+// theirs. With cfg.ProfileDir, kube-apiserver's CPU is profiled from the
+// first apply on.
 func runFloor(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	if cl == nil {
 		var err error
@@ -62,6 +63,12 @@ func runFloor(ctx context.Context, cl *Cluster, cfg Config) (*Result, error) {
 	current, err := watchDeploymentsCurrent(ctx, c, nsObj.Name, cfg.N)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ProfileDir != "" {
+		profiled := profileTargets(ctx, cfg, restCfg, "floor-", nil, func(format string, args ...any) {
+			fmt.Fprintf(cfg.Log, "bench: "+format+"\n", args...)
+		})
+		defer profiled()
 	}
 	if err := applyApps(ctx, c, apps, cfg.Concurrent); err != nil {
 		return nil, err

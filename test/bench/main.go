@@ -355,7 +355,7 @@ func main() {
 	flag.IntVar(&cfg.Concurrent, "concurrent", 0, "passed to `windlass controller --concurrent`, or to both reference controllers' --concurrent (0: the default of each)")
 	flag.StringVar(&cfg.GitServer, "git-server", GitServerNative, "loopback git server: "+GitServerNative+" (upload-pack in process) or "+GitServerHTTPBackend+" (git-http-backend, a process per request)")
 	flag.StringVar(&cfg.PprofAddr, "pprof-addr", "", "passed to `windlass controller --pprof-addr`, to profile the run")
-	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase (with -replicas: of the survivors and kube-apiserver, from the failover's kill on), to this folder")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "write CPU profiles of the controller and kube-apiserver, over the start of the ready phase (with -replicas: of the survivors and kube-apiserver, from the failover's kill on; with -controllers none: of kube-apiserver, from the first apply on), to this folder")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 20, "length of the -profile profiles")
 	flag.DurationVar(&cfg.ReadyTimeout, "timeout", 10*time.Minute, "bound of each phase's wait")
 	flag.BoolVar(&cfg.KubeconfigViaEnv, "kubeconfig-via-env", false, "diagnostic: pass the kubeconfig in $KUBECONFIG rather than --kubeconfig")

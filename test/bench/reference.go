@@ -55,7 +55,8 @@ func (cfg Config) withControllers() (Config, error) {
 // checkOthers refuses, with -controllers reference or none (which does
 // what), the flags whose figures come from Windlass alone: the kinds that
 // source-controller and kustomize-controller do not serve, its UI, its
-// profiles, and the sources other than git.
+// profiles (but for kube-apiserver's under the floor), and the sources
+// other than git.
 func (cfg Config) checkOthers(does string) error {
 	refuse := func(what string) error {
 		return fmt.Errorf("-controllers %s %s: %s measures Windlass only", cfg.Controllers, does, what)
@@ -73,7 +74,7 @@ func (cfg Config) checkOthers(does string) error {
 		return refuse("-image")
 	case cfg.UI:
 		return refuse("-ui")
-	case cfg.ProfileDir != "":
+	case cfg.ProfileDir != "" && cfg.Controllers != ControllersNone:
 		return refuse("-profile")
 	case cfg.PprofAddr != "":
 		return refuse("-pprof-addr")
