@@ -58,9 +58,9 @@ type Sharder interface {
 // like obj: it reconciles them when their generation changes or a
 // reconcile is requested (reconcile.fluxcd.io/requestedAt), with opts.
 // With a Sharder, it reconciles only the objects this replica holds, and
-// those whose holder changes. Its work queue is a priority queue whose
-// workers never wait on it once the manager stops (see newQueue). The kind
-// adds its watches and calls Complete.
+// those whose holder changes. Its work queue is controller-runtime's
+// priority queue (see stop_test.go). The kind adds its watches and calls
+// Complete.
 func NewControllerManagedBy(mgr ctrl.Manager, obj client.Object, opts ControllerOptions) *builder.Builder {
 	var wakes predicate.Predicate = predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequested{})
 	if opts.Sharder != nil {
@@ -73,8 +73,6 @@ func NewControllerManagedBy(mgr ctrl.Manager, obj client.Object, opts Controller
 			RateLimiter:             opts.RateLimiter,
 			// The runner recovers the kind's work; this covers the rest.
 			RecoverPanic: ptr.To(true),
-			// The workers end when the manager stops (see newQueue).
-			NewQueue: newQueue(mgr.GetLogger()),
 		})
 }
 

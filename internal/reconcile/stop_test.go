@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -24,8 +23,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
+// Every Windlass controller's work queue is controller-runtime's priority
+// queue (its default). In v0.24 that queue's goroutine handed ready items
+// to the workers by an unbuffered send while it held the queue's locks: at
+// shutdown a waiting worker could leave instead of taking its item, the
+// send blocked for ever with the locks held, and so did every worker's
+// later Done; the manager then waited its whole graceful shutdown period
+// (30 s) before the process exited, its lease held
+// (kubernetes-sigs/controller-runtime issue 3538, fixed in v0.25.2). These
+// tests keep that from coming back.
+
 // stopRounds is how many times the stop tests stop a busy queue: the
-// queue of controller-runtime v0.24 wedges within a few rounds.
+// queue of controller-runtime v0.24 wedged within a few rounds.
 const stopRounds = 100
 
 // stopGrace is how long the workers of a stopped queue may take to end.
@@ -33,10 +42,10 @@ const stopGrace = 5 * time.Second
 
 // A queue shut down while many workers take, add and finish items lets
 // every one of them go: none waits for ever in Get or Done.
-func TestStoppableQueue_WorkersEndWhenItShutsDown(t *testing.T) {
+func TestPriorityQueue_WorkersEndWhenItShutsDown(t *testing.T) {
 	g := NewWithT(t)
 	for round := range stopRounds {
-		q := newStoppableQueue(priorityqueue.New[int]("test"))
+		q := priorityqueue.New[int]("test")
 		var taken atomic.Int64
 		var workers sync.WaitGroup
 		for range 20 {
@@ -67,14 +76,13 @@ func churn(q priorityqueue.PriorityQueue[int], taken *atomic.Int64) {
 // A controller stopped while its workers run through many ready objects
 // stops: every worker ends, and Start with them, as the source controller
 // must at SIGTERM with the sources of every namespace in its queue.
-func TestNewQueue_ControllerStopsWhileItsWorkersAreBusy(t *testing.T) {
+func TestController_StopsWhileItsWorkersAreBusy(t *testing.T) {
 	g := NewWithT(t)
 	for round := range stopRounds {
 		b := &busy{}
 		c, err := controller.NewTypedUnmanaged("busy", controller.Options{
 			MaxConcurrentReconciles: 8,
 			SkipNameValidation:      ptr.To(true),
-			NewQueue:                newQueue(logr.Discard()),
 			Reconciler:              b,
 		})
 		g.Expect(err).NotTo(HaveOccurred())
