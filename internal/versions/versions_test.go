@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,17 +130,22 @@ func TestWaitForSync(t *testing.T) {
 
 	// A watch that cannot sync (its list refused) ends the wait when its
 	// list fails, not at the wait's deadline, and holds up one wait only.
+	// So does the watch of the whole objects of a kind judged for health.
 	refused := rest.CopyConfig(env.Config)
 	refused.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
-	blind, err := New(refused, env.Client.RESTMapper(), owner)
+	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	blind, err := New(refused, env.Client.RESTMapper(), owner, WithHealth(readyReplicas,
+		func(gk schema.GroupKind) bool { return gk == deployment.GroupKind() }, nil))
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = blind.Start(ctx) }()
-	first, stopFirst := context.WithTimeout(ctx, time.Minute)
-	defer stopFirst()
-	g.Expect(blind.WaitForSync(first, gvk)).To(BeFalse())
-	g.Expect(first.Err()).To(BeNil(), "the refused list ended the first wait")
-	second, stopSecond := context.WithTimeout(ctx, time.Minute)
-	defer stopSecond()
-	g.Expect(blind.WaitForSync(second, gvk)).To(BeFalse())
-	g.Expect(second.Err()).To(BeNil(), "the second wait for a kind given up on answers at once")
+	for _, kind := range []schema.GroupVersionKind{gvk, deployment} {
+		first, stopFirst := context.WithTimeout(ctx, time.Minute)
+		defer stopFirst()
+		g.Expect(blind.WaitForSync(first, kind)).To(BeFalse())
+		g.Expect(first.Err()).To(BeNil(), "the refused list of %s ended the first wait", kind.Kind)
+		second, stopSecond := context.WithTimeout(ctx, time.Minute)
+		defer stopSecond()
+		g.Expect(blind.WaitForSync(second, kind)).To(BeFalse())
+		g.Expect(second.Err()).To(BeNil(), "the second wait for %s, given up on, answers at once", kind.Kind)
+	}
 }
