@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,12 +24,15 @@ import (
 // metadata (see toolscache.Reflector.TypeDescription).
 var metadataDescription = reflect.TypeOf(&metav1.PartialObjectMetadata{}).String()
 
-// failures remembers when each watch started and when a watch of each
-// type description last failed.
+// failures remembers, in the order they happened, when each watch
+// started and when a watch of each type description last failed: each
+// event takes the next number of a counter, so that "since" needs no
+// clock.
 type failures struct {
 	mu      sync.Mutex
-	started map[schema.GroupVersionKind]time.Time
-	failed  map[string]time.Time
+	last    uint64
+	started map[schema.GroupVersionKind]uint64
+	failed  map[string]uint64
 }
 
 // start records that the watch of gvk starts now, unless it has.
@@ -38,10 +40,11 @@ func (f *failures) start(gvk schema.GroupVersionKind) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.started == nil {
-		f.started = map[schema.GroupVersionKind]time.Time{}
+		f.started = map[schema.GroupVersionKind]uint64{}
 	}
 	if _, ok := f.started[gvk]; !ok {
-		f.started[gvk] = time.Now()
+		f.last++
+		f.started[gvk] = f.last
 	}
 }
 
@@ -50,9 +53,10 @@ func (f *failures) record(description string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failed == nil {
-		f.failed = map[string]time.Time{}
+		f.failed = map[string]uint64{}
 	}
-	f.failed[description] = time.Now()
+	f.last++
+	f.failed[description] = f.last
 }
 
 // since tells whether a watch of type description failed since the watch
@@ -62,7 +66,7 @@ func (f *failures) since(gvk schema.GroupVersionKind, description string) bool {
 	defer f.mu.Unlock()
 	started, ok := f.started[gvk]
 	failed, seen := f.failed[description]
-	return ok && seen && !failed.Before(started)
+	return ok && seen && failed > started
 }
 
 // watchFailed is the caches' watch error handler: it logs as client-go

@@ -2,7 +2,6 @@ package versions
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,7 +27,6 @@ func TestFailures(t *testing.T) {
 		}, configMap, metadataDescription, true},
 		{"failed before the start", func(f *failures) {
 			f.record(metadataDescription)
-			time.Sleep(time.Millisecond)
 			f.start(configMap)
 		}, configMap, metadataDescription, false},
 		{"another description failed", func(f *failures) {
@@ -38,7 +36,6 @@ func TestFailures(t *testing.T) {
 		{"a second start keeps the first", func(f *failures) {
 			f.start(configMap)
 			f.record(metadataDescription)
-			time.Sleep(time.Millisecond)
 			f.start(configMap)
 		}, configMap, metadataDescription, true},
 		{"never started", func(f *failures) { f.record(metadataDescription) }, configMap, metadataDescription, false},
