@@ -34,7 +34,7 @@ const (
 
 // builder holds the state of one Build call.
 type builder struct {
-	root         string
+	tree         Tree
 	filter       Filter
 	tw           *tar.Writer
 	fingerprints Fingerprints
@@ -66,12 +66,20 @@ func BuildWithFingerprints(w io.Writer, root string, filter Filter) (Fingerprint
 	if err != nil {
 		return nil, err
 	}
+	return BuildTree(w, dirTree{root: realRoot}, filter)
+}
+
+// BuildTree is BuildWithFingerprints of a Tree: the same tree gives the
+// same bytes and fingerprints whether it is read from disk (Dir) or from
+// elsewhere. A symbolic link in a tree other than Dir is an error that
+// matches ErrLinkInTree.
+func BuildTree(w io.Writer, tree Tree, filter Filter) (Fingerprints, error) {
 	// The compressor writes a few hundred bytes at a time.
 	bw := bufio.NewWriterSize(w, 32<<10)
 	gw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(gw)
 	gw.Reset(bw)
-	b := &builder{root: realRoot, filter: filter, tw: tar.NewWriter(gw), fingerprints: Fingerprints{}}
+	b := &builder{tree: tree, filter: filter, tw: tar.NewWriter(gw), fingerprints: Fingerprints{}}
 	if _, err := b.walkDir(""); err != nil {
 		return nil, err
 	}
@@ -123,7 +131,7 @@ func resolveRoot(root string) (string, error) {
 // for the root itself) in lexical order, recursing into subdirectories, and
 // returns the directory's fingerprint.
 func (b *builder) walkDir(rel string) (uint64, error) {
-	entries, err := os.ReadDir(filepath.Join(b.root, filepath.FromSlash(rel)))
+	entries, err := b.tree.ReadDir(treePath(rel))
 	if err != nil {
 		return 0, fmt.Errorf("reading directory %q: %w", displayPath(rel), err)
 	}
@@ -175,7 +183,7 @@ func (b *builder) walkEntry(rel string, typ fs.FileMode) (entry, error) {
 		fp, err := b.walkDir(rel)
 		return entry{kind: 'd', fingerprint: fp}, err
 	case typ.IsRegular():
-		return b.writeFile(rel, filepath.Join(b.root, filepath.FromSlash(rel)))
+		return b.writeFile(rel, rel)
 	case typ&fs.ModeSymlink != 0:
 		return b.writeSymlink(rel)
 	default:
@@ -193,30 +201,17 @@ func (b *builder) writeDir(rel string) error {
 }
 
 // writeSymlink writes the regular file a symbolic link resolves to, when it
-// resolves inside the root; other links are skipped.
+// resolves inside the tree; other links are skipped.
 func (b *builder) writeSymlink(rel string) (entry, error) {
-	target, ok := b.resolveInRoot(filepath.Join(b.root, filepath.FromSlash(rel)))
+	links, ok := b.tree.(linkResolver)
+	if !ok {
+		return entry{}, linkError(rel)
+	}
+	target, ok := links.resolveLink(rel)
 	if !ok {
 		return entry{}, nil
 	}
 	return b.writeFile(rel, target)
-}
-
-// resolveInRoot follows the symbolic link at p and returns its final target
-// when that is a regular file inside the root.
-func (b *builder) resolveInRoot(p string) (string, bool) {
-	target, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", false // dangling or looping
-	}
-	if !within(b.root, target) {
-		return "", false
-	}
-	fi, err := os.Lstat(target)
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
-	return target, true
 }
 
 // within reports whether p is root or lies under it; both must be clean,
@@ -229,9 +224,10 @@ func within(root, p string) bool {
 	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// writeFile writes the regular file at src under the entry name rel.
+// writeFile writes the regular file at src, in the tree, under the entry
+// name rel.
 func (b *builder) writeFile(rel, src string) (_ entry, err error) {
-	f, err := os.Open(src)
+	f, err := b.tree.Open(src)
 	if err != nil {
 		return entry{}, fmt.Errorf("opening %q: %w", rel, err)
 	}

@@ -25,9 +25,25 @@ const fileMode = 0o640
 // The directory fingerprints of the tree are kept for the object's last two
 // trees, for PathChanged.
 func (s *Storage) Archive(a *meta.Artifact, dir string, filter archive.Filter) error {
+	return s.build(a, func(w io.Writer) (archive.Fingerprints, error) {
+		return archive.BuildWithFingerprints(w, dir, filter)
+	})
+}
+
+// ArchiveTree is Archive of a tree that is not a directory on disk (see
+// archive.BuildTree): the same tree gives the same artifact either way.
+func (s *Storage) ArchiveTree(a *meta.Artifact, tree archive.Tree, filter archive.Filter) error {
+	return s.build(a, func(w io.Writer) (archive.Fingerprints, error) {
+		return archive.BuildTree(w, tree, filter)
+	})
+}
+
+// build writes the artifact's file with write, as Archive does, and
+// records the fingerprints of its tree.
+func (s *Storage) build(a *meta.Artifact, write func(io.Writer) (archive.Fingerprints, error)) error {
 	var fps archive.Fingerprints
 	err := s.writeAtomic(a, func(w io.Writer) (err error) {
-		fps, err = archive.BuildWithFingerprints(w, dir, filter)
+		fps, err = write(w)
 		return err
 	})
 	if err == nil {

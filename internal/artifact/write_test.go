@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -82,6 +83,32 @@ func TestArchiveReproducible(t *testing.T) {
 				g.Expect(*a.Size).To(Equal(*ref.Size))
 			}
 		})
+	}
+}
+
+// TestArchiveTree: a tree read from a file system is stored as the same
+// tree on disk is, and its fingerprints are kept for PathChanged.
+func TestArchiveTree(t *testing.T) {
+	g := NewWithT(t)
+	s := newStorage(t)
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"a/x.yaml": "x", "b/y.yaml": "y"})
+	fromDisk := s.NewArtifactFor("GitRepository", obj("default", "disk"), "r", "a.tar.gz")
+	g.Expect(s.Archive(&fromDisk, root, nil)).To(Succeed())
+
+	tree := fstest.MapFS{"a/x.yaml": {Data: []byte("x"), Mode: 0o644}, "b/y.yaml": {Data: []byte("y"), Mode: 0o644}}
+	first := s.NewArtifactFor("GitRepository", obj("default", "tree"), "r1", "1.tar.gz")
+	g.Expect(s.ArchiveTree(&first, tree, nil)).To(Succeed())
+	g.Expect(first.Digest).To(Equal(fromDisk.Digest))
+	g.Expect(s.Verify(first)).To(Succeed())
+
+	tree["b/y.yaml"] = &fstest.MapFile{Data: []byte("changed"), Mode: 0o644}
+	second := s.NewArtifactFor("GitRepository", obj("default", "tree"), "r2", "2.tar.gz")
+	g.Expect(s.ArchiveTree(&second, tree, nil)).To(Succeed())
+	for p, want := range map[string]bool{"a": false, "b": true} {
+		changed, known := s.PathChanged(first, second, p)
+		g.Expect(known).To(BeTrue(), p)
+		g.Expect(changed).To(Equal(want), p)
 	}
 }
 

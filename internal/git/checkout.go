@@ -217,11 +217,20 @@ func (c *Client) checkout(ctx context.Context, repo *gogit.Repository, r *remote
 // checkoutWorkTree checks out commit with its submodules, limited to the
 // sparse directories. A checkout that needs no index (nothing commits from
 // it, and it has no submodules to update) only writes the files of the
-// commit (see writeTree).
+// commit (see writeTree), or leaves them in memory when opts.InMemory.
 func (c *Client) checkoutWorkTree(ctx context.Context, repo *gogit.Repository, r *remote,
 	commit plumbing.Hash, sparse []string, opts CheckoutOptions) error {
 	if !opts.RecurseSubmodules && !opts.index {
-		return writeTree(repo, commit, c.workDir, sparse, c.limits.checkout)
+		ix, err := commitIndex(repo, commit, sparse, c.limits.checkout)
+		if err != nil {
+			return err
+		}
+		if opts.InMemory && !ix.links {
+			c.files = &treeFS{objects: repo.Storer, index: ix}
+		} else if err := ix.write(repo.Storer, c.workDir); err != nil {
+			return fmt.Errorf("checking out %s: %w", commit, err)
+		}
+		return detachHead(repo, commit)
 	}
 	if err := checkoutTree(repo, commit, sparse); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -49,6 +50,11 @@ type CheckoutOptions struct {
 	Notes bool
 	// RecurseSubmodules checks out the submodules too, recursively.
 	RecurseSubmodules bool
+	// InMemory leaves the files of the commit in memory rather than
+	// writing them to the work directory: Files reads them from the
+	// objects. A tree that holds a symbolic link is written all the same,
+	// and so is a checkout with its submodules.
+	InMemory bool
 	// SparseCheckoutDirectories, when not empty, are the only directories
 	// checked out. Entries must be relative and must not contain "..".
 	SparseCheckoutDirectories []string
@@ -78,9 +84,11 @@ type CheckoutOptions struct {
 	// before the objects are inflated. Default DefaultMaxObjectBytes
 	// (2 GiB).
 	MaxObjectBytes int64
-	// MaxCheckoutBytes bounds the bytes written to files in the work
-	// directory, which is more than MaxObjectBytes when a tree holds the
-	// same blob many times. Default DefaultMaxCheckoutBytes (2 GiB).
+	// MaxCheckoutBytes bounds the bytes of the files checked out, written
+	// to the work directory or left in memory (InMemory), which is more
+	// than MaxObjectBytes when a tree holds the same blob many times; the
+	// whole tree is counted before anything is written. Default
+	// DefaultMaxCheckoutBytes (2 GiB).
 	MaxCheckoutBytes int64
 	// RefusePlainHTTP refuses submodules with http:// URLs (the
 	// controller's --insecure-allow-http=false); the caller checks the
@@ -105,6 +113,8 @@ type Client struct {
 	storage *limitedStorage
 	// repo is the repository of the clone, kept for a Workspace.
 	repo *gogit.Repository
+	// files are the files of the commit when Clone left them in memory.
+	files *treeFS
 
 	// State of the Clone in progress.
 	ctx    context.Context // governs the connections (see operation.go)
@@ -156,8 +166,20 @@ func (c *Client) Close() {
 	c.closed = true
 	c.signer = nil
 	c.knownHosts = nil
-	c.storage, c.repo = nil, nil
+	c.storage, c.repo, c.files = nil, nil, nil
 	c.limits.releaseMemory()
+}
+
+// Files returns the files of the commit that Clone checked out and left in
+// memory (see CheckoutOptions.InMemory): a tree of directories and regular
+// files, listed as a directory on disk lists them, with the modes a
+// checkout gives them. It returns nil when the files are in the work
+// directory, and after Close.
+func (c *Client) Files() fs.ReadDirFS {
+	if c.files == nil {
+		return nil
+	}
+	return c.files
 }
 
 // Clone checks out the reference selected by opts from the repository at
@@ -185,7 +207,7 @@ func (c *Client) Clone(ctx context.Context, rawURL string, opts CheckoutOptions)
 	defer c.endOperation()
 	commit, err := c.clone(ctx, rawURL, opts)
 	if err = c.operationError(ctx, "cloning", rawURL, err); err != nil {
-		c.storage, c.repo = nil, nil
+		c.storage, c.repo, c.files = nil, nil, nil
 		c.limits.releaseMemory()
 		return nil, err
 	}

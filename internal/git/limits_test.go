@@ -155,6 +155,9 @@ func TestClone_ByteLimits(t *testing.T) {
 		{name: "one blob at many paths over the checkout limit", files: sameContentAt(64, random[:256<<10]),
 			opts: CheckoutOptions{MaxObjectBytes: largeLimit, MaxCheckoutBytes: largeLimit},
 			want: LimitCheckout, wantMax: largeLimit},
+		{name: "one blob at many paths over the checkout limit, in memory", files: sameContentAt(64, random[:256<<10]),
+			opts: CheckoutOptions{MaxObjectBytes: largeLimit, MaxCheckoutBytes: largeLimit, InMemory: true},
+			want: LimitCheckout, wantMax: largeLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

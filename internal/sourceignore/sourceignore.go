@@ -3,9 +3,7 @@ package sourceignore
 import (
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -78,16 +76,22 @@ type matcher struct {
 	spec     []gitignore.Pattern // from spec.ignore
 }
 
-// NewFilter returns the archive filter for the source tree under root.
+// NewFilter returns the archive filter for the source tree under root
+// (see NewTreeFilter).
+func NewFilter(root string, ignore *string) (archive.Filter, error) {
+	return NewTreeFilter(archive.Dir(root), ignore)
+}
+
+// NewTreeFilter returns the archive filter for the source tree.
 //
 // When ignore is nil, DefaultExcludes apply; otherwise the rules in *ignore
 // replace them (".git" stays excluded). The IgnoreFile files of the tree are
 // read in both cases; a file that is not a regular file (a symbolic link, for
 // instance) is not read, and nor are files in excluded directories. An
 // IgnoreFile larger than MaxIgnoreFileSize is an error.
-func NewFilter(root string, ignore *string) (archive.Filter, error) {
+func NewTreeFilter(tree archive.Tree, ignore *string) (archive.Filter, error) {
 	m := newMatcher(ignore)
-	if err := m.loadIgnoreFiles(root, nil); err != nil {
+	if err := m.loadIgnoreFiles(tree, nil); err != nil {
 		return nil, err
 	}
 	return m.match, nil
@@ -113,19 +117,23 @@ func newMatcher(ignore *string) *matcher {
 	return m
 }
 
-// loadIgnoreFiles reads the IgnoreFile of the directory with the given
-// elements under root, then those of its subdirectories that are not
-// excluded, parents before children.
-func (m *matcher) loadIgnoreFiles(root string, elems []string) error {
-	dir := filepath.Join(append([]string{root}, elems...)...)
-	ps, err := readIgnoreFile(filepath.Join(dir, IgnoreFile), elems)
+// loadIgnoreFiles reads the IgnoreFile of the directory of tree with the
+// given elements, then those of its subdirectories that are not excluded,
+// parents before children.
+func (m *matcher) loadIgnoreFiles(tree archive.Tree, elems []string) error {
+	dir := path.Join(append([]string{"."}, elems...)...)
+	entries, err := tree.ReadDir(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading directory %q: %w", dir, err)
 	}
-	m.files = append(m.files, ps...)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("reading directory %q: %w", path.Join(append([]string{"."}, elems...)...), err)
+	for _, e := range entries {
+		if e.Name() == IgnoreFile && e.Type().IsRegular() {
+			ps, err := readIgnoreFile(tree, path.Join(dir, IgnoreFile), elems)
+			if err != nil {
+				return err
+			}
+			m.files = append(m.files, ps...)
+		}
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -135,38 +143,26 @@ func (m *matcher) loadIgnoreFiles(root string, elems []string) error {
 		if m.matchElems(sub, true) {
 			continue
 		}
-		if err := m.loadIgnoreFiles(root, sub); err != nil {
+		if err := m.loadIgnoreFiles(tree, sub); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// readIgnoreFile parses the IgnoreFile at p, scoped to domain. A missing
-// file, or one that is not a regular file, holds no rules.
-func readIgnoreFile(p string, domain []string) (_ []gitignore.Pattern, err error) {
-	rel := path.Join(append(append([]string{}, domain...), IgnoreFile)...)
-	fi, err := os.Lstat(p)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+// readIgnoreFile parses the IgnoreFile name of tree, scoped to domain.
+func readIgnoreFile(tree archive.Tree, name string, domain []string) (_ []gitignore.Pattern, err error) {
+	f, err := tree.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxIgnoreFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if int64(len(data)) > MaxIgnoreFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", rel, MaxIgnoreFileSize)
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, MaxIgnoreFileSize)
 	}
 	return ParsePatterns(string(data), domain), nil
 }

@@ -249,12 +249,30 @@ func (s artifactStore) archive(obj conditions.Setter, a *meta.Artifact, dir stri
 // archiveFiltered packages dir into storage as a, less what filter leaves
 // out (nothing when nil), under the lock of a's file.
 func (s artifactStore) archiveFiltered(obj conditions.Setter, a *meta.Artifact, dir string, filter archive.Filter, what string) error {
+	return s.locked(obj, a, what, func() error { return s.storage.Archive(a, dir, filter) })
+}
+
+// archiveFiles packages files, a checkout left in memory, into storage as
+// a, with the ignore rules (and the .sourceignore files of files), under
+// the lock of a's file; it gives the bytes archive gives for the same
+// files on disk.
+func (s artifactStore) archiveFiles(obj conditions.Setter, a *meta.Artifact, files archive.Tree, ignore *string, what string) error {
+	filter, err := sourceignore.NewTreeFilter(files, ignore)
+	if err != nil {
+		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("reading ignore rules: %w", err))
+	}
+	return s.locked(obj, a, what, func() error { return s.storage.ArchiveTree(a, files, filter) })
+}
+
+// locked runs build, which writes a's file, under the lock of the file;
+// what names the content in errors ("the checkout").
+func (s artifactStore) locked(obj conditions.Setter, a *meta.Artifact, what string, build func() error) error {
 	unlock, err := s.storage.Lock(*a)
 	if err != nil {
 		return storageFailed(obj, sourcev1.StorageOperationFailedReason, err)
 	}
 	defer unlock()
-	if err := s.storage.Archive(a, dir, filter); err != nil {
+	if err := build(); err != nil {
 		return storageFailed(obj, sourcev1.ArchiveOperationFailedReason, fmt.Errorf("archiving %s: %w", what, err))
 	}
 	return nil

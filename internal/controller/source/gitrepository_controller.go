@@ -141,6 +141,9 @@ type gitScope struct {
 
 	// workDir holds the checkout; removed when the run ends.
 	workDir string
+	// client cloned the repository; it holds the files of a checkout left
+	// in memory (see git.CheckoutOptions.InMemory) until the run ends.
+	client *git.Client
 	// commit is what the checkout resolved to.
 	commit *git.Commit
 	// includes are the artifacts of the included repositories, in spec
@@ -161,6 +164,10 @@ type gitScope struct {
 	fetch fetchClock
 }
 
+// cleanup releases the clone and removes the work directory.
 func (sc *gitScope) cleanup() {
+	if sc.client != nil {
+		sc.client.Close()
+	}
 	workdir.RemoveLater(sc.workDir)
 }

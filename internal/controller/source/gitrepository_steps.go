@@ -72,7 +72,10 @@ func (r *GitRepositoryReconciler) reconcileSource(ctx context.Context, obj *sour
 	if err != nil {
 		return outcome.ResultEmpty, outcome.Stall(sourcev1.AuthenticationFailedReason, err)
 	}
-	defer client.Close()
+	// The files stay in memory until the artifact is built, unless the
+	// included artifacts are to be copied among them.
+	checkout.InMemory = len(obj.Spec.Include) == 0
+	sc.client = client
 	cloneCtx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
 	defer cancel()
 	url := obj.Spec.URL
@@ -312,7 +315,7 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 	}
 	a := r.Storage.NewArtifactFor(sourcev1.GitRepositoryKind, obj, revision, sc.commit.Hash+".tar.gz")
 	a.Metadata = artifactMetadata(sc.commit, obj.GetArtifact(), revision)
-	if err := r.store().archive(obj, &a, sc.workDir, obj.Spec.Ignore, "the checkout"); err != nil {
+	if err := r.archiveCheckout(obj, &a, sc); err != nil {
 		return outcome.ResultEmpty, err
 	}
 
@@ -328,6 +331,15 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 			fmt.Sprintf("stored artifact for commit '%s'", sc.commit.ShortMessage()))
 	}
 	return outcome.ResultSuccess, nil
+}
+
+// archiveCheckout packages the checkout into storage as a: from memory
+// when the clone left the files there, else from the work directory.
+func (r *GitRepositoryReconciler) archiveCheckout(obj *sourcev1.GitRepository, a *meta.Artifact, sc *gitScope) error {
+	if files := sc.client.Files(); files != nil {
+		return r.store().archiveFiles(obj, a, files, obj.Spec.Ignore, "the checkout")
+	}
+	return r.store().archive(obj, a, sc.workDir, obj.Spec.Ignore, "the checkout")
 }
 
 // artifactMetadata returns the metadata of the artifact of commit at
