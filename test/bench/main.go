@@ -342,6 +342,9 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
@@ -377,6 +380,9 @@ func main() {
 	flag.StringVar(&out, "out", "", "write the figures as JSON to this file")
 	flag.Parse()
 	cfg.Log = os.Stderr
+	// The benchmark's own clients have nothing to log; without a logger,
+	// controller-runtime prints a stack trace at the first client.
+	ctrllog.SetLogger(logr.Discard())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
