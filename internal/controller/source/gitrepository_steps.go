@@ -336,8 +336,10 @@ func (r *GitRepositoryReconciler) reconcileArtifact(ctx context.Context, obj *so
 // archiveCheckout packages the checkout into storage as a: from memory
 // when the clone left the files there, else from the work directory.
 func (r *GitRepositoryReconciler) archiveCheckout(obj *sourcev1.GitRepository, a *meta.Artifact, sc *gitScope) error {
-	if files := sc.client.Files(); files != nil {
-		return r.store().archiveFiles(obj, a, files, obj.Spec.Ignore, "the checkout")
+	if sc.client != nil {
+		if files := sc.client.Files(); files != nil {
+			return r.store().archiveFiles(obj, a, files, obj.Spec.Ignore, "the checkout")
+		}
 	}
 	return r.store().archive(obj, a, sc.workDir, obj.Spec.Ignore, "the checkout")
 }
