@@ -13,7 +13,9 @@
 //     full reference name, semver range, tag or branch, in that order of
 //     precedence) and checks it out in the client's work directory, shallow
 //     where the reference allows it, optionally with submodules and a sparse
-//     set of directories. When CheckoutOptions.LastObservedCommit still
+//     set of directories; with CheckoutOptions.InMemory, a tree without
+//     symbolic links stays in memory instead, read through [Client.Files].
+//     When CheckoutOptions.LastObservedCommit still
 //     matches the remote, Clone makes a single ls-remote request and returns
 //     a partial [Commit] without cloning; [IsConcreteCommit] tells the two
 //     apart.

@@ -1,12 +1,8 @@
 package git
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/windlass-dev/windlass/internal/archive"
 	"github.com/windlass-dev/windlass/internal/sourceignore"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // TestFiles_ArchiveAsTheCheckout: the artifact of a commit left in memory
@@ -108,26 +105,14 @@ func archiveOf(t *testing.T, tree archive.Tree, ignore *string, dir string) ([]b
 	return buf.Bytes(), fingerprints
 }
 
-// tarNames returns the entry names of a gzip-compressed tarball, with the
-// mode of executables.
+// tarNames returns the entry names of a gzip-compressed tarball.
 func tarNames(t *testing.T, data []byte) []string {
 	t.Helper()
-	gr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gr)
 	var names []string
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, hdr := range testutil.TarGzHeaders(t, data) {
 		names = append(names, hdr.Name)
 	}
+	return names
 }
 
 // TestFiles_FS: the files left in memory behave as a file system.

@@ -3,8 +3,6 @@ package sourceignore
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/windlass-dev/windlass/internal/archive"
+	"github.com/windlass-dev/windlass/internal/testutil"
 )
 
 // writeFiles creates the files under root; keys are slash-separated paths.
@@ -37,24 +36,13 @@ func archivedFiles(t *testing.T, root string, filter archive.Filter) []string {
 	if err := archive.Build(&buf, root, filter); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	gr, err := gzip.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gr)
 	var names []string
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return names
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, hdr := range testutil.TarGzHeaders(t, buf.Bytes()) {
 		if hdr.Typeflag == tar.TypeReg {
 			names = append(names, hdr.Name)
 		}
 	}
+	return names
 }
 
 // defaultTree holds a file for every default rule, in several cases, plus
