@@ -32,7 +32,9 @@ type linkResolver interface {
 var ErrLinkInTree = errors.New("the tree holds a symbolic link")
 
 // Dir returns the tree of the directory root on disk. Unlike os.DirFS, it
-// reads any name the directory holds, valid UTF-8 or not.
+// reads any name the directory holds, valid UTF-8 or not. Its symbolic
+// links resolve only when root is absolute and free of links itself, as
+// BuildWithFingerprints makes it; sourceignore reads it without links.
 func Dir(root string) Tree {
 	return dirTree{root: root}
 }
