@@ -24,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/windlass-dev/windlass/api/meta"
 	"github.com/windlass-dev/windlass/internal/kubeconfig"
+	"github.com/windlass-dev/windlass/internal/restmap"
 )
 
 // ErrInvalidKubeConfig is wrapped by the errors about a kubeconfig that can
@@ -165,7 +165,7 @@ func newTarget(cfg *rest.Config, scheme *runtime.Scheme, mapper apimeta.RESTMapp
 		return nil, err
 	}
 	if mapper == nil {
-		if mapper, err = apiutil.NewDynamicRESTMapper(cfg, httpClient); err != nil {
+		if mapper, err = restmap.NewDynamic(cfg, httpClient); err != nil {
 			return nil, err
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/windlass-dev/windlass/internal/notify/dispatch"
 	"github.com/windlass-dev/windlass/internal/reconcile"
 	"github.com/windlass-dev/windlass/internal/reselect"
+	"github.com/windlass-dev/windlass/internal/restmap"
 	"github.com/windlass-dev/windlass/internal/scheme"
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/ui"
@@ -85,10 +86,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Manager, error) 
 		newClient = newShardClient
 	}
 	mgr, err := ctrl.NewManager(withQuietWarnings(cfg), ctrl.Options{
-		Scheme:    scheme.New(),
-		Cache:     cacheOpts,
-		NewClient: newClient,
-		Client:    client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Scheme:         scheme.New(),
+		MapperProvider: restmap.NewDynamic,
+		Cache:          cacheOpts,
+		NewClient:      newClient,
+		Client:         client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		// The metrics port is served by metricsServer.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        opts.HealthAddr,

@@ -540,7 +540,7 @@ func (m *Manager) applyDirect(ctx context.Context, it *item, opts ApplyOptions) 
 // managed by anyone but manager: the apply created it (or a run of the
 // same manager did, and nobody touched it since).
 func createdBy(obj *unstructured.Unstructured, manager string) bool {
-	for _, e := range obj.GetManagedFields() {
+	for _, e := range managedEntries(obj) {
 		if e.Manager != manager {
 			return false
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
@@ -49,26 +48,20 @@ func sameOwnership(a, b *unstructured.Unstructured, manager string) bool {
 	if ea.APIVersion != eb.APIVersion {
 		return false
 	}
-	if ea.FieldsV1 == nil || eb.FieldsV1 == nil {
-		return ea.FieldsV1 == nil && eb.FieldsV1 == nil
+	ra, errA := ea.fieldsJSON()
+	rb, errB := eb.fieldsJSON()
+	if errA != nil || errB != nil {
+		return false
 	}
-	if bytes.Equal(ea.FieldsV1.Raw, eb.FieldsV1.Raw) {
+	if ra == nil || rb == nil {
+		return ra == nil && rb == nil
+	}
+	if bytes.Equal(ra, rb) {
 		return true
 	}
 	sa, sb := &fieldpath.Set{}, &fieldpath.Set{}
-	if sa.FromJSON(bytes.NewReader(ea.FieldsV1.Raw)) != nil || sb.FromJSON(bytes.NewReader(eb.FieldsV1.Raw)) != nil {
+	if sa.FromJSON(bytes.NewReader(ra)) != nil || sb.FromJSON(bytes.NewReader(rb)) != nil {
 		return false
 	}
 	return sa.Equals(sb)
-}
-
-// appliedEntry returns the managed-fields entry of manager's applies to the
-// main resource, or nil.
-func appliedEntry(u *unstructured.Unstructured, manager string) *metav1.ManagedFieldsEntry {
-	for _, e := range u.GetManagedFields() {
-		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			return &e
-		}
-	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package ssa
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,11 +47,8 @@ func fingerprint(live *unstructured.Unstructured, manager string) string {
 	sum := sha256.New()
 	entry := appliedEntry(live, manager)
 	var owned *fieldpath.Set
-	if entry != nil && entry.FieldsV1 != nil {
-		owned = &fieldpath.Set{}
-		if owned.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)) != nil {
-			owned = nil
-		}
+	if entry != nil {
+		owned, _ = entry.fieldSet()
 	}
 	if owned == nil {
 		writeValue(sum, withoutVolatile(live))

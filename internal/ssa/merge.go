@@ -1,7 +1,6 @@
 package ssa
 
 import (
-	"bytes"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,15 +13,17 @@ import (
 // left out).
 func foreignFields(live *unstructured.Unstructured, manager string) (*fieldpath.Set, error) {
 	set := &fieldpath.Set{}
-	for _, e := range live.GetManagedFields() {
-		if e.Manager == manager || e.Subresource != "" || e.FieldsV1 == nil {
+	for _, e := range managedEntries(live) {
+		if e.Manager == manager || e.Subresource != "" {
 			continue
 		}
-		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		s, err := e.fieldSet()
+		if err != nil {
 			return nil, fmt.Errorf("manager %q: %w", e.Manager, err)
 		}
-		set = set.Union(s)
+		if s != nil {
+			set = set.Union(s)
+		}
 	}
 	return set, nil
 }

@@ -226,7 +226,9 @@ func TestApplyRevertsDrift(t *testing.T) {
 			live := get(t, "v1", "ConfigMap", ns, name)
 			entry := appliedEntry(live, testFieldManager)
 			g.Expect(entry).NotTo(BeNil())
-			g.Expect(string(entry.FieldsV1.Raw)).To(ContainSubstring(`"f:k"`))
+			fields, err := entry.fieldsJSON()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(fields)).To(ContainSubstring(`"f:k"`))
 		})
 	}
 }
