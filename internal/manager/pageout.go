@@ -25,6 +25,17 @@ import (
 // mappings): they stay in the page cache, what runs again comes back on
 // first use without reading the disk, and the resident memory counts the
 // code the controllers use rather than all the code they hold.
+//
+// How much a fault maps back depends on the page cache more than on the
+// code: the kernel maps the cached pages around the one asked for (64
+// KiB), and a file read ahead is cached in folios of hundreds of
+// kilobytes, mapped whole. So the mappings are also advised MADV_RANDOM
+// (a page missing from the cache is read alone, not read ahead), and the
+// first two drops (at start, and once the caches have synced) evict the
+// binary's pages that no process maps from the page cache
+// (POSIX_FADV_DONTNEED): what the controllers run afterwards is cached
+// page by page, and a fault maps the pages they run rather than their
+// neighbours.
 
 // pageOutInterval is how often the binary's pages are dropped after the
 // caches have synced: each time costs the pages that run again a minor
@@ -45,20 +56,20 @@ func (p *pageOut) NeedLeaderElection() bool { return false }
 // have synced, then every pageOutInterval, until ctx ends.
 func (p *pageOut) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("pageout")
-	drop := func() {
+	drop := func(evict bool) {
 		before := residentFileBytes()
-		if _, err := pageOutBinary(); err != nil {
+		if _, err := pageOutBinary(evict); err != nil {
 			log.V(1).Info("Could not drop the binary's pages", "error", err.Error())
 			return
 		}
-		log.V(1).Info("Dropped the binary's pages", "residentFileBytesBefore", before, "residentFileBytesAfter", residentFileBytes())
+		log.V(1).Info("Dropped the binary's pages", "evicted", evict, "residentFileBytesBefore", before, "residentFileBytesAfter", residentFileBytes())
 	}
-	drop()
+	drop(true)
 	if !p.cache.WaitForCacheSync(ctx) {
 		return nil
 	}
-	for {
-		drop()
+	for evict := true; ; evict = false {
+		drop(evict)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -68,12 +79,14 @@ func (p *pageOut) Start(ctx context.Context) error {
 }
 
 // pageOutBinary drops from the process's page tables the pages of the
-// running executable's read-only mappings, and returns how many bytes it
-// asked for. The pages stay in the page cache: code that runs again
-// faults them back in without reading the disk. Writable mappings (the
-// binary's data) and mappings that hold pages of their own (relocations)
-// are left alone: only pages that are the file's content are dropped.
-func pageOutBinary() (int64, error) {
+// running executable's read-only mappings, advised MADV_RANDOM, and
+// returns how many bytes it asked for. The pages stay in the page cache:
+// code that runs again faults them back in without reading the disk,
+// unless evict asks to drop from the cache the pages of the executable
+// that no process maps. Writable mappings (the binary's data) and mappings
+// that hold pages of their own (relocations) are left alone: only pages
+// that are the file's content are dropped.
+func pageOutBinary(evict bool) (int64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -87,10 +100,15 @@ func pageOutBinary() (int64, error) {
 	}
 	var total int64
 	for _, r := range ranges {
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED); errno != 0 {
-			return total, fmt.Errorf("madvise: %w", errno)
+		for _, advice := range []int{unix.MADV_RANDOM, unix.MADV_DONTNEED} {
+			if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, uintptr(advice)); errno != 0 {
+				return total, fmt.Errorf("madvise: %w", errno)
+			}
 		}
 		total += int64(r.end - r.start)
+	}
+	if evict {
+		return total, evictUnmapped(exe)
 	}
 	return total, nil
 }

@@ -1,24 +1,73 @@
 package manager
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 )
 
 // TestPageOutBinary checks that dropping the test binary's read-only pages
-// lowers the process's file-backed resident memory.
+// lowers the process's file-backed resident memory (the first drop: the
+// test binary maps most of its pages by then), and that a drop, with or
+// without the eviction from the page cache, leaves its read-only mappings
+// advised MADV_RANDOM (smaps' "rr").
 func TestPageOutBinary(t *testing.T) {
-	g := NewWithT(t)
-	before := residentFileBytes()
-	g.Expect(before).To(BeNumerically(">", 0))
-	n, err := pageOutBinary()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(n).To(BeNumerically(">", 0))
-	after := residentFileBytes()
-	g.Expect(after).To(BeNumerically("<", before/2), "RssFile %d bytes before, %d after", before, after)
+	for i, evict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("evict=%t", evict), func(t *testing.T) {
+			g := NewWithT(t)
+			before := residentFileBytes()
+			g.Expect(before).To(BeNumerically(">", 0))
+			n, err := pageOutBinary(evict)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).To(BeNumerically(">", 0))
+			if i == 0 {
+				after := residentFileBytes()
+				g.Expect(after).To(BeNumerically("<", before/2), "RssFile %d bytes before, %d after", before, after)
+			}
+			g.Expect(readOnlyMappingFlags(t)).To(HaveEach(ContainElement("rr")))
+		})
+	}
+}
+
+// readOnlyMappingFlags returns the VmFlags of each read-only mapping of
+// the test binary that holds no page of its own.
+func readOnlyMappingFlags(t *testing.T) [][]string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := fileOnlyMappings("/proc/self/smaps", exe)
+	if err != nil || len(ranges) == 0 {
+		t.Fatalf("no read-only mapping of %s (%v)", exe, err)
+	}
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags [][]string
+	var current addressRange
+	for _, line := range strings.Split(string(data), "\n") {
+		if isMappingHeader(line) {
+			current, _ = mappingOf(line, exe)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "VmFlags:"); ok && slices.Contains(ranges, current) {
+			flags = append(flags, strings.Fields(v))
+		}
+	}
+	if len(flags) != len(ranges) {
+		t.Fatalf("VmFlags of %d mappings of %d", len(flags), len(ranges))
+	}
+	return flags
 }
 
 func TestFileOnlyMappings(t *testing.T) {

@@ -49,7 +49,21 @@ func buildWindlass(root, dir string, asImage bool) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building windlass: %w\n%s", err, out)
 	}
-	return bin, nil
+	return bin, syncFile(bin)
+}
+
+// syncFile writes the file at path to the disk, so that its cached pages
+// are clean, as those of a binary in a container image are: the
+// controller evicts its binary's pages from the page cache once started
+// (see internal/manager's pageOut), which the kernel refuses for pages not
+// yet written.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // controller is a running `windlass controller` child process.
