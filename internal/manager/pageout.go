@@ -31,11 +31,12 @@ import (
 // KiB), and a file read ahead is cached in folios of hundreds of
 // kilobytes, mapped whole. So the mappings are also advised MADV_RANDOM
 // (a page missing from the cache is read alone, not read ahead), and the
-// first two drops (at start, and once the caches have synced) evict the
-// binary's pages that no process maps from the page cache
+// first two drops (at start, and once the caches have synced) evict from
+// the page cache the binary's pages that no process maps
 // (POSIX_FADV_DONTNEED): what the controllers run afterwards is cached
-// page by page, and a fault maps the pages they run rather than their
-// neighbours.
+// page by page, and a fault maps the pages they run rather than whole
+// folios. Only pages written to the disk are evicted, as those of a
+// binary in a container image are.
 
 // pageOutInterval is how often the binary's pages are dropped after the
 // caches have synced: each time costs the pages that run again a minor
@@ -53,7 +54,8 @@ type pageOut struct {
 func (p *pageOut) NeedLeaderElection() bool { return false }
 
 // Start drops the pages at once (those of the start-up), once the caches
-// have synced, then every pageOutInterval, until ctx ends.
+// have synced, then every pageOutInterval, until ctx ends; the first two
+// drops evict them from the page cache too.
 func (p *pageOut) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("pageout")
 	drop := func(evict bool) {
