@@ -97,7 +97,7 @@ const statusEntry = `
 
 // deploymentWithEntries returns fingerprintedDeployment with the managed
 // fields of extra appended.
-func deploymentWithEntries(t *testing.T, extra string) *unstructured.Unstructured {
+func deploymentWithEntries(t testing.TB, extra string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(fingerprintedDeployment), &obj.Object); err != nil {
@@ -121,7 +121,7 @@ func deploymentWithEntries(t *testing.T, extra string) *unstructured.Unstructure
 // hold the apply, the controller's annotation and its status, as each
 // watched Deployment is.
 func BenchmarkFingerprintAs(b *testing.B) {
-	obj := deploymentWithEntries(&testing.T{}, statusEntry)
+	obj := deploymentWithEntries(b, statusEntry)
 	// As a watch delivers it: decoded from JSON.
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
