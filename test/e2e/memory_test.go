@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -172,9 +173,10 @@ func statusBytes(g Gomega, pid int, field string) int64 {
 // The controller drops the pages of its binary that start-up touched, at
 // once and once its caches have synced, evicting them from the page cache
 // both times: its file-backed resident memory
-// falls to the code it runs, well under what the binary maps. (What other
-// goroutines run between a drop and its reading comes back at once: the
-// test waits for a drop that halved the memory, not for the first one to.)
+// falls to the code it runs, well under what start-up mapped. (What other
+// goroutines run between a drop and its reading comes back at once, so no
+// one drop need halve it: the test compares the most any drop found mapped
+// with the least any drop left.)
 func TestController_DropsTheBinaryPagesOnceSynced(t *testing.T) {
 	g := NewWithT(t)
 	proc := startShardController(t, g, "pageout", t.TempDir(), "--log-level", "debug")
@@ -183,12 +185,13 @@ func TestController_DropsTheBinaryPagesOnceSynced(t *testing.T) {
 		found := dropped.FindAllStringSubmatch(proc.Output(), -1)
 		g.Expect(len(found)).To(BeNumerically(">=", 2), "dropped at start and once synced")
 		g.Expect([]string{found[0][1], found[1][1]}).To(Equal([]string{"true", "true"}), "the first two drops evict the page cache too")
-		halved := false
+		var mostBefore, leastAfter int64 = 0, math.MaxInt64
 		for _, f := range found {
 			before, _ := strconv.ParseInt(f[2], 10, 64)
 			after, _ := strconv.ParseInt(f[3], 10, 64)
-			halved = halved || (after < before/2 && after < 40<<20)
+			mostBefore, leastAfter = max(mostBefore, before), min(leastAfter, after)
 		}
-		g.Expect(halved).To(BeTrue(), "a drop halves the binary's pages in memory, to under 40 MiB: %v", found)
+		g.Expect(leastAfter).To(BeNumerically("<", mostBefore/2), "the drops halve what start-up mapped of the binary: %v", found)
+		g.Expect(leastAfter).To(BeNumerically("<", 40<<20), "what stays mapped of the binary is under 40 MiB: %v", found)
 	}, timeout, interval).Should(Succeed())
 }
