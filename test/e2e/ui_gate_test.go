@@ -41,8 +41,8 @@ func TestUI_GateClosedFromItsPageHoldsTheNextCommit(t *testing.T) {
 	g.Eventually(text(".gate-state"), timeout, interval).Should(HavePrefix("Open"))
 
 	// Close it, with a reason: the page shows it closed, and why.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.SendKeys("#gate-reason", "release freeze OPS-12"),
-		chromedp.SendKeys("#gate-for", "2h"), chromedp.Click("#action-close"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.SendKeys("#gate-reason", "release freeze OPS-12"),
+		browser.SendKeys("#gate-for", "2h"), browser.Click("#action-close"))).To(Succeed())
 	g.Eventually(text(".gate-state"), timeout, interval).Should(And(HavePrefix("Closed"),
 		ContainSubstring("reason: release freeze OPS-12")))
 	gate := &gatingv1alpha1.Gate{}
@@ -61,7 +61,7 @@ func TestUI_GateClosedFromItsPageHoldsTheNextCommit(t *testing.T) {
 	g.Expect(value()).To(Equal("1"))
 
 	// Open it: the held commit is applied.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-open"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-open"))).To(Succeed())
 	defer func() {
 		if t.Failed() {
 			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "release"}, gate)

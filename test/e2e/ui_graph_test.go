@@ -79,7 +79,7 @@ spec: {interval: 10m, path: ./%[1]s, prune: true, targetNamespace: %[2]s, source
 
 	// A live update may replace the node between finding it and clicking.
 	g.Eventually(func() error {
-		return browser.Do(tab, browserTimeout, chromedp.Click("#node-Kustomization_"+ns+"_app"))
+		return browser.Do(tab, browserTimeout, browser.Click("#node-Kustomization_"+ns+"_app"))
 	}, timeout, interval).Should(Succeed())
 	state, err := browser.Text(tab, browserTimeout, "#state") // on the object page alone
 	g.Expect(err).NotTo(HaveOccurred())

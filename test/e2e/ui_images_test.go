@@ -59,7 +59,7 @@ spec: {imageRepositoryRef: {name: podinfo}, policy: {semver: {range: 6.x}}}
 	}, timeout, interval).Should(And(ContainSubstring("ImageRepository "+ns+"/podinfo"), ContainSubstring("3 tags"),
 		ContainSubstring("ImagePolicy "+ns+"/podinfo"), ContainSubstring("semver 6.x"), ContainSubstring("6.1.0")))
 
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#repositories a[href="/object/ImagePolicy/`+ns+`/podinfo"]`))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click(`#repositories a[href="/object/ImagePolicy/`+ns+`/podinfo"]`))).To(Succeed())
 	revisions, err := browser.Text(tab, browserTimeout, "#revisions")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(revisions).To(ContainSubstring("6.1.0"))
@@ -73,7 +73,7 @@ spec: {imageRepositoryRef: {name: podinfo}, policy: {semver: {range: 6.x}}}
 	t.Cleanup(proc.Kill)
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/ImagePolicy/"+ns+"/podinfo"),
-		chromedp.SendKeys("#pin-tag", "6.0.0"), chromedp.Click("#action-pin"))).To(Succeed())
+		browser.SendKeys("#pin-tag", "6.0.0"), browser.Click("#action-pin"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#pin") }, timeout, interval).
 		Should(ContainSubstring("Pinned to 6.0.0"))
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#revisions") }, timeout, interval).

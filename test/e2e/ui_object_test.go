@@ -68,7 +68,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 		ContainSubstring("main@sha1:"+next), ContainSubstring("Drop the old ConfigMap"), ContainSubstring("Windlass Test")))
 	g.Eventually(text("#applied"), timeout, interval).Should(ContainSubstring("main@sha1:" + first))
 
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#preview-link"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#preview-link"))).To(Succeed())
 	g.Eventually(text("#preview-summary"), timeout, interval).Should(ContainSubstring("main@sha1:" + next))
 	g.Eventually(text("#preview"), timeout, interval).Should(And(
 		MatchRegexp(`drifted ConfigMap/`+ns+`/app\s`), ContainSubstring(`+  v: "2"`), ContainSubstring(`-  v: "1"`),
@@ -77,13 +77,13 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	g.Expect(configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "old"})).To(Equal("1"))
 
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#inventory-link"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#inventory-link"))).To(Succeed())
 	g.Eventually(text("#inventory-health"), timeout, interval).Should(And(
 		MatchRegexp(`ConfigMap/`+ns+`/app\s+Current`), MatchRegexp(`ConfigMap/`+ns+`/old\s+Current`), ContainSubstring("Deployment/"+ns+"/web")))
 
 	// The Deployment's pods: none runs, as no kube-controller-manager
 	// makes them here.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#inventory-health a[href*="_web_apps_Deployment"]`))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click(`#inventory-health a[href*="_web_apps_Deployment"]`))).To(Succeed())
 	g.Eventually(text("#pods"), timeout, interval).Should(ContainSubstring("No pod runs for it."))
 
 	// The controller's UI, without sign-in, is read-only: `windlass ui`
@@ -96,9 +96,9 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	t.Cleanup(proc.Kill)
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-resume"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-resume"))).To(Succeed())
 	g.Eventually(text("#done"), timeout, interval).Should(Equal("resume: done"))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-reconcile-with-source"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-reconcile-with-source"))).To(Succeed())
 	g.Eventually(text("#done"), timeout, interval).Should(Equal("reconcile with source: done"))
 	waitApplied(g, key, "main@sha1:"+next)
 	g.Eventually(func() string { return configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "app"}) }, timeout, interval).

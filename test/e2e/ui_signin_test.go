@@ -68,9 +68,9 @@ func TestUI_SignInThroughOIDCActsAsTheUser(t *testing.T) {
 	signIn := func(user, password string) {
 		g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 		g.Eventually(text("h1"), timeout, interval).Should(Equal("Sign in"), "the UI sends a stranger to sign in")
-		g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#signin-oidc"))).To(Succeed())
-		g.Expect(browser.Do(tab, browserTimeout, chromedp.WaitVisible("#username"), chromedp.SendKeys("#username", user),
-			chromedp.SendKeys("#password", password), chromedp.Submit("#password"))).To(Succeed())
+		g.Expect(browser.Do(tab, browserTimeout, browser.Click("#signin-oidc"))).To(Succeed())
+		g.Expect(browser.Do(tab, browserTimeout, chromedp.WaitVisible("#username"), browser.SendKeys("#username", user),
+			browser.SendKeys("#password", password), chromedp.Submit("#password"))).To(Succeed())
 		g.Eventually(text("#user"), timeout, interval).Should(ContainSubstring("Signed in as " + user + "@example.com"))
 		g.Eventually(text("h1"), timeout, interval).Should(Equal("Kustomization "+ns+"/app"), "back on the page asked for")
 	}
@@ -87,16 +87,16 @@ func TestUI_SignInThroughOIDCActsAsTheUser(t *testing.T) {
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+other+"/app"))).To(Succeed())
 	g.Eventually(text("body"), timeout, interval).Should(ContainSubstring("no Kustomization " + other + "/app"))
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"),
-		chromedp.Click("#action-suspend"))).To(Succeed())
+		browser.Click("#action-suspend"))).To(Succeed())
 	g.Eventually(text("body"), timeout, interval).Should(And(ContainSubstring("The API server refused you"),
 		ContainSubstring(`user "bob@example.com" cannot patch`)))
 	g.Expect(suspended()).To(BeFalse())
 
 	// alice may suspend, and does, as herself.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/"), chromedp.Click("#sign-out"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/"), browser.Click("#sign-out"))).To(Succeed())
 	g.Eventually(text("h1"), timeout, interval).Should(Equal("Sign in"))
 	signIn("alice", "alice-password")
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-suspend"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-suspend"))).To(Succeed())
 	g.Eventually(text("#done"), timeout, interval).Should(Equal("suspend: done"))
 	g.Expect(suspended()).To(BeTrue())
 }
@@ -118,11 +118,11 @@ func TestUI_SignInWithAToken(t *testing.T) {
 		APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}})
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/signin"), chromedp.SendKeys("#token", "not-a-token"),
-		chromedp.Click("#signin-token"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/signin"), browser.SendKeys("#token", "not-a-token"),
+		browser.Click("#signin-token"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#signin-error") }, timeout, interval).
 		Should(Equal("The API server did not accept this token."))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.SendKeys("#token", token), chromedp.Click("#signin-token"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.SendKeys("#token", token), browser.Click("#signin-token"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#user") }, timeout, interval).
 		Should(ContainSubstring("Signed in as system:serviceaccount:" + ns + ":viewer"))
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())

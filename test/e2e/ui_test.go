@@ -59,7 +59,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 	g.Expect(attention).To(And(ContainSubstring("Kustomization "+ns+"/app"), ContainSubstring(kustomizev1.BuildFailedReason),
 		ContainSubstring("missing.yaml")))
 
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click(`#attention a[href="/object/Kustomization/`+ns+`/app"]`))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click(`#attention a[href="/object/Kustomization/`+ns+`/app"]`))).To(Succeed())
 	state, err := browser.Text(tab, browserTimeout, "#state")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal("Failing"))
@@ -131,7 +131,7 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 
 	// The viewer may not patch: suspending is refused, as kubectl would be.
 	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/waits"),
-		chromedp.Click("#action-suspend"))).To(Succeed())
+		browser.Click("#action-suspend"))).To(Succeed())
 	// The answer replaces the page once it comes.
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "body") }, timeout, interval).
 		Should(And(ContainSubstring("The API server refused you"), ContainSubstring("cannot patch")))
@@ -181,7 +181,7 @@ func TestUI_OpenPageFollowsItsObject(t *testing.T) {
 	g.Expect(message).To(Equal("Applied revision: main@sha1:1234"))
 
 	// The user may: suspending from the page suspends it.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Click("#action-suspend"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-suspend"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, browserTimeout, "#state") }, timeout, 50*time.Millisecond).Should(Equal("Suspended"))
 	// The page the action returns to says so (a live update of the page
 	// it left may show Suspended first).

@@ -5,12 +5,15 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 )
 
@@ -65,32 +68,100 @@ func Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chr
 	return chromedp.Do(runCtx, steps...)
 }
 
-// Text returns the text of the first element sel matches in the tab of
-// ctx, once it is visible, within timeout. It asks the page itself each
-// time (no node that chromedp cached, which a navigation may have left
-// stale), polling until the element is there and visible.
+// Text returns the text of the first element that the CSS selector sel
+// matches in the tab of ctx, once it is visible, within timeout. It asks
+// the page itself each time (no node that chromedp cached, which a
+// navigation or a live update may have left stale), polling until the
+// element is there and visible.
 func Text(ctx context.Context, timeout time.Duration, sel string) (string, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	quoted, err := json.Marshal(sel)
-	if err != nil {
-		return "", err
-	}
-	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e && e.getClientRects().length > 0 ? e.innerText : null })()`, quoted)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		text, err := chromedp.Run(runCtx, chromedp.Evaluate[*string](expr))
+	return chromedp.Run(runCtx, onElement[string](sel, "return e.innerText;", false))
+}
+
+// Click clicks the first element that the CSS selector sel matches, once
+// it is there and visible, in one task of the page's script (the
+// element's click(): a submit button submits its form, a link navigates).
+// The UI's live updates replace the page's content whenever an object
+// changes: a node that chromedp found may be gone before the mouse
+// reaches it, or be replaced between the mouse's press and its release,
+// which then clicks nothing. A click whose script the page's navigation
+// interrupts clicked: what navigates then is the link or the form.
+func Click(sel string) chromedp.Action[chromedp.Void] {
+	return done(onElement[bool](sel, `e.scrollIntoView({block: "center"});
+if (typeof e.click === "function") e.click();
+else e.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, view: window}));
+return true;`, true))
+}
+
+// SendKeys focuses the first element that the CSS selector sel matches,
+// once it is there and visible, in one task of the page's script, then
+// types text with the keyboard into the element that has the focus. The
+// UI's live updates give the focus and what was typed to the element that
+// replaces a field.
+func SendKeys(sel, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(done(onElement[bool](sel, "e.focus(); return true;", false)), chromedp.KeyEvent(text))
+}
+
+// onElement evaluates body, a script's body in which e is the first
+// element that the CSS selector sel matches, in one task of the page's
+// script, as soon as e is there and visible (polling every 50 ms, and
+// again when a navigation interrupts the script), and returns what body
+// returns. With navigated, a navigation that interrupts the script ends
+// the action, without error (body's value is then the zero value).
+func onElement[T any](sel, body string, navigated bool) chromedp.Action[T] {
+	return func(ctx context.Context, t *chromedp.Target) (T, error) {
+		var zero T
+		quoted, err := json.Marshal(sel)
 		if err != nil {
-			return "", err
+			return zero, err
 		}
-		if text != nil {
-			return *text, nil
-		}
-		select {
-		case <-runCtx.Done():
-			return "", fmt.Errorf("%s is not visible: %w", sel, runCtx.Err())
-		case <-tick.C:
+		expr := fmt.Sprintf(`(() => {
+const e = document.querySelector(%s);
+if (!e || e.getClientRects().length === 0) return null;
+%s
+})()`, quoted, body)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			value, err := chromedp.Evaluate[*T](expr)(ctx, t)
+			switch {
+			case isNavigation(err) && navigated:
+				return zero, nil
+			case err != nil && !isNavigation(err):
+				return zero, err
+			case value != nil:
+				return *value, nil
+			}
+			select {
+			case <-ctx.Done():
+				return zero, fmt.Errorf("%s is not visible: %w", sel, ctx.Err())
+			case <-tick.C:
+			}
 		}
 	}
+}
+
+// done makes an action whose value is dropped.
+func done[T any](action chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := action(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+// isNavigation tells the browser's answers to a script that a navigation
+// interrupted: the page it ran in is gone.
+func isNavigation(err error) bool {
+	var e *cdproto.Error
+	if err == nil || !errors.As(err, &e) {
+		return false
+	}
+	for _, gone := range []string{"Inspected target navigated or closed", "Execution context was destroyed",
+		"Cannot find context with specified id"} {
+		if strings.Contains(e.Message, gone) {
+			return true
+		}
+	}
+	return false
 }

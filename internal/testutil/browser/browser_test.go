@@ -1,0 +1,82 @@
+package browser
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/gomega"
+)
+
+// restlessPage replaces its main content every few milliseconds, as the
+// UI's live updates do when objects keep changing, carrying the typed
+// value and the focus over to the new field; it counts the clicks on its
+// button.
+const restlessPage = `<!doctype html>
+<html><body><main><button id="button">click</button><input id="field"></main>
+<script>
+window.clicks = 0;
+document.addEventListener("click", function (e) { if (e.target.id === "button") window.clicks++; });
+setInterval(function () {
+  var old = document.querySelector("main"), next = document.createElement("main");
+  next.innerHTML = '<button id="button">click</button><input id="field">';
+  var focused = document.activeElement && document.activeElement.id;
+  next.querySelector("#field").value = old.querySelector("#field").value;
+  old.replaceWith(next);
+  if (focused) document.getElementById(focused).focus();
+}, 20);
+</script></body></html>`
+
+// Text, Click and SendKeys reach an element whose node is replaced again and
+// again between its lookup and the mouse or the keys.
+func TestTextClickAndSendKeys_OnAPageThatKeepsReplacingItsContent(t *testing.T) {
+	g := NewWithT(t)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(restlessPage))
+	}))
+	t.Cleanup(server.Close)
+	tab := New(t)
+	g.Expect(Do(tab, 30*time.Second, chromedp.Navigate(server.URL))).To(Succeed())
+
+	text, err := Text(tab, 30*time.Second, "#button")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(text).To(Equal("click"))
+
+	const clicks = 30
+	for range clicks {
+		g.Expect(Do(tab, 30*time.Second, Click("#button"))).To(Succeed())
+	}
+	counted, err := chromedp.Run(tab, chromedp.Evaluate[int]("window.clicks"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(counted).To(Equal(clicks), "every click reached the button, once")
+
+	g.Expect(Do(tab, 30*time.Second, SendKeys("#field", "typed through the updates"))).To(Succeed())
+	typed, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("#field").value`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(typed).To(Equal("typed through the updates"))
+}
+
+// A click on a link, then the text of the page it leads to: Text waits
+// through the navigation, whose start may interrupt its first reading.
+func TestClickThenText_ThroughANavigation(t *testing.T) {
+	g := NewWithT(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`<!doctype html><html><body><a id="next" href="/next">next</a><p id="where">first</p></body></html>`))
+	})
+	mux.HandleFunc("/next", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`<!doctype html><html><body><p id="arrived">arrived</p></body></html>`))
+	})
+	server := httptest.NewServer(mux)
+	t.Cleanup(server.Close)
+	tab := New(t)
+	for range 10 {
+		g.Expect(Do(tab, 30*time.Second, chromedp.Navigate(server.URL))).To(Succeed())
+		g.Expect(Do(tab, 30*time.Second, Click("#next"))).To(Succeed())
+		text, err := Text(tab, 30*time.Second, "#arrived")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(text).To(Equal("arrived"))
+	}
+}
