@@ -116,7 +116,7 @@ func (r *Runner) recordedStorage() (*storage.Storage, *recordingSecrets, error) 
 		rec = &recordingSecrets{SecretInterface: secrets, namespace: r.storageNamespace, newest: r.newest}
 		secrets = rec
 	}
-	d := driver.NewSecrets(secrets)
+	d := newRecordSecrets(secrets)
 	d.SetLogger(r.log)
 	s := storage.Init(d)
 	s.SetLogger(r.log)
