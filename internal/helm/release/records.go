@@ -7,8 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
-	"sync"
 	"time"
 
 	helmrelease "helm.sh/helm/v4/pkg/release"
@@ -27,9 +27,9 @@ const recordSecretType = "helm.sh/release.v1"
 // recordSecrets is Helm's Secrets storage driver whose writes encode the
 // record themselves, in the same format (the release as JSON, gzipped at
 // the best compression, in base64, under the key "release", with Helm's
-// labels): Helm's encoding makes a gzip writer per record, about 700 KiB
+// labels): Helm's encoding makes a gzip writer per record, about 770 KiB
 // allocated and cleared each time, twice per install, where these reuse
-// theirs.
+// a few.
 type recordSecrets struct {
 	*driver.Secrets
 	impl typedcorev1.SecretInterface
@@ -104,12 +104,34 @@ func recordSecret(key string, rls helmrelease.Releaser, stamp string) (*corev1.S
 	}, nil
 }
 
-// recordWriters keeps gzip writers at the best compression for the next
-// record.
-var recordWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestCompression) // the level is valid
-	return w
-}}
+// keptRecordWriters bounds the gzip writers kept for the next record:
+// about 800 KiB each, and records are written a few milliseconds at a time,
+// so two serve nearly every write without holding more (a sync.Pool kept
+// one per concurrent install, 5 MiB more at the peak of 1,000 installs).
+const keptRecordWriters = 2
+
+// recordWriters holds the gzip writers kept for the next record.
+var recordWriters = make(chan *gzip.Writer, keptRecordWriters)
+
+// recordWriter returns a kept gzip writer writing to dst, or a new one.
+func recordWriter(dst io.Writer) *gzip.Writer {
+	select {
+	case w := <-recordWriters:
+		w.Reset(dst)
+		return w
+	default:
+		w, _ := gzip.NewWriterLevel(dst, gzip.BestCompression) // the level is valid
+		return w
+	}
+}
+
+// keepRecordWriter keeps w for the next record, unless enough are kept.
+func keepRecordWriter(w *gzip.Writer) {
+	select {
+	case recordWriters <- w:
+	default:
+	}
+}
 
 // encodeRecord returns rel as Helm stores it in a record: its JSON,
 // gzipped at the best compression, in standard base64.
@@ -119,9 +141,8 @@ func encodeRecord(rel *releasev1.Release) ([]byte, error) {
 		return nil, err
 	}
 	var zipped bytes.Buffer
-	w := recordWriters.Get().(*gzip.Writer)
-	defer recordWriters.Put(w)
-	w.Reset(&zipped)
+	w := recordWriter(&zipped)
+	defer keepRecordWriter(w)
 	if _, err := w.Write(raw); err != nil {
 		return nil, err
 	}
