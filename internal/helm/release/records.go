@@ -27,7 +27,7 @@ const recordSecretType = "helm.sh/release.v1"
 // recordSecrets is Helm's Secrets storage driver whose writes encode the
 // record themselves, in the same format (the release as JSON, gzipped at
 // the best compression, in base64, under the key "release", with Helm's
-// labels): Helm's encoding makes a gzip writer per record, about 770 KiB
+// labels): Helm's encoding makes a gzip writer per record, about 800 KiB
 // allocated and cleared each time, twice per install, where these reuse
 // a few.
 type recordSecrets struct {

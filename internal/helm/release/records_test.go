@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,29 @@ func decodeRecordForTest(encoded []byte) (*releasev1.Release, error) {
 	}
 	var rel releasev1.Release
 	return &rel, json.Unmarshal(raw, &rel)
+}
+
+// BenchmarkEncodeRecord encodes a release as a record, with the writers
+// kept (kept) and with a new writer each time, as Helm's driver does (new).
+func BenchmarkEncodeRecord(b *testing.B) {
+	rel := recordRelease(1, rcommon.StatusDeployed, strings.Repeat("a value of the manifest ", 400))
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodeRecord(rel); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for len(recordWriters) > 0 {
+				<-recordWriters // none kept: encodeRecord makes its writer
+			}
+			if _, err := encodeRecord(rel); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
