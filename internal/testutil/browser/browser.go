@@ -85,8 +85,10 @@ func Text(ctx context.Context, timeout time.Duration, sel string) (string, error
 // The UI's live updates replace the page's content whenever an object
 // changes: a node that chromedp found may be gone before the mouse
 // reaches it, or be replaced between the mouse's press and its release,
-// which then clicks nothing. A click whose script the page's navigation
-// interrupts clicked: what navigates then is the link or the form.
+// which then clicks nothing. A navigation that interrupts the click's
+// script is taken for the click's own (the link's or the form's), so a
+// click must come once the page it clicks on has loaded (after a Text of
+// it, say), not while an earlier click's navigation is under way.
 func Click(sel string) chromedp.Action[chromedp.Void] {
 	return done(onElement[bool](sel, `e.scrollIntoView({block: "center"});
 if (typeof e.click === "function") e.click();
