@@ -77,10 +77,7 @@ spec: {interval: 10m, path: ./%[1]s, prune: true, targetNamespace: %[2]s, source
 	g.Expect(list).To(ContainSubstring("Kustomization " + ns + "/infra (dependsOn)"))
 	g.Expect(list).To(ContainSubstring("Gate " + ns + "/freeze (gate, closed)"))
 
-	// A live update may replace the node between finding it and clicking.
-	g.Eventually(func() error {
-		return browser.Do(tab, browserTimeout, browser.Click("#node-Kustomization_"+ns+"_app"))
-	}, timeout, interval).Should(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#node-Kustomization_"+ns+"_app"))).To(Succeed())
 	state, err := browser.Text(tab, browserTimeout, "#state") // on the object page alone
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal("Held"))
