@@ -27,8 +27,9 @@ import (
 )
 
 // helmCLI runs the real helm CLI against the control plane, as an
-// administrator, with its own home, and fails the test when it fails.
-func helmCLI(t *testing.T, args ...string) {
+// administrator, with its own home, fails the test when it fails and
+// returns its output.
+func helmCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfig, err := env.KubeconfigFile(dir)
@@ -38,9 +39,11 @@ func helmCLI(t *testing.T, args ...string) {
 	cmd := exec.Command(testservers.Helm(t), append(args, "--kubeconfig", kubeconfig)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("helm %v: %v\n%s", args, err, out)
 	}
+	return string(out)
 }
 
 // installWithCLI installs chart app 1.0.0 as release "app" in ns with the
@@ -101,6 +104,11 @@ func TestTakeOverReleaseOfHelmCLI(t *testing.T) {
 			g.Expect(cm.Labels).To(HaveKeyWithValue(helmv2.NamespaceLabel, ns))
 			g.Expect(testutil.EventMessages(g, env.Client, got, helmv2.HelmReleaseKind)).To(
 				ContainElement(ContainSubstring("Taking over release " + ns + "/app.v1")))
+			// The helm CLI reads the record the HelmRelease wrote.
+			g.Expect(helmCLI(t, "history", "app", "--namespace", ns, "--output", "json")).To(And(
+				MatchRegexp(`"revision":1,[^}]*"status":"superseded"`), MatchRegexp(`"revision":2,[^}]*"status":"deployed"`)))
+			g.Expect(helmCLI(t, "get", "values", "app", "--namespace", ns, "--output", "json")).To(
+				MatchJSON(`{"greeting":"` + tt.want + `"}`))
 
 			// Taken over, the release is the HelmRelease's: a new run
 			// does not upgrade it again.
