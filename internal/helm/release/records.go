@@ -106,8 +106,8 @@ func recordSecret(key string, rls helmrelease.Releaser, stamp string) (*corev1.S
 
 // keptRecordWriters bounds the gzip writers kept for the next record:
 // about 800 KiB each, and records are written a few milliseconds at a time,
-// so two serve nearly every write without holding more (a sync.Pool kept
-// one per concurrent install, 5 MiB more at the peak of 1,000 installs).
+// so two serve nearly every write (a sync.Pool would keep one per install
+// that wrote at once, and keep them through a garbage collection).
 const keptRecordWriters = 2
 
 // recordWriters holds the gzip writers kept for the next record.
