@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -69,8 +70,8 @@ func (s *recordSecrets) Update(key string, rls helmrelease.Releaser) error {
 }
 
 // recordSecret returns the Secret that holds rls under key, labelled with
-// the release's own labels, then the time of the write under stamp
-// (createdAt or modifiedAt) and the name, owner, status and version.
+// the time of the write under stamp (createdAt or modifiedAt), then the
+// release's own labels, then its name, owner, status and version.
 func recordSecret(key string, rls helmrelease.Releaser, stamp string) (*corev1.Secret, error) {
 	var rel *releasev1.Release
 	switch r := rls.(type) {
@@ -88,11 +89,13 @@ func recordSecret(key string, rls helmrelease.Releaser, stamp string) (*corev1.S
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode release %q: %w", rel.Name, err)
 	}
+	// The release's own labels win over the time stamp: a release read
+	// back from its record (the last one, which an upgrade labels its
+	// successor with, or one superseded) carries the stamps it was written
+	// with, and Helm keeps them.
 	labels := make(map[string]string, len(rel.Labels)+5)
-	for k, v := range rel.Labels {
-		labels[k] = v
-	}
 	labels[stamp] = strconv.FormatInt(time.Now().Unix(), 10)
+	maps.Copy(labels, rel.Labels)
 	labels["name"] = rel.Name
 	labels["owner"] = "helm"
 	labels["status"] = rel.Info.Status.String()
@@ -126,6 +129,8 @@ func recordWriter(dst io.Writer) *gzip.Writer {
 }
 
 // keepRecordWriter keeps w for the next record, unless enough are kept.
+// A kept writer still refers to the last record's compressed bytes (a few
+// KiB) until it is taken again.
 func keepRecordWriter(w *gzip.Writer) {
 	select {
 	case recordWriters <- w:

@@ -86,6 +86,37 @@ func TestRecordSecrets_WriteWhatHelmWrites(t *testing.T) {
 	g.Expect(rel.Config).To(Equal(deployed.Config))
 }
 
+// A release read back from its record carries the time stamps it was
+// written with (an upgrade labels its successor with the last release's
+// labels): Helm keeps them over the time of the write, and so does the
+// driver.
+func TestRecordSecrets_KeepTheReleasesOwnStamps(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	helmNS, oursNS := env.CreateNamespace(t), env.CreateNamespace(t)
+	helm, ours := driver.NewSecrets(clientset.CoreV1().Secrets(helmNS)), newRecordSecrets(clientset.CoreV1().Secrets(oursNS))
+	key := secretName("app", 2)
+	labels := func(ns string) map[string]string {
+		s, err := clientset.CoreV1().Secrets(ns).Get(ctx, key, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return s.Labels
+	}
+	rel := recordRelease(2, rcommon.StatusPendingUpgrade, "two")
+	rel.Labels = map[string]string{"team": "a", "createdAt": "1700000000", "modifiedAt": "1700000001"}
+	g.Expect(helm.Create(key, rel)).To(Succeed())
+	g.Expect(ours.Create(key, rel)).To(Succeed())
+	g.Expect(labels(oursNS)).To(Equal(labels(helmNS)))
+	g.Expect(labels(oursNS)).To(HaveKeyWithValue("createdAt", "1700000000"))
+
+	rel.Info.Status = rcommon.StatusDeployed
+	g.Expect(helm.Update(key, rel)).To(Succeed())
+	g.Expect(ours.Update(key, rel)).To(Succeed())
+	g.Expect(labels(oursNS)).To(Equal(labels(helmNS)))
+	g.Expect(labels(oursNS)).To(And(HaveKeyWithValue("modifiedAt", "1700000001"), HaveKeyWithValue("status", "deployed")))
+}
+
 // A gzip writer that an encoding leaves for the next keeps nothing of it.
 func TestEncodeRecord_ReusesItsWritersCleanly(t *testing.T) {
 	g := NewWithT(t)
