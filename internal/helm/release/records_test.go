@@ -36,24 +36,31 @@ func recordRelease(version int, status rcommon.Status, text string) *releasev1.R
 	}
 }
 
+// recordDrivers returns Helm's Secrets driver and recordSecrets, each on a
+// namespace of its own, and the function that reads the record under key
+// that each wrote (Helm's, then ours).
+func recordDrivers(t *testing.T, g *WithT, key string) (*driver.Secrets, *recordSecrets, func() (helm, ours *corev1.Secret)) {
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	helmNS, oursNS := env.CreateNamespace(t), env.CreateNamespace(t)
+	get := func(ns string) *corev1.Secret {
+		s, err := clientset.CoreV1().Secrets(ns).Get(context.Background(), key, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	return driver.NewSecrets(clientset.CoreV1().Secrets(helmNS)), newRecordSecrets(clientset.CoreV1().Secrets(oursNS)),
+		func() (*corev1.Secret, *corev1.Secret) { return get(helmNS), get(oursNS) }
+}
+
 // The records the driver writes are Helm's, byte for byte: the same
 // Secret (name, type, labels but the time) with the same data, for a
 // creation and an update, and Helm's own driver reads them back.
 func TestRecordSecrets_WriteWhatHelmWrites(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	helmNS, oursNS := env.CreateNamespace(t), env.CreateNamespace(t)
-	helm, ours := driver.NewSecrets(clientset.CoreV1().Secrets(helmNS)), newRecordSecrets(clientset.CoreV1().Secrets(oursNS))
 	key := secretName("app", 1)
-	stored := func(ns string) *corev1.Secret {
-		s, err := clientset.CoreV1().Secrets(ns).Get(ctx, key, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		return s
-	}
+	helm, ours, stored := recordDrivers(t, g, key)
 	same := func(stamp string) {
-		h, o := stored(helmNS), stored(oursNS)
+		h, o := stored()
 		g.Expect(o.Type).To(Equal(h.Type))
 		g.Expect(o.Data).To(Equal(h.Data), "the same encoding, byte for byte")
 		for _, s := range []*corev1.Secret{h, o} {
@@ -77,7 +84,7 @@ func TestRecordSecrets_WriteWhatHelmWrites(t *testing.T) {
 	g.Expect(ours.Update(key, deployed)).To(Succeed())
 	same("modifiedAt")
 
-	read, err := driver.NewSecrets(clientset.CoreV1().Secrets(oursNS)).Get(key)
+	read, err := ours.Secrets.Get(key) // Helm's own driver, reading what ours wrote
 	g.Expect(err).NotTo(HaveOccurred())
 	rel, ok := read.(*releasev1.Release)
 	g.Expect(ok).To(BeTrue(), "a %T", read)
@@ -92,29 +99,26 @@ func TestRecordSecrets_WriteWhatHelmWrites(t *testing.T) {
 // driver.
 func TestRecordSecrets_KeepTheReleasesOwnStamps(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	clientset, err := kubernetes.NewForConfig(env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	helmNS, oursNS := env.CreateNamespace(t), env.CreateNamespace(t)
-	helm, ours := driver.NewSecrets(clientset.CoreV1().Secrets(helmNS)), newRecordSecrets(clientset.CoreV1().Secrets(oursNS))
 	key := secretName("app", 2)
-	labels := func(ns string) map[string]string {
-		s, err := clientset.CoreV1().Secrets(ns).Get(ctx, key, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		return s.Labels
+	helm, ours, stored := recordDrivers(t, g, key)
+	sameLabels := func() {
+		h, o := stored()
+		g.Expect(o.Labels).To(Equal(h.Labels))
 	}
 	rel := recordRelease(2, rcommon.StatusPendingUpgrade, "two")
 	rel.Labels = map[string]string{"team": "a", "createdAt": "1700000000", "modifiedAt": "1700000001"}
 	g.Expect(helm.Create(key, rel)).To(Succeed())
 	g.Expect(ours.Create(key, rel)).To(Succeed())
-	g.Expect(labels(oursNS)).To(Equal(labels(helmNS)))
-	g.Expect(labels(oursNS)).To(HaveKeyWithValue("createdAt", "1700000000"))
+	sameLabels()
+	_, o := stored()
+	g.Expect(o.Labels).To(HaveKeyWithValue("createdAt", "1700000000"))
 
 	rel.Info.Status = rcommon.StatusDeployed
 	g.Expect(helm.Update(key, rel)).To(Succeed())
 	g.Expect(ours.Update(key, rel)).To(Succeed())
-	g.Expect(labels(oursNS)).To(Equal(labels(helmNS)))
-	g.Expect(labels(oursNS)).To(And(HaveKeyWithValue("modifiedAt", "1700000001"), HaveKeyWithValue("status", "deployed")))
+	sameLabels()
+	_, o = stored()
+	g.Expect(o.Labels).To(And(HaveKeyWithValue("modifiedAt", "1700000001"), HaveKeyWithValue("status", "deployed")))
 }
 
 // A gzip writer that an encoding leaves for the next keeps nothing of it.
