@@ -44,54 +44,66 @@ func Serve(role string, work func(in io.Reader, out io.Writer) int) {
 		fmt.Fprintln(os.Stderr, "no memory limit given")
 		os.Exit(1)
 	}
-	boundMemory(limit)
+	watch := boundMemory(limit)
 	if parent, err := strconv.Atoi(os.Getenv(envParent)); err == nil {
 		go watchParent(parent)
 	}
-	os.Exit(serveJobs(bufio.NewReader(os.Stdin), os.Stdout, work))
+	os.Exit(serveJobs(bufio.NewReader(os.Stdin), os.Stdout, work, watch.working))
 }
 
+// idleRelease is how long a child waits for its next job before it gives
+// what its jobs held back to the system. Jobs that come one after another
+// do not pay for it (a release collects the whole heap and the next job
+// faults its pages in again: more CPU than a small job's work).
+const idleRelease = time.Second
+
 // serveJobs runs work for each job that in brings, until in ends, and
-// returns the exit code of the child.
-func serveJobs(in *bufio.Reader, out io.Writer, work func(in io.Reader, out io.Writer) int) int {
+// returns the exit code of the child. It tells working when each job
+// starts and ends (from the first byte of its input on).
+func serveJobs(in *bufio.Reader, out io.Writer, work func(in io.Reader, out io.Writer) int, working func(bool)) int {
+	release := time.AfterFunc(idleRelease, debug.FreeOSMemory)
+	release.Stop()
 	for {
 		if _, err := in.Peek(1); err != nil {
 			return 0 // the parent has no more work
 		}
-		if code := work(in, out); code != 0 {
+		release.Stop()
+		working(true)
+		code := work(in, out)
+		working(false)
+		if code != 0 {
 			return code
 		}
-		// What the job held goes back to the system while the child
-		// waits for the next.
-		debug.FreeOSMemory()
+		release.Reset(idleRelease)
 	}
 }
 
 // boundMemory keeps the child within limit bytes: the collector works
-// harder as it nears it, the child exits when it is passed, and the
-// address space is capped a little above it so that one huge allocation
-// fails at once. The kernel's OOM killer, if the container runs short
-// anyway, takes the child first.
-func boundMemory(limit int64) {
+// harder as it nears it, the child exits when it is passed (checked while
+// a job runs: see memoryWatch), and the address space is capped a little
+// above it so that one huge allocation fails at once. The kernel's OOM
+// killer, if the container runs short anyway, takes the child first.
+func boundMemory(limit int64) *memoryWatch {
 	debug.SetMemoryLimit(limit * 3 / 4)
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	if size := addressSpace(); capAddressSpace && size > 0 {
 		capped := uint64(size + limit + 64<<20)
 		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: capped, Max: capped})
 	}
-	go watchMemory(uint64(limit))
+	watch := newMemoryWatch(func() bool { return heldMemory() > uint64(limit) })
+	go watch.run(func() {
+		fmt.Fprintln(os.Stderr, "the child process went past its memory limit")
+		os.Exit(exitMemory)
+	})
+	return watch
 }
 
-// watchMemory ends the child once the memory it holds passes limit.
-func watchMemory(limit uint64) {
+// heldMemory is the memory the Go runtime holds from the system, less
+// what it has given back.
+func heldMemory() uint64 {
 	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	for range time.Tick(2 * time.Millisecond) {
-		metrics.Read(samples)
-		if samples[0].Value.Uint64()-samples[1].Value.Uint64() > limit {
-			fmt.Fprintln(os.Stderr, "the child process went past its memory limit")
-			os.Exit(exitMemory)
-		}
-	}
+	metrics.Read(samples)
+	return samples[0].Value.Uint64() - samples[1].Value.Uint64()
 }
 
 // watchParent ends the child once its parent is no longer ppid (it was
