@@ -25,6 +25,12 @@ const (
 // exitMemory is the exit code of a child that went past its memory limit.
 const exitMemory = 3
 
+// idleRelease is how long a child waits for its next job before it gives
+// what its jobs held back to the system. Jobs that come one after another
+// do not pay for it (a release collects the whole heap and the next job
+// faults its pages in again: more CPU than a small job's work).
+const idleRelease = time.Second
+
 // Serve makes this process the child that does role's work, when the
 // environment says it was started as one: it bounds the process's memory,
 // watches its parent, and runs work on the standard input and output, one
@@ -48,33 +54,29 @@ func Serve(role string, work func(in io.Reader, out io.Writer) int) {
 	if parent, err := strconv.Atoi(os.Getenv(envParent)); err == nil {
 		go watchParent(parent)
 	}
-	os.Exit(serveJobs(bufio.NewReader(os.Stdin), os.Stdout, work, watch.working))
+	os.Exit(serveJobs(bufio.NewReader(os.Stdin), os.Stdout, work, watch.working, debug.FreeOSMemory, idleRelease))
 }
-
-// idleRelease is how long a child waits for its next job before it gives
-// what its jobs held back to the system. Jobs that come one after another
-// do not pay for it (a release collects the whole heap and the next job
-// faults its pages in again: more CPU than a small job's work).
-const idleRelease = time.Second
 
 // serveJobs runs work for each job that in brings, until in ends, and
 // returns the exit code of the child. It tells working when each job
-// starts and ends (from the first byte of its input on).
-func serveJobs(in *bufio.Reader, out io.Writer, work func(in io.Reader, out io.Writer) int, working func(bool)) int {
-	release := time.AfterFunc(idleRelease, debug.FreeOSMemory)
-	release.Stop()
+// starts and ends (from the first byte of its input on), and calls
+// release (which gives the memory the jobs held back to the system) once
+// the child has waited idle for the next job.
+func serveJobs(in *bufio.Reader, out io.Writer, work func(in io.Reader, out io.Writer) int, working func(bool), release func(), idle time.Duration) int {
+	releaseTimer := time.AfterFunc(idle, release)
+	releaseTimer.Stop()
 	for {
 		if _, err := in.Peek(1); err != nil {
 			return 0 // the parent has no more work
 		}
-		release.Stop()
+		releaseTimer.Stop()
 		working(true)
 		code := work(in, out)
 		working(false)
 		if code != 0 {
 			return code
 		}
-		release.Reset(idleRelease)
+		releaseTimer.Reset(idle)
 	}
 }
 
@@ -90,11 +92,11 @@ func boundMemory(limit int64) *memoryWatch {
 		capped := uint64(size + limit + 64<<20)
 		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: capped, Max: capped})
 	}
-	watch := newMemoryWatch(func() bool { return heldMemory() > uint64(limit) })
-	go watch.run(func() {
+	watch := newMemoryWatch(func() bool { return heldMemory() > uint64(limit) }, func() {
 		fmt.Fprintln(os.Stderr, "the child process went past its memory limit")
 		os.Exit(exitMemory)
 	})
+	go watch.run()
 	return watch
 }
 

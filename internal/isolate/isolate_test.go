@@ -296,37 +296,3 @@ func live(t *Turns) int {
 	defer t.mu.Unlock()
 	return t.live
 }
-
-// TestAnIdleChildGivesBackWhatItsJobHeld: a child whose job held much
-// memory gives it back to the system while it waits for the next job
-// (it does not wait for the runtime's own collection, minutes away).
-func TestAnIdleChildGivesBackWhatItsJobHeld(t *testing.T) {
-	g := NewWithT(t)
-	turns := NewTurns(testRole, Limits{Memory: 256 << 20, Output: 64 << 10, Concurrency: 1, Time: time.Minute}, turnErrors, nil)
-	defer turns.retireIdle()
-	pid, err := runTurn(context.Background(), turns, "pid")
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = runTurn(context.Background(), turns, "alloc 134217728")
-	g.Expect(err).NotTo(HaveOccurred())
-	again, err := runTurn(context.Background(), turns, "pid")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(again).To(Equal(pid), "the same child did the three jobs")
-
-	g.Eventually(func() (int64, error) { return residentBytes(pid) }, 10*time.Second, 20*time.Millisecond).
-		Should(BeNumerically("<", 48<<20), "the 128 MiB the job held went back")
-}
-
-// residentBytes returns the resident memory of process pid (VmRSS).
-func residentBytes(pid string) (int64, error) {
-	status, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("process %s: no VmRSS", pid)
-}

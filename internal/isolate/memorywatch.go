@@ -5,31 +5,43 @@ import "time"
 // memoryCheck is how often a child at work checks the memory it holds.
 const memoryCheck = 2 * time.Millisecond
 
-// memoryWatch checks, every memoryCheck while a job runs and never while
-// the child waits for one, whether the child holds more memory than it
-// may: a job is what makes the memory grow, and an idle child that woke
-// every few milliseconds to look would spend a few percent of a core
-// doing nothing.
+// memoryWatch checks whether the child holds more memory than it may when
+// a job starts, every memoryCheck while it runs, and when it ends, but
+// never while the child waits for the next: a job is what makes the
+// memory grow, and an idle child that woke every few milliseconds to look
+// would spend a few percent of a core doing nothing.
 type memoryWatch struct {
-	over func() bool
-	busy chan bool
+	over     func() bool
+	exceeded func()
+	busy     chan bool
 }
 
 // newMemoryWatch returns a watch that asks over whether the child holds
-// more memory than it may.
-func newMemoryWatch(over func() bool) *memoryWatch {
-	return &memoryWatch{over: over, busy: make(chan bool)}
+// more memory than it may, and calls exceeded whenever it does (in a
+// child, exceeded exits). Its checks run once run is started.
+func newMemoryWatch(over func() bool, exceeded func()) *memoryWatch {
+	return &memoryWatch{over: over, exceeded: exceeded, busy: make(chan bool)}
 }
 
-// working tells the watch that a job starts (true) or ended (false); it
-// returns once the watch knows.
+// working tells the watch that a job starts (true) or ended (false). The
+// check at the end of a job is done before it returns, so that memory a
+// job left held is the job's, not the next one's.
 func (w *memoryWatch) working(busy bool) {
 	w.busy <- busy
+	if !busy {
+		w.check()
+	}
 }
 
-// run checks while a job runs, and calls exceeded whenever a check finds
-// the memory over (in a child, exceeded exits).
-func (w *memoryWatch) run(exceeded func()) {
+// check calls exceeded when the memory is over.
+func (w *memoryWatch) check() {
+	if w.over() {
+		w.exceeded()
+	}
+}
+
+// run checks when a job starts and while it runs.
+func (w *memoryWatch) run() {
 	ticker := time.NewTicker(memoryCheck)
 	ticker.Stop()
 	for {
@@ -42,8 +54,6 @@ func (w *memoryWatch) run(exceeded func()) {
 			ticker.Reset(memoryCheck)
 		case <-ticker.C:
 		}
-		if w.over() {
-			exceeded()
-		}
+		w.check()
 	}
 }
