@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -105,11 +104,11 @@ func TestDev_Demo(t *testing.T) {
 	found := regexp.MustCompile(`Open the web UI: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(out)
 	g.Expect(found).To(HaveLen(2), out)
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(found[1]))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(found[1]))).To(Succeed())
 	counts, err := browser.Text(tab, browserTimeout, "#counts")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counts).To(MatchRegexp(`Kustomization\s+2\s+2\s`), "two Kustomizations, both Ready")
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(found[1]+"object/Kustomization/flux-system/demo-app"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(found[1]+"object/Kustomization/flux-system/demo-app"))).To(Succeed())
 	state, err := browser.Text(tab, browserTimeout, "#state")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal("Ready"))

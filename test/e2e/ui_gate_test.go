@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +36,7 @@ func TestUI_GateClosedFromItsPageHoldsTheNextCommit(t *testing.T) {
 	text := func(selector string) func() (string, error) {
 		return func() (string, error) { return browser.Text(tab, browserTimeout, selector) }
 	}
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(page))).To(Succeed())
 	g.Eventually(text(".gate-state"), timeout, interval).Should(HavePrefix("Open"))
 
 	// Close it, with a reason: the page shows it closed, and why.
@@ -78,6 +77,6 @@ func TestUI_GateClosedFromItsPageHoldsTheNextCommit(t *testing.T) {
 	}, timeout, interval).Should(Equal("main@sha1:" + second))
 
 	// The gates page lists it, open, with its week ahead.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/gates?namespace="+ns))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/gates?namespace="+ns))).To(Succeed())
 	g.Eventually(text("#gate-"+ns+"-release"), timeout, interval).Should(And(ContainSubstring("1 consumer"), ContainSubstring("Open")))
 }

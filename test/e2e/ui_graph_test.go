@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +61,7 @@ spec: {interval: 10m, path: ./%[1]s, prune: true, targetNamespace: %[2]s, source
 	}, timeout, interval).Should(Succeed())
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/graph?namespace="+ns))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/graph?namespace="+ns))).To(Succeed())
 	// The page follows the objects live: app is held once its controller
 	// has seen the gate.
 	g.Eventually(func() (string, error) { return browser.Text(tab, browserTimeout, "#graph") }, timeout, interval).Should(And(

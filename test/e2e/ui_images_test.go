@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +53,7 @@ spec: {imageRepositoryRef: {name: podinfo}, policy: {semver: {range: 6.x}}}
 	// The UI reads the controller's cache, which may follow the API
 	// server a moment later: reload until it shows the tag.
 	g.Eventually(func() (string, error) {
-		g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(base+"/images?namespace="+ns))).To(Succeed())
+		g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(base+"/images?namespace="+ns))).To(Succeed())
 		return browser.Text(tab, browserTimeout, "#repositories")
 	}, timeout, interval).Should(And(ContainSubstring("ImageRepository "+ns+"/podinfo"), ContainSubstring("3 tags"),
 		ContainSubstring("ImagePolicy "+ns+"/podinfo"), ContainSubstring("semver 6.x"), ContainSubstring("6.1.0")))
@@ -72,7 +71,7 @@ spec: {imageRepositoryRef: {name: podinfo}, policy: {semver: {range: 6.x}}}
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(proc.Kill)
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/ImagePolicy/"+ns+"/podinfo"),
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+local[0]+"/object/ImagePolicy/"+ns+"/podinfo"),
 		browser.SendKeys("#pin-tag", "6.0.0"), browser.Click("#action-pin"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#pin") }, timeout, interval).
 		Should(ContainSubstring("Pinned to 6.0.0"))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,7 +62,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 		return func() (string, error) { return browser.Text(tab, browserTimeout, selector) }
 	}
 	page := "http://" + addrs[0] + "/object/Kustomization/" + ns + "/app"
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(page))).To(Succeed())
 	g.Eventually(text("#trace"), timeout, interval).Should(And(ContainSubstring("GitRepository "+ns+"/app"),
 		ContainSubstring("main@sha1:"+next), ContainSubstring("Drop the old ConfigMap"), ContainSubstring("Windlass Test")))
 	g.Eventually(text("#applied"), timeout, interval).Should(ContainSubstring("main@sha1:" + first))
@@ -76,7 +75,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	g.Expect(configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "app"})).To(Equal("1"), "the preview wrote nothing")
 	g.Expect(configMapValue(ctx, env.Client, client.ObjectKey{Namespace: ns, Name: "old"})).To(Equal("1"))
 
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(page))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(page))).To(Succeed())
 	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#inventory-link"))).To(Succeed())
 	g.Eventually(text("#inventory-health"), timeout, interval).Should(And(
 		MatchRegexp(`ConfigMap/`+ns+`/app\s+Current`), MatchRegexp(`ConfigMap/`+ns+`/old\s+Current`), ContainSubstring("Deployment/"+ns+"/web")))
@@ -95,7 +94,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, targetNamespace: %[1]s, sourc
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(proc.Kill)
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+local[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+local[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-resume"))).To(Succeed())
 	g.Eventually(text("#done"), timeout, interval).Should(Equal("resume: done"))
 	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-reconcile-with-source"))).To(Succeed())

@@ -132,7 +132,7 @@ func TestUI_Screenshots(t *testing.T) {
 		_, err := chromedp.Call(openCtx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(chromedp.Do(openCtx, chromedp.EmulateViewport(width, height, opts...), chromedp.Navigate(base+path))).
+		g.Expect(chromedp.Do(openCtx, chromedp.EmulateViewport(width, height, opts...), browser.Navigate(base+path))).
 			To(Succeed(), "opening %s", path)
 	}
 	// waitFor waits until the JavaScript predicate holds in the open page

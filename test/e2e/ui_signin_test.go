@@ -66,7 +66,7 @@ func TestUI_SignInThroughOIDCActsAsTheUser(t *testing.T) {
 		return func() (string, error) { return browser.Text(tab, time.Second, selector) }
 	}
 	signIn := func(user, password string) {
-		g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
+		g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 		g.Eventually(text("h1"), timeout, interval).Should(Equal("Sign in"), "the UI sends a stranger to sign in")
 		g.Expect(browser.Do(tab, browserTimeout, browser.Click("#signin-oidc"))).To(Succeed())
 		g.Expect(browser.Do(tab, browserTimeout, chromedp.WaitVisible("#username"), browser.SendKeys("#username", user),
@@ -82,18 +82,18 @@ func TestUI_SignInThroughOIDCActsAsTheUser(t *testing.T) {
 
 	// bob may read: he sees his namespace only, and may not suspend.
 	signIn("bob", "bob-password")
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/?kind=Kustomization"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/?kind=Kustomization"))).To(Succeed())
 	g.Eventually(text("#objects"), timeout, interval).Should(And(ContainSubstring("Kustomization "+ns+"/app"), Not(ContainSubstring(other))))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+other+"/app"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/object/Kustomization/"+other+"/app"))).To(Succeed())
 	g.Eventually(text("body"), timeout, interval).Should(ContainSubstring("no Kustomization " + other + "/app"))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"),
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/object/Kustomization/"+ns+"/app"),
 		browser.Click("#action-suspend"))).To(Succeed())
 	g.Eventually(text("body"), timeout, interval).Should(And(ContainSubstring("The API server refused you"),
 		ContainSubstring(`user "bob@example.com" cannot patch`)))
 	g.Expect(suspended()).To(BeFalse())
 
 	// alice may suspend, and does, as herself.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/"), browser.Click("#sign-out"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/"), browser.Click("#sign-out"))).To(Succeed())
 	g.Eventually(text("h1"), timeout, interval).Should(Equal("Sign in"))
 	signIn("alice", "alice-password")
 	g.Expect(browser.Do(tab, browserTimeout, browser.Click("#action-suspend"))).To(Succeed())
@@ -118,14 +118,14 @@ func TestUI_SignInWithAToken(t *testing.T) {
 		APIGroups: []string{kustomizev1.GroupVersion.Group}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}})
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/signin"), browser.SendKeys("#token", "not-a-token"),
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/signin"), browser.SendKeys("#token", "not-a-token"),
 		browser.Click("#signin-token"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#signin-error") }, timeout, interval).
 		Should(Equal("The API server did not accept this token."))
 	g.Expect(browser.Do(tab, browserTimeout, browser.SendKeys("#token", token), browser.Click("#signin-token"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "#user") }, timeout, interval).
 		Should(ContainSubstring("Signed in as system:serviceaccount:" + ns + ":viewer"))
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate(ui+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "h1") }, timeout, interval).
 		Should(Equal("Kustomization " + ns + "/app"))
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "main") }, timeout, interval).

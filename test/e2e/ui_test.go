@@ -53,7 +53,7 @@ spec: {interval: 10m, path: ./deploy, prune: true, sourceRef: {kind: GitReposito
 	}, timeout, interval).Should(Equal(kustomizev1.BuildFailedReason))
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/"))).To(Succeed())
 	attention, err := browser.Text(tab, browserTimeout, "#attention")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(attention).To(And(ContainSubstring("Kustomization "+ns+"/app"), ContainSubstring(kustomizev1.BuildFailedReason),
@@ -120,7 +120,7 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	g.Expect(proc.Output()).NotTo(MatchRegexp(`Left out.*Kustomization`))
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/?kind=Kustomization"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/?kind=Kustomization"))).To(Succeed())
 	g.Eventually(func() (string, error) {
 		g.Expect(browser.Do(tab, browserTimeout, chromedp.Reload())).To(Succeed())
 		return browser.Text(tab, browserTimeout, "#objects")
@@ -130,7 +130,7 @@ func TestUI_LocalServesTheClusterOfAKubeconfig(t *testing.T) {
 	g.Expect(objects).NotTo(ContainSubstring(other), "only the namespace of -n")
 
 	// The viewer may not patch: suspending is refused, as kubectl would be.
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/waits"),
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/waits"),
 		browser.Click("#action-suspend"))).To(Succeed())
 	// The answer replaces the page once it comes.
 	g.Eventually(func() (string, error) { return browser.Text(tab, time.Second, "body") }, timeout, interval).
@@ -167,7 +167,7 @@ func TestUI_OpenPageFollowsItsObject(t *testing.T) {
 	g.Eventually(proc.Output, timeout, interval).Should(ContainSubstring("Serving the web UI"))
 
 	tab := browser.New(t)
-	g.Expect(browser.Do(tab, browserTimeout, chromedp.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
+	g.Expect(browser.Do(tab, browserTimeout, browser.Navigate("http://"+addrs[0]+"/object/Kustomization/"+ns+"/app"))).To(Succeed())
 	state, err := browser.Text(tab, browserTimeout, "#state")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state).To(Equal("Failing"))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -66,6 +68,33 @@ func Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chr
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return chromedp.Do(runCtx, steps...)
+}
+
+// Navigate loads url in the tab and waits until the new document has
+// loaded (document.readyState "complete"). It marks the document it
+// leaves and polls the page until the document is another, rather than
+// wait for the browser's load events as chromedp.Navigate does: a wait
+// for those on a tab that has just started can miss them and last until
+// its context ends. url must lead to another document (not only another
+// fragment of this one).
+func Navigate(url string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[bool](`window.__leftBehind = true`)(ctx, t); err != nil && !isNavigation(err) {
+			return chromedp.Void{}, err
+		}
+		res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: url})
+		switch {
+		case err != nil:
+			return chromedp.Void{}, fmt.Errorf("navigating to %s: %w", url, err)
+		case res.ErrorText != "":
+			return chromedp.Void{}, fmt.Errorf("navigating to %s: %s", url, res.ErrorText)
+		}
+		_, err = poll[bool](`(() => !window.__leftBehind && document.readyState === "complete" ? true : null)()`, false)(ctx, t)
+		if err != nil {
+			return chromedp.Void{}, fmt.Errorf("loading %s: %w", url, err)
+		}
+		return chromedp.Void{}, nil
+	}
 }
 
 // Text returns the text of the first element that the CSS selector sel
@@ -123,11 +152,28 @@ const e = document.querySelector(%s);
 if (!e || e.getClientRects().length === 0) return null;
 %s
 })()`, quoted, body)
+		value, err := poll[T](expr, navigated)(ctx, t)
+		if err != nil {
+			return zero, fmt.Errorf("waiting for %s: %w", sel, err)
+		}
+		return value, nil
+	}
+}
+
+// poll evaluates expr in the tab every 50 ms until its value is not null
+// (again when a navigation interrupts the script), and returns the value.
+// With navigated, a navigation that interrupts the script ends the poll,
+// without error (the value is then the zero value).
+func poll[T any](expr string, navigated bool) chromedp.Action[T] {
+	return func(ctx context.Context, t *chromedp.Target) (T, error) {
+		var zero T
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			value, err := chromedp.Evaluate[*T](expr)(ctx, t)
 			switch {
+			case ctx.Err() != nil:
+				return zero, ctx.Err()
 			case isNavigation(err) && navigated:
 				return zero, nil
 			case err != nil && !isNavigation(err):
@@ -137,7 +183,7 @@ if (!e || e.getClientRects().length === 0) return null;
 			}
 			select {
 			case <-ctx.Done():
-				return zero, fmt.Errorf("%s is not visible: %w", sel, ctx.Err())
+				return zero, ctx.Err()
 			case <-tick.C:
 			}
 		}

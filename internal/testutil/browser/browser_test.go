@@ -1,8 +1,10 @@
 package browser
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func TestTextClickAndSendKeys_OnAPageThatKeepsReplacingItsContent(t *testing.T) 
 	}))
 	t.Cleanup(server.Close)
 	tab := New(t)
-	g.Expect(Do(tab, 30*time.Second, chromedp.Navigate(server.URL))).To(Succeed())
+	g.Expect(Do(tab, 30*time.Second, Navigate(server.URL))).To(Succeed())
 
 	text, err := Text(tab, 30*time.Second, "#button")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -73,10 +75,33 @@ func TestClickThenText_ThroughANavigation(t *testing.T) {
 	t.Cleanup(server.Close)
 	tab := New(t)
 	for range 10 {
-		g.Expect(Do(tab, 30*time.Second, chromedp.Navigate(server.URL))).To(Succeed())
+		g.Expect(Do(tab, 30*time.Second, Navigate(server.URL))).To(Succeed())
 		g.Expect(Do(tab, 30*time.Second, Click("#next"))).To(Succeed())
 		text, err := Text(tab, 30*time.Second, "#arrived")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(text).To(Equal("arrived"))
+	}
+}
+
+// Navigate returns once the document it asked for has loaded, even when
+// it is the same address as the page it leaves: what the page says right
+// after is the new page's.
+func TestNavigate_WaitsForTheNewDocument(t *testing.T) {
+	g := NewWithT(t)
+	var loads atomic.Int64
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r) // the browser asks for /favicon.ico too
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><html><body><p id="load">%d</p></body></html>`, loads.Add(1))
+	}))
+	t.Cleanup(server.Close)
+	tab := New(t)
+	for i := range 10 {
+		g.Expect(Do(tab, 30*time.Second, Navigate(server.URL))).To(Succeed())
+		shown, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("#load").innerText`))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(shown).To(Equal(fmt.Sprint(i+1)), "the page of load %d", i+1)
 	}
 }
