@@ -73,10 +73,10 @@ func Do(ctx context.Context, timeout time.Duration, steps ...chromedp.Action[chr
 // Navigate loads url in the tab and waits until the new document has
 // loaded (document.readyState "complete"). It marks the document it
 // leaves and polls the page until the document is another, rather than
-// wait for the browser's load events as chromedp.Navigate does: a wait
-// for those on a tab that has just started can miss them and last until
-// its context ends. url must lead to another document (not only another
-// fragment of this one).
+// wait for the browser's lifecycle and load events as chromedp.Navigate
+// does: a condition it checks itself, which no missed event can leave
+// waiting until its context ends. url must lead to another document (not
+// only another fragment of this one).
 func Navigate(url string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		if _, err := chromedp.Evaluate[bool](`window.__leftBehind = true`)(ctx, t); err != nil && !isNavigation(err) {
