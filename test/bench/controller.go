@@ -170,8 +170,16 @@ type procStats struct {
 	RSSBytes int64
 }
 
+// processSwap is held for writing while a replica's controller is
+// replaced in place by its new process (see run.restart), and for reading
+// while stats reads the processes, which the samplers do on goroutines of
+// their own.
+var processSwap sync.RWMutex
+
 // stats returns the figures of c's process, summed over its group.
 func (c *controller) stats() (procStats, error) {
+	processSwap.RLock()
+	defer processSwap.RUnlock()
 	var sum procStats
 	for _, p := range c.all() {
 		s, err := p.procStats()
@@ -269,10 +277,13 @@ func (c *controller) samplePeak(ctx context.Context, interval time.Duration, fig
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
+			processSwap.RLock()
+			exited := c.Done()
+			processSwap.RUnlock()
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.Done():
+			case <-exited:
 				return
 			case <-t.C:
 				sample()

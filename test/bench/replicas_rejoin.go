@@ -102,8 +102,10 @@ func (r *run) restart(ctx context.Context, killed *controller) error {
 	if err != nil {
 		return err
 	}
+	processSwap.Lock()
 	fresh.group = killed.group
 	*killed = *fresh
+	processSwap.Unlock()
 	if err := killed.Process.WaitHTTP(ctx, "http://"+killed.HealthAddr+"/readyz", time.Minute); err != nil {
 		return r.withOutput(fmt.Errorf("replica %s started again: %w", killed.name, err))
 	}
