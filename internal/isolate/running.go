@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/windlass-dev/windlass/internal/procstat"
 )
 
 // idlePIDs holds the pids of the children of every Turns that wait for
@@ -17,28 +19,14 @@ var idlePIDs sync.Map
 // for their next.
 func Running(role string) []int {
 	var pids []int
-	entries, _ := os.ReadDir("/proc")
 	marker := []byte(envRole + "=" + role + "\x00")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, child := range procstat.Children(os.Getpid()) {
+		if _, idle := idlePIDs.Load(child.PID); idle || child.State == "Z" {
 			continue
 		}
-		if _, idle := idlePIDs.Load(pid); idle {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// After the command's closing parenthesis: its state, its parent.
-		fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
-		if len(fields) < 2 || string(fields[1]) != strconv.Itoa(os.Getpid()) || string(fields[0]) == "Z" {
-			continue
-		}
-		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		environ, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(child.PID), "environ"))
 		if bytes.Contains(environ, marker) {
-			pids = append(pids, pid)
+			pids = append(pids, child.PID)
 		}
 	}
 	return pids

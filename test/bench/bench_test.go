@@ -253,17 +253,6 @@ apiserver_request_total_other 99
 	g.Expect(requestDelta(before, after)).To(Equal([]string{"PATCH kustomizations/status=9", "GET configmaps=3"}))
 }
 
-func TestParseStat(t *testing.T) {
-	g := NewWithT(t)
-	name, fields, ok := parseStat([]byte("4242 (kube-controller) S 1 2 3 4 5 6 7 8 9 10 110 22 33 44\n"))
-	g.Expect(ok).To(BeTrue())
-	g.Expect(name).To(Equal("kube-controller"))
-	g.Expect(fields[0]).To(Equal("S"))
-	g.Expect(seconds(fields[11:13])).To(BeNumerically("~", 1.32, 1e-9))
-	_, _, ok = parseStat([]byte("garbage"))
-	g.Expect(ok).To(BeFalse())
-}
-
 func TestQuantiles(t *testing.T) {
 	g := NewWithT(t)
 	var ds []time.Duration

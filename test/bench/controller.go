@@ -17,12 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/windlass-dev/windlass/internal/testutil/childproc"
 )
-
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
-// It is 100 on every Linux architecture Windlass supports.
-const clockTicks = 100
 
 // imageBuildFlags are the flags of `go build` with which `make image`
 // builds the binary that ships, with CGO_ENABLED=0 (the version aside).
@@ -227,27 +225,15 @@ func (c *controller) procStats() (procStats, error) {
 		}
 		*dst = kb * 1024
 	}
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	p, err := procfs.NewProc(c.Pid())
 	if err != nil {
 		return s, err
 	}
-	// The command name (field 2) may hold spaces; the fields after its
-	// closing parenthesis start at field 3 (state), so utime (field 14)
-	// and stime (field 15) are the 12th and 13th of them.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return s, fmt.Errorf("parsing %s/stat: no ')'", dir)
+	stat, err := p.Stat()
+	if err != nil {
+		return s, err
 	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 13 {
-		return s, fmt.Errorf("parsing %s/stat: %d fields", dir, len(fields))
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return s, fmt.Errorf("parsing %s/stat: %w", dir, err)
-	}
-	s.CPUSeconds = float64(utime+stime) / clockTicks
+	s.CPUSeconds = stat.CPUTime()
 	return s, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"k8s.io/client-go/rest"
 )
 
@@ -24,6 +25,10 @@ import (
 // cores the controller shares with the control plane: the CPU time of every
 // process of the run, and the requests the API server served, by kind. They
 // are printed in the table, not part of the JSON.
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat:
+// 100 on every Linux architecture Windlass supports.
+const clockTicks = 100
 
 // processCPU returns the CPU seconds of this process and of its children
 // (etcd, kube-apiserver, kube-controller-manager, windlass), by command
@@ -39,19 +44,14 @@ func processCPU() map[string]float64 {
 		own, kids float64
 	}
 	procs := map[int]proc{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, dir := range dirs {
-		data, err := os.ReadFile(filepath.Join(dir, "stat"))
+	all, _ := procfs.AllProcs()
+	for _, p := range all {
+		s, err := p.Stat()
 		if err != nil {
 			continue
 		}
-		name, fields, ok := parseStat(data)
-		if !ok || len(fields) < 15 {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(dir))
-		ppid, _ := strconv.Atoi(fields[1])
-		procs[pid] = proc{name: name, ppid: ppid, own: seconds(fields[11:13]), kids: seconds(fields[13:15])}
+		reaped := float64(s.CUTime+s.CSTime) / clockTicks
+		procs[s.PID] = proc{name: s.Comm, ppid: s.PPID, own: s.CPUTime(), kids: reaped}
 	}
 	out := map[string]float64{}
 	for pid, p := range procs {
@@ -69,26 +69,6 @@ func processCPU() map[string]float64 {
 		}
 	}
 	return out
-}
-
-// seconds sums clock ticks.
-func seconds(ticks []string) float64 {
-	var sum int64
-	for _, f := range ticks {
-		v, _ := strconv.ParseInt(f, 10, 64)
-		sum += v
-	}
-	return float64(sum) / clockTicks
-}
-
-// parseStat splits /proc/<pid>/stat into the command name and the fields
-// after it (state first).
-func parseStat(data []byte) (string, []string, bool) {
-	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
-	if open < 0 || end < open {
-		return "", nil, false
-	}
-	return string(data[open+1 : end]), strings.Fields(string(data[end+1:])), true
 }
 
 // cpuDelta returns after minus before, by process, leaving out processes

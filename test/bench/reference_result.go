@@ -3,8 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // ReferenceResult holds what a -controllers reference run measured of
@@ -97,11 +98,12 @@ func (ref *referenceRun) finish(res *Result) {
 
 // procName is the command name of process pid, as processCPU keys it.
 func procName(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(data))
+	name, _ := p.Comm()
+	return name
 }
 
 // referenceRows are the table rows of a reference run.

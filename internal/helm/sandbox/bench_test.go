@@ -3,12 +3,12 @@ package sandbox
 import (
 	"context"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
 	"helm.sh/helm/v4/pkg/chart/common"
+
+	"github.com/windlass-dev/windlass/internal/procstat"
 )
 
 // BenchmarkRenderOneAfterAnother renders a small chart again and again,
@@ -37,26 +37,8 @@ func childrenCPUSeconds() float64 {
 	var usage syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &usage)
 	seconds := float64(usage.Utime.Nano()+usage.Stime.Nano()) / 1e9
-	entries, _ := os.ReadDir("/proc")
-	self := strconv.Itoa(os.Getpid())
-	for _, e := range entries {
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndex(string(stat), ") ")
-		if i < 0 {
-			continue
-		}
-		// Counted from the state: parent ID 1, user time 11, system 12,
-		// in clock ticks (USER_HZ, 100 a second on Linux).
-		fields := strings.Fields(string(stat)[i+2:])
-		if len(fields) < 13 || fields[1] != self {
-			continue
-		}
-		user, _ := strconv.ParseFloat(fields[11], 64)
-		system, _ := strconv.ParseFloat(fields[12], 64)
-		seconds += (user + system) / 100
+	for _, child := range procstat.Children(os.Getpid()) {
+		seconds += child.CPUTime()
 	}
 	return seconds
 }
