@@ -98,10 +98,10 @@ func Navigate(url string) chromedp.Action[chromedp.Void] {
 }
 
 // Text returns the text of the first element that the CSS selector sel
-// matches in the tab of ctx, once it is visible, within timeout. It asks
-// the page itself each time (no node that chromedp cached, which a
-// navigation or a live update may have left stale), polling until the
-// element is there and visible.
+// matches in the tab of ctx, once it is visible and its document parsed to
+// its end, within timeout. It asks the page itself each time (no node that
+// chromedp cached, which a navigation or a live update may have left
+// stale), polling until the element is there and visible.
 func Text(ctx context.Context, timeout time.Duration, sel string) (string, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -136,9 +136,10 @@ func SendKeys(sel, text string) chromedp.Action[chromedp.Void] {
 
 // onElement evaluates body, a script's body in which e is the first
 // element that the CSS selector sel matches, in one task of the page's
-// script, as soon as e is there and visible (polling every 50 ms, and
-// again when a navigation interrupts the script), and returns what body
-// returns. With navigated, a navigation that interrupts the script ends
+// script, as soon as e is there and visible in a document parsed to its
+// end (an element whose start tag has arrived may not have its text yet;
+// polling every 50 ms, and again when a navigation interrupts the
+// script), and returns what body returns. With navigated, a navigation that interrupts the script ends
 // the action, without error (body's value is then the zero value).
 func onElement[T any](sel, body string, navigated bool) chromedp.Action[T] {
 	return func(ctx context.Context, t *chromedp.Target) (T, error) {
@@ -148,6 +149,7 @@ func onElement[T any](sel, body string, navigated bool) chromedp.Action[T] {
 			return zero, err
 		}
 		expr := fmt.Sprintf(`(() => {
+if (document.readyState === "loading") return null;
 const e = document.querySelector(%s);
 if (!e || e.getClientRects().length === 0) return null;
 %s

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -103,5 +104,54 @@ func TestNavigate_WaitsForTheNewDocument(t *testing.T) {
 		shown, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("#load").innerText`))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(shown).To(Equal(fmt.Sprint(i+1)), "the page of load %d", i+1)
+	}
+}
+
+// Text waits for the document to be parsed to its end: an element whose
+// start has arrived, and its text not yet, is not read as empty.
+func TestText_WaitsForTheDocumentToArrive(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`<!doctype html><html><body><a id="next" href="/slow">next</a></body></html>`))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`<!doctype html><html><body><p id="arrived">`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = w.Write([]byte(`arrived</p></body></html>`))
+	})
+	server := httptest.NewServer(mux)
+	t.Cleanup(server.Close)
+	t.Cleanup(func() { closeOnce(release) })
+	tab := New(t)
+	g.Expect(Do(tab, 30*time.Second, Navigate(server.URL))).To(Succeed())
+	g.Expect(Do(tab, 30*time.Second, Click("#next"))).To(Succeed())
+	// The element is there, shown and empty, while the rest is held back.
+	g.Eventually(func() (bool, error) {
+		return chromedp.Run(tab, chromedp.Evaluate[bool](`(() => {
+const e = document.querySelector("#arrived");
+return document.readyState === "loading" && !!e && e.getClientRects().length > 0 && e.innerText === "";
+})()`))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+
+	_, err := Text(tab, time.Second, "#arrived")
+	g.Expect(err).To(MatchError(context.DeadlineExceeded), "no text is read before the document has arrived")
+	closeOnce(release)
+	text, err := Text(tab, 30*time.Second, "#arrived")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(text).To(Equal("arrived"))
+}
+
+// closeOnce closes ch unless it is closed.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }
