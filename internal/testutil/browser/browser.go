@@ -139,8 +139,9 @@ func SendKeys(sel, text string) chromedp.Action[chromedp.Void] {
 // script, as soon as e is there and visible in a document parsed to its
 // end (an element whose start tag has arrived may not have its text yet;
 // polling every 50 ms, and again when a navigation interrupts the
-// script), and returns what body returns. With navigated, a navigation that interrupts the script ends
-// the action, without error (body's value is then the zero value).
+// script), and returns what body returns. With navigated, a navigation
+// that interrupts the script ends the action, without error (body's value
+// is then the zero value).
 func onElement[T any](sel, body string, navigated bool) chromedp.Action[T] {
 	return func(ctx context.Context, t *chromedp.Target) (T, error) {
 		var zero T
