@@ -197,35 +197,14 @@ func (c *controller) stats() (procStats, error) {
 // it returns zeros.
 func (c *controller) procStats() (procStats, error) {
 	var s procStats
-	dir := fmt.Sprintf("/proc/%d", c.Pid())
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	p, err := procfs.NewProc(c.Pid())
+	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return s, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		key, v, _ := strings.Cut(sc.Text(), ":")
-		var dst *int64
-		switch key {
-		case "VmHWM":
-			dst = &s.PeakRSSBytes
-		case "RssAnon":
-			dst = &s.RSSAnonBytes
-		case "VmRSS":
-			dst = &s.RSSBytes
-		default:
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("parsing %s %q: %w", key, v, err)
-		}
-		*dst = kb * 1024
-	}
-	p, err := procfs.NewProc(c.Pid())
+	status, err := p.NewStatus()
 	if err != nil {
 		return s, err
 	}
@@ -233,6 +212,7 @@ func (c *controller) procStats() (procStats, error) {
 	if err != nil {
 		return s, err
 	}
+	s.PeakRSSBytes, s.RSSAnonBytes, s.RSSBytes = int64(status.VmHWM), int64(status.RssAnon), int64(status.VmRSS)
 	s.CPUSeconds = stat.CPUTime()
 	return s, nil
 }
