@@ -13,7 +13,7 @@ import (
 
 // writeTree creates files under dir; a value starting with "link:" makes a
 // symbolic link to the rest of the value instead.
-func writeTree(t *testing.T, dir string, files map[string]string) {
+func writeTree(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -34,7 +34,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 
 // newRoot returns a fresh artifact root inside a parent directory, so tests
 // can place files beside (outside) the root.
-func newRoot(t *testing.T) (parent, root string) {
+func newRoot(t testing.TB) (parent, root string) {
 	t.Helper()
 	parent = t.TempDir()
 	root = filepath.Join(parent, "artifact")
