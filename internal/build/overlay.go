@@ -50,8 +50,8 @@ func addOverlay(fsys *ConfinedFS, dir string, opts Options) (string, error) {
 
 // foldable returns dir's kustomization file and true when opts can be
 // written into it instead of an overlay on top of it: the file is served
-// from memory in place of none on the disk (a generated one) and names
-// resources only, so that it transforms nothing and one kustomization with
+// from memory in place of none on the disk (a generated one), is a
+// Kustomization (not a Component) and names resources only, so that it transforms nothing and one kustomization with
 // both its resources and opts builds the same objects as the two, for less
 // of kustomize's time and memory (BenchmarkBuild_GeneratedKustomization).
 // Build metadata keeps the overlay, since its annotations' paths are
@@ -67,7 +67,7 @@ func foldable(fsys *ConfinedFS, dir string, opts Options) (string, bool) {
 			continue
 		}
 		doc, err := parseKustomization(data)
-		if err != nil {
+		if err != nil || (doc["kind"] != nil && doc["kind"] != types.KustomizationKind) {
 			return "", false
 		}
 		for key := range doc {

@@ -120,6 +120,12 @@ func TestBuild_FoldsOnlyAKustomizationThatTransformsNothing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names(objs)).To(Equal([]string{"ConfigMap/a-own-settings"}))
 
+	// Nor a component, which only a kustomization may name.
+	served[filepath.Join(root, "app", "kustomization.yaml")] = []byte("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n")
+	p, err = prepare(root, "app", Options{Files: served})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.ov).NotTo(Equal(p.dir))
+
 	// Build metadata keeps the overlay: its paths are written relative to it.
 	files, err := Generate(root, "app")
 	g.Expect(err).NotTo(HaveOccurred())
