@@ -51,11 +51,11 @@ func addOverlay(fsys *ConfinedFS, dir string, opts Options) (string, error) {
 // foldable returns dir's kustomization file and true when opts can be
 // written into it instead of an overlay on top of it: the file is served
 // from memory in place of none on the disk (a generated one), is a
-// Kustomization (not a Component) and names resources only, so that it transforms nothing and one kustomization with
-// both its resources and opts builds the same objects as the two, for less
-// of kustomize's time and memory (BenchmarkBuild_GeneratedKustomization).
-// Build metadata keeps the overlay, since its annotations' paths are
-// written relative to it.
+// Kustomization (not a Component) and names resources only, so that it
+// transforms nothing and one kustomization with both its resources and opts
+// builds the same objects as the two, for less of kustomize's time and
+// memory (BenchmarkBuild_GeneratedKustomization). Build metadata keeps the
+// overlay, since its annotations' paths are written relative to it.
 func foldable(fsys *ConfinedFS, dir string, opts Options) (string, bool) {
 	if len(opts.BuildMetadata) > 0 || hasKustomization(dir) {
 		return "", false
