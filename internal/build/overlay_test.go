@@ -3,6 +3,7 @@ package build
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,11 +11,13 @@ import (
 
 // plainApp is a directory without a kustomization file, whose kustomization
 // Generate writes: objects that the options' transformers reach (a
-// RoleBinding's subject follows the namespace, the Deployment names the
-// ConfigMap) and a sub-directory with a kustomization of its own.
+// RoleBinding's subject follows the namespace, the Deployment's reference
+// follows the ConfigMap's name) and a sub-directory with a kustomization of
+// its own.
 var plainApp = map[string]string{
-	"app/deploy.yaml": deployment,
-	"app/cm.yaml":     configMap("settings"),
+	"app/deploy.yaml": strings.Replace(deployment, "        image: nginx:1.25\n",
+		"        image: nginx:1.25\n        envFrom:\n        - configMapRef: {name: settings}\n", 1),
+	"app/cm.yaml": configMap("settings"),
 	"app/rbac.yaml": `apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -100,6 +103,8 @@ func TestBuild_FoldsOptionsIntoAGeneratedKustomization(t *testing.T) {
 				objs, err := Build(root, "app", opts)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(names(objs)).To(Equal(tt.want))
+				g.Expect(folded[len(folded)-1]).To(ContainSubstring("name: "+tt.opts.NamePrefix+"settings"+tt.opts.NameSuffix),
+					"the Deployment's reference follows its ConfigMap's name")
 			}
 		})
 	}
@@ -120,11 +125,14 @@ func TestBuild_FoldsOnlyAKustomizationThatTransformsNothing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(names(objs)).To(Equal([]string{"ConfigMap/a-own-settings"}))
 
-	// Nor a component, which only a kustomization may name.
+	// Nor a Component served in its place, which kustomize refuses to
+	// build: written as a kustomization, it would build.
 	served[filepath.Join(root, "app", "kustomization.yaml")] = []byte("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\n")
 	p, err = prepare(root, "app", Options{Files: served})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.ov).NotTo(Equal(p.dir))
+	_, err = Build(root, "app", Options{Files: served})
+	g.Expect(err).To(HaveOccurred())
 
 	// Build metadata keeps the overlay: its paths are written relative to it.
 	files, err := Generate(root, "app")
