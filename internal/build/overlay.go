@@ -27,8 +27,8 @@ func overlayDir(root string) (string, error) {
 // returns the directory to build: the overlay's, or dir itself when opts
 // were folded into dir's generated kustomization (see foldable).
 func addOverlay(fsys *ConfinedFS, dir string, opts Options) (string, error) {
-	if generated, ok := foldable(fsys, dir, opts); ok {
-		return dir, fold(fsys, dir, generated, opts)
+	if generated, resources, ok := foldable(fsys, dir, opts); ok {
+		return dir, fold(fsys, dir, generated, resources, opts)
 	}
 	ov, err := overlayDir(fsys.Root())
 	if err != nil {
@@ -48,17 +48,17 @@ func addOverlay(fsys *ConfinedFS, dir string, opts Options) (string, error) {
 	return ov, serveKustomization(fsys, filepath.Join(ov, konfig.DefaultKustomizationFileName()), k)
 }
 
-// foldable returns dir's kustomization file and true when opts can be
-// written into it instead of an overlay on top of it: the file is served
-// from memory in place of none on the disk (a generated one), is a
-// Kustomization (not a Component) and names resources only, so that it
+// foldable returns dir's kustomization file, its resources and true when
+// opts can be written into it instead of an overlay on top of it: the file
+// is served from memory in place of none on the disk (a generated one), is
+// a Kustomization (not a Component) and names resources only, so that it
 // transforms nothing and one kustomization with both its resources and opts
 // builds the same objects as the two, for less of kustomize's time and
 // memory (BenchmarkBuild_GeneratedKustomization). Build metadata keeps the
 // overlay, since its annotations' paths are written relative to it.
-func foldable(fsys *ConfinedFS, dir string, opts Options) (string, bool) {
+func foldable(fsys *ConfinedFS, dir string, opts Options) (string, []string, bool) {
 	if len(opts.BuildMetadata) > 0 || hasKustomization(dir) {
-		return "", false
+		return "", nil, false
 	}
 	for _, n := range konfig.RecognizedKustomizationFileNames() {
 		name := filepath.Join(dir, n)
@@ -68,30 +68,38 @@ func foldable(fsys *ConfinedFS, dir string, opts Options) (string, bool) {
 		}
 		doc, err := parseKustomization(data)
 		if err != nil || (doc["kind"] != nil && doc["kind"] != types.KustomizationKind) {
-			return "", false
+			return "", nil, false
 		}
 		for key := range doc {
 			if key != "apiVersion" && key != "kind" && key != "resources" {
-				return "", false
+				return "", nil, false
 			}
 		}
-		return name, true
+		// parseKustomization has checked that the resources are strings.
+		return name, stringList(doc["resources"]), true
 	}
-	return "", false
+	return "", nil, false
 }
 
-// fold serves the generated kustomization file name again with opts
-// written into it, components included.
-func fold(fsys *ConfinedFS, dir, name string, opts Options) error {
-	var generated types.Kustomization
-	if err := generated.Unmarshal(fsys.virtual[name]); err != nil {
-		return err
+// stringList returns v, a decoded YAML list of strings, as strings.
+func stringList(v any) []string {
+	entries, _ := v.([]any)
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		s, _ := e.(string)
+		out = append(out, s)
 	}
+	return out
+}
+
+// fold serves the generated kustomization file name again with its
+// resources and opts, components included.
+func fold(fsys *ConfinedFS, dir, name string, resources []string, opts Options) error {
 	comps, err := checkComponents(fsys, dir, opts)
 	if err != nil {
 		return err
 	}
-	k, err := overlayKustomization(generated.Resources, opts)
+	k, err := overlayKustomization(resources, opts)
 	if err != nil {
 		return err
 	}
