@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -193,28 +194,35 @@ func (c *controller) stats() (procStats, error) {
 }
 
 // procStats reads the process's peak resident memory from
-// /proc/<pid>/status and its CPU time from /proc/<pid>/stat. Outside Linux
-// it returns zeros.
+// /proc/<pid>/status and its CPU time from /proc/<pid>/stat. A process that
+// is gone, before or between the reads, and any process outside Linux read
+// as zeros.
 func (c *controller) procStats() (procStats, error) {
 	var s procStats
 	p, err := procfs.NewProc(c.Pid())
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
 	if err != nil {
-		return s, err
+		return s, ignoreGone(err)
 	}
 	status, err := p.NewStatus()
 	if err != nil {
-		return s, err
+		return s, ignoreGone(err)
 	}
 	stat, err := p.Stat()
 	if err != nil {
-		return s, err
+		return s, ignoreGone(err)
 	}
 	s.PeakRSSBytes, s.RSSAnonBytes, s.RSSBytes = int64(status.VmHWM), int64(status.RssAnon), int64(status.VmRSS)
 	s.CPUSeconds = stat.CPUTime()
 	return s, nil
+}
+
+// ignoreGone returns err, or nil when it says that a process's files under
+// /proc are gone: the process exited and was reaped.
+func ignoreGone(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
 }
 
 // sampleAnon reads the process's anonymous resident memory every interval
