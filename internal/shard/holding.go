@@ -125,6 +125,7 @@ func (m *Member) balance(ctx context.Context) {
 	}
 	leases := m.bucketLeases(store.List())
 	var gained []int
+	renewing := map[string]bool{}
 	for b := range Buckets {
 		lease := leases[b]
 		holder := ""
@@ -137,6 +138,9 @@ func (m *Member) balance(ctx context.Context) {
 				gained = append(gained, b)
 			}
 		case owner == m.opts.Name && !ring.Has(holder):
+			if holder != "" && m.stillRenewing(ctx, holder, renewing) {
+				continue
+			}
 			if m.take(ctx, b, lease, holder) {
 				gained = append(gained, b)
 			}
@@ -167,19 +171,23 @@ func (m *Member) bucketLeases(leases []any) map[int]*coordinationv1.Lease {
 
 // keep records b, whose Lease names this member, as held (a member
 // restarted under its name finds its buckets so), and calls off its
-// hand-over unless the new holder is being written; it tells whether b
-// was not held before.
+// hand-over unless the new holder is being written; it tells whether b's
+// objects are to be woken: b was not held before, or its hand-over was
+// called off (while it lasted, their changes passed this member by and
+// their runs ended without running).
 func (m *Member) keep(b int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	calledOff := false
 	if r, ok := m.buckets.releasing[b]; ok {
 		if r.writing {
 			return false
 		}
 		delete(m.buckets.releasing, b)
 		closeOnce(r.drained)
+		calledOff = true
 	}
-	if m.buckets.held[b] {
+	if m.buckets.held[b] && !calledOff {
 		return false
 	}
 	m.buckets.held[b] = true
@@ -198,6 +206,50 @@ func (m *Member) lose(b int) {
 		delete(m.buckets.releasing, b)
 		closeOnce(r.drained)
 	}
+}
+
+// stillRenewing reports whether the Lease of holder, a member this one
+// counts gone, changed since this member last saw it change, as the API
+// server has it now: a member whose watch of the Leases fell behind would
+// otherwise take the buckets of a live one. A change found is recorded, so
+// that the ring counts holder live again for its duration; a read that
+// fails counts as one (the next balance looks again). renewing remembers
+// the answers of one balance.
+func (m *Member) stillRenewing(ctx context.Context, holder string, renewing map[string]bool) bool {
+	if answer, ok := renewing[holder]; ok {
+		return answer
+	}
+	answer := m.readRenewing(ctx, holder)
+	renewing[holder] = answer
+	if answer {
+		ctrl.LoggerFrom(ctx).Info("A shard member counted gone still renews its lease: its buckets are left to it", "holder", holder)
+		m.poke()
+	}
+	return answer
+}
+
+// readRenewing reads the Lease of member from the API server: see
+// stillRenewing.
+func (m *Member) readRenewing(ctx context.Context, member string) bool {
+	lease, err := m.leases.cs.CoordinationV1().Leases(m.leases.namespace).Get(ctx, leaseName(member), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the shard lease of a member counted gone", "holder", member)
+		return true
+	}
+	read, ok := ReadLease(lease)
+	if !ok || read.Member != member {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seen, known := m.seen[member]; known && seen.resourceVersion == lease.ResourceVersion {
+		return false
+	}
+	m.seen[member] = observation{resourceVersion: lease.ResourceVersion, at: time.Now(), duration: read.Duration}
+	return true
 }
 
 // take writes this member as the holder of b, on condition that its Lease
@@ -340,16 +392,13 @@ func (m *Member) heldValues() []string {
 	return out
 }
 
-// hold registers a run of an object of bucket b, when this member holds b
-// and is not handing it over; the run calls the returned function when it
-// ends. It returns nil otherwise.
+// hold registers a run of an object of bucket b, when this member
+// reconciles b's objects (see reconciles); the run calls the returned
+// function when it ends. It returns nil otherwise.
 func (m *Member) hold(b int) func() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.buckets.held[b] {
-		return nil
-	}
-	if _, releasing := m.buckets.releasing[b]; releasing {
+	if !m.reconciles(b) {
 		return nil
 	}
 	m.buckets.runs[b]++
@@ -370,13 +419,21 @@ func (m *Member) hold(b int) func() {
 	}
 }
 
-// holdsBucket reports whether this member holds b and is not handing it
-// over.
+// holdsBucket reports whether this member reconciles the objects of b
+// (see reconciles).
 func (m *Member) holdsBucket(b int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.reconciles(b)
+}
+
+// reconciles reports whether this member holds b, is not handing it over,
+// and renewed its Lease within the renew deadline: past it the others may
+// count the member gone, and it stops at its next tick (see Start). Called
+// with mu held.
+func (m *Member) reconciles(b int) bool {
 	_, releasing := m.buckets.releasing[b]
-	return m.buckets.held[b] && !releasing
+	return m.buckets.held[b] && !releasing && time.Since(m.renewed) <= m.renewDeadline()
 }
 
 // HolderOfBucket returns the member whose name bucket b's Lease holds, ""

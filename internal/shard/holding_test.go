@@ -102,19 +102,29 @@ func TestHandOverWaitsForRuns(t *testing.T) {
 }
 
 // TestHandOverCalledOff: a bucket whose hand-over has not been written is
-// kept when the ring assigns it back to the member.
+// kept when the ring assigns it back to the member, and its objects are
+// woken: while the hand-over lasted their changes passed the member by.
 func TestHandOverCalledOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m, ns, b, run := handingOver(t, g, ctx)
 	g.Expect(m.holdsBucket(b)).To(BeFalse())
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "changed-meanwhile",
+		Labels: map[string]string{BucketLabel: BucketValue(b)}}}
+	g.Expect(m.Mine().Update(event.UpdateEvent{ObjectOld: ks, ObjectNew: ks})).To(BeFalse(), "passed by while handed over")
+	woken := make(chan event.GenericEvent, 8)
+	m.opts.Kinds = []kinds.Kind{kustomizationKind(g)}
+	m.subs = map[string]chan event.GenericEvent{"Kustomization": woken}
+	m.cache = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(ks).Build()
 
 	m.ring = NewRing("me") // the other went
 	m.assignment = m.ring.Assign()
 	m.balance(ctx)
 	g.Expect(m.holdsBucket(b)).To(BeTrue(), "kept")
 	g.Expect(m.buckets.releasing).NotTo(HaveKey(b), "the hand-over is called off: once drained, it writes nothing")
+	g.Expect(woken).To(Receive(WithTransform(func(e event.GenericEvent) string { return e.Object.GetName() }, Equal(ks.Name))),
+		"its objects are woken")
 	run()
 	g.Expect(m.buckets.runs).NotTo(HaveKey(b))
 	g.Expect(holderOf(g, ns, b)).To(Equal("me"))

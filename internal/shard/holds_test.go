@@ -43,8 +43,14 @@ func testMember(g Gomega, ns, name string, members ...string) *Member {
 	m.ring = NewRing(members...)
 	m.assignment, m.ready = m.ring.Assign(), true
 	m.leaseStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	m.renewed = renewedForTheTest()
 	return m
 }
+
+// renewedForTheTest is when the Lease of a test's member was renewed: an
+// hour ahead, so that however slowly the test runs the member does not
+// lapse (see Member.reconciles) unless the test says so.
+func renewedForTheTest() time.Time { return time.Now().Add(time.Hour) }
 
 // readLeases fills the member's store of Leases from the API server, as
 // its informer would.
@@ -162,7 +168,7 @@ func TestRelabelIsConditional(t *testing.T) {
 
 func TestPredicates(t *testing.T) {
 	g := NewWithT(t)
-	m := &Member{opts: Options{Name: "me"}, buckets: newBuckets()}
+	m := &Member{opts: Options{Name: "me", LeaseDuration: 15 * time.Second}, buckets: newBuckets(), renewed: renewedForTheTest()}
 	m.buckets.held[1] = true
 	at := func(bucket, key string) *kustomizev1.Kustomization {
 		return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{BucketLabel: bucket, KeyLabel: key}}}
@@ -200,7 +206,8 @@ func TestKey(t *testing.T) {
 func TestReports(t *testing.T) {
 	g := NewWithT(t)
 	ring := NewRing("me", "other")
-	m := &Member{opts: Options{Name: "me", By: ByObject}, ring: ring, assignment: ring.Assign(), ready: true, buckets: newBuckets()}
+	m := &Member{opts: Options{Name: "me", By: ByObject, LeaseDuration: 15 * time.Second}, ring: ring, assignment: ring.Assign(), ready: true,
+		buckets: newBuckets(), renewed: renewedForTheTest()}
 	mineB, othersB := bucketOwnedBy(g, m.assignment, "me"), bucketOwnedBy(g, m.assignment, "other")
 	m.buckets.held[mineB] = true
 	obj := func(name string, bucket int) *kustomizev1.Kustomization {

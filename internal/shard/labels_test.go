@@ -97,7 +97,7 @@ func TestLabelsRunSideBySide(t *testing.T) {
 	m, err := NewMember(env.Config, env.Client, env.Client.RESTMapper(),
 		Options{Name: "me", Ring: "windlass", Namespace: ns, By: ByObject, LeaseDuration: 15 * time.Second, Kinds: []kinds.Kind{kustomizationKind(g)}})
 	g.Expect(err).NotTo(HaveOccurred())
-	m.ring = NewRing("me")
+	m.ring, m.renewed = NewRing("me"), renewedForTheTest()
 	for b := range Buckets {
 		m.buckets.held[b] = true
 	}

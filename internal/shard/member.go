@@ -98,6 +98,10 @@ type Member struct {
 	// that this process wrote it once.
 	process string
 	wrote   bool
+	// renewed is when the last renewal of the member's Lease that
+	// succeeded started: the others count it live for its duration from
+	// no earlier than that.
+	renewed time.Time
 }
 
 // observation is when a member's Lease was last seen to change.
@@ -167,10 +171,9 @@ func (m *Member) renewDeadline() time.Duration { return m.opts.LeaseDuration * 2
 func (m *Member) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("member", m.opts.Name, "ring", m.opts.Ring)
 	ctx = ctrl.LoggerInto(ctx, log)
-	if err := m.renew(ctx); err != nil {
+	if err := m.renewAndRecord(ctx); err != nil {
 		return fmt.Errorf("joining the shard ring: %w", err)
 	}
-	lastRenew := time.Now()
 	leaseInformer, err := m.watchLeases(ctx)
 	if err != nil {
 		return err
@@ -197,19 +200,23 @@ func (m *Member) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-renew.C:
-			if err := m.renew(ctx); err != nil {
+			// A member past its renew deadline stops, even if its Lease
+			// could still be renewed (a process paused, frozen or starved
+			// for that long would renew it as if nothing had happened): the
+			// others may have taken its buckets, and it has reconciled
+			// nothing and passed no event by since (see reconciles).
+			if since := m.sinceRenewed(); since > m.renewDeadline() {
+				m.lost(ctx)
+				return fmt.Errorf("%w: not renewed for %s", errLapsed, since.Round(time.Second))
+			}
+			if err := m.renewAndRecord(ctx); err != nil {
 				log.Error(err, "Renewing the shard lease")
-				if errors.Is(err, errSameName) {
+				if errors.Is(err, errSameName) || errors.Is(err, errLapsed) {
 					m.lost(ctx)
 					return err
 				}
-				if time.Since(lastRenew) > m.renewDeadline() {
-					m.lost(ctx)
-					return fmt.Errorf("the shard lease was not renewed for %s", time.Since(lastRenew).Round(time.Second))
-				}
 				continue
 			}
-			lastRenew = time.Now()
 		case <-look.C:
 			m.observe(ctx, leaseInformer.GetStore())
 			look.Reset(m.untilNextLook(time.Now()))
@@ -258,6 +265,37 @@ func (m *Member) lost(ctx context.Context) {
 		return
 	}
 	os.Exit(1)
+}
+
+// renewAndRecord renews the member's Lease, and records when a renewal
+// that succeeded started. It returns errLapsed for a renewal that ended
+// past the renew deadline of the last one (the member lapsed meanwhile).
+func (m *Member) renewAndRecord(ctx context.Context) error {
+	start := time.Now()
+	if err := m.renew(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if since := time.Since(m.renewed); !m.renewed.IsZero() && since > m.renewDeadline() {
+		return fmt.Errorf("%w: renewed %s after the last renewal", errLapsed, since.Round(time.Second))
+	}
+	m.renewed = start
+	return nil
+}
+
+// errLapsed is the error of a member whose Lease went unrenewed for longer
+// than its renew deadline: the others may have taken its buckets, and it
+// reconciled nothing and dropped its objects' events meanwhile (see
+// reconciles), so it stops.
+var errLapsed = errors.New("the shard lease lapsed")
+
+// sinceRenewed returns how long ago the last renewal of the member's
+// Lease that succeeded started.
+func (m *Member) sinceRenewed() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return time.Since(m.renewed)
 }
 
 // errSameName is the error of a member whose Lease another process wrote:
