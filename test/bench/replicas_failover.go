@@ -218,7 +218,7 @@ func (r *run) recordReplicasHolding(rr *ReplicasResult, held holding) error {
 		members, _ := sampleValue(body, "windlass_shard_members")
 		f.PeakRSSBytes, f.Members, f.BucketMoves = st.PeakRSSBytes, int(members), bucketMoves(body)
 		f.HeldObjects, f.HeldBuckets = len(heldBy(held.objects, f.Name)), len(heldBy(held.buckets, f.Name))
-		f.LogErrors = logErrors(p.Output())
+		f.LogErrors = logErrors(p.Process.Output())
 		rr.PeakRSSSumBytes += st.PeakRSSBytes
 		return nil
 	})
@@ -289,22 +289,22 @@ func (r *run) failover(ctx context.Context, victim string, held holding) (*Failo
 }
 
 // outputLengths returns how much each replica of procs has written, by
-// name.
+// name: its own process (r0's Output also holds the others', its group).
 func outputLengths(procs map[string]*controller) map[string]int {
 	out := make(map[string]int, len(procs))
 	for name, p := range procs {
-		out[name] = len(p.Output())
+		out[name] = len(p.Process.Output())
 	}
 	return out
 }
 
 // logErrorsSince counts the error lines the replicas of procs wrote after
-// the first before[name] bytes of their output, and returns the first of
-// them, in name order.
+// the first before[name] bytes of their own process's output, and returns
+// the first of them, in name order.
 func logErrorsSince(procs map[string]*controller, before map[string]int) (int, string) {
 	n, first := 0, ""
 	for _, name := range slices.Sorted(maps.Keys(procs)) {
-		since := procs[name].Output()[before[name]:]
+		since := procs[name].Process.Output()[before[name]:]
 		n += logErrors(since)
 		if first == "" {
 			first = firstErrorLine(since)
