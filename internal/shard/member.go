@@ -171,7 +171,7 @@ func (m *Member) renewDeadline() time.Duration { return m.opts.LeaseDuration * 2
 func (m *Member) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("member", m.opts.Name, "ring", m.opts.Ring)
 	ctx = ctrl.LoggerInto(ctx, log)
-	if err := m.renewAndRecord(ctx); err != nil {
+	if err := m.renew(ctx); err != nil {
 		return fmt.Errorf("joining the shard ring: %w", err)
 	}
 	leaseInformer, err := m.watchLeases(ctx)
@@ -186,6 +186,11 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	if err := m.unlabelled.watch(ctx, m); err != nil {
 		return err
+	}
+	// The renew deadline runs from here, before the member holds anything:
+	// the watches above may have taken longer than it.
+	if err := m.renewAndRecord(ctx); err != nil {
+		return fmt.Errorf("joining the shard ring: %w", err)
 	}
 	go m.runLabels(ctx)
 	go m.balanceOnChange(ctx)

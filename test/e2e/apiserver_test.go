@@ -152,12 +152,13 @@ spec:
 	g.Expect(proc.Terminate(shutdownGrace)).To(Succeed(), "the controller stops cleanly on SIGTERM")
 }
 
-// privateControlPlane starts a control plane for t alone, stopped when t
-// ends, and returns it with the path of an administrator's kubeconfig.
-func privateControlPlane(t *testing.T, g *WithT) (*testenv.Environment, string) {
+// privateControlPlane starts a control plane for t alone (with opts),
+// stopped when t ends, and returns it with the path of an administrator's
+// kubeconfig.
+func privateControlPlane(t *testing.T, g *WithT, opts ...testenv.Option) (*testenv.Environment, string) {
 	t.Helper()
 	start := time.Now()
-	cp, err := testenv.Start()
+	cp, err := testenv.Start(opts...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {

@@ -72,10 +72,15 @@ const (
 // not name, and the test checks that no replica was refused but for the
 // API server's own lag (see expectNoStatusOfOthers). The web UI of one
 // replica lists every Kustomization and names the replica that holds each.
+// A Gate that one replica reconciles holds back Kustomizations that each
+// replica holds, until it opens. The API server's audit log shows every
+// apply of the Kustomizations' ConfigMaps sent by the replica that held
+// the Kustomization then, and by no other.
 func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, _ := privateControlPlane(t, g)
+	audit, auditLog := auditApplies(t, g, []string{"r0", "r1", "r2"})
+	cp, _ := privateControlPlane(t, g, audit...)
 	g.Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shardRuntimeNamespace}})).To(Succeed())
 	kubeconfigs := map[string]string{}
 	for _, name := range []string{"r0", "r1", "r2"} {
@@ -174,11 +179,15 @@ func TestShards_ShareFailoverAndRejoin(t *testing.T) {
 	expectWebhookReachesEveryHolder(g, cp, replicas)
 	expectOverviewNamesEveryHolder(g, cp, uiAddrs[0])
 	waitAllApplied(g, cp, "main@sha1:"+sha, replicas) // nothing failed on an artifact removed after a handover
+	cliKubeconfig, err := cp.KubeconfigFile(t.TempDir())
+	g.Expect(err).NotTo(HaveOccurred())
+	expectGateHoldsEveryHolder(g, cp, cliKubeconfig, url, "main@sha1:"+sha, replicas)
 	outputs := map[string][]string{"r1": {killed.Output()}}
 	for name, proc := range replicas {
 		outputs[name] = append(outputs[name], proc.Output())
 	}
 	expectNoStatusOfOthers(t, g, cp, history, outputs)
+	expectAppliedOnlyByHolders(t, g, auditLog, history)
 }
 
 // expectArtifactsOnlyAtHolders checks that the artifacts of every
@@ -260,10 +269,21 @@ func createShardedApps(g *WithT, cp *testenv.Environment, url string) []string {
 		objects = append(objects, "GitRepository/"+ns+"/repo")
 		for j := range shardKustomizations {
 			name := fmt.Sprintf("app-%d", j)
-			createIn(g, cp, &kustomizev1.Kustomization{}, fmt.Sprintf(`
+			createIn(g, cp, &kustomizev1.Kustomization{}, shardedAppYAML(ns, name, "{tier: apps}", dependsOnFirst(j)))
+			objects = append(objects, "Kustomization/"+ns+"/"+name)
+		}
+	}
+	return objects
+}
+
+// shardedAppYAML is the manifest of a Kustomization of the story, name in
+// ns with labels: it applies the ConfigMap cm-<name> into ns from the
+// GitRepository repo; spec, when not empty, ends its spec.
+func shardedAppYAML(ns, name, labels, spec string) string {
+	return fmt.Sprintf(`
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
-metadata: {name: %s, namespace: %s, labels: {tier: apps}}
+metadata: {name: %s, namespace: %s, labels: %s}
 spec:
   interval: 10m
   path: ./app
@@ -272,11 +292,7 @@ spec:
   sourceRef: {kind: GitRepository, name: repo}
   postBuild:
     substitute: {app: %s}
-%s`, name, ns, ns, name, dependsOnFirst(j)))
-			objects = append(objects, "Kustomization/"+ns+"/"+name)
-		}
-	}
-	return objects
+%s`, name, ns, labels, ns, name, spec)
 }
 
 // waitAllApplied waits until every Kustomization of cp is Ready with

@@ -40,8 +40,16 @@ type Environment struct {
 // component, and the wait for the CRDs to be served.
 const controlPlaneDeadline = 2 * time.Minute
 
+// Option changes the control plane that Start starts.
+type Option func(*envtest.Environment)
+
+// WithAPIServerFlag sets a flag of kube-apiserver (without its dashes).
+func WithAPIServerFlag(name, value string) Option {
+	return func(env *envtest.Environment) { env.ControlPlane.GetAPIServer().Configure().Set(name, value) }
+}
+
 // Start starts a control plane with the Windlass CRDs installed.
-func Start() (*Environment, error) {
+func Start(opts ...Option) (*Environment, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -65,6 +73,9 @@ func Start() (*Environment, error) {
 		// End the clients' watches when the API server stops, rather than
 		// wait up to a minute for them (see StopAPIServer).
 		Set("shutdown-watch-termination-grace-period", "2s")
+	for _, opt := range opts {
+		opt(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// A control plane that started but could not install the CRDs
