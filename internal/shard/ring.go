@@ -17,7 +17,7 @@ import (
 	"slices"
 )
 
-// Ring is the set of live members, which owns each key.
+// Ring is the set of live members, which share the buckets (Assign).
 type Ring struct {
 	members []string
 }
@@ -40,22 +40,6 @@ func (r Ring) Has(member string) bool {
 
 // Equal reports whether both rings have the same members.
 func (r Ring) Equal(o Ring) bool { return slices.Equal(r.members, o.members) }
-
-// Owner returns the member that owns key, "" when the ring is empty: the
-// member whose score for the key is highest (rendezvous hashing). A key
-// moves only when its owner leaves or a member that scores higher joins, so
-// that a change of membership moves the fewest keys, and every member owns
-// an equal share of keys on average.
-func (r Ring) Owner(key string) string {
-	var owner string
-	var best uint64
-	for _, m := range r.members {
-		if s := score(m, key); owner == "" || s > best {
-			owner, best = m, s
-		}
-	}
-	return owner
-}
 
 // score is the weight of member for key: a 64-bit FNV-1a hash of both,
 // mixed so that every bit depends on every input bit.
