@@ -240,7 +240,7 @@ func (m *Member) readRenewing(ctx context.Context, member string) bool {
 		return true
 	}
 	read, ok := ReadLease(lease)
-	if !ok || read.Member != member {
+	if !ok {
 		return false
 	}
 	m.mu.Lock()

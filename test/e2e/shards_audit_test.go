@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/windlass-dev/windlass/internal/shard"
 	"github.com/windlass-dev/windlass/internal/testutil/testenv"
@@ -46,20 +47,6 @@ rules:
 	}, log
 }
 
-// auditedWrite is what the audit log says of one write.
-type auditedWrite struct {
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	Verb      string `json:"verb"`
-	ObjectRef struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"objectRef"`
-	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
 // expectAppliedOnlyByHolders reads the audit log at path (see
 // auditApplies) and checks that every write of a ConfigMap that a
 // Kustomization of the story applies came from the replica that held the
@@ -76,17 +63,20 @@ func expectAppliedOnlyByHolders(t *testing.T, g *WithT, path string, history *bu
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for scanner.Scan() {
-		var w auditedWrite
+		var w auditv1.Event
 		g.Expect(json.Unmarshal(scanner.Bytes(), &w)).To(Succeed(), scanner.Text())
+		if w.ObjectRef == nil || w.ObjectRef.Resource != "configmaps" {
+			continue
+		}
 		owner, ok := strings.CutPrefix(w.ObjectRef.Name, appliedPrefix)
-		if w.ObjectRef.Resource != "configmaps" || !ok {
+		if !ok {
 			continue
 		}
 		writes++
 		b := shard.BucketOf(shard.Key(&metav1.ObjectMeta{Namespace: w.ObjectRef.Namespace, Name: owner}, shard.ByObject))
-		g.Expect(history.holderAt(b, w.Received.Time)).To(Equal(w.User.Username),
+		g.Expect(history.holderAt(b, w.RequestReceivedTimestamp.Time)).To(Equal(w.User.Username),
 			"%s of ConfigMap %s/%s by %s at %s: the Kustomization's bucket %d was held by another",
-			w.Verb, w.ObjectRef.Namespace, w.ObjectRef.Name, w.User.Username, w.Received.Format(time.RFC3339Nano), b)
+			w.Verb, w.ObjectRef.Namespace, w.ObjectRef.Name, w.User.Username, w.RequestReceivedTimestamp.Format(time.RFC3339Nano), b)
 		key := w.ObjectRef.Namespace + "/" + w.ObjectRef.Name
 		if writers[key] == nil {
 			writers[key] = map[string]bool{}
